@@ -1,0 +1,28 @@
+//! Command-line interface: `serve`, `validate` and `render`. Takes argv, dispatches to the library, returns the exit code.
+
+use std::process::ExitCode;
+
+use clap::{Parser, Subcommand};
+
+/// Validating admission webhook and xDS control plane for Higress and Istio gateways.
+#[derive(Debug, Parser)]
+#[command(name = "admitpilot", version, about)]
+pub struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+enum Command {
+    /// Validate Istio/Higress config files offline (exit 0 valid, 1 invalid, 2 usage or unreadable input).
+    Validate(validate::ValidateArgs),
+}
+
+/// Runs the chosen subcommand.
+pub fn run(cli: Cli) -> anyhow::Result<ExitCode> {
+    match cli.command {
+        Command::Validate(args) => validate::run(args),
+    }
+}
+
+mod validate;

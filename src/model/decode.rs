@@ -1,0 +1,315 @@
+//! Document decoding: takes one JSON value (a parsed YAML/JSON document or an AdmissionReview object) and
+//! yields a typed [`ConfigObject`], or findings that say exactly which field did not decode.
+//!
+//! Like Istio's webhook, unknown fields inside `spec` are tolerated (each becomes a warning) and unknown
+//! top-level fields are rejected.
+
+use serde::de::DeserializeOwned;
+use serde_json::Value;
+
+use super::{higress_config, ConfigObject, Finding, Kind, ObjectMeta, Spec};
+
+/// Where the higress-config ConfigMap lives; other ConfigMaps are not admitpilot's business.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct DecodeOptions {
+    /// Namespace of the higress-config ConfigMap (default `higress-system`).
+    pub higress_namespace: String,
+    /// Name of the ConfigMap (always `higress-config` in Higress).
+    pub higress_name: String,
+}
+
+impl Default for DecodeOptions {
+    fn default() -> Self {
+        DecodeOptions {
+            higress_namespace: "higress-system".into(),
+            higress_name: "higress-config".into(),
+        }
+    }
+}
+
+/// The identifying fields of a document, read before it is decoded (for messages and reports).
+#[derive(Debug, Clone, Default, PartialEq, Eq, serde::Serialize)]
+pub struct DocumentHeader {
+    /// `apiVersion` as written.
+    pub api_version: String,
+    /// `kind` as written.
+    pub kind: String,
+    /// `metadata.namespace`.
+    pub namespace: String,
+    /// `metadata.name`.
+    pub name: String,
+}
+
+impl DocumentHeader {
+    /// Reads the header fields of a document; missing fields are empty.
+    pub fn read(doc: &Value) -> Self {
+        let text = |v: &Value| v.as_str().unwrap_or_default().to_string();
+        DocumentHeader {
+            api_version: text(&doc["apiVersion"]),
+            kind: text(&doc["kind"]),
+            namespace: text(&doc["metadata"]["namespace"]),
+            name: text(&doc["metadata"]["name"]),
+        }
+    }
+}
+
+/// The outcome of decoding one document.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Decoded {
+    /// The document decoded; `findings` holds warnings only.
+    Object {
+        /// The typed object.
+        object: ConfigObject,
+        /// Warnings (unknown spec fields and the like).
+        findings: Vec<Finding>,
+    },
+    /// The document is of a kind admitpilot handles (or has no usable kind) but does not decode.
+    Invalid {
+        /// Header fields, for reporting.
+        header: DocumentHeader,
+        /// The kind, when it was recognised.
+        kind: Option<Kind>,
+        /// At least one error.
+        findings: Vec<Finding>,
+    },
+    /// A kind admitpilot does not handle, or a ConfigMap other than the configured higress-config.
+    Unrecognized {
+        /// Header fields, for reporting.
+        header: DocumentHeader,
+    },
+}
+
+/// Top-level fields every Istio/Higress custom resource may have.
+const CRD_TOP_LEVEL: &[&str] = &["apiVersion", "kind", "metadata", "spec", "status"];
+
+/// Decodes one document into a typed object.
+pub fn decode(doc: &Value, options: &DecodeOptions) -> Decoded {
+    let header = DocumentHeader::read(doc);
+    let Some(fields) = doc.as_object() else {
+        return Decoded::Invalid {
+            header,
+            kind: None,
+            findings: vec![Finding::error("", "document is not an object")],
+        };
+    };
+    if header.kind.is_empty() || header.api_version.is_empty() {
+        return Decoded::Invalid {
+            header,
+            kind: None,
+            findings: vec![Finding::error("", "document must have apiVersion and kind")],
+        };
+    }
+    let (group, _version) = Kind::split_api_version(&header.api_version);
+    let Some(kind) = Kind::from_group_kind(group, &header.kind) else {
+        return Decoded::Unrecognized { header };
+    };
+    if kind == Kind::HigressConfig
+        && (header.name != options.higress_name || header.namespace != options.higress_namespace)
+    {
+        return Decoded::Unrecognized { header };
+    }
+
+    let mut findings = Vec::new();
+    let metadata = decode_metadata(doc, &mut findings);
+    let spec = match kind {
+        Kind::HigressConfig => decode_higress_config(fields, &mut findings),
+        Kind::Service => {
+            decode_part(&doc["spec"], "spec", &mut findings).map(|s| Spec::Service(Box::new(s)))
+        }
+        Kind::EndpointSlice => {
+            decode_part(doc, "", &mut findings).map(|s| Spec::EndpointSlice(Box::new(s)))
+        }
+        Kind::Secret => decode_part(doc, "", &mut findings).map(|s| Spec::Secret(Box::new(s))),
+        _ => {
+            check_top_level_fields(fields, &header, &mut findings);
+            decode_crd_spec(kind, doc.get("spec").unwrap_or(&Value::Null), &mut findings)
+        }
+    };
+    match (metadata, spec) {
+        (Some(metadata), Some(spec)) if !findings.iter().any(Finding::is_error) => {
+            Decoded::Object {
+                object: ConfigObject {
+                    api_version: header.api_version,
+                    metadata,
+                    spec,
+                },
+                findings,
+            }
+        }
+        _ => {
+            if !findings.iter().any(Finding::is_error) {
+                findings.push(Finding::error("", "document could not be decoded"));
+            }
+            Decoded::Invalid {
+                header,
+                kind: Some(kind),
+                findings,
+            }
+        }
+    }
+}
+
+fn decode_metadata(doc: &Value, findings: &mut Vec<Finding>) -> Option<ObjectMeta> {
+    let meta: ObjectMeta = decode_lenient(&doc["metadata"], "metadata", findings, false)?;
+    if meta.name.is_empty() {
+        findings.push(Finding::error("metadata.name", "name is required"));
+    }
+    Some(meta)
+}
+
+fn check_top_level_fields(
+    fields: &serde_json::Map<String, Value>,
+    header: &DocumentHeader,
+    findings: &mut Vec<Finding>,
+) {
+    for field in fields.keys() {
+        if !CRD_TOP_LEVEL.contains(&field.as_str()) {
+            findings.push(Finding::error(
+                field.clone(),
+                format!(
+                    "unknown field \"{field}\" on {} resource {}/{}",
+                    header.kind, header.namespace, header.name
+                ),
+            ));
+        }
+    }
+}
+
+fn decode_higress_config(
+    fields: &serde_json::Map<String, Value>,
+    findings: &mut Vec<Finding>,
+) -> Option<Spec> {
+    let decoded = higress_config::decode_configmap(fields);
+    findings.extend(decoded.findings);
+    Some(Spec::HigressConfig(Box::new(decoded.config)))
+}
+
+fn decode_crd_spec(kind: Kind, spec: &Value, findings: &mut Vec<Finding>) -> Option<Spec> {
+    use super::{higress as h, istio as i};
+    let f = findings;
+    Some(match kind {
+        Kind::VirtualService => Spec::VirtualService(decode_spec::<i::VirtualService>(spec, f)?),
+        Kind::DestinationRule => Spec::DestinationRule(decode_spec::<i::DestinationRule>(spec, f)?),
+        Kind::Gateway => Spec::Gateway(decode_spec::<i::Gateway>(spec, f)?),
+        Kind::ServiceEntry => Spec::ServiceEntry(decode_spec::<i::ServiceEntry>(spec, f)?),
+        Kind::Sidecar => Spec::Sidecar(decode_spec::<i::Sidecar>(spec, f)?),
+        Kind::EnvoyFilter => Spec::EnvoyFilter(decode_spec::<i::EnvoyFilter>(spec, f)?),
+        Kind::WorkloadEntry => Spec::WorkloadEntry(decode_spec::<i::WorkloadEntry>(spec, f)?),
+        Kind::WorkloadGroup => Spec::WorkloadGroup(decode_spec::<i::WorkloadGroup>(spec, f)?),
+        Kind::ProxyConfig => Spec::ProxyConfig(decode_spec::<i::ProxyConfig>(spec, f)?),
+        Kind::AuthorizationPolicy => {
+            Spec::AuthorizationPolicy(decode_spec::<i::AuthorizationPolicy>(spec, f)?)
+        }
+        Kind::PeerAuthentication => {
+            Spec::PeerAuthentication(decode_spec::<i::PeerAuthentication>(spec, f)?)
+        }
+        Kind::RequestAuthentication => {
+            Spec::RequestAuthentication(decode_spec::<i::RequestAuthentication>(spec, f)?)
+        }
+        Kind::Telemetry => Spec::Telemetry(decode_spec::<i::Telemetry>(spec, f)?),
+        Kind::IstioWasmPlugin => Spec::IstioWasmPlugin(decode_spec::<i::WasmPlugin>(spec, f)?),
+        Kind::McpBridge => Spec::McpBridge(decode_spec::<h::McpBridge>(spec, f)?),
+        Kind::Http2Rpc => Spec::Http2Rpc(decode_spec::<h::Http2Rpc>(spec, f)?),
+        Kind::HigressWasmPlugin => Spec::HigressWasmPlugin(decode_spec::<h::WasmPlugin>(spec, f)?),
+        Kind::HigressConfig | Kind::Service | Kind::EndpointSlice | Kind::Secret => return None,
+    })
+}
+
+/// Decodes a CRD spec: a missing spec decodes as the empty spec; unknown fields become warnings.
+fn decode_spec<T: DeserializeOwned>(spec: &Value, findings: &mut Vec<Finding>) -> Option<T> {
+    let empty = Value::Object(serde_json::Map::new());
+    let spec = if spec.is_null() { &empty } else { spec };
+    decode_lenient(spec, "spec", findings, true)
+}
+
+/// Decodes a Kubernetes built-in part strictly as k8s-openapi defines it (unknown fields ignored silently).
+fn decode_part<T: DeserializeOwned>(
+    value: &Value,
+    prefix: &str,
+    findings: &mut Vec<Finding>,
+) -> Option<T> {
+    decode_lenient(value, prefix, findings, false)
+}
+
+/// Deserializes `value` as `T`, turning a type error into an error finding at its exact field path and,
+/// when `warn_unknown` is set, each ignored (unknown) field into a warning.
+pub fn decode_lenient<T: DeserializeOwned>(
+    value: &Value,
+    prefix: &str,
+    findings: &mut Vec<Finding>,
+    warn_unknown: bool,
+) -> Option<T> {
+    let mut unknown = Vec::new();
+    let mut record = |path: serde_ignored::Path<'_>| unknown.push(path.to_string());
+    let ignored = serde_ignored::Deserializer::new(value, &mut record);
+    let result: Result<T, _> = serde_path_to_error::deserialize(ignored);
+    if warn_unknown {
+        for path in unknown {
+            findings.push(Finding::warning(
+                join_path(prefix, &path),
+                "unknown field (ignored)",
+            ));
+        }
+    }
+    match result {
+        Ok(decoded) => Some(decoded),
+        Err(error) => {
+            let path = error.path().to_string();
+            let path = if path == "." { String::new() } else { path };
+            findings.push(Finding::error(
+                join_path(prefix, &path),
+                error.into_inner().to_string(),
+            ));
+            None
+        }
+    }
+}
+
+/// Joins a prefix and a serde path (`a.b[0]` style) into one field path.
+fn join_path(prefix: &str, path: &str) -> String {
+    match (prefix.is_empty(), path.is_empty() || path == "?") {
+        (_, true) => prefix.to_string(),
+        (true, false) => path.to_string(),
+        (false, false) if path.starts_with('[') => format!("{prefix}{path}"),
+        (false, false) => format!("{prefix}.{path}"),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn joins_paths() {
+        assert_eq!(join_path("spec", "http[0].route"), "spec.http[0].route");
+        assert_eq!(join_path("spec", ""), "spec");
+        assert_eq!(join_path("", "a"), "a");
+    }
+
+    #[test]
+    fn unknown_group_kind_is_unrecognized() {
+        let doc = serde_json::json!({"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": "x"}});
+        assert!(matches!(
+            decode(&doc, &DecodeOptions::default()),
+            Decoded::Unrecognized { .. }
+        ));
+    }
+
+    #[test]
+    fn other_config_maps_are_unrecognized() {
+        let doc = serde_json::json!({"apiVersion": "v1", "kind": "ConfigMap",
+            "metadata": {"name": "other", "namespace": "higress-system"}});
+        assert!(matches!(
+            decode(&doc, &DecodeOptions::default()),
+            Decoded::Unrecognized { .. }
+        ));
+    }
+
+    #[test]
+    fn non_objects_are_invalid() {
+        assert!(matches!(
+            decode(&serde_json::json!(3), &DecodeOptions::default()),
+            Decoded::Invalid { kind: None, .. }
+        ));
+    }
+}

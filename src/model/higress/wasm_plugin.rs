@@ -1,0 +1,8 @@
+//! Higress `WasmPlugin` spec (placeholder until the typed fields land).
+
+use serde::{Deserialize, Serialize};
+
+/// The `spec` of a WasmPlugin (fields still to be typed).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", default)]
+pub struct WasmPlugin {}

@@ -1,0 +1,8 @@
+//! Istio `DestinationRule` spec (placeholder until the typed fields land).
+
+use serde::{Deserialize, Serialize};
+
+/// The `spec` of a DestinationRule (fields still to be typed).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", default)]
+pub struct DestinationRule {}

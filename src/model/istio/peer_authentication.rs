@@ -1,0 +1,8 @@
+//! Istio `PeerAuthentication` spec (placeholder until the typed fields land).
+
+use serde::{Deserialize, Serialize};
+
+/// The `spec` of a PeerAuthentication (fields still to be typed).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", default)]
+pub struct PeerAuthentication {}

@@ -1,0 +1,278 @@
+//! The resource kinds admitpilot understands: takes a group/version/kind and yields a [`Kind`] with its metadata.
+
+use std::fmt;
+
+/// Every kind of object admitpilot decodes, validates or translates.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, serde::Serialize)]
+pub enum Kind {
+    /// networking.istio.io VirtualService.
+    VirtualService,
+    /// networking.istio.io DestinationRule.
+    DestinationRule,
+    /// networking.istio.io Gateway.
+    Gateway,
+    /// networking.istio.io ServiceEntry.
+    ServiceEntry,
+    /// networking.istio.io Sidecar.
+    Sidecar,
+    /// networking.istio.io EnvoyFilter.
+    EnvoyFilter,
+    /// networking.istio.io WorkloadEntry.
+    WorkloadEntry,
+    /// networking.istio.io WorkloadGroup.
+    WorkloadGroup,
+    /// networking.istio.io ProxyConfig.
+    ProxyConfig,
+    /// security.istio.io AuthorizationPolicy.
+    AuthorizationPolicy,
+    /// security.istio.io PeerAuthentication.
+    PeerAuthentication,
+    /// security.istio.io RequestAuthentication.
+    RequestAuthentication,
+    /// telemetry.istio.io Telemetry.
+    Telemetry,
+    /// extensions.istio.io WasmPlugin.
+    IstioWasmPlugin,
+    /// networking.higress.io McpBridge.
+    McpBridge,
+    /// networking.higress.io Http2Rpc.
+    Http2Rpc,
+    /// extensions.higress.io WasmPlugin.
+    HigressWasmPlugin,
+    /// The core/v1 ConfigMap `higress-config` (other ConfigMaps are not admitpilot's business).
+    HigressConfig,
+    /// core/v1 Service.
+    Service,
+    /// discovery.k8s.io/v1 EndpointSlice.
+    EndpointSlice,
+    /// core/v1 Secret (TLS credentials referenced by Gateways).
+    Secret,
+}
+
+/// Static facts about a [`Kind`]: where it lives in the Kubernetes API.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct KindInfo {
+    /// API group; empty for the core group.
+    pub group: &'static str,
+    /// The `kind` field as Kubernetes spells it.
+    pub kind: &'static str,
+    /// Lower-case plural used in API paths (`virtualservices`).
+    pub plural: &'static str,
+    /// Served versions, newest first.
+    pub versions: &'static [&'static str],
+}
+
+const NETWORKING_VERSIONS: &[&str] = &["v1", "v1beta1", "v1alpha3"];
+
+impl Kind {
+    /// Lists every kind, in a stable order.
+    pub const ALL: [Kind; 21] = [
+        Kind::VirtualService,
+        Kind::DestinationRule,
+        Kind::Gateway,
+        Kind::ServiceEntry,
+        Kind::Sidecar,
+        Kind::EnvoyFilter,
+        Kind::WorkloadEntry,
+        Kind::WorkloadGroup,
+        Kind::ProxyConfig,
+        Kind::AuthorizationPolicy,
+        Kind::PeerAuthentication,
+        Kind::RequestAuthentication,
+        Kind::Telemetry,
+        Kind::IstioWasmPlugin,
+        Kind::McpBridge,
+        Kind::Http2Rpc,
+        Kind::HigressWasmPlugin,
+        Kind::HigressConfig,
+        Kind::Service,
+        Kind::EndpointSlice,
+        Kind::Secret,
+    ];
+
+    /// Returns where this kind lives in the Kubernetes API.
+    pub const fn info(self) -> KindInfo {
+        const fn info(
+            group: &'static str,
+            kind: &'static str,
+            plural: &'static str,
+            versions: &'static [&'static str],
+        ) -> KindInfo {
+            KindInfo {
+                group,
+                kind,
+                plural,
+                versions,
+            }
+        }
+        match self {
+            Kind::VirtualService => info(
+                "networking.istio.io",
+                "VirtualService",
+                "virtualservices",
+                NETWORKING_VERSIONS,
+            ),
+            Kind::DestinationRule => info(
+                "networking.istio.io",
+                "DestinationRule",
+                "destinationrules",
+                NETWORKING_VERSIONS,
+            ),
+            Kind::Gateway => info(
+                "networking.istio.io",
+                "Gateway",
+                "gateways",
+                NETWORKING_VERSIONS,
+            ),
+            Kind::ServiceEntry => info(
+                "networking.istio.io",
+                "ServiceEntry",
+                "serviceentries",
+                NETWORKING_VERSIONS,
+            ),
+            Kind::Sidecar => info(
+                "networking.istio.io",
+                "Sidecar",
+                "sidecars",
+                NETWORKING_VERSIONS,
+            ),
+            Kind::EnvoyFilter => info(
+                "networking.istio.io",
+                "EnvoyFilter",
+                "envoyfilters",
+                &["v1alpha3"],
+            ),
+            Kind::WorkloadEntry => info(
+                "networking.istio.io",
+                "WorkloadEntry",
+                "workloadentries",
+                NETWORKING_VERSIONS,
+            ),
+            Kind::WorkloadGroup => info(
+                "networking.istio.io",
+                "WorkloadGroup",
+                "workloadgroups",
+                NETWORKING_VERSIONS,
+            ),
+            Kind::ProxyConfig => info(
+                "networking.istio.io",
+                "ProxyConfig",
+                "proxyconfigs",
+                &["v1beta1"],
+            ),
+            Kind::AuthorizationPolicy => info(
+                "security.istio.io",
+                "AuthorizationPolicy",
+                "authorizationpolicies",
+                &["v1", "v1beta1"],
+            ),
+            Kind::PeerAuthentication => info(
+                "security.istio.io",
+                "PeerAuthentication",
+                "peerauthentications",
+                &["v1", "v1beta1"],
+            ),
+            Kind::RequestAuthentication => info(
+                "security.istio.io",
+                "RequestAuthentication",
+                "requestauthentications",
+                &["v1", "v1beta1"],
+            ),
+            Kind::Telemetry => info(
+                "telemetry.istio.io",
+                "Telemetry",
+                "telemetries",
+                &["v1", "v1alpha1"],
+            ),
+            Kind::IstioWasmPlugin => info(
+                "extensions.istio.io",
+                "WasmPlugin",
+                "wasmplugins",
+                &["v1alpha1"],
+            ),
+            Kind::McpBridge => info("networking.higress.io", "McpBridge", "mcpbridges", &["v1"]),
+            Kind::Http2Rpc => info("networking.higress.io", "Http2Rpc", "http2rpcs", &["v1"]),
+            Kind::HigressWasmPlugin => info(
+                "extensions.higress.io",
+                "WasmPlugin",
+                "wasmplugins",
+                &["v1alpha1"],
+            ),
+            Kind::HigressConfig => info("", "ConfigMap", "configmaps", &["v1"]),
+            Kind::Service => info("", "Service", "services", &["v1"]),
+            Kind::EndpointSlice => info(
+                "discovery.k8s.io",
+                "EndpointSlice",
+                "endpointslices",
+                &["v1"],
+            ),
+            Kind::Secret => info("", "Secret", "secrets", &["v1"]),
+        }
+    }
+
+    /// Finds the kind for an API group and kind name, ignoring the version like Istio's webhook does.
+    /// A ConfigMap maps to [`Kind::HigressConfig`]; the caller decides whether it is *the* higress-config.
+    pub fn from_group_kind(group: &str, kind: &str) -> Option<Kind> {
+        Kind::ALL
+            .into_iter()
+            .find(|k| k.info().group == group && k.info().kind == kind)
+    }
+
+    /// Splits an `apiVersion` (`networking.istio.io/v1`, `v1`) into group and version.
+    pub fn split_api_version(api_version: &str) -> (&str, &str) {
+        match api_version.rsplit_once('/') {
+            Some((group, version)) => (group, version),
+            None => ("", api_version),
+        }
+    }
+
+    /// Returns the `apiVersion` to write for this kind (its group and newest version).
+    pub fn api_version(self) -> String {
+        let info = self.info();
+        if info.group.is_empty() {
+            info.versions[0].to_string()
+        } else {
+            format!("{}/{}", info.group, info.versions[0])
+        }
+    }
+}
+
+impl fmt::Display for Kind {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.info().kind)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn group_kind_round_trips_for_every_kind() {
+        for kind in Kind::ALL {
+            let info = kind.info();
+            assert_eq!(Kind::from_group_kind(info.group, info.kind), Some(kind));
+        }
+    }
+
+    #[test]
+    fn wasm_plugin_is_told_apart_by_group() {
+        assert_eq!(
+            Kind::from_group_kind("extensions.higress.io", "WasmPlugin"),
+            Some(Kind::HigressWasmPlugin)
+        );
+        assert_eq!(
+            Kind::from_group_kind("extensions.istio.io", "WasmPlugin"),
+            Some(Kind::IstioWasmPlugin)
+        );
+    }
+
+    #[test]
+    fn splits_api_versions() {
+        assert_eq!(
+            Kind::split_api_version("networking.istio.io/v1"),
+            ("networking.istio.io", "v1")
+        );
+        assert_eq!(Kind::split_api_version("v1"), ("", "v1"));
+    }
+}

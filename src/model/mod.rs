@@ -1,0 +1,16 @@
+//! The config model (pure): kinds, keys, typed specs of Istio/Higress CRDs and higress-config, and snapshots.
+//! Takes JSON values (already parsed from YAML or an AdmissionReview) and yields typed [`ConfigObject`]s.
+
+pub mod decode;
+pub mod finding;
+pub mod higress;
+pub mod higress_config;
+pub mod istio;
+pub mod kind;
+pub mod object;
+pub mod snapshot;
+
+pub use finding::{Finding, Findings, Severity};
+pub use kind::{Kind, KindInfo};
+pub use object::{ConfigObject, ObjectKey, ObjectMeta, Spec};
+pub use snapshot::Snapshot;

@@ -1,0 +1,6 @@
+//! WasmPlugin rules: takes a decoded higress WasmPlugin spec and its metadata, records findings with field paths.
+
+use crate::model::{higress::WasmPlugin, Findings, ObjectMeta};
+
+/// Validates one WasmPlugin (rules still to be written).
+pub fn validate(_spec: &WasmPlugin, _meta: &ObjectMeta, _out: &mut Findings) {}

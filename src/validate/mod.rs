@@ -1,0 +1,126 @@
+//! Validation (pure), shared by the admission webhook, the watch loop and the `validate` CLI.
+//! Takes one document (JSON value) or one decoded object and yields a [`Report`]: every error and warning
+//! with its field path. One file per kind holds that kind's rules; `common` holds shared primitives.
+
+mod authorization_policy;
+pub mod common;
+mod destination_rule;
+mod envoy_filter;
+mod gateway;
+mod higress_config;
+mod higress_wasm_plugin;
+mod http2rpc;
+mod mcp_bridge;
+mod peer_authentication;
+mod proxy_config;
+mod request_authentication;
+mod service_entry;
+mod sidecar;
+mod telemetry;
+mod virtual_service;
+mod wasm_plugin;
+mod workload_entry;
+mod workload_group;
+
+use serde_json::Value;
+
+use crate::model::decode::{decode, DecodeOptions, Decoded, DocumentHeader};
+use crate::model::{ConfigObject, Finding, Findings, Kind, Spec};
+
+/// The verdict on one document: what it is, the decoded object if it decoded, and every finding.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Report {
+    /// Header fields as written in the document.
+    pub header: DocumentHeader,
+    /// The recognised kind; `None` for documents admitpilot does not handle or cannot read.
+    pub kind: Option<Kind>,
+    /// The decoded object, when decoding succeeded (present even when rules found errors).
+    pub object: Option<ConfigObject>,
+    /// All findings, errors and warnings, in document order.
+    pub findings: Vec<Finding>,
+    /// True when admitpilot does not handle this document's kind (it is neither accepted nor rejected).
+    pub unrecognized: bool,
+}
+
+impl Report {
+    /// Tells whether the document has no errors.
+    pub fn is_valid(&self) -> bool {
+        !self.findings.iter().any(Finding::is_error)
+    }
+
+    /// Iterates over the errors only.
+    pub fn errors(&self) -> impl Iterator<Item = &Finding> {
+        self.findings.iter().filter(|f| f.is_error())
+    }
+
+    /// Iterates over the warnings only.
+    pub fn warnings(&self) -> impl Iterator<Item = &Finding> {
+        self.findings.iter().filter(|f| !f.is_error())
+    }
+}
+
+/// Decodes and validates one document.
+pub fn validate_document(doc: &Value, options: &DecodeOptions) -> Report {
+    match decode(doc, options) {
+        Decoded::Object {
+            object,
+            mut findings,
+        } => {
+            findings.extend(validate_object(&object));
+            Report {
+                header: DocumentHeader::read(doc),
+                kind: Some(object.kind()),
+                object: Some(object),
+                findings,
+                unrecognized: false,
+            }
+        }
+        Decoded::Invalid {
+            header,
+            kind,
+            findings,
+        } => Report {
+            header,
+            kind,
+            object: None,
+            findings,
+            unrecognized: false,
+        },
+        Decoded::Unrecognized { header } => Report {
+            header,
+            kind: None,
+            object: None,
+            findings: Vec::new(),
+            unrecognized: true,
+        },
+    }
+}
+
+/// Runs the rules of the object's kind and returns their findings (decode findings are not included).
+pub fn validate_object(object: &ConfigObject) -> Vec<Finding> {
+    let mut out = Findings::default();
+    let meta = &object.metadata;
+    common::validate_metadata(object.kind(), meta, &mut out);
+    match &object.spec {
+        Spec::VirtualService(s) => virtual_service::validate(s, meta, &mut out),
+        Spec::DestinationRule(s) => destination_rule::validate(s, meta, &mut out),
+        Spec::Gateway(s) => gateway::validate(s, meta, &mut out),
+        Spec::ServiceEntry(s) => service_entry::validate(s, meta, &mut out),
+        Spec::Sidecar(s) => sidecar::validate(s, meta, &mut out),
+        Spec::EnvoyFilter(s) => envoy_filter::validate(s, meta, &mut out),
+        Spec::WorkloadEntry(s) => workload_entry::validate(s, meta, &mut out),
+        Spec::WorkloadGroup(s) => workload_group::validate(s, meta, &mut out),
+        Spec::ProxyConfig(s) => proxy_config::validate(s, meta, &mut out),
+        Spec::AuthorizationPolicy(s) => authorization_policy::validate(s, meta, &mut out),
+        Spec::PeerAuthentication(s) => peer_authentication::validate(s, meta, &mut out),
+        Spec::RequestAuthentication(s) => request_authentication::validate(s, meta, &mut out),
+        Spec::Telemetry(s) => telemetry::validate(s, meta, &mut out),
+        Spec::IstioWasmPlugin(s) => wasm_plugin::validate(s, meta, &mut out),
+        Spec::McpBridge(s) => mcp_bridge::validate(s, meta, &mut out),
+        Spec::Http2Rpc(s) => http2rpc::validate(s, meta, &mut out),
+        Spec::HigressWasmPlugin(s) => higress_wasm_plugin::validate(s, meta, &mut out),
+        Spec::HigressConfig(config) => higress_config::validate(config, &mut out),
+        Spec::Service(_) | Spec::EndpointSlice(_) | Spec::Secret(_) => {}
+    }
+    out.into_vec()
+}
