@@ -13,4 +13,5 @@
 
 pub mod envoy_proto;
 pub mod model;
+pub mod translate;
 pub mod validate;
