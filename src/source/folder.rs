@@ -174,12 +174,12 @@ impl Folder {
             .collect()
     }
 
-    /// Returns every object in force (duplicates resolved), for a resync.
+    /// Returns every object in force (duplicates resolved and reported), for a resync.
     pub fn objects(&self) -> Vec<Arc<ConfigObject>> {
         let mut keys: Vec<&ObjectKey> = self.index.keys().collect();
         keys.sort();
         keys.into_iter()
-            .filter_map(|key| self.winner(key).map(|(_, object)| object))
+            .filter_map(|key| self.resolve(key))
             .collect()
     }
 
@@ -267,7 +267,7 @@ impl Folder {
         let documents = match parse_documents(path, &text) {
             Ok(documents) => documents,
             Err((document, message)) => {
-                tracing::error!(file = %path.display(), document, field = "", message = %message,
+                tracing::error!(file = %path.display(), document, field = "", error = %message,
                     "config file does not parse; skipped, the objects it held stay in force");
                 self.metrics.parse_error("folder");
                 self.files.entry(path.to_path_buf()).or_default().hash = hash;
@@ -308,7 +308,7 @@ impl Folder {
                 let key = object.key();
                 for warning in warnings {
                     tracing::warn!(file = %path.display(), document = %label, object = %key,
-                        field = %warning.field, message = %warning.message, "config warning");
+                        field = %warning.field, warning = %warning.message, "config warning");
                 }
                 match objects.entry(key) {
                     std::collections::btree_map::Entry::Occupied(entry) => {
@@ -330,7 +330,7 @@ impl Folder {
                 let object = key.as_ref().map(ToString::to_string).unwrap_or_default();
                 for error in &errors {
                     tracing::error!(file = %path.display(), document = %label, object = %object,
-                        field = %error.field, message = %error.message, "invalid object skipped");
+                        field = %error.field, error = %error.message, "invalid object skipped");
                 }
                 self.metrics.reject(kind, reason.as_str());
                 if let Some(key) = key {
@@ -371,29 +371,26 @@ impl Folder {
         }
     }
 
-    /// The file and object in force for `key`: the first path in byte order.
-    fn winner(&self, key: &ObjectKey) -> Option<(&PathBuf, Arc<ConfigObject>)> {
+    /// Returns the object in force for `key`: the one from the first path in byte order. Reports duplicates.
+    fn resolve(&self, key: &ObjectKey) -> Option<Arc<ConfigObject>> {
         let paths = self.index.get(key)?;
         let path = paths.first()?;
-        let object = self.files.get(path)?.objects.get(key)?.clone();
-        Some((path, object))
+        if paths.len() > 1 {
+            let ignored: Vec<String> = paths
+                .iter()
+                .skip(1)
+                .map(|p| p.display().to_string())
+                .collect();
+            tracing::warn!(object = %key, winner = %path.display(), ?ignored,
+                "object defined in several files; the first path wins");
+            self.metrics.reject(Some(key.kind), "duplicate");
+        }
+        self.files.get(path)?.objects.get(key).cloned()
     }
 
     fn event_for(&self, key: ObjectKey) -> SourceEvent {
-        match self.winner(&key) {
-            Some((path, object)) => {
-                if let Some(paths) = self.index.get(&key).filter(|p| p.len() > 1) {
-                    let losers: Vec<String> = paths
-                        .iter()
-                        .skip(1)
-                        .map(|p| p.display().to_string())
-                        .collect();
-                    tracing::warn!(object = %key, winner = %path.display(), ignored = ?losers,
-                        "object defined in several files; the first path wins");
-                    self.metrics.reject(Some(key.kind), "duplicate");
-                }
-                SourceEvent::Apply(object)
-            }
+        match self.resolve(&key) {
+            Some(object) => SourceEvent::Apply(object),
             None => SourceEvent::Delete(key),
         }
     }

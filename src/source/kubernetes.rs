@@ -389,7 +389,7 @@ impl WatchState {
             Verdict::Accept { object, warnings } => {
                 let key = object.key();
                 for warning in warnings {
-                    tracing::debug!(object = %key, field = %warning.field, message = %warning.message,
+                    tracing::debug!(object = %key, field = %warning.field, warning = %warning.message,
                         "config warning");
                 }
                 self.reported.remove(&key);
@@ -404,7 +404,7 @@ impl WatchState {
                 let shown = key.as_ref().map(ToString::to_string).unwrap_or_default();
                 for error in &errors {
                     tracing::error!(object = %shown, resource_version = ?reference.resource_version,
-                        field = %error.field, message = %error.message, "invalid object excluded");
+                        field = %error.field, error = %error.message, "invalid object excluded");
                 }
                 shared.metrics.reject(kind, reason.as_str());
                 let key = key?;
