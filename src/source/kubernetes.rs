@@ -248,7 +248,7 @@ fn api_resource(kind: Kind, version: &str) -> ApiResource {
 }
 
 fn is_not_found(error: &watcher::Error) -> bool {
-    matches!(error, watcher::Error::InitialListFailed(kube::Error::Api(status)) if status.is_not_found())
+    matches!(error, watcher::Error::InitialListFailed(kube::Error::Api(status)) if status.code == 404)
 }
 
 /// Runs one watcher forever (until the task is aborted).
