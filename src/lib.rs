@@ -15,3 +15,4 @@ pub mod envoy_proto;
 pub mod model;
 pub mod translate;
 pub mod validate;
+pub mod xds;
