@@ -44,19 +44,50 @@ impl ConfigCache {
         self.groups.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
-    /// Joins a proxy group, translating the current snapshot for it if the group is new.
+    /// Joins a proxy group. The group's configuration is brought up to the latest snapshot first (translating
+    /// it if the group is new or the dispatcher has not got to it yet), so a new stream never starts stale.
     pub fn subscribe(&self, proxy: &Proxy) -> watch::Receiver<Arc<GroupConfig>> {
         let mut groups = self.lock();
+        let snapshot = self.snapshots.borrow().clone();
         if let Some(sender) = groups.get(proxy) {
+            let previous = sender.borrow().clone();
+            if previous.snapshot_version != snapshot.version {
+                self.refresh_group(sender, &snapshot, proxy, Instant::now());
+            }
             return sender.subscribe();
         }
         groups.retain(|_, sender| sender.receiver_count() > 0);
-        let snapshot = self.snapshots.borrow().clone();
         let resources = (self.translate)(&snapshot, proxy);
         let config = GroupConfig::encode(&resources, snapshot.version, Instant::now(), None);
         let (sender, receiver) = watch::channel(Arc::new(config));
         groups.insert(proxy.clone(), sender);
         receiver
+    }
+
+    /// Re-translates one group; returns whether its content changed (and was published).
+    fn refresh_group(
+        &self,
+        sender: &watch::Sender<Arc<GroupConfig>>,
+        snapshot: &Snapshot,
+        proxy: &Proxy,
+        published: Instant,
+    ) -> bool {
+        let previous = sender.borrow().clone();
+        let resources = (self.translate)(snapshot, proxy);
+        let config = GroupConfig::encode(&resources, snapshot.version, published, Some(&previous));
+        if config.same_content(&previous) {
+            // Record the version without waking anyone.
+            sender.send_if_modified(|current| {
+                *current = Arc::new(GroupConfig {
+                    snapshot_version: snapshot.version,
+                    ..(**current).clone()
+                });
+                false
+            });
+            return false;
+        }
+        sender.send_replace(Arc::new(config));
+        true
     }
 
     /// Number of proxy groups with connected streams.
@@ -93,18 +124,12 @@ impl ConfigCache {
         groups.retain(|_, sender| sender.receiver_count() > 0);
         let mut changed = 0;
         for (proxy, sender) in groups.iter() {
-            let previous = sender.borrow().clone();
-            if previous.snapshot_version == snapshot.version {
+            if sender.borrow().snapshot_version == snapshot.version {
                 continue;
             }
-            let resources = (self.translate)(snapshot, proxy);
-            let config =
-                GroupConfig::encode(&resources, snapshot.version, published, Some(&previous));
-            if config.same_content(&previous) {
-                continue;
+            if self.refresh_group(sender, snapshot, proxy, published) {
+                changed += 1;
             }
-            sender.send_replace(Arc::new(config));
-            changed += 1;
         }
         tracing::debug!(
             version = snapshot.version,
