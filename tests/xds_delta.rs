@@ -88,6 +88,10 @@ async fn explicit_subscribe_and_unsubscribe() {
             ..Default::default()
         })
         .await;
+    wait_until("the unsubscription is applied", || {
+        server.server.status().list()[0].types["eds"].subscribed == 2
+    })
+    .await;
     // Unsubscribed resources are not pushed any more; subscribed ones are.
     server.update(|r| {
         r.endpoints = vec![endpoints("a", &[2001]), endpoints("b", &[2002])];

@@ -280,7 +280,13 @@ impl Protocol for DeltaStream {
         if !changes_subscription {
             return Vec::new();
         }
-        self.types[kind.index()].apply_subscriptions(kind, &request);
+        let state = &mut self.types[kind.index()];
+        state.apply_subscriptions(kind, &request);
+        let (wildcard, subscribed) = (state.wildcard, state.names.len());
+        self.connection.update(kind, |status| {
+            status.wildcard = wildcard;
+            status.subscribed = subscribed;
+        });
         self.diff(kind, config, first).into_iter().collect()
     }
 

@@ -203,6 +203,12 @@ impl Protocol for SotwStream {
                 .update(kind, |status| status.acked_version = acked);
         }
         let grew = state.subscribe(kind, &request.resource_names);
+        let (wildcard, subscribed) = (state.wildcard, state.names.len());
+        self.connection.update(kind, |status| {
+            status.wildcard = wildcard;
+            status.subscribed = subscribed;
+        });
+        let state = &mut self.types[kind.index()];
         let force = initial || grew || state.always_respond;
         let sent = state.sent_version.clone();
         let changed = sent.as_deref() != Some(&self.desired_version(kind, config));

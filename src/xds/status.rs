@@ -26,6 +26,10 @@ pub struct TypeStatus {
     pub acked_version: Option<String>,
     /// Resources the client holds according to the server (ACKed or in flight).
     pub resources: usize,
+    /// The client subscribed to every resource of this type.
+    pub wildcard: bool,
+    /// Resource names the client subscribed to explicitly.
+    pub subscribed: usize,
     /// The last rejection, if any.
     pub last_nack: Option<NackStatus>,
 }
