@@ -8,7 +8,7 @@ use std::time::Duration;
 
 use admitpilot::model::Snapshot;
 use admitpilot::translate::{GatewayResources, Proxy};
-use admitpilot::xds::{TranslateFn, XdsMetrics, XdsServer};
+use admitpilot::xds::{TlsFiles, TranslateFn, XdsMetrics, XdsServer};
 use envoy_types::pb::envoy::config::cluster::v3::{cluster, Cluster};
 use envoy_types::pb::envoy::config::core::v3::Address;
 use envoy_types::pb::envoy::config::core::v3::{
@@ -61,13 +61,14 @@ impl TestServer {
         let source = resources.clone();
         let translate: TranslateFn =
             Arc::new(move |_: &Snapshot, _: &Proxy| source.lock().unwrap().clone());
-        Self::start_with(translate, resources).await
+        Self::start_with(translate, resources, None).await
     }
 
     /// Starts a server with a custom translation (`resources` is what [`TestServer::set`] changes).
     pub async fn start_with(
         translate: TranslateFn,
         resources: Arc<Mutex<GatewayResources>>,
+        tls: Option<TlsFiles>,
     ) -> TestServer {
         let (snapshots, receiver) = watch::channel(Arc::new(Snapshot::default()));
         let mut registry = Registry::with_prefix("admitpilot");
@@ -79,7 +80,7 @@ impl TestServer {
         let serving = server.clone();
         let task = tokio::spawn(async move {
             serving
-                .serve(listener, None, async {
+                .serve(listener, tls.as_ref(), async {
                     let _ = stopped.await;
                 })
                 .await
@@ -123,6 +124,15 @@ impl TestServer {
         if let Some(task) = self.task.take() {
             tokio::time::timeout(WAIT, task).await.unwrap().unwrap();
         }
+    }
+
+    /// Starts a server serving `initial` over TLS.
+    pub async fn start_tls(initial: GatewayResources, tls: TlsFiles) -> TestServer {
+        let resources = Arc::new(Mutex::new(initial));
+        let source = resources.clone();
+        let translate: TranslateFn =
+            Arc::new(move |_: &Snapshot, _: &Proxy| source.lock().unwrap().clone());
+        Self::start_with(translate, resources, Some(tls)).await
     }
 
     pub fn endpoint(&self) -> String {
