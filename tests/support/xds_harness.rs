@@ -393,6 +393,11 @@ impl SotwClient {
             .expect("stream ended")
     }
 
+    /// The next response, without a deadline (`None` when the stream ends).
+    pub async fn recv(&mut self) -> Option<DiscoveryResponse> {
+        self.rx.message().await.ok().flatten()
+    }
+
     /// Waits for the server to end the stream.
     pub async fn closed(&mut self) -> bool {
         matches!(
@@ -442,6 +447,11 @@ impl DeltaClient {
             .expect("timed out waiting for a DeltaDiscoveryResponse")
             .unwrap()
             .expect("stream ended")
+    }
+
+    /// The next response, without a deadline (`None` when the stream ends).
+    pub async fn recv(&mut self) -> Option<DeltaDiscoveryResponse> {
+        self.rx.message().await.ok().flatten()
     }
 }
 
