@@ -43,3 +43,9 @@ pub struct GatewayResources {
 pub fn translate(_snapshot: &Snapshot, _proxy: &Proxy) -> GatewayResources {
     GatewayResources::default()
 }
+
+pub mod cluster;
+pub mod envoy;
+pub mod listener;
+pub mod naming;
+pub mod secret;
