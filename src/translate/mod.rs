@@ -49,3 +49,4 @@ pub mod envoy;
 pub mod listener;
 pub mod naming;
 pub mod secret;
+pub mod services;
