@@ -40,6 +40,55 @@ pub fn millis(ms: u64) -> Duration {
     }
 }
 
+/// Parses a duration as Istio accepts it: protobuf JSON (`1.5s`) or Go style (`1h30m`, `250ms`, `10us`).
+/// Returns `None` for malformed or negative input (validation rejects those before translation).
+pub fn parse_duration(text: &str) -> Option<Duration> {
+    let mut rest = text.trim();
+    if rest.is_empty() {
+        return None;
+    }
+    let mut nanos: u128 = 0;
+    while !rest.is_empty() {
+        let digits = rest
+            .find(|c: char| !(c.is_ascii_digit() || c == '.'))
+            .unwrap_or(rest.len());
+        let (number, tail) = rest.split_at(digits);
+        let unit_len = tail
+            .find(|c: char| c.is_ascii_digit() || c == '.')
+            .unwrap_or(tail.len());
+        let (unit, tail) = tail.split_at(unit_len);
+        let scale: u128 = match unit {
+            "h" => 3_600_000_000_000,
+            "m" => 60_000_000_000,
+            "s" => 1_000_000_000,
+            "ms" => 1_000_000,
+            "us" | "µs" => 1_000,
+            "ns" => 1,
+            _ => return None,
+        };
+        let (whole, fraction) = number.split_once('.').unwrap_or((number, ""));
+        if whole.is_empty() && fraction.is_empty() {
+            return None;
+        }
+        let whole: u128 = if whole.is_empty() {
+            0
+        } else {
+            whole.parse().ok()?
+        };
+        nanos = nanos.checked_add(whole.checked_mul(scale)?)?;
+        let mut place = scale;
+        for digit in fraction.chars() {
+            place /= 10;
+            nanos = nanos.checked_add(u128::from(digit.to_digit(10)?) * place)?;
+        }
+        rest = tail;
+    }
+    Some(Duration {
+        seconds: i64::try_from(nanos / 1_000_000_000).ok()?,
+        nanos: i32::try_from(nanos % 1_000_000_000).ok()?,
+    })
+}
+
 /// Packs a message into `Any` (re-exported so translators need one import).
 pub fn any<T: Name + Message>(message: T) -> Any {
     pack_any(message)
@@ -48,6 +97,16 @@ pub fn any<T: Name + Message>(message: T) -> Any {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn parses_istio_durations() {
+        assert_eq!(parse_duration("1.5s"), Some(millis(1500)));
+        assert_eq!(parse_duration("1m30s"), Some(millis(90_000)));
+        assert_eq!(parse_duration("250ms"), Some(millis(250)));
+        assert_eq!(parse_duration("0s"), Some(millis(0)));
+        assert_eq!(parse_duration("5"), None);
+        assert_eq!(parse_duration("-1s"), None);
+    }
 
     #[test]
     fn millis_splits_seconds_and_nanos() {

@@ -48,5 +48,7 @@ pub mod cluster;
 pub mod envoy;
 pub mod listener;
 pub mod naming;
+pub mod policy;
+pub mod route;
 pub mod secret;
 pub mod services;
