@@ -37,8 +37,12 @@ pub struct Endpoint {
     pub address: String,
     /// Port.
     pub port: u32,
+    /// Locality region (empty when unknown).
+    pub region: String,
     /// Locality zone (empty when unknown).
     pub zone: String,
+    /// Locality sub-zone (empty when unknown).
+    pub subzone: String,
     /// Load-balancing weight (≥ 1).
     pub weight: u32,
     /// Labels used by DestinationRule subsets.
@@ -96,23 +100,27 @@ fn unlimited_circuit_breakers() -> CircuitBreakers {
     }
 }
 
-/// Builds the load assignment of a cluster: endpoints grouped by zone (zones in order), each locality
+/// Builds the load assignment of a cluster: endpoints grouped by locality (in order), each locality
 /// weighted by the sum of its endpoint weights.
 pub fn load_assignment(cluster_name: &str, endpoints: &[Endpoint]) -> ClusterLoadAssignment {
-    let mut by_zone: BTreeMap<&str, Vec<&Endpoint>> = BTreeMap::new();
+    let mut by_zone: BTreeMap<(&str, &str, &str), Vec<&Endpoint>> = BTreeMap::new();
     for endpoint in endpoints {
-        by_zone.entry(&endpoint.zone).or_default().push(endpoint);
+        by_zone
+            .entry((&endpoint.region, &endpoint.zone, &endpoint.subzone))
+            .or_default()
+            .push(endpoint);
     }
     let localities = by_zone
         .into_iter()
-        .map(|(zone, members)| {
+        .map(|((region, zone, subzone), members)| {
             let total: u32 = members
                 .iter()
                 .fold(0u32, |sum, e| sum.saturating_add(e.weight.max(1)));
             LocalityLbEndpoints {
                 locality: Some(Locality {
+                    region: region.to_string(),
                     zone: zone.to_string(),
-                    ..Default::default()
+                    sub_zone: subzone.to_string(),
                 }),
                 lb_endpoints: members
                     .into_iter()
@@ -149,7 +157,9 @@ mod tests {
         Endpoint {
             address: address.into(),
             port: 8080,
+            region: String::new(),
             zone: zone.into(),
+            subzone: String::new(),
             weight: 1,
             labels: BTreeMap::new(),
         }

@@ -12,6 +12,8 @@ use k8s_openapi::api::discovery::v1::EndpointSlice;
 
 use super::cluster::{Discovery, Endpoint};
 use super::naming;
+use crate::model::istio::service_entry::{Resolution, ServiceEntry};
+use crate::model::istio::WorkloadEntry;
 use crate::model::{Kind, ObjectMeta, Snapshot, Spec};
 
 /// Annotation restricting a Kubernetes Service's visibility, as Istio reads it.
@@ -99,6 +101,14 @@ impl Registry {
                 services.insert(service.hostname.clone(), service);
             }
         }
+        for object in snapshot.of_kind(Kind::ServiceEntry) {
+            if let Spec::ServiceEntry(entry) = &object.spec {
+                let workloads = selected_workloads(snapshot, &object.metadata.namespace, entry);
+                for service in entry_services(&object.metadata, entry, &workloads) {
+                    services.entry(service.hostname.clone()).or_insert(service);
+                }
+            }
+        }
         Registry { services }
     }
 
@@ -120,6 +130,124 @@ pub fn infer_protocol(name: &str, app_protocol: Option<&str>) -> String {
         "KUBERNETES.IO/H2C" => "HTTP2".into(),
         _ => "TCP".into(),
     }
+}
+
+/// The WorkloadEntries (same namespace) a ServiceEntry's `workloadSelector` selects.
+fn selected_workloads<'s>(
+    snapshot: &'s Snapshot,
+    namespace: &str,
+    entry: &ServiceEntry,
+) -> Vec<&'s WorkloadEntry> {
+    let Some(selector) = &entry.workload_selector else {
+        return Vec::new();
+    };
+    snapshot
+        .of_kind(Kind::WorkloadEntry)
+        .filter(|object| object.metadata.namespace == namespace)
+        .filter_map(|object| match &object.spec {
+            Spec::WorkloadEntry(workload) => Some(workload),
+            _ => None,
+        })
+        .filter(|workload| {
+            selector
+                .labels
+                .iter()
+                .all(|(k, v)| workload.labels.get(k) == Some(v))
+        })
+        .collect()
+}
+
+/// Splits `region/zone/subzone`.
+fn locality(text: &str) -> (String, String, String) {
+    let mut parts = text.splitn(3, '/').map(str::to_string);
+    (
+        parts.next().unwrap_or_default(),
+        parts.next().unwrap_or_default(),
+        parts.next().unwrap_or_default(),
+    )
+}
+
+/// One service per ServiceEntry host. STATIC → EDS from `endpoints` (or selected WorkloadEntries);
+/// DNS → STRICT_DNS and DNS_ROUND_ROBIN → LOGICAL_DNS over the endpoints, or the host itself when none are
+/// listed; NONE and DYNAMIC_DNS → ORIGINAL_DST (admitpilot has no dynamic forward proxy).
+fn entry_services(
+    meta: &ObjectMeta,
+    entry: &ServiceEntry,
+    workloads: &[&WorkloadEntry],
+) -> Vec<Service> {
+    let discovery = match entry.resolution {
+        Some(Resolution::Static) => Discovery::Eds,
+        Some(Resolution::Dns) => Discovery::StrictDns,
+        Some(Resolution::DnsRoundRobin) => Discovery::LogicalDns,
+        Some(Resolution::None | Resolution::DynamicDns) | None => Discovery::OriginalDst,
+    };
+    let ports: Vec<ServicePort> = entry
+        .ports
+        .iter()
+        .filter_map(|p| {
+            Some(ServicePort {
+                number: p.number?,
+                name: p.name.clone(),
+                protocol: if p.protocol.is_empty() {
+                    infer_protocol(&p.name, None)
+                } else {
+                    p.protocol.to_ascii_uppercase()
+                },
+            })
+        })
+        .collect();
+    let members: Vec<&WorkloadEntry> = entry
+        .endpoints
+        .iter()
+        .chain(workloads.iter().copied())
+        .collect();
+    entry
+        .hosts
+        .iter()
+        .map(|host| {
+            let mut endpoints: BTreeMap<u32, Vec<Endpoint>> = BTreeMap::new();
+            for (port, spec) in ports.iter().zip(&entry.ports) {
+                let target = spec.target_port.unwrap_or(port.number);
+                let list = endpoints.entry(port.number).or_default();
+                for member in &members {
+                    if member.address.starts_with("unix://") {
+                        continue;
+                    }
+                    let (region, zone, subzone) = locality(&member.locality);
+                    list.push(Endpoint {
+                        address: member.address.clone(),
+                        port: member.ports.get(&port.name).copied().unwrap_or(target),
+                        region,
+                        zone,
+                        subzone,
+                        weight: member.weight.unwrap_or(1).max(1),
+                        labels: member.labels.clone(),
+                    });
+                }
+                if list.is_empty()
+                    && matches!(discovery, Discovery::StrictDns | Discovery::LogicalDns)
+                {
+                    list.push(Endpoint {
+                        address: host.clone(),
+                        port: target,
+                        region: String::new(),
+                        zone: String::new(),
+                        subzone: String::new(),
+                        weight: 1,
+                        labels: BTreeMap::new(),
+                    });
+                }
+            }
+            Service {
+                hostname: host.clone(),
+                namespace: meta.namespace.clone(),
+                ports: ports.clone(),
+                discovery,
+                endpoints,
+                export_to: entry.export_to.clone(),
+            }
+        })
+        .collect()
 }
 
 fn kube_service(
@@ -162,7 +290,9 @@ fn kube_service(
                 let endpoint = Endpoint {
                     address: target.clone(),
                     port: p.number,
+                    region: String::new(),
                     zone: String::new(),
+                    subzone: String::new(),
                     weight: 1,
                     labels: BTreeMap::new(),
                 };
@@ -207,7 +337,9 @@ fn kube_service(
                     endpoints.entry(port.number).or_default().push(Endpoint {
                         address: address.clone(),
                         port: target,
+                        region: String::new(),
                         zone: endpoint.zone.clone().unwrap_or_default(),
+                        subzone: String::new(),
                         weight: 1,
                         labels: slice_meta.labels.clone(),
                     });
