@@ -386,6 +386,28 @@ pub fn is_known_protocol(protocol: &str) -> bool {
         .any(|p| p.eq_ignore_ascii_case(protocol))
 }
 
+/// Tells whether `code` is an HTTP status code with a registered meaning (as Go's `http.StatusText` knows them).
+pub fn is_known_http_status(code: u16) -> bool {
+    matches!(
+        code,
+        100..=103
+            | 200..=208
+            | 226
+            | 300..=305
+            | 307
+            | 308
+            | 400..=418
+            | 421..=426
+            | 428
+            | 429
+            | 431
+            | 451
+            | 500..=508
+            | 510
+            | 511
+    )
+}
+
 // ---------------------------------------------------------------------------------------------------------------
 // Durations and percentages
 

@@ -105,6 +105,7 @@ pub struct HttpRoute {
     pub mirrors: Vec<HttpMirrorPolicy>,
     /// Deprecated integer mirror percentage.
     #[serde(skip_serializing_if = "Option::is_none")]
+    #[serde(alias = "mirror_percent")]
     pub mirror_percent: Option<u32>,
     /// Fraction of traffic mirrored to `mirror`.
     #[serde(skip_serializing_if = "Option::is_none")]
