@@ -9,8 +9,8 @@ use super::common::{self, FieldPath};
 use crate::model::istio::virtual_service::{
     CorsPolicy, Destination, HeaderOperations, Headers, HttpDirectResponse, HttpFaultInjection,
     HttpMatchRequest, HttpMirrorPolicy, HttpRedirect, HttpRetry, HttpRewrite, HttpRoute,
-    HttpRouteDestination, L4MatchAttributes, Percent, RouteDestination, StringMatch, TcpRoute,
-    TlsMatchAttributes, TlsRoute,
+    HttpRouteDestination, L4MatchAttributes, Percent, RouteDestination, SessionPersistence,
+    StringMatch, TcpRoute, TlsMatchAttributes, TlsRoute,
 };
 use crate::model::{istio::VirtualService, Findings, ObjectMeta};
 
@@ -343,6 +343,56 @@ fn validate_http_route(
     validate_authority_rewrite(route, p, out);
     validate_http_destinations(&route.route, gateway_semantics, &mut p.field("route"), out);
     common::validate_opt_duration(route.timeout.as_ref(), &p.child("timeout"), out);
+    if let Some(session) = &route.session_persistence {
+        validate_session_persistence(session, &mut p.field("sessionPersistence"), out);
+    }
+}
+
+/// Session persistence: the settings present must match `type` (COOKIE by default), names must be set, and the
+/// timeouts are durations.
+fn validate_session_persistence(s: &SessionPersistence, p: &mut FieldPath, out: &mut Findings) {
+    let header = match s.kind.as_str() {
+        "" | "COOKIE" => false,
+        "HEADER" => true,
+        other => {
+            out.error(
+                p.child("type"),
+                format!("unknown session persistence type {other:?}; use COOKIE or HEADER"),
+            );
+            return;
+        }
+    };
+    if header != s.header.is_some() || (header && s.cookie.is_some()) {
+        out.error(
+            p.child("type"),
+            "type must match the session persistence settings given (cookie for COOKIE, header for HEADER)",
+        );
+    }
+    if let Some(cookie) = &s.cookie {
+        if cookie.name.is_empty() {
+            out.error(p.child("cookie.name"), "cookie name is required");
+        }
+        if !matches!(cookie.lifetime_type.as_str(), "" | "PERMANENT" | "SESSION") {
+            out.error(
+                p.child("cookie.lifetimeType"),
+                "lifetimeType must be PERMANENT or SESSION",
+            );
+        }
+    }
+    if let Some(h) = &s.header {
+        if !common::is_header_token(&h.name) {
+            out.error(
+                p.child("header.name"),
+                format!("{:?} is not a valid header name", h.name),
+            );
+        }
+    }
+    common::validate_opt_duration(
+        s.absolute_timeout.as_ref(),
+        &p.child("absoluteTimeout"),
+        out,
+    );
+    common::validate_opt_duration(s.idle_timeout.as_ref(), &p.child("idleTimeout"), out);
 }
 
 fn validate_route_conflicts(route: &HttpRoute, delegate: bool, p: &FieldPath, out: &mut Findings) {
@@ -1526,6 +1576,17 @@ mod tests {
         ]}));
         assert!(errors.is_empty(), "{errors:?}");
         assert_eq!(warnings.len(), 4, "{warnings:?}");
+    }
+
+    #[test]
+    fn session_persistence() {
+        let (errors, _) = run(json!({"hosts": ["a"], "http": [
+            {"route": simple_route(), "sessionPersistence": {"absoluteTimeout": "5m", "cookie": {"name": "s", "lifetimeType": "PERMANENT"}}},
+            {"route": simple_route(), "sessionPersistence": {"type": "HEADER", "header": {"name": "x-session"}}},
+            {"route": simple_route(), "sessionPersistence": {"type": "HEADER"}},
+            {"route": simple_route(), "sessionPersistence": {"cookie": {"name": ""}, "idleTimeout": "0s"}}
+        ]}));
+        assert_eq!(errors.len(), 3, "{errors:?}");
     }
 
     #[test]
