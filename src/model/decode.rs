@@ -54,6 +54,8 @@ impl DocumentHeader {
 }
 
 /// The outcome of decoding one document.
+// A short-lived return value, consumed at once: boxing the object would only add an allocation per document.
+#[allow(clippy::large_enum_variant)]
 #[derive(Debug, Clone, PartialEq)]
 pub enum Decoded {
     /// The document decoded; `findings` holds warnings only.
