@@ -2,14 +2,15 @@
 
 use serde::{Deserialize, Serialize};
 
-use super::types::{PolicyTargetReference, WorkloadSelector};
+use super::proxy_config::TypeWorkloadSelector;
+use super::types::PolicyTargetReference;
 
 /// The `spec` of an AuthorizationPolicy: who may do what on the selected workloads.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase", default)]
 pub struct AuthorizationPolicy {
     /// Workloads the policy applies to; absent means every workload in the namespace.
-    pub selector: Option<WorkloadSelector>,
+    pub selector: Option<TypeWorkloadSelector>,
     /// Single resource the policy attaches to (exclusive with `selector` and `targetRefs`).
     pub target_ref: Option<PolicyTargetReference>,
     /// Resources the policy attaches to (exclusive with `selector` and `targetRef`).

@@ -26,7 +26,7 @@ pub use request_authentication::RequestAuthentication;
 pub use service_entry::ServiceEntry;
 pub use sidecar::Sidecar;
 pub use telemetry::Telemetry;
-pub use types::{PolicyTargetReference, PortSelector, WorkloadMode, WorkloadSelector};
+pub use types::{PolicyTargetReference, PortSelector, WorkloadMode};
 pub use virtual_service::VirtualService;
 pub use wasm_plugin::WasmPlugin;
 pub use workload_entry::WorkloadEntry;

@@ -4,14 +4,14 @@ use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
 
-use super::types::WorkloadSelector;
+use super::proxy_config::TypeWorkloadSelector;
 
 /// The `spec` of a PeerAuthentication: the mutual TLS mode for workloads, optionally per port.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase", default)]
 pub struct PeerAuthentication {
     /// Workloads the policy applies to; absent means the whole namespace (or mesh, in the root namespace).
-    pub selector: Option<WorkloadSelector>,
+    pub selector: Option<TypeWorkloadSelector>,
     /// The mTLS mode for all ports.
     pub mtls: Option<MutualTls>,
     /// Per-port mTLS modes, keyed by port number; needs a selector with labels.

@@ -2,14 +2,15 @@
 
 use serde::{Deserialize, Serialize};
 
-use super::types::{PolicyTargetReference, WorkloadSelector};
+use super::proxy_config::TypeWorkloadSelector;
+use super::types::PolicyTargetReference;
 
 /// The `spec` of a RequestAuthentication: how to validate JWTs on requests to the selected workloads.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase", default)]
 pub struct RequestAuthentication {
     /// Workloads the policy applies to.
-    pub selector: Option<WorkloadSelector>,
+    pub selector: Option<TypeWorkloadSelector>,
     /// Single resource the policy attaches to.
     pub target_ref: Option<PolicyTargetReference>,
     /// Resources the policy attaches to.

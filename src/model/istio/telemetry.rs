@@ -5,14 +5,15 @@ use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
 
-use super::types::{PolicyTargetReference, WorkloadSelector};
+use super::proxy_config::TypeWorkloadSelector;
+use super::types::PolicyTargetReference;
 
 /// The `spec` of a Telemetry: tracing, metrics and access logging for the selected workloads.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase", default)]
 pub struct Telemetry {
     /// Workloads the settings apply to.
-    pub selector: Option<WorkloadSelector>,
+    pub selector: Option<TypeWorkloadSelector>,
     /// Single resource the settings attach to.
     pub target_ref: Option<PolicyTargetReference>,
     /// Resources the settings attach to.

@@ -1,17 +1,8 @@
 //! Shared `istio.type.v1beta1` messages used by the security, telemetry and extensions kinds: takes nothing,
-//! defines the workload selector, policy target reference, port selector and workload mode types.
-
-use std::collections::BTreeMap;
+//! defines the policy target reference, port selector and workload mode types (the `matchLabels` selector of the
+//! same package is [`super::proxy_config::TypeWorkloadSelector`]).
 
 use serde::{Deserialize, Serialize};
-
-/// Selects workloads by label (`selector.matchLabels`); the policy applies to pods whose labels match all entries.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase", default)]
-pub struct WorkloadSelector {
-    /// Labels a workload must carry to be selected.
-    pub match_labels: BTreeMap<String, String>,
-}
 
 /// Names the resource a policy attaches to (`targetRef` / `targetRefs[]`).
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]

@@ -3,14 +3,15 @@
 
 use serde::{Deserialize, Serialize};
 
-use super::types::{PolicyTargetReference, PortSelector, WorkloadMode, WorkloadSelector};
+use super::proxy_config::TypeWorkloadSelector;
+use super::types::{PolicyTargetReference, PortSelector, WorkloadMode};
 
 /// The `spec` of an extensions.istio.io WasmPlugin.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase", default)]
 pub struct WasmPlugin {
     /// Workloads the plugin applies to.
-    pub selector: Option<WorkloadSelector>,
+    pub selector: Option<TypeWorkloadSelector>,
     /// Single resource the plugin attaches to.
     pub target_ref: Option<PolicyTargetReference>,
     /// Resources the plugin attaches to.
