@@ -81,7 +81,7 @@ fn validate_action(spec: &AuthorizationPolicy, out: &mut Findings) {
 
 /// CUSTOM (external authorization) cannot match on peer identity or request authentication.
 fn check_custom_rule(rule: &Rule, path: &str, out: &mut Findings) {
-    for (j, from) in rule.from.iter().enumerate() {
+    for (j, from) in rule.from.iter().flatten().enumerate() {
         let Some(src) = &from.source else { continue };
         let fields: [(&str, &[String]); 10] = [
             ("namespaces", &src.namespaces),
@@ -123,7 +123,20 @@ fn check_custom_rule(rule: &Rule, path: &str, out: &mut Findings) {
 }
 
 fn validate_rule(rule: &Rule, path: &str, action: Action, out: &mut Findings) {
-    if rule.from.len() > MAX_RULES {
+    for (name, empty) in [
+        ("from", rule.from.as_ref().is_some_and(Vec::is_empty)),
+        ("to", rule.to.as_ref().is_some_and(Vec::is_empty)),
+    ] {
+        if empty {
+            out.error(
+                format!("{path}.{name}"),
+                format!("{name} must not be an empty list (omit it to match everything)"),
+            );
+        }
+    }
+    let from_list = rule.from.as_deref().unwrap_or_default();
+    let to_list = rule.to.as_deref().unwrap_or_default();
+    if from_list.len() > MAX_RULES {
         out.error(
             format!("{path}.from"),
             format!("at most {MAX_RULES} from entries are allowed"),
@@ -131,7 +144,7 @@ fn validate_rule(rule: &Rule, path: &str, action: Action, out: &mut Findings) {
     }
     let mut from_exists = false;
     let mut tcp_in_from = false;
-    for (j, from) in rule.from.iter().enumerate() {
+    for (j, from) in from_list.iter().enumerate() {
         let path = format!("{path}.from[{j}].source");
         match &from.source {
             None => out.error(&path, "from.source is required"),
@@ -143,7 +156,7 @@ fn validate_rule(rule: &Rule, path: &str, action: Action, out: &mut Findings) {
     }
     let mut to_exists = false;
     let mut tcp_in_to = false;
-    for (j, to) in rule.to.iter().enumerate() {
+    for (j, to) in to_list.iter().enumerate() {
         let path = format!("{path}.to[{j}].operation");
         match &to.operation {
             None => out.error(&path, "to.operation is required"),
@@ -609,6 +622,14 @@ mod tests {
         );
         let bad_action = findings(json!({"action": "MAYBE"}));
         assert_eq!(bad_action, vec![("spec.action".to_string(), true)]);
+    }
+
+    #[test]
+    fn rejects_empty_from_and_to_lists() {
+        assert_eq!(
+            error_paths(json!({"rules": [{"from": [], "to": []}]})),
+            vec!["spec.rules[0].from", "spec.rules[0].to"]
+        );
     }
 
     #[test]

@@ -50,10 +50,10 @@ pub struct ExtensionProvider {
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase", default)]
 pub struct Rule {
-    /// Sources; any may match.
-    pub from: Vec<From>,
-    /// Operations; any may match.
-    pub to: Vec<To>,
+    /// Sources; any may match. Absent matches every source; present but empty is rejected.
+    pub from: Option<Vec<From>>,
+    /// Operations; any may match. Absent matches every operation; present but empty is rejected.
+    pub to: Option<Vec<To>>,
     /// Extra conditions; all must match.
     pub when: Vec<Condition>,
 }
