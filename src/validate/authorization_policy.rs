@@ -523,6 +523,18 @@ fn check_attribute(key: &str, value: &str) -> Result<(), String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use proptest::prelude::*;
+
+    proptest! {
+        #[test]
+        fn value_checks_never_panic(s in r"([a-z0-9/*{}\[\].:]|é){0,32}") {
+            let _ = check_path_template(&s);
+            let _ = check_attribute_key(&s);
+            let _ = check_service_account(&s);
+            let _ = check_wildcard_value(&s);
+            let _ = check_port_string(&s);
+        }
+    }
     use crate::model::decode::DecodeOptions;
     use crate::validate::validate_document;
     use serde_json::json;

@@ -404,6 +404,15 @@ fn validate_proxies<'a>(proxies: &'a [ProxyConfig], out: &mut Findings) -> BTree
 #[cfg(test)]
 mod tests {
     use super::*;
+    use proptest::prelude::*;
+
+    proptest! {
+        #[test]
+        fn endpoint_checks_never_panic(s in r"([a-z0-9:.\[\],]|é){0,32}") {
+            let _ = check_static_endpoint(&s);
+            let _ = is_dns_domain(&s);
+        }
+    }
     use crate::model::decode::DecodeOptions;
     use crate::validate::validate_document;
     use serde_json::json;

@@ -198,6 +198,15 @@ fn check_jwks(jwks: &str, path: &str, out: &mut Findings) {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use proptest::prelude::*;
+
+    proptest! {
+        #[test]
+        fn jwks_checks_never_panic(s in r#"([a-z0-9:/@%\[\]{}"]|é){0,40}"#) {
+            let _ = check_jwks_uri(&s);
+            check_jwks(&s, "p", &mut Findings::default());
+        }
+    }
     use crate::model::decode::DecodeOptions;
     use crate::validate::validate_document;
     use serde_json::json;

@@ -294,6 +294,14 @@ fn check_escapes(s: &str) -> Result<(), String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use proptest::prelude::*;
+
+    proptest! {
+        #[test]
+        fn url_check_never_panics(s in r"([a-z0-9:/@%\[\]?#.]|é){0,40}") {
+            let _ = check_wasm_url(&s);
+        }
+    }
     use crate::model::decode::DecodeOptions;
     use crate::validate::validate_document;
     use serde_json::json;

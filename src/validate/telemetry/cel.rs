@@ -488,6 +488,20 @@ impl Parser<'_> {
 #[cfg(test)]
 mod tests {
     use super::check_syntax;
+    use proptest::prelude::*;
+
+    proptest! {
+        // Arbitrary text, and text built from CEL's own tokens, never panics the checker.
+        #[test]
+        fn never_panics_on_any_text(s in "\\PC{0,64}") {
+            let _ = check_syntax(&s);
+        }
+
+        #[test]
+        fn never_panics_on_token_soup(s in r#"([a-z0-9_.'"()\[\]{}:,?!<>=&|+*/%\\ -]|é|r'|b"|'''|0x|1e){0,48}"#) {
+            let _ = check_syntax(&s);
+        }
+    }
 
     #[test]
     fn accepts_valid_expressions() {
