@@ -17,6 +17,7 @@ mod request_authentication;
 mod service_entry;
 mod sidecar;
 mod telemetry;
+mod traffic_extension;
 mod virtual_service;
 mod wasm_plugin;
 mod workload_entry;
@@ -116,6 +117,7 @@ pub fn validate_object(object: &ConfigObject) -> Vec<Finding> {
         Spec::RequestAuthentication(s) => request_authentication::validate(s, meta, &mut out),
         Spec::Telemetry(s) => telemetry::validate(s, meta, &mut out),
         Spec::IstioWasmPlugin(s) => wasm_plugin::validate(s, meta, &mut out),
+        Spec::TrafficExtension(s) => traffic_extension::validate(s, meta, &mut out),
         Spec::McpBridge(s) => mcp_bridge::validate(s, meta, &mut out),
         Spec::Http2Rpc(s) => http2rpc::validate(s, meta, &mut out),
         Spec::HigressWasmPlugin(s) => higress_wasm_plugin::validate(s, meta, &mut out),
