@@ -1,6 +1,8 @@
 //! Translation (pure): takes a valid [`Snapshot`] and one gateway [`Proxy`], yields the Envoy resources that proxy
 //! must receive ([`GatewayResources`]). No I/O; the xDS server calls it, so does `admitpilot render`.
 
+pub mod higress;
+
 use std::collections::BTreeMap;
 
 use envoy_types::pb::envoy::config::cluster::v3::Cluster;
