@@ -6,7 +6,7 @@
 //! gzip compressor does not have; admitpilot writes Envoy's `chunk_size` (asserted explicitly below).
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 use admitpilot::model::higress_config::decode_configmap;
 use admitpilot::translate::higress::envoy_filters;
@@ -17,7 +17,7 @@ fn expected_dir() -> Option<PathBuf> {
     dir.is_dir().then_some(dir)
 }
 
-fn golden(dir: &PathBuf, file: &str) -> Value {
+fn golden(dir: &Path, file: &str) -> Value {
     serde_json::from_str(&std::fs::read_to_string(dir.join(file)).unwrap()).unwrap()
 }
 
