@@ -6,10 +6,13 @@
 //! one Higress would log. [`merge_valid_items`] then lets the store apply the valid items and keep the last
 //! good value of the others.
 
+use serde_json::Value;
+
 use crate::model::higress_config::{
-    DecodedConfigMap, Downstream, Gzip, HigressConfig, Item, McpServer, Tracing, HIGRESS_PATH,
+    decode_configmap, DecodedConfigMap, Downstream, Gzip, HigressConfig, Item, McpServer, Tracing,
+    HIGRESS_PATH,
 };
-use crate::model::Findings;
+use crate::model::{Finding, Findings};
 
 /// Accepted `gzip.compressionLevel` values, as Higress lists them in its message.
 const COMPRESSION_LEVELS: &str = "BEST_COMPRESSION,BEST_SPEED,COMPRESSION_LEVEL_1,COMPRESSION_LEVEL_2,COMPRESSION_LEVEL_3,COMPRESSION_LEVEL_4,COMPRESSION_LEVEL_5,COMPRESSION_LEVEL_6,COMPRESSION_LEVEL_7,COMPRESSION_LEVEL_8,COMPRESSION_LEVEL_9";
@@ -79,6 +82,22 @@ pub fn merge_valid_items(
         }
     }
     (effective, kept)
+}
+
+/// The rule findings of the items that did decode, for a higress-config document whose decoding failed (so
+/// an item with a type error does not hide the other items' errors). Empty for other documents.
+pub fn rules_of_decoded_items(doc: &Value) -> Vec<Finding> {
+    let Some(fields) = doc.as_object() else {
+        return Vec::new();
+    };
+    let decoded = decode_configmap(fields);
+    let mut out = Findings::default();
+    for item in Item::ALL {
+        if decoded.has_higress && !decoded.undecodable.contains(&item) {
+            validate_item(&decoded.config, item, &mut out);
+        }
+    }
+    out.into_vec()
 }
 
 fn path(rest: &str) -> String {
@@ -273,7 +292,8 @@ fn validate_mcp_server(m: &McpServer, out: &mut Findings) {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::model::higress_config::decode_configmap;
+    use crate::model::decode::DecodeOptions;
+    use crate::validate::validate_document;
     use serde_json::json;
 
     fn decode(text: &str) -> DecodedConfigMap {
@@ -394,5 +414,23 @@ mod tests {
         let (effective, kept) = merge_valid_items(&HigressConfig::default(), &candidate);
         assert!(kept.is_empty());
         assert_eq!(effective, candidate.config);
+    }
+
+    #[test]
+    fn a_type_error_does_not_hide_other_items_errors() {
+        let doc = json!({
+            "apiVersion": "v1", "kind": "ConfigMap",
+            "metadata": {"name": "higress-config", "namespace": "higress-system"},
+            "data": {"higress": "downstream: {idleTimeout: -1}\ngzip: {memoryLevel: 0}\n"},
+        });
+        let report = validate_document(&doc, &DecodeOptions::default());
+        let fields: Vec<&str> = report.errors().map(|f| f.field.as_str()).collect();
+        assert_eq!(
+            fields,
+            [
+                "data.higress.downstream.idleTimeout",
+                "data.higress.gzip.memoryLevel"
+            ]
+        );
     }
 }
