@@ -13,5 +13,7 @@
 
 pub mod envoy_proto;
 pub mod model;
+pub mod source;
 pub mod translate;
 pub mod validate;
+pub mod xds;
