@@ -13,6 +13,7 @@ use crate::model::higress_config::{
     HIGRESS_PATH,
 };
 use crate::model::{Finding, Findings};
+use crate::validate::common::{check_port, check_regex};
 
 /// Accepted `gzip.compressionLevel` values, as Higress lists them in its message.
 const COMPRESSION_LEVELS: &str = "BEST_COMPRESSION,BEST_SPEED,COMPRESSION_LEVEL_1,COMPRESSION_LEVEL_2,COMPRESSION_LEVEL_3,COMPRESSION_LEVEL_4,COMPRESSION_LEVEL_5,COMPRESSION_LEVEL_6,COMPRESSION_LEVEL_7,COMPRESSION_LEVEL_8,COMPRESSION_LEVEL_9";
@@ -137,6 +138,15 @@ fn validate_tracing(t: &Tracing, out: &mut Findings) {
                 path(&format!("tracing.{name}")),
                 format!("{name} service and port can not be empty"),
             );
+        } else if let Err(problem) = port
+            .parse::<u32>()
+            .map_err(|_| format!("`{port}` is not a number"))
+            .and_then(check_port)
+        {
+            out.warning(
+                path(&format!("tracing.{name}.port")),
+                format!("{problem}: no cluster `outbound|{port}||{service}` can exist for the collector (Higress accepts it)"),
+            );
         }
     }
     // Higress counts the valid tracers after returning on an invalid one; counting every present block gives
@@ -210,6 +220,11 @@ fn validate_downstream(d: &Downstream, out: &mut Findings) {
         );
     }
     let Some(h2) = &d.http2 else {
+        out.warning(
+            path("downstream.http2"),
+            "http2: null does not remove the HTTP/2 settings: Higress (and admitpilot) apply the defaults \
+             (100 streams, 65535-byte stream and 1048576-byte connection windows)",
+        );
         return;
     };
     if !(1..=HTTP2_MAX).contains(&h2.max_concurrent_streams) {
@@ -269,6 +284,16 @@ fn validate_mcp_server(m: &McpServer, out: &mut Findings) {
                     rule.match_rule_type
                 ),
             );
+        }
+        if rule.match_rule_type == "regex" {
+            if let Err(problem) = check_regex(&rule.match_rule_path) {
+                out.warning(
+                    at("match_rule_path"),
+                    format!(
+                        "{problem}; Higress accepts it, but the MCP session filter cannot match it"
+                    ),
+                );
+            }
         }
         if !rule.upstream_type.is_empty() && !UPSTREAM_TYPES.contains(&rule.upstream_type.as_str())
         {
@@ -430,6 +455,29 @@ mod tests {
             [
                 "data.higress.downstream.idleTimeout",
                 "data.higress.gzip.memoryLevel"
+            ]
+        );
+    }
+
+    #[test]
+    fn warnings_where_higress_is_silent() {
+        let decoded = decode(
+            "tracing: {zipkin: {service: z, port: http}, skywalking: {service: s, port: 70000}}\n\
+             downstream: {http2: null}\n\
+             mcpServer: {match_list: [{match_rule_type: regex, match_rule_path: '(unclosed'}]}\n",
+        );
+        let mut out = Findings::default();
+        validate(&decoded.config, &mut out);
+        let findings = out.into_vec();
+        assert!(findings.iter().all(|f| !f.is_error()), "{findings:?}");
+        let fields: Vec<&str> = findings.iter().map(|f| f.field.as_str()).collect();
+        assert_eq!(
+            fields,
+            [
+                "data.higress.tracing.zipkin.port",
+                "data.higress.tracing.skywalking.port",
+                "data.higress.downstream.http2",
+                "data.higress.mcpServer.match_list[0].match_rule_path",
             ]
         );
     }
