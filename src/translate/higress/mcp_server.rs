@@ -6,6 +6,10 @@
 //! A Redis `passwordSecret` becomes the placeholder `${secret.<namespace>/<name>.<key>}`, as in Higress; the
 //! layer that serves the config resolves it from the Secret. Match rules Higress derives from McpBridge
 //! registries are not added here.
+//!
+//! The golang HTTP filter is an Envoy contrib extension: serving these filters needs a contrib Envoy build with
+//! Higress's `golang-filter.so`, and its config type (`envoy.extensions.filters.http.golang.v3alpha.Config`) is
+//! not in the descriptor pool of `envoy_proto`, so the EnvoyFilter validator reports that reference.
 
 use serde_json::{json, Map, Value};
 
