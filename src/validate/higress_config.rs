@@ -157,6 +157,16 @@ fn validate_tracing(t: &Tracing, out: &mut Findings) {
             "only one of skywalking\u{ff0c}zipkin and opentelemetry configuration can be set",
         );
     }
+    let sent = format!("{:.1}", t.sampling);
+    if t.enable && sent.parse::<f64>().is_ok_and(|sent| sent != t.sampling) {
+        out.warning(
+            path("tracing.sampling"),
+            format!(
+                "sampling {} is sent to Envoy as {sent}: Higress keeps one decimal",
+                t.sampling
+            ),
+        );
+    }
     if t.enable && t.sampling == 0.0 {
         out.warning(
             path("tracing.sampling"),
@@ -381,6 +391,20 @@ mod tests {
         let decoded =
             decode("downstream: null\nupstream: {idleTimeout: 0, connectionBufferLimits: 0}\n");
         assert!(errors(&decoded.config).is_empty());
+    }
+
+    #[test]
+    fn sampling_beyond_one_decimal_warns() {
+        let decoded =
+            decode("tracing: {enable: true, sampling: 0.01, zipkin: {service: z, port: 9411}}\n");
+        let mut out = Findings::default();
+        validate(&decoded.config, &mut out);
+        let findings = out.into_vec();
+        assert_eq!(findings.len(), 1);
+        assert_eq!(
+            findings[0].message,
+            "sampling 0.01 is sent to Envoy as 0.0: Higress keeps one decimal"
+        );
     }
 
     #[test]
