@@ -119,3 +119,23 @@ fn the_typo_case_warns_with_a_suggestion() {
     assert_eq!(warning.field, "data.higress.gizp");
     assert!(warning.message.contains("did you mean `gzip`?"));
 }
+
+/// The higress-config section of Higress's Helm values (what the chart writes into the ConfigMap) is exactly
+/// Higress's built-in defaults, with nothing to report.
+#[test]
+fn helm_chart_values_are_the_defaults() {
+    let Some(dir) = corpus_dir() else {
+        println!("skipped: shared corpus not found beside the checkout");
+        return;
+    };
+    let text =
+        std::fs::read_to_string(dir.join("helm/values-higress-config-section.yaml")).unwrap();
+    let decoded = admitpilot::model::higress_config::decode_configmap(
+        json!({"data": {"higress": text}}).as_object().unwrap(),
+    );
+    assert!(decoded.findings.is_empty(), "{:?}", decoded.findings);
+    assert_eq!(
+        decoded.config,
+        admitpilot::model::higress_config::HigressConfig::default()
+    );
+}

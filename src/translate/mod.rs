@@ -34,6 +34,7 @@ pub mod cluster;
 pub mod envoy;
 pub mod envoy_filter;
 pub mod gateway;
+pub mod higress;
 pub mod listener;
 pub mod naming;
 pub mod policy;

@@ -6,10 +6,14 @@
 //! one Higress would log. [`merge_valid_items`] then lets the store apply the valid items and keep the last
 //! good value of the others.
 
+use serde_json::Value;
+
 use crate::model::higress_config::{
-    DecodedConfigMap, Downstream, Gzip, HigressConfig, Item, McpServer, Tracing, HIGRESS_PATH,
+    decode_configmap, DecodedConfigMap, Downstream, Gzip, HigressConfig, Item, McpServer, Tracing,
+    HIGRESS_PATH,
 };
-use crate::model::Findings;
+use crate::model::{Finding, Findings};
+use crate::validate::common::{check_port, check_regex};
 
 /// Accepted `gzip.compressionLevel` values, as Higress lists them in its message.
 const COMPRESSION_LEVELS: &str = "BEST_COMPRESSION,BEST_SPEED,COMPRESSION_LEVEL_1,COMPRESSION_LEVEL_2,COMPRESSION_LEVEL_3,COMPRESSION_LEVEL_4,COMPRESSION_LEVEL_5,COMPRESSION_LEVEL_6,COMPRESSION_LEVEL_7,COMPRESSION_LEVEL_8,COMPRESSION_LEVEL_9";
@@ -81,6 +85,22 @@ pub fn merge_valid_items(
     (effective, kept)
 }
 
+/// The rule findings of the items that did decode, for a higress-config document whose decoding failed (so
+/// an item with a type error does not hide the other items' errors). Empty for other documents.
+pub fn rules_of_decoded_items(doc: &Value) -> Vec<Finding> {
+    let Some(fields) = doc.as_object() else {
+        return Vec::new();
+    };
+    let decoded = decode_configmap(fields);
+    let mut out = Findings::default();
+    for item in Item::ALL {
+        if decoded.has_higress && !decoded.undecodable.contains(&item) {
+            validate_item(&decoded.config, item, &mut out);
+        }
+    }
+    out.into_vec()
+}
+
 fn path(rest: &str) -> String {
     format!("{HIGRESS_PATH}.{rest}")
 }
@@ -118,6 +138,15 @@ fn validate_tracing(t: &Tracing, out: &mut Findings) {
                 path(&format!("tracing.{name}")),
                 format!("{name} service and port can not be empty"),
             );
+        } else if let Err(problem) = port
+            .parse::<u32>()
+            .map_err(|_| format!("`{port}` is not a number"))
+            .and_then(check_port)
+        {
+            out.warning(
+                path(&format!("tracing.{name}.port")),
+                format!("{problem}: no cluster `outbound|{port}||{service}` can exist for the collector (Higress accepts it)"),
+            );
         }
     }
     // Higress counts the valid tracers after returning on an invalid one; counting every present block gives
@@ -126,6 +155,16 @@ fn validate_tracing(t: &Tracing, out: &mut Findings) {
         out.error(
             path("tracing"),
             "only one of skywalking\u{ff0c}zipkin and opentelemetry configuration can be set",
+        );
+    }
+    let sent = format!("{:.1}", t.sampling);
+    if t.enable && sent.parse::<f64>().is_ok_and(|sent| sent != t.sampling) {
+        out.warning(
+            path("tracing.sampling"),
+            format!(
+                "sampling {} is sent to Envoy as {sent}: Higress keeps one decimal",
+                t.sampling
+            ),
         );
     }
     if t.enable && t.sampling == 0.0 {
@@ -191,6 +230,11 @@ fn validate_downstream(d: &Downstream, out: &mut Findings) {
         );
     }
     let Some(h2) = &d.http2 else {
+        out.warning(
+            path("downstream.http2"),
+            "http2: null does not remove the HTTP/2 settings: Higress (and admitpilot) apply the defaults \
+             (100 streams, 65535-byte stream and 1048576-byte connection windows)",
+        );
         return;
     };
     if !(1..=HTTP2_MAX).contains(&h2.max_concurrent_streams) {
@@ -251,6 +295,16 @@ fn validate_mcp_server(m: &McpServer, out: &mut Findings) {
                 ),
             );
         }
+        if rule.match_rule_type == "regex" {
+            if let Err(problem) = check_regex(&rule.match_rule_path) {
+                out.warning(
+                    at("match_rule_path"),
+                    format!(
+                        "{problem}; Higress accepts it, but the MCP session filter cannot match it"
+                    ),
+                );
+            }
+        }
         if !rule.upstream_type.is_empty() && !UPSTREAM_TYPES.contains(&rule.upstream_type.as_str())
         {
             out.error(
@@ -273,7 +327,8 @@ fn validate_mcp_server(m: &McpServer, out: &mut Findings) {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::model::higress_config::decode_configmap;
+    use crate::model::decode::DecodeOptions;
+    use crate::validate::validate_document;
     use serde_json::json;
 
     fn decode(text: &str) -> DecodedConfigMap {
@@ -339,6 +394,20 @@ mod tests {
     }
 
     #[test]
+    fn sampling_beyond_one_decimal_warns() {
+        let decoded =
+            decode("tracing: {enable: true, sampling: 0.01, zipkin: {service: z, port: 9411}}\n");
+        let mut out = Findings::default();
+        validate(&decoded.config, &mut out);
+        let findings = out.into_vec();
+        assert_eq!(findings.len(), 1);
+        assert_eq!(
+            findings[0].message,
+            "sampling 0.01 is sent to Envoy as 0.0: Higress keeps one decimal"
+        );
+    }
+
+    #[test]
     fn zero_sampling_warns_about_the_higress_difference() {
         let decoded =
             decode("tracing: {enable: true, sampling: 0, zipkin: {service: z, port: 9411}}\n");
@@ -394,5 +463,46 @@ mod tests {
         let (effective, kept) = merge_valid_items(&HigressConfig::default(), &candidate);
         assert!(kept.is_empty());
         assert_eq!(effective, candidate.config);
+    }
+
+    #[test]
+    fn a_type_error_does_not_hide_other_items_errors() {
+        let doc = json!({
+            "apiVersion": "v1", "kind": "ConfigMap",
+            "metadata": {"name": "higress-config", "namespace": "higress-system"},
+            "data": {"higress": "downstream: {idleTimeout: -1}\ngzip: {memoryLevel: 0}\n"},
+        });
+        let report = validate_document(&doc, &DecodeOptions::default());
+        let fields: Vec<&str> = report.errors().map(|f| f.field.as_str()).collect();
+        assert_eq!(
+            fields,
+            [
+                "data.higress.downstream.idleTimeout",
+                "data.higress.gzip.memoryLevel"
+            ]
+        );
+    }
+
+    #[test]
+    fn warnings_where_higress_is_silent() {
+        let decoded = decode(
+            "tracing: {zipkin: {service: z, port: http}, skywalking: {service: s, port: 70000}}\n\
+             downstream: {http2: null}\n\
+             mcpServer: {match_list: [{match_rule_type: regex, match_rule_path: '(unclosed'}]}\n",
+        );
+        let mut out = Findings::default();
+        validate(&decoded.config, &mut out);
+        let findings = out.into_vec();
+        assert!(findings.iter().all(|f| !f.is_error()), "{findings:?}");
+        let fields: Vec<&str> = findings.iter().map(|f| f.field.as_str()).collect();
+        assert_eq!(
+            fields,
+            [
+                "data.higress.tracing.zipkin.port",
+                "data.higress.tracing.skywalking.port",
+                "data.higress.downstream.http2",
+                "data.higress.mcpServer.match_list[0].match_rule_path",
+            ]
+        );
     }
 }

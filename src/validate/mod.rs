@@ -79,14 +79,19 @@ pub fn validate_document(doc: &Value, options: &DecodeOptions) -> Report {
         Decoded::Invalid {
             header,
             kind,
-            findings,
-        } => Report {
-            header,
-            kind,
-            object: None,
-            findings,
-            unrecognized: false,
-        },
+            mut findings,
+        } => {
+            if kind == Some(Kind::HigressConfig) {
+                findings.extend(higress_config::rules_of_decoded_items(doc));
+            }
+            Report {
+                header,
+                kind,
+                object: None,
+                findings,
+                unrecognized: false,
+            }
+        }
         Decoded::Unrecognized { header } => Report {
             header,
             kind: None,

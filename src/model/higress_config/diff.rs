@@ -280,4 +280,82 @@ mod tests {
         assert_eq!(changes.mcp_server, Change::Nothing);
         assert_eq!(changes.changed(), [Item::Tracing, Item::GlobalOption]);
     }
+
+    /// Higress's `TestGzipController_AddOrUpdateHigressConfig`, `Test_AddOrUpdateHigressConfig` (global) and
+    /// the MCP controller cases, as whole-config diffs: push or not, and which result.
+    #[test]
+    fn controller_tables() {
+        let default = HigressConfig::default();
+        assert_eq!(diff(&default, &default.clone()), ItemChanges::NOTHING);
+
+        let with_gzip = |enable: bool, min: i32| HigressConfig {
+            gzip: Some(Gzip {
+                enable,
+                min_content_length: min,
+                ..Gzip::default()
+            }),
+            ..HigressConfig::default()
+        };
+        assert_eq!(diff(&default, &with_gzip(true, 2048)).gzip, Change::Replace);
+        assert_eq!(
+            diff(&with_gzip(true, 1024), &with_gzip(false, 2048)).gzip,
+            Change::Replace
+        );
+        let no_gzip = HigressConfig {
+            gzip: None,
+            ..HigressConfig::default()
+        };
+        assert_eq!(diff(&with_gzip(true, 1024), &no_gzip).gzip, Change::Delete);
+
+        let global = HigressConfig {
+            downstream: Some(Downstream {
+                idle_timeout: 1,
+                ..Downstream::default()
+            }),
+            upstream: Some(Upstream {
+                idle_timeout: 10,
+                connection_buffer_limits: 0,
+            }),
+            add_x_real_ip_header: true,
+            disable_x_envoy_headers: true,
+            ..HigressConfig::default()
+        };
+        assert_eq!(diff(&default, &global).global_option, Change::Replace);
+        let everything_unset = HigressConfig {
+            tracing: None,
+            gzip: None,
+            downstream: None,
+            upstream: None,
+            disable_x_envoy_headers: false,
+            add_x_real_ip_header: false,
+            mcp_server: None,
+        };
+        let changes = diff(&default, &everything_unset);
+        assert_eq!(changes.global_option, Change::Delete);
+        assert_eq!(changes.changed(), Item::ALL);
+
+        let mcp_on = HigressConfig {
+            mcp_server: Some(McpServer {
+                enable: true,
+                redis: Some(crate::model::higress_config::RedisConfig {
+                    address: "localhost:6379".into(),
+                    ..Default::default()
+                }),
+                ..McpServer::default()
+            }),
+            ..HigressConfig::default()
+        };
+        assert_eq!(diff(&default, &mcp_on).mcp_server, Change::Replace);
+        let mut moved = mcp_on.clone();
+        moved
+            .mcp_server
+            .as_mut()
+            .unwrap()
+            .redis
+            .as_mut()
+            .unwrap()
+            .address = "redis:6379".into();
+        assert_eq!(diff(&mcp_on, &moved).mcp_server, Change::Replace);
+        assert_eq!(diff(&mcp_on, &everything_unset).mcp_server, Change::Delete);
+    }
 }

@@ -483,4 +483,18 @@ mod tests {
         );
         assert_eq!(decoded.undecodable, BTreeSet::from([Item::Tracing]));
     }
+
+    #[test]
+    fn alias_bombs_are_refused_not_expanded() {
+        let mut text = String::from("a0: &a0 [x, x, x, x, x, x, x, x, x, x]\n");
+        for i in 1..12 {
+            let p = i - 1;
+            text.push_str(&format!(
+                "a{i}: &a{i} [*a{p}, *a{p}, *a{p}, *a{p}, *a{p}, *a{p}, *a{p}, *a{p}, *a{p}, *a{p}]\n"
+            ));
+        }
+        let decoded = decode_text(&text);
+        assert_eq!(decoded.undecodable.len(), 4);
+        assert!(errors(&decoded)[0].1.contains("limit"));
+    }
 }
