@@ -95,7 +95,11 @@ fn review_body() -> Value {
                 "apiVersion": "networking.istio.io/v1",
                 "kind": "VirtualService",
                 "metadata": {"name": "reviews"},
-                "spec": {"hosts": ["reviews"], "bogusField": true},
+                "spec": {
+                    "hosts": ["reviews"],
+                    "http": [{"route": [{"destination": {"host": "reviews"}}]}],
+                    "bogusField": true,
+                },
             },
         },
     })
