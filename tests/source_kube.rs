@@ -34,7 +34,8 @@ fn install_all(api: &ApiServer, except: &[Kind]) {
 fn vs(ns: &str, name: &str, label: &str) -> Value {
     json!({"apiVersion": "networking.istio.io/v1", "kind": "VirtualService",
         "metadata": {"name": name, "namespace": ns, "labels": {"v": label}},
-        "spec": {"hosts": ["example.com"]}})
+        "spec": {"hosts": ["example.com"],
+            "http": [{"route": [{"destination": {"host": "web.a.svc.cluster.local"}}]}]}})
 }
 
 fn start(api: &ApiServer, namespaces: &[&str]) -> (Sources, SourceMetrics) {
@@ -137,7 +138,8 @@ async fn lists_then_follows_watch_events() {
         ISTIO,
         "gateways",
         json!({"apiVersion": "networking.istio.io/v1", "kind": "Gateway",
-            "metadata": {"name": "gw", "namespace": "b"}, "spec": {}}),
+            "metadata": {"name": "gw", "namespace": "b"},
+            "spec": {"servers": [{"port": {"number": 80, "name": "http", "protocol": "HTTP"}, "hosts": ["*"]}]}}),
     );
     api.delete(ISTIO, "virtualservices", "a", "web");
     let snapshot = wait_for(&mut rx, |s| {
