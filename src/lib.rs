@@ -16,3 +16,4 @@ pub mod model;
 pub mod source;
 pub mod translate;
 pub mod validate;
+pub mod xds;
