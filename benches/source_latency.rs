@@ -168,7 +168,7 @@ async fn watch_event_to_snapshot(objects: usize, samples: usize, debounce: Durat
 fn decoded(ns: &str, name: &str, label: &str) -> Arc<admitpilot::model::ConfigObject> {
     let options = SourceConfig::default().admit;
     match admit(vs_doc(ns, name, label), &options, &|_| None) {
-        Verdict::Accept { object, .. } => Arc::new(object),
+        Verdict::Accept { object, .. } => Arc::from(object),
         other => panic!("benchmark object is invalid: {other:?}"),
     }
 }

@@ -31,7 +31,7 @@ pub enum Verdict {
     /// The document is valid, or (higress-config only) valid once its invalid items keep their last good value.
     Accept {
         /// The decoded object (namespace filled in).
-        object: ConfigObject,
+        object: Box<ConfigObject>,
         /// Warnings to log.
         warnings: Vec<Finding>,
         /// Errors of the parts that were left out (higress-config items); report them like a rejection.
@@ -95,7 +95,7 @@ pub fn admit(
     let kind = report.kind;
     match report.object {
         Some(object) if valid => Verdict::Accept {
-            object,
+            object: Box::new(object),
             warnings: report.findings,
             rejected: Vec::new(),
         },
@@ -171,11 +171,11 @@ fn admit_higress_config(
         candidate.has_higress,
     );
     Verdict::Accept {
-        object: ConfigObject {
+        object: Box::new(ConfigObject {
             api_version: header.api_version,
             metadata,
             spec: Spec::HigressConfig(Box::new(effective)),
-        },
+        }),
         warnings,
         rejected: errors,
     }
@@ -303,14 +303,11 @@ mod tests {
     fn accepted_config(verdict: Verdict) -> (HigressConfig, Vec<Finding>) {
         match verdict {
             Verdict::Accept {
-                object:
-                    ConfigObject {
-                        spec: Spec::HigressConfig(config),
-                        ..
-                    },
-                rejected,
-                ..
-            } => (*config, rejected),
+                object, rejected, ..
+            } => match object.spec {
+                Spec::HigressConfig(config) => (*config, rejected),
+                other => panic!("expected a higress-config, got {other:?}"),
+            },
             other => panic!("expected an accepted higress-config, got {other:?}"),
         }
     }

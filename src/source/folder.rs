@@ -330,7 +330,7 @@ impl Folder {
                         self.metrics.reject(Some(entry.key().kind), "duplicate");
                     }
                     std::collections::btree_map::Entry::Vacant(entry) => {
-                        entry.insert(Arc::new(object));
+                        entry.insert(Arc::from(object));
                     }
                 }
             }

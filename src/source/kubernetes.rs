@@ -406,7 +406,7 @@ impl WatchState {
                     self.reject(&key, &reference, &rejected, shared);
                     shared.metrics.reject(Some(key.kind), "invalid");
                 }
-                Some(Arc::new(object))
+                Some(Arc::from(object))
             }
             Verdict::Reject {
                 kind,
