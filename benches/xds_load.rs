@@ -28,6 +28,8 @@ use tokio::sync::{mpsc, OwnedSemaphorePermit, Semaphore};
 #[derive(Debug, Clone)]
 struct Options {
     serve: bool,
+    /// Set by `cargo bench`; without it the target only prints how to run it.
+    bench: bool,
     api: String,
     clients: usize,
     routes: usize,
@@ -39,6 +41,7 @@ struct Options {
 fn options() -> Options {
     let mut options = Options {
         serve: false,
+        bench: false,
         api: "sotw".into(),
         clients: 100,
         routes: 1000,
@@ -52,6 +55,7 @@ fn options() -> Options {
         let mut value = || args.next().unwrap_or_default();
         match arg.as_str() {
             "--serve" => options.serve = true,
+            "--bench" => options.bench = true,
             "--api" => options.api = value(),
             "--clients" => options.clients = value().parse().unwrap(),
             "--routes" => options.routes = value().parse().unwrap(),
@@ -335,6 +339,11 @@ async fn connect_all(
 #[tokio::main]
 async fn main() {
     let options = options();
+    if !options.serve && !options.bench {
+        // `cargo test --all-targets` and nextest also run bench targets: only measure under `cargo bench`.
+        eprintln!("xds_load measures only under `cargo bench --bench xds_load`");
+        return;
+    }
     if options.serve {
         serve(options).await;
         return;

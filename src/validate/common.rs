@@ -362,28 +362,105 @@ pub fn check_unix_address(addr: &str) -> Result<(), String> {
     Ok(())
 }
 
-/// The protocols Istio knows for ports (compared case-insensitively).
-pub const KNOWN_PROTOCOLS: &[&str] = &[
-    "HTTP",
-    "HTTPS",
-    "GRPC",
-    "GRPC-WEB",
-    "HTTP2",
-    "MONGO",
-    "REDIS",
-    "MYSQL",
-    "TCP",
-    "TLS",
-    "UDP",
-    "HBONE",
-    "DoubleHBONE",
-];
+/// A port protocol as Istio parses it (case-insensitive); anything else is [`Protocol::Unsupported`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Protocol {
+    /// `TCP`.
+    Tcp,
+    /// `UDP`.
+    Udp,
+    /// `GRPC`.
+    Grpc,
+    /// `GRPC-WEB`.
+    GrpcWeb,
+    /// `HTTP`.
+    Http,
+    /// `HTTP_PROXY`.
+    HttpProxy,
+    /// `HTTP2`.
+    Http2,
+    /// `HTTPS`.
+    Https,
+    /// `TLS`.
+    Tls,
+    /// `MONGO`.
+    Mongo,
+    /// `REDIS`.
+    Redis,
+    /// `MYSQL`.
+    Mysql,
+    /// Not a protocol Istio knows (the empty string too).
+    Unsupported,
+}
 
-/// Tells whether `protocol` is a protocol Istio knows (case-insensitive, like Istio's protocol.Parse).
-pub fn is_known_protocol(protocol: &str) -> bool {
-    KNOWN_PROTOCOLS
-        .iter()
-        .any(|p| p.eq_ignore_ascii_case(protocol))
+impl Protocol {
+    /// Parses a protocol name, ignoring ASCII case.
+    pub fn parse(s: &str) -> Protocol {
+        const NAMES: &[(&str, Protocol)] = &[
+            ("tcp", Protocol::Tcp),
+            ("udp", Protocol::Udp),
+            ("grpc", Protocol::Grpc),
+            ("grpc-web", Protocol::GrpcWeb),
+            ("http", Protocol::Http),
+            ("http_proxy", Protocol::HttpProxy),
+            ("http2", Protocol::Http2),
+            ("https", Protocol::Https),
+            ("tls", Protocol::Tls),
+            ("mongo", Protocol::Mongo),
+            ("redis", Protocol::Redis),
+            ("mysql", Protocol::Mysql),
+        ];
+        NAMES
+            .iter()
+            .find(|(name, _)| name.eq_ignore_ascii_case(s))
+            .map_or(Protocol::Unsupported, |(_, p)| *p)
+    }
+
+    /// Tells whether the protocol is HTTP-based (HTTP, HTTP2, HTTP_PROXY, GRPC, GRPC-WEB).
+    pub fn is_http(self) -> bool {
+        matches!(
+            self,
+            Protocol::Http
+                | Protocol::Http2
+                | Protocol::HttpProxy
+                | Protocol::Grpc
+                | Protocol::GrpcWeb
+        )
+    }
+
+    /// Tells whether the protocol carries TLS (HTTPS, TLS).
+    pub fn is_tls(self) -> bool {
+        matches!(self, Protocol::Https | Protocol::Tls)
+    }
+}
+
+/// Records an error at `path` when a non-empty protocol is not one Istio knows (empty means "sniff").
+pub fn validate_protocol(protocol: &str, path: &str, out: &mut Findings) {
+    if !protocol.is_empty() && Protocol::parse(protocol) == Protocol::Unsupported {
+        out.error(path, format!("unsupported protocol {protocol:?}"));
+    }
+}
+
+/// Tells whether `code` is an HTTP status code with a registered meaning (as Go's `http.StatusText` knows them).
+pub fn is_known_http_status(code: u16) -> bool {
+    matches!(
+        code,
+        100..=103
+            | 200..=208
+            | 226
+            | 300..=305
+            | 307
+            | 308
+            | 400..=418
+            | 421..=426
+            | 428
+            | 429
+            | 431
+            | 451
+            | 500..=508
+            | 510
+            | 511
+    )
 }
 
 // ---------------------------------------------------------------------------------------------------------------
@@ -1033,6 +1110,24 @@ pub fn validate_metadata(kind: Kind, meta: &ObjectMeta, out: &mut Findings) {
     ) {
         return;
     }
+    if !meta.name.is_empty() && !is_k8s_object_name(&meta.name) {
+        out.error(
+            "metadata.name",
+            format!(
+                "name {:?} must be a lowercase RFC 1123 subdomain (a-z, 0-9, '-', '.'; at most 253 characters)",
+                meta.name
+            ),
+        );
+    }
+    if !meta.namespace.is_empty() && !is_k8s_namespace(&meta.namespace) {
+        out.error(
+            "metadata.namespace",
+            format!(
+                "namespace {:?} must be a lowercase RFC 1123 label",
+                meta.namespace
+            ),
+        );
+    }
     if let Some(value) = meta.annotations.get(DRY_RUN_ANNOTATION) {
         let path = format!("metadata.annotations.{DRY_RUN_ANNOTATION}");
         if kind != Kind::AuthorizationPolicy {
@@ -1061,6 +1156,16 @@ pub fn validate_metadata(kind: Kind, meta: &ObjectMeta, out: &mut Findings) {
             );
         }
     }
+}
+
+/// Tells whether `s` is a valid Kubernetes object name: a lowercase RFC 1123 subdomain of at most 253 characters.
+pub fn is_k8s_object_name(s: &str) -> bool {
+    s.len() <= 253 && s.split('.').all(is_k8s_namespace)
+}
+
+/// Tells whether `s` is a lowercase RFC 1123 label (Kubernetes namespace names).
+pub fn is_k8s_namespace(s: &str) -> bool {
+    is_dns1123_label(s) && !s.bytes().any(|c| c.is_ascii_uppercase())
 }
 
 /// Tells whether `s` is a boolean as Go's strconv.ParseBool reads it.
