@@ -22,6 +22,8 @@ use crate::admission::server::{serve_https, ServerLimits};
 use crate::admission::tls::{self, CertSource, CertStore, TlsError};
 use crate::admission::{self, Webhook};
 use crate::model::decode::DecodeOptions;
+use crate::model::Snapshot;
+use crate::source::{self, SourceMetrics, SourceSettings};
 
 /// Everything `serve` needs, built from the command line (or by tests directly).
 #[derive(Debug, Clone)]
@@ -74,6 +76,12 @@ pub enum AppError {
     /// A task panicked.
     #[error("a server task panicked: {0}")]
     Panicked(String),
+    /// The Kubernetes client for the sources could not be built.
+    #[error(transparent)]
+    KubeClient(#[from] source::kubernetes::ClientError),
+    /// A config source could not be started.
+    #[error(transparent)]
+    Sources(#[from] source::Error),
 }
 
 /// Builder for the `serve` process.
@@ -82,6 +90,7 @@ pub struct App {
     registry: Registry,
     readiness: Readiness,
     admin_routes: Vec<Router>,
+    sources: Option<SourceSettings>,
 }
 
 /// A started process: the bound addresses, and the handle to stop it.
@@ -92,6 +101,8 @@ pub struct Running {
     pub admin_addr: SocketAddr,
     /// The CA file written in self-signed mode.
     pub self_signed_ca: Option<PathBuf>,
+    /// The latest valid config snapshot, when config sources are configured.
+    pub snapshots: Option<watch::Receiver<Arc<Snapshot>>>,
     stop: watch::Sender<bool>,
     tasks: JoinSet<Result<(), AppError>>,
 }
@@ -106,7 +117,14 @@ impl App {
             registry: Registry::with_prefix("admitpilot"),
             readiness: Readiness::new(),
             admin_routes: Vec::new(),
+            sources: None,
         }
+    }
+
+    /// Adds the config sources (folder and/or Kubernetes); they feed the snapshot channel of [`Running`].
+    pub fn sources(mut self, settings: SourceSettings) -> Self {
+        self.sources = settings.any().then_some(settings);
+        self
     }
 
     /// Gives access to the shared metrics registry, for subsystems to register into before [`App::start`].
@@ -129,6 +147,22 @@ impl App {
     pub async fn start(mut self) -> Result<Running, AppError> {
         let (stop, stopped_rx) = watch::channel(false);
         let mut tasks = Tasks::new();
+        let snapshots = match self.sources.take() {
+            Some(settings) => {
+                let started = start_sources(
+                    settings,
+                    &mut self.registry,
+                    &self.readiness,
+                    &stopped_rx,
+                    &mut tasks,
+                )
+                .await?;
+                self.admin_routes
+                    .push(source::configz::router(started.clone()));
+                Some(started)
+            }
+            None => None,
+        };
         let webhook = start_webhook(
             &self.config.webhook,
             &mut self.registry,
@@ -150,6 +184,7 @@ impl App {
             webhook_addr: webhook.addr,
             admin_addr,
             self_signed_ca: webhook.self_signed_ca,
+            snapshots,
             stop,
             tasks,
         })
@@ -280,6 +315,41 @@ fn load_certificate(
             Ok((CertStore::new(key), Some(ca_out.clone())))
         }
     }
+}
+
+/// Starts the config sources; the "sources synced" readiness condition turns true after their initial sync.
+async fn start_sources(
+    settings: SourceSettings,
+    registry: &mut Registry,
+    readiness: &Readiness,
+    stop: &watch::Receiver<bool>,
+    tasks: &mut Tasks,
+) -> Result<watch::Receiver<Arc<Snapshot>>, AppError> {
+    let synced_condition = readiness.register("sources synced");
+    let metrics = SourceMetrics::default();
+    metrics.register(registry);
+    let config = settings.resolve().await?;
+    let sources = source::start(config, metrics)?;
+    let snapshots = sources.snapshots.clone();
+    let mut synced = sources.synced.clone();
+    let shutdown = stopped(stop.clone());
+    tasks.spawn(async move {
+        tokio::pin!(shutdown);
+        tokio::select! {
+            () = &mut shutdown => {}
+            ok = async { synced.wait_for(|synced| *synced).await.is_ok() } => {
+                if ok {
+                    synced_condition.set(true);
+                    tracing::info!("config sources synced");
+                }
+                shutdown.await;
+            }
+        }
+        // Dropping the sources stops their tasks.
+        drop(sources);
+        Ok(())
+    });
+    Ok(snapshots)
 }
 
 async fn start_admin(

@@ -17,7 +17,7 @@ use support::wait_for;
 fn vs(name: &str, namespace: Option<&str>, label: &str) -> String {
     let ns = namespace.map_or(String::new(), |ns| format!("\n  namespace: {ns}"));
     format!(
-        "apiVersion: networking.istio.io/v1\nkind: VirtualService\nmetadata:\n  name: {name}{ns}\n  labels:\n    v: \"{label}\"\nspec:\n  hosts: [example.com]\n"
+        "apiVersion: networking.istio.io/v1\nkind: VirtualService\nmetadata:\n  name: {name}{ns}\n  labels:\n    v: \"{label}\"\nspec:\n  hosts: [example.com]\n  http:\n  - route:\n    - destination: {{host: web.apps.svc.cluster.local}}\n"
     )
 }
 
@@ -59,7 +59,7 @@ async fn initial_load_reads_nested_yaml_json_and_lists() {
     write(
         &root.join("a.yaml"),
         &format!(
-            "{}---\napiVersion: networking.istio.io/v1\nkind: Gateway\nmetadata: {{name: gw, namespace: edge}}\nspec: {{}}\n---\napiVersion: apps/v1\nkind: Deployment\nmetadata: {{name: ignored}}\n",
+            "{}---\napiVersion: networking.istio.io/v1\nkind: Gateway\nmetadata: {{name: gw, namespace: edge}}\nspec: {{servers: [{{port: {{number: 80, name: http, protocol: HTTP}}, hosts: [\"*\"]}}]}}\n---\napiVersion: apps/v1\nkind: Deployment\nmetadata: {{name: ignored}}\n",
             vs("vs1", None, "1")
         ),
     );

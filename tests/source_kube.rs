@@ -34,7 +34,8 @@ fn install_all(api: &ApiServer, except: &[Kind]) {
 fn vs(ns: &str, name: &str, label: &str) -> Value {
     json!({"apiVersion": "networking.istio.io/v1", "kind": "VirtualService",
         "metadata": {"name": name, "namespace": ns, "labels": {"v": label}},
-        "spec": {"hosts": ["example.com"]}})
+        "spec": {"hosts": ["example.com"],
+            "http": [{"route": [{"destination": {"host": "web.a.svc.cluster.local"}}]}]}})
 }
 
 fn start(api: &ApiServer, namespaces: &[&str]) -> (Sources, SourceMetrics) {
@@ -137,7 +138,8 @@ async fn lists_then_follows_watch_events() {
         ISTIO,
         "gateways",
         json!({"apiVersion": "networking.istio.io/v1", "kind": "Gateway",
-            "metadata": {"name": "gw", "namespace": "b"}, "spec": {}}),
+            "metadata": {"name": "gw", "namespace": "b"},
+            "spec": {"servers": [{"port": {"number": 80, "name": "http", "protocol": "HTTP"}, "hosts": ["*"]}]}}),
     );
     api.delete(ISTIO, "virtualservices", "a", "web");
     let snapshot = wait_for(&mut rx, |s| {
@@ -321,4 +323,58 @@ async fn invalid_objects_are_excluded_and_reported_with_an_event() {
         })
         .get();
     assert_eq!(rejected, 1);
+}
+
+#[tokio::test]
+async fn higress_config_items_are_merged_with_their_last_good_values() {
+    let api = ApiServer::start(Duration::from_millis(50)).await;
+    install_all(&api, &[]);
+    let config_map = |higress: &str| {
+        json!({"apiVersion": "v1", "kind": "ConfigMap",
+            "metadata": {"name": "higress-config", "namespace": "higress-system"},
+            "data": {"higress": higress}})
+    };
+    api.apply(
+        "",
+        "configmaps",
+        config_map("gzip:\n  minContentLength: 2048\n"),
+    );
+    let (sources, metrics) = start(&api, &[]);
+    let mut rx = sources.snapshots.clone();
+    synced(&sources).await;
+    let gzip_min = |s: &Snapshot| {
+        s.higress_config()
+            .and_then(|c| c.gzip.as_ref())
+            .map(|g| g.min_content_length)
+    };
+    wait_for(&mut rx, |s| gzip_min(s) == Some(2048)).await;
+
+    // gzip turns invalid, a global option changes: the global option applies, gzip keeps its last good value.
+    api.apply(
+        "",
+        "configmaps",
+        config_map("gzip:\n  minContentLength: 4096\n  memoryLevel: 0\naddXRealIpHeader: true\n"),
+    );
+    let snapshot = wait_for(&mut rx, |s| {
+        s.higress_config().is_some_and(|c| c.add_x_real_ip_header)
+    })
+    .await;
+    assert_eq!(gzip_min(&snapshot), Some(2048));
+    eventually(|| !api.events().is_empty()).await;
+    let event = &api.events()[0];
+    assert_eq!(event["regarding"]["name"], "higress-config");
+    assert!(event["note"]
+        .as_str()
+        .unwrap()
+        .contains("data.higress.gzip.memoryLevel"));
+    assert_eq!(
+        metrics
+            .rejected
+            .get_or_create(&RejectLabels {
+                kind: "ConfigMap".into(),
+                reason: "invalid".into(),
+            })
+            .get(),
+        1
+    );
 }

@@ -1,10 +1,19 @@
 //! The sources' gate: takes one raw document (JSON value) and yields a [`Verdict`]: the valid object, the errors
 //! that keep it out, or "not ours". Fills in the default namespace first, then runs the shared validation.
+//!
+//! The higress-config ConfigMap is handled item by item, as Higress does: the valid items of the new version
+//! are applied on top of the last good config and each invalid item keeps its last good value
+//! ([`merge_valid_items`]); which items kept their value is logged as a warning, which items changed
+//! ([`diff`]) at info level.
+
+use std::sync::Arc;
 
 use serde_json::Value;
 
-use crate::model::decode::DecodeOptions;
-use crate::model::{ConfigObject, Finding, Kind, ObjectKey};
+use crate::model::decode::{decode_lenient, DecodeOptions, DocumentHeader};
+use crate::model::higress_config::{decode_configmap, diff, HigressConfig, Item, HIGRESS_PATH};
+use crate::model::{ConfigObject, Finding, Kind, ObjectKey, ObjectMeta, Spec};
+use crate::validate::higress_config::merge_valid_items;
 use crate::validate::validate_document;
 
 /// How sources decode documents.
@@ -19,12 +28,14 @@ pub struct AdmitOptions {
 /// What a source does with one document.
 #[derive(Debug, Clone, PartialEq)]
 pub enum Verdict {
-    /// The document is valid; `warnings` may be non-empty.
+    /// The document is valid, or (higress-config only) valid once its invalid items keep their last good value.
     Accept {
         /// The decoded object (namespace filled in).
-        object: ConfigObject,
+        object: Box<ConfigObject>,
         /// Warnings to log.
         warnings: Vec<Finding>,
+        /// Errors of the parts that were left out (higress-config items); report them like a rejection.
+        rejected: Vec<Finding>,
     },
     /// The document is of a kind admitpilot handles but is invalid; it must not be served.
     Reject {
@@ -60,9 +71,22 @@ impl RejectReason {
     }
 }
 
-/// Gives `doc` the default namespace when it names none, then decodes and validates it.
-pub fn admit(mut doc: Value, options: &AdmitOptions) -> Verdict {
+/// Gives `doc` the default namespace when it names none, then decodes and validates it. `last_good` looks up
+/// the version of an object currently in force (used for higress-config's per-item merge).
+pub fn admit(
+    mut doc: Value,
+    options: &AdmitOptions,
+    last_good: &dyn Fn(&ObjectKey) -> Option<Arc<ConfigObject>>,
+) -> Verdict {
     fill_namespace(&mut doc, &options.default_namespace);
+    let header = DocumentHeader::read(&doc);
+    let (group, _) = Kind::split_api_version(&header.api_version);
+    if Kind::from_group_kind(group, &header.kind) == Some(Kind::HigressConfig)
+        && header.name == options.decode.higress_name
+        && header.namespace == options.decode.higress_namespace
+    {
+        return admit_higress_config(&doc, header, options, last_good);
+    }
     let report = validate_document(&doc, &options.decode);
     if report.unrecognized {
         return Verdict::Ignore;
@@ -71,8 +95,9 @@ pub fn admit(mut doc: Value, options: &AdmitOptions) -> Verdict {
     let kind = report.kind;
     match report.object {
         Some(object) if valid => Verdict::Accept {
-            object,
+            object: Box::new(object),
             warnings: report.findings,
+            rejected: Vec::new(),
         },
         object => {
             let reason = if object.is_some() {
@@ -101,6 +126,96 @@ pub fn admit(mut doc: Value, options: &AdmitOptions) -> Verdict {
             }
         }
     }
+}
+
+/// Applies the valid items of a higress-config version on top of the last good one.
+fn admit_higress_config(
+    doc: &Value,
+    header: DocumentHeader,
+    options: &AdmitOptions,
+    last_good: &dyn Fn(&ObjectKey) -> Option<Arc<ConfigObject>>,
+) -> Verdict {
+    let key = ObjectKey::new(Kind::HigressConfig, header.namespace, header.name);
+    let report = validate_document(doc, &options.decode);
+    let mut metadata_findings = Vec::new();
+    let metadata: Option<ObjectMeta> =
+        decode_lenient(&doc["metadata"], "metadata", &mut metadata_findings, false);
+    let (Some(metadata), Some(fields)) = (metadata, doc.as_object()) else {
+        return Verdict::Reject {
+            kind: Some(Kind::HigressConfig),
+            key: Some(key),
+            errors: report
+                .findings
+                .into_iter()
+                .filter(Finding::is_error)
+                .collect(),
+            reason: RejectReason::Undecodable,
+        };
+    };
+    let candidate = decode_configmap(fields);
+    let last = last_good(&key)
+        .and_then(|object| match &object.spec {
+            Spec::HigressConfig(config) => Some(config.as_ref().clone()),
+            _ => None,
+        })
+        .unwrap_or_default();
+    let (effective, kept) = merge_valid_items(&last, &candidate);
+    let (errors, warnings): (Vec<Finding>, Vec<Finding>) =
+        report.findings.into_iter().partition(Finding::is_error);
+    log_items(
+        &key,
+        &last,
+        &effective,
+        &kept,
+        &errors,
+        candidate.has_higress,
+    );
+    Verdict::Accept {
+        object: Box::new(ConfigObject {
+            api_version: header.api_version,
+            metadata,
+            spec: Spec::HigressConfig(Box::new(effective)),
+        }),
+        warnings,
+        rejected: errors,
+    }
+}
+
+/// Logs which higress-config items kept their last good value (loudly) and which changed.
+fn log_items(
+    key: &ObjectKey,
+    last: &HigressConfig,
+    effective: &HigressConfig,
+    kept: &[Item],
+    errors: &[Finding],
+    has_higress: bool,
+) {
+    if !has_higress {
+        tracing::warn!(object = %key, "higress-config has no data.higress key; ignored, the last good config stays");
+    }
+    for item in kept {
+        let reasons: Vec<String> = errors
+            .iter()
+            .filter(|e| item_of(&e.field) == Some(*item))
+            .map(ToString::to_string)
+            .collect();
+        if has_higress && !reasons.is_empty() {
+            tracing::warn!(object = %key, item = %item, errors = ?reasons,
+                "higress-config item is invalid; it keeps its last good value");
+        }
+    }
+    let changed = diff(last, effective).changed();
+    if !changed.is_empty() {
+        let names: Vec<&str> = changed.iter().map(|i| i.name()).collect();
+        tracing::info!(object = %key, items = ?names, "higress-config items changed");
+    }
+}
+
+/// The higress-config item a finding's field path (`data.higress.<field>...`) belongs to.
+fn item_of(field: &str) -> Option<Item> {
+    let rest = field.strip_prefix(HIGRESS_PATH)?.strip_prefix('.')?;
+    let first = rest.split(['.', '[']).next()?;
+    Item::of_field(first)
 }
 
 /// Sets `metadata.namespace` when it is missing or empty (documents that are not objects are left alone).
@@ -141,7 +256,7 @@ mod tests {
     fn fills_in_the_default_namespace() {
         let doc = json!({"apiVersion": "networking.istio.io/v1", "kind": "VirtualService",
             "metadata": {"name": "vs"}, "spec": {}});
-        match admit(doc, &options()) {
+        match admit(doc, &options(), &|_| None) {
             Verdict::Accept { object, .. } => assert_eq!(object.metadata.namespace, "team-a"),
             other => panic!("expected accept, got {other:?}"),
         }
@@ -151,7 +266,7 @@ mod tests {
     fn keeps_an_explicit_namespace() {
         let doc = json!({"apiVersion": "networking.istio.io/v1", "kind": "Gateway",
             "metadata": {"name": "gw", "namespace": "edge"}, "spec": {}});
-        match admit(doc, &options()) {
+        match admit(doc, &options(), &|_| None) {
             Verdict::Accept { object, .. } => assert_eq!(object.metadata.namespace, "edge"),
             other => panic!("expected accept, got {other:?}"),
         }
@@ -161,7 +276,7 @@ mod tests {
     fn undecodable_documents_are_rejected_with_their_key() {
         let doc = json!({"apiVersion": "networking.istio.io/v1", "kind": "VirtualService",
             "metadata": {"name": "vs"}, "spec": {}, "bogus": 1});
-        match admit(doc, &options()) {
+        match admit(doc, &options(), &|_| None) {
             Verdict::Reject {
                 key,
                 errors,
@@ -179,9 +294,68 @@ mod tests {
         }
     }
 
+    fn higress_config(higress: &str) -> Value {
+        json!({"apiVersion": "v1", "kind": "ConfigMap",
+            "metadata": {"name": "higress-config", "namespace": "higress-system"},
+            "data": {"higress": higress}})
+    }
+
+    fn accepted_config(verdict: Verdict) -> (HigressConfig, Vec<Finding>) {
+        match verdict {
+            Verdict::Accept {
+                object, rejected, ..
+            } => match object.spec {
+                Spec::HigressConfig(config) => (*config, rejected),
+                other => panic!("expected a higress-config, got {other:?}"),
+            },
+            other => panic!("expected an accepted higress-config, got {other:?}"),
+        }
+    }
+
+    #[test]
+    fn invalid_higress_config_items_keep_their_last_good_value() {
+        let first = admit(
+            higress_config("gzip:\n  minContentLength: 2048\n"),
+            &options(),
+            &|_| None,
+        );
+        let (first, rejected) = accepted_config(first);
+        assert!(rejected.is_empty(), "{rejected:?}");
+        assert_eq!(first.gzip.as_ref().unwrap().min_content_length, 2048);
+        let last_good = Arc::new(ConfigObject {
+            api_version: "v1".into(),
+            metadata: ObjectMeta::default(),
+            spec: Spec::HigressConfig(Box::new(first)),
+        });
+
+        // gzip turns invalid while a global option changes: gzip keeps 2048, the global option applies.
+        let second = admit(
+            higress_config("gzip:\n  memoryLevel: 0\naddXRealIpHeader: true\n"),
+            &options(),
+            &|key| (key.kind == Kind::HigressConfig).then(|| last_good.clone()),
+        );
+        let (second, rejected) = accepted_config(second);
+        assert_eq!(second.gzip.as_ref().unwrap().min_content_length, 2048);
+        assert_eq!(second.gzip.as_ref().unwrap().memory_level, 5);
+        assert!(second.add_x_real_ip_header);
+        assert_eq!(rejected.len(), 1, "{rejected:?}");
+        assert_eq!(rejected[0].field, "data.higress.gzip.memoryLevel");
+        assert_eq!(item_of(&rejected[0].field), Some(Item::Gzip));
+    }
+
+    #[test]
+    fn higress_config_without_metadata_is_rejected() {
+        let mut doc = higress_config("");
+        doc["metadata"]["labels"] = json!("not-a-map");
+        assert!(matches!(
+            admit(doc, &options(), &|_| None),
+            Verdict::Reject { .. }
+        ));
+    }
+
     #[test]
     fn foreign_kinds_are_ignored() {
         let doc = json!({"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": "d"}});
-        assert_eq!(admit(doc, &options()), Verdict::Ignore);
+        assert_eq!(admit(doc, &options(), &|_| None), Verdict::Ignore);
     }
 }

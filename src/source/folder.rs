@@ -303,12 +303,25 @@ impl Folder {
         objects: &mut BTreeMap<ObjectKey, Arc<ConfigObject>>,
     ) {
         let label = document.label;
-        match admit(document.value, &self.options) {
-            Verdict::Accept { object, warnings } => {
+        match admit(document.value, &self.options, &|key| {
+            previous.get(key).cloned()
+        }) {
+            Verdict::Accept {
+                object,
+                warnings,
+                rejected,
+            } => {
                 let key = object.key();
                 for warning in warnings {
                     tracing::warn!(file = %path.display(), document = %label, object = %key,
                         field = %warning.field, warning = %warning.message, "config warning");
+                }
+                for error in &rejected {
+                    tracing::error!(file = %path.display(), document = %label, object = %key,
+                        field = %error.field, error = %error.message, "invalid part skipped");
+                }
+                if !rejected.is_empty() {
+                    self.metrics.reject(Some(key.kind), "invalid");
                 }
                 match objects.entry(key) {
                     std::collections::btree_map::Entry::Occupied(entry) => {
@@ -317,7 +330,7 @@ impl Folder {
                         self.metrics.reject(Some(entry.key().kind), "duplicate");
                     }
                     std::collections::btree_map::Entry::Vacant(entry) => {
-                        entry.insert(Arc::new(object));
+                        entry.insert(Arc::from(object));
                     }
                 }
             }

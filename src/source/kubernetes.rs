@@ -385,15 +385,28 @@ impl WatchState {
             }
         };
         prepare(&mut value, resource);
-        match admit(value, &shared.options) {
-            Verdict::Accept { object, warnings } => {
+        let verdict = admit(value, &shared.options, &|key| {
+            self.last_good.get(key).cloned()
+        });
+        match verdict {
+            Verdict::Accept {
+                object,
+                warnings,
+                rejected,
+            } => {
                 let key = object.key();
                 for warning in warnings {
                     tracing::debug!(object = %key, field = %warning.field, warning = %warning.message,
                         "config warning");
                 }
-                self.reported.remove(&key);
-                Some(Arc::new(object))
+                if rejected.is_empty() {
+                    self.reported.remove(&key);
+                } else {
+                    // Only parts were left out (higress-config items): report them, serve the rest.
+                    self.reject(&key, &reference, &rejected, shared);
+                    shared.metrics.reject(Some(key.kind), "invalid");
+                }
+                Some(Arc::from(object))
             }
             Verdict::Reject {
                 kind,
@@ -401,18 +414,15 @@ impl WatchState {
                 errors,
                 reason,
             } => {
-                let shown = key.as_ref().map(ToString::to_string).unwrap_or_default();
-                for error in &errors {
-                    tracing::error!(object = %shown, resource_version = ?reference.resource_version,
-                        field = %error.field, error = %error.message, "invalid object excluded");
+                if key.is_none() {
+                    for error in &errors {
+                        tracing::error!(kind = %resource.kind, resource_version = ?reference.resource_version,
+                            field = %error.field, error = %error.message, "invalid object excluded");
+                    }
                 }
                 shared.metrics.reject(kind, reason.as_str());
                 let key = key?;
-                let version = reference.resource_version.clone().unwrap_or_default();
-                if self.reported.get(&key) != Some(&version) {
-                    self.reported.insert(key.clone(), version);
-                    report(shared, reference, &errors);
-                }
+                self.reject(&key, &reference, &errors, shared);
                 let last_good = self.last_good.get(&key).cloned();
                 if last_good.is_some() {
                     tracing::warn!(object = %key, "keeping the last good version of the invalid object");
@@ -420,6 +430,27 @@ impl WatchState {
                 last_good
             }
             Verdict::Ignore => None,
+        }
+    }
+}
+
+impl WatchState {
+    /// Logs the errors of a rejected object (or part) and reports them as an Event, once per resourceVersion.
+    fn reject(
+        &mut self,
+        key: &ObjectKey,
+        reference: &ObjectReference,
+        errors: &[Finding],
+        shared: &Shared,
+    ) {
+        for error in errors {
+            tracing::error!(object = %key, resource_version = ?reference.resource_version,
+                field = %error.field, error = %error.message, "invalid object excluded");
+        }
+        let version = reference.resource_version.clone().unwrap_or_default();
+        if self.reported.get(key) != Some(&version) {
+            self.reported.insert(key.clone(), version);
+            report(shared, reference.clone(), errors);
         }
     }
 }
@@ -471,7 +502,7 @@ const MAX_NOTE: usize = 1024;
 
 /// Publishes a Warning Event on the rejected object, in the background.
 fn report(shared: &Shared, reference: ObjectReference, errors: &[Finding]) {
-    let mut note = String::from("admitpilot ignores this version: ");
+    let mut note = String::from("admitpilot left this out of its config: ");
     for (i, error) in errors.iter().enumerate() {
         if i > 0 {
             note.push_str("; ");

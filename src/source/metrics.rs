@@ -1,5 +1,5 @@
 //! Source metrics (prometheus-client): takes counts from the sources and the store, yields metric families to be
-//! registered in the shared registry under the `admitpilot_source_` prefix.
+//! registered in the shared registry under the `source` sub-prefix (`admitpilot_source_*`).
 
 use prometheus_client::encoding::EncodeLabelSet;
 use prometheus_client::metrics::counter::Counter;
@@ -68,9 +68,10 @@ impl Default for SourceMetrics {
 }
 
 impl SourceMetrics {
-    /// Registers every metric in `registry` under the `admitpilot_source` prefix.
+    /// Registers every metric in `registry` under the `source` sub-prefix (the shared registry carries the
+    /// `admitpilot` prefix, so names read `admitpilot_source_*`).
     pub fn register(&self, registry: &mut Registry) {
-        let registry = registry.sub_registry_with_prefix("admitpilot_source");
+        let registry = registry.sub_registry_with_prefix("source");
         registry.register(
             "objects",
             "Objects in the latest published snapshot, by kind",
@@ -137,7 +138,7 @@ mod tests {
     #[test]
     fn encodes_with_prefix_and_labels() {
         let metrics = SourceMetrics::default();
-        let mut registry = Registry::default();
+        let mut registry = Registry::with_prefix("admitpilot");
         metrics.register(&mut registry);
         metrics.reject(Some(Kind::VirtualService), "invalid");
         metrics.parse_error("folder");

@@ -115,6 +115,54 @@ impl Default for SourceConfig {
     }
 }
 
+/// Source settings as the command line gives them (`--config-dir`, `--kube`, `--kubeconfig`,
+/// `--watch-namespaces`, `--default-namespace`, `--debounce`, `--debounce-max`); [`SourceSettings::resolve`]
+/// builds the Kubernetes client.
+#[derive(Debug, Clone, Default)]
+pub struct SourceSettings {
+    /// Folder of YAML/JSON documents to load and watch.
+    pub config_dir: Option<PathBuf>,
+    /// Watch a Kubernetes API server (in-cluster config, `$KUBECONFIG`, or `kubeconfig`).
+    pub kube: bool,
+    /// Kubeconfig file to use instead of the in-cluster config (implies `kube`).
+    pub kubeconfig: Option<PathBuf>,
+    /// Namespaces to watch; empty means all.
+    pub watch_namespaces: Vec<String>,
+    /// `reportingInstance` of Events (the pod name).
+    pub instance: Option<String>,
+    /// Decoding and default namespace.
+    pub admit: Option<AdmitOptions>,
+    /// Debounce settings.
+    pub store: StoreConfig,
+}
+
+impl SourceSettings {
+    /// Tells whether any source is configured.
+    pub fn any(&self) -> bool {
+        self.config_dir.is_some() || self.kube || self.kubeconfig.is_some()
+    }
+
+    /// Builds the [`SourceConfig`], creating the Kubernetes client when one is asked for.
+    pub async fn resolve(self) -> Result<SourceConfig, kubernetes::ClientError> {
+        let defaults = SourceConfig::default();
+        let kube = if self.kube || self.kubeconfig.is_some() {
+            let client = kubernetes::client(self.kubeconfig.as_deref()).await?;
+            let mut kube = kubernetes::KubeConfig::new(client);
+            kube.namespaces = self.watch_namespaces;
+            kube.instance = self.instance;
+            Some(kube)
+        } else {
+            None
+        };
+        Ok(SourceConfig {
+            config_dir: self.config_dir,
+            kube,
+            admit: self.admit.unwrap_or(defaults.admit),
+            store: self.store,
+        })
+    }
+}
+
 /// Running sources: the snapshot channel, the readiness flag, and the tasks (stopped when this is dropped).
 #[derive(Debug)]
 pub struct Sources {

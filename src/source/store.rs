@@ -10,7 +10,7 @@
 //! * When two scopes hold the same key, the later write wins; a scope's delete or resync only removes keys that
 //!   scope owns.
 
-use std::collections::{BTreeMap, HashSet};
+use std::collections::{BTreeMap, HashMap, HashSet};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -92,12 +92,7 @@ impl Store {
         let (tx, rx) = mpsc::unbounded_channel();
         let (snapshot_tx, snapshots) = watch::channel(Arc::new(Snapshot::default()));
         let (synced_tx, synced) = watch::channel(false);
-        let state = State {
-            objects: BTreeMap::new(),
-            counts: BTreeMap::new(),
-            pending: HashSet::new(),
-            version: 0,
-        };
+        let state = State::new();
         tokio::spawn(run(config, metrics, state, rx, snapshot_tx, synced_tx));
         Store {
             tx,
@@ -127,13 +122,11 @@ impl Store {
     }
 }
 
-struct Owned {
-    scope: Scope,
-    object: Arc<ConfigObject>,
-}
-
 struct State {
-    objects: BTreeMap<ObjectKey, Owned>,
+    /// Every object in force; cloned (cheaply: keys and `Arc`s) into each published snapshot.
+    current: BTreeMap<ObjectKey, Arc<ConfigObject>>,
+    /// The scope that owns each key in `current`.
+    owners: HashMap<ObjectKey, Scope>,
     counts: BTreeMap<Kind, i64>,
     /// Registered scopes that have not sent their first resync yet.
     pending: HashSet<Scope>,
@@ -141,6 +134,16 @@ struct State {
 }
 
 impl State {
+    fn new() -> Self {
+        State {
+            current: BTreeMap::new(),
+            owners: HashMap::new(),
+            counts: BTreeMap::new(),
+            pending: HashSet::new(),
+            version: 0,
+        }
+    }
+
     /// Applies one input; returns whether the visible state changed.
     fn handle(&mut self, input: Input) -> bool {
         match input {
@@ -154,9 +157,9 @@ impl State {
                 let first_sync = self.pending.remove(&scope);
                 let keep: HashSet<ObjectKey> = objects.iter().map(|o| o.key()).collect();
                 let stale: Vec<ObjectKey> = self
-                    .objects
+                    .owners
                     .iter()
-                    .filter(|(key, owned)| owned.scope == scope && !keep.contains(*key))
+                    .filter(|(key, owner)| **owner == scope && !keep.contains(*key))
                     .map(|(key, _)| key.clone())
                     .collect();
                 let mut changed = first_sync && self.pending.is_empty();
@@ -173,45 +176,43 @@ impl State {
 
     fn insert(&mut self, scope: Scope, object: Arc<ConfigObject>) -> bool {
         let key = object.key();
-        match self.objects.get_mut(&key) {
-            Some(owned) => {
-                let same = Arc::ptr_eq(&owned.object, &object) || *owned.object == *object;
-                if owned.scope != scope {
-                    tracing::warn!(object = %key, from = %owned.scope, to = %scope,
-                        "object defined by two sources; the later one wins");
-                    owned.scope = scope;
+        match self.current.get_mut(&key) {
+            Some(held) => {
+                let same = Arc::ptr_eq(held, &object) || **held == *object;
+                *held = object;
+                if let Some(owner) = self.owners.get_mut(&key) {
+                    if *owner != scope {
+                        tracing::warn!(object = %key, from = %owner, to = %scope,
+                            "object defined by two sources; the later one wins");
+                        *owner = scope;
+                    }
                 }
-                owned.object = object;
                 !same
             }
             None => {
                 *self.counts.entry(key.kind).or_default() += 1;
-                self.objects.insert(key, Owned { scope, object });
+                self.owners.insert(key.clone(), scope);
+                self.current.insert(key, object);
                 true
             }
         }
     }
 
     fn remove(&mut self, scope: &Scope, key: &ObjectKey) -> bool {
-        match self.objects.get(key) {
-            Some(owned) if owned.scope == *scope => {
-                self.objects.remove(key);
-                *self.counts.entry(key.kind).or_default() -= 1;
-                true
-            }
-            _ => false,
+        if self.owners.get(key) != Some(scope) {
+            return false;
         }
+        self.owners.remove(key);
+        self.current.remove(key);
+        *self.counts.entry(key.kind).or_default() -= 1;
+        true
     }
 
     fn snapshot(&mut self) -> Snapshot {
         self.version += 1;
         Snapshot {
             version: self.version,
-            objects: self
-                .objects
-                .iter()
-                .map(|(key, owned)| (key.clone(), owned.object.clone()))
-                .collect(),
+            objects: self.current.clone(),
         }
     }
 }
