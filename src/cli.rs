@@ -16,13 +16,17 @@ pub struct Cli {
 enum Command {
     /// Validate Istio/Higress config files offline (exit 0 valid, 1 invalid, 2 usage or unreadable input).
     Validate(validate::ValidateArgs),
+    /// Print the Envoy resources a gateway with the given labels gets from a config folder.
+    Render(render::RenderArgs),
 }
 
 /// Runs the chosen subcommand.
 pub fn run(cli: Cli) -> anyhow::Result<ExitCode> {
     match cli.command {
         Command::Validate(args) => validate::run(args),
+        Command::Render(args) => render::run(args),
     }
 }
 
+mod render;
 mod validate;

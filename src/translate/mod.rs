@@ -35,6 +35,7 @@ pub mod envoy;
 pub mod gateway;
 pub mod listener;
 pub mod naming;
+pub mod output;
 pub mod policy;
 pub mod route;
 pub mod secret;
