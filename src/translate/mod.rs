@@ -33,6 +33,7 @@ use crate::model::{ConfigObject, Kind, Snapshot, Spec};
 pub mod cluster;
 pub mod envoy;
 pub mod gateway;
+pub mod higress;
 pub mod listener;
 pub mod naming;
 pub mod output;
