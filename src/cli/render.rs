@@ -32,10 +32,10 @@ pub struct RenderArgs {
     #[arg(long)]
     config_dir: PathBuf,
     /// Gateway pod labels, `k=v,k2=v2` (Gateways select proxies by these).
-    #[arg(long, default_value = "istio=ingressgateway")]
+    #[arg(long, default_value = "higress=higress-system-higress-gateway")]
     labels: String,
     /// Namespace of the gateway pod (credential Secrets are read from it).
-    #[arg(long, default_value = "istio-system")]
+    #[arg(long, default_value = "higress-system")]
     namespace: String,
     /// Output format.
     #[arg(long, value_enum, default_value_t = Format::Yaml)]
