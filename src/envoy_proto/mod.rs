@@ -1,8 +1,9 @@
 //! Envoy's protobuf descriptors (pure): the `FileDescriptorSet` shipped by the `envoy-types` crate, loaded once
-//! into a [`prost_reflect::DescriptorPool`], for JSON ↔ proto conversion ([`json`]) and protoc-gen-validate
-//! rules ([`pgv`]).
+//! into a [`prost_reflect::DescriptorPool`], for JSON ↔ proto conversion ([`json`]), Istio-style merging
+//! ([`merge`]) and protoc-gen-validate rules ([`pgv`]).
 
 pub mod json;
+pub mod merge;
 pub mod pgv;
 
 use std::sync::LazyLock;
@@ -15,6 +16,7 @@ pub use json::{
     from_dynamic, from_json, from_json_as, message_from_json, message_to_json, to_dynamic, to_json,
     ProtoJsonError,
 };
+pub use merge::{merge, merge_any, merge_into, ListMerge};
 pub use pgv::{validate_message, Violation};
 
 /// The encoded descriptor set, copied from `envoy-types` by `build.rs`.

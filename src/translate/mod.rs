@@ -32,6 +32,7 @@ use crate::model::{ConfigObject, Kind, Snapshot, Spec};
 
 pub mod cluster;
 pub mod envoy;
+pub mod envoy_filter;
 pub mod gateway;
 pub mod higress;
 pub mod listener;
