@@ -27,6 +27,7 @@ use envoy_types::pb::envoy::config::route::v3::{
 use envoy_types::pb::envoy::extensions::transport_sockets::tls::v3::Secret;
 use envoy_types::pb::google::protobuf::BoolValue;
 
+use crate::model::decode::{decode, DecodeOptions, Decoded};
 use crate::model::istio::VirtualService;
 use crate::model::{ConfigObject, Kind, Snapshot, Spec};
 
@@ -81,12 +82,15 @@ pub struct GatewayResources {
 pub struct Options {
     /// DNS suffix of Kubernetes Services (`cluster.local`).
     pub domain_suffix: String,
+    /// Namespaces whose EnvoyFilters apply to every proxy: Istio's root namespace and Higress's namespace.
+    pub root_namespaces: Vec<String>,
 }
 
 impl Default for Options {
     fn default() -> Self {
         Options {
             domain_suffix: naming::DEFAULT_DOMAIN_SUFFIX.into(),
+            root_namespaces: vec!["istio-system".into(), "higress-system".into()],
         }
     }
 }
@@ -206,6 +210,7 @@ impl Translator {
         self.routes.retain(|key, _| used.contains(key));
         build_clusters(&cx, &referenced, &mut out, &mut credentials);
         out.secrets = build_secrets(&cx, &credentials);
+        self.apply_envoy_filters(snapshot, proxy, &mut out);
         out.listeners.retain(|l| !l.filter_chains.is_empty());
         out.listeners.sort_by(|a, b| a.name.cmp(&b.name));
         out.route_configs.sort_by(|a, b| a.name.cmp(&b.name));
@@ -213,7 +218,38 @@ impl Translator {
         out.endpoints
             .sort_by(|a, b| a.cluster_name.cmp(&b.cluster_name));
         out.secrets.sort_by(|a, b| a.name.cmp(&b.name));
+        out.extension_configs.sort_by(|a, b| a.name.cmp(&b.name));
         out
+    }
+
+    /// Applies the EnvoyFilters built from higress-config, then the user's EnvoyFilters, with the patch
+    /// engine (which orders them by priority, root namespace and age).
+    fn apply_envoy_filters(&self, snapshot: &Snapshot, proxy: &Proxy, out: &mut GatewayResources) {
+        let higress: Vec<ConfigObject> = snapshot
+            .of_kind(Kind::HigressConfig)
+            .filter_map(|object| match &object.spec {
+                Spec::HigressConfig(config) => Some((object.metadata.namespace.as_str(), config)),
+                _ => None,
+            })
+            .take(1)
+            .flat_map(|(namespace, config)| higress::envoy_filters(config, namespace))
+            .filter_map(|doc| match decode(&doc, &DecodeOptions::default()) {
+                Decoded::Object { object, .. } => Some(object),
+                // The documents are built by admitpilot itself; one that does not decode is a defect
+                // the higress golden tests catch, and is skipped rather than half-applied.
+                _ => None,
+            })
+            .collect();
+        let user = snapshot.of_kind(Kind::EnvoyFilter).map(Arc::as_ref);
+        let filters: Vec<&ConfigObject> = higress.iter().chain(user).collect();
+        if filters.is_empty() {
+            return;
+        }
+        let options = envoy_filter::PatchOptions {
+            root_namespaces: self.options.root_namespaces.clone(),
+            ..Default::default()
+        };
+        envoy_filter::apply(out, &filters, proxy, &options);
     }
 
     /// Builds the filter chains of one port (and the route configurations they use).
