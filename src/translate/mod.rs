@@ -774,3 +774,117 @@ fn build_clusters(
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use serde_json::{json, Value};
+
+    use super::*;
+
+    fn object(doc: Value) -> Arc<ConfigObject> {
+        match decode(&doc, &DecodeOptions::default()) {
+            Decoded::Object { object, .. } => Arc::new(object),
+            other => panic!("test document does not decode: {other:?}"),
+        }
+    }
+
+    fn vs(name: &str, prefix: &str, delegate: Option<&str>) -> Arc<ConfigObject> {
+        let rule = match delegate {
+            Some(d) => json!({"match": [{"uri": {"prefix": prefix}}], "delegate": {"name": d}}),
+            None => json!({"match": [{"uri": {"prefix": prefix}}],
+                           "route": [{"destination": {"host": "web"}}]}),
+        };
+        object(json!({
+            "apiVersion": "networking.istio.io/v1", "kind": "VirtualService",
+            "metadata": {"name": name, "namespace": "apps"},
+            "spec": {"hosts": [format!("{name}.example.com")], "gateways": ["istio-system/gw"],
+                     "http": [rule]}
+        }))
+    }
+
+    fn delegate(name: &str, prefix: &str) -> Arc<ConfigObject> {
+        object(json!({
+            "apiVersion": "networking.istio.io/v1", "kind": "VirtualService",
+            "metadata": {"name": name, "namespace": "apps"},
+            "spec": {"http": [{"match": [{"uri": {"prefix": prefix}}],
+                               "route": [{"destination": {"host": "web"}}]}]}
+        }))
+    }
+
+    fn snapshot(objects: Vec<Arc<ConfigObject>>) -> Snapshot {
+        let gateway = object(json!({
+            "apiVersion": "networking.istio.io/v1", "kind": "Gateway",
+            "metadata": {"name": "gw", "namespace": "istio-system"},
+            "spec": {"selector": {"istio": "ingressgateway"},
+                     "servers": [{"port": {"number": 80, "name": "http", "protocol": "HTTP"},
+                                  "hosts": ["*"]}]}
+        }));
+        Snapshot {
+            version: 1,
+            objects: std::iter::once(gateway)
+                .chain(objects)
+                .map(|o| (o.key(), o))
+                .collect(),
+        }
+    }
+
+    fn proxy() -> Proxy {
+        Proxy {
+            namespace: "istio-system".into(),
+            labels: [("istio".to_string(), "ingressgateway".to_string())].into(),
+        }
+    }
+
+    #[test]
+    fn cached_translation_equals_fresh_translation_after_changes() {
+        let mut translator = Translator::new(Options::default());
+        let first = snapshot(vec![vs("a", "/a", None), vs("b", "/b", None)]);
+        assert_eq!(
+            translator.translate(&first, &proxy()),
+            translate(&first, &proxy())
+        );
+        let mut second = first.clone();
+        let edited = vs("a", "/a2", None);
+        second.objects.insert(edited.key(), edited);
+        let incremental = translator.translate(&second, &proxy());
+        assert_eq!(incremental, translate(&second, &proxy()));
+        let paths = format!("{:?}", incremental.route_configs);
+        assert!(paths.contains("/a2") && !paths.contains("\"/a\""));
+        assert_eq!(translator.routes.len(), 2, "stale entries are evicted");
+    }
+
+    #[test]
+    fn delegate_change_invalidates_the_root() {
+        let mut translator = Translator::new(Options::default());
+        let first = snapshot(vec![
+            vs("root", "/x", Some("child")),
+            delegate("child", "/x/1"),
+        ]);
+        translator.translate(&first, &proxy());
+        let mut second = first.clone();
+        let edited = delegate("child", "/x/2");
+        second.objects.insert(edited.key(), edited);
+        let out = translator.translate(&second, &proxy());
+        assert_eq!(out, translate(&second, &proxy()));
+        assert!(format!("{:?}", out.route_configs).contains("/x/2"));
+    }
+
+    #[test]
+    fn unknown_destinations_get_an_empty_cluster() {
+        let out = translate(&snapshot(vec![vs("a", "/a", None)]), &proxy());
+        let name = "outbound|80||web.apps.svc.cluster.local";
+        assert!(out.clusters.iter().any(|c| c.name == name));
+        let cla = out.endpoints.iter().find(|e| e.cluster_name == name);
+        assert!(cla.is_some_and(|e| e.endpoints.is_empty()));
+    }
+
+    #[test]
+    fn unselected_proxy_gets_nothing() {
+        let other = Proxy {
+            namespace: "istio-system".into(),
+            labels: [("app".to_string(), "other".to_string())].into(),
+        };
+        let out = translate(&snapshot(vec![vs("a", "/a", None)]), &other);
+        assert!(out.listeners.is_empty() && out.route_configs.is_empty());
+    }
+}
