@@ -559,10 +559,15 @@ pub fn validate_duration(s: &str, path: &str, out: &mut Findings) {
     }
 }
 
-/// Validates an optional duration field.
-pub fn validate_opt_duration(s: Option<&String>, path: &str, out: &mut Findings) {
-    if let Some(s) = s {
-        validate_duration(s, path, out);
+/// Validates an optional duration field `field` under `parent`; the path is only built when there is an error.
+pub fn validate_duration_field(
+    value: Option<&String>,
+    parent: &FieldPath,
+    field: &str,
+    out: &mut Findings,
+) {
+    if let Some(Err(e)) = value.map(|v| check_duration(v)) {
+        out.error(parent.child(field), e);
     }
 }
 

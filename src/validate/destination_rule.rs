@@ -114,7 +114,6 @@ fn validate_traffic_policy(
             p.as_str(),
             "tunnel and proxyProtocol cannot be set together",
         );
-        return;
     }
     validate_policy_parts(
         namespace,
@@ -144,11 +143,7 @@ fn validate_traffic_policy(
                 );
             }
         }
-        common::validate_opt_duration(
-            budget.budget_interval.as_ref(),
-            &b.child("budgetInterval"),
-            out,
-        );
+        common::validate_duration_field(budget.budget_interval.as_ref(), &b, "budgetInterval", out);
     }
 }
 
@@ -231,11 +226,7 @@ fn validate_tunnel(tunnel: &TunnelSettings, p: &mut FieldPath, out: &mut Finding
 }
 
 fn validate_outlier_detection(o: &OutlierDetection, p: &mut FieldPath, out: &mut Findings) {
-    common::validate_opt_duration(
-        o.base_ejection_time.as_ref(),
-        &p.child("baseEjectionTime"),
-        out,
-    );
+    common::validate_duration_field(o.base_ejection_time.as_ref(), p, "baseEjectionTime", out);
     if o.consecutive_errors.unwrap_or(0) != 0 {
         out.warning(
             p.child("consecutiveErrors"),
@@ -250,7 +241,7 @@ fn validate_outlier_detection(o: &OutlierDetection, p: &mut FieldPath, out: &mut
             "consecutiveLocalOriginFailures needs splitExternalLocalOriginErrors: true",
         );
     }
-    common::validate_opt_duration(o.interval.as_ref(), &p.child("interval"), out);
+    common::validate_duration_field(o.interval.as_ref(), p, "interval", out);
     common::validate_percent(
         i64::from(o.max_ejection_percent.unwrap_or(0)),
         &p.child("maxEjectionPercent"),
@@ -295,7 +286,7 @@ pub(super) fn validate_connection_pool(
                 out.error(h.child(field), format!("{field} must not be negative"));
             }
         }
-        common::validate_opt_duration(http.idle_timeout.as_ref(), &h.child("idleTimeout"), out);
+        common::validate_duration_field(http.idle_timeout.as_ref(), &h, "idleTimeout", out);
         if http.h2_upgrade_policy == Some(H2UpgradePolicy::Upgrade)
             && http.use_client_protocol == Some(true)
         {
@@ -328,14 +319,11 @@ pub(super) fn validate_connection_pool(
                 "maxConnections must not be negative",
             );
         }
-        common::validate_opt_duration(
-            tcp.connect_timeout.as_ref(),
-            &t.child("connectTimeout"),
-            out,
-        );
-        common::validate_opt_duration(
+        common::validate_duration_field(tcp.connect_timeout.as_ref(), &t, "connectTimeout", out);
+        common::validate_duration_field(
             tcp.max_connection_duration.as_ref(),
-            &t.child("maxConnectionDuration"),
+            &t,
+            "maxConnectionDuration",
             out,
         );
         if let Some(idle) = &tcp.idle_timeout {
@@ -345,12 +333,8 @@ pub(super) fn validate_connection_pool(
             }
         }
         if let Some(ka) = &tcp.tcp_keepalive {
-            common::validate_opt_duration(ka.time.as_ref(), &t.child("tcpKeepalive.time"), out);
-            common::validate_opt_duration(
-                ka.interval.as_ref(),
-                &t.child("tcpKeepalive.interval"),
-                out,
-            );
+            common::validate_duration_field(ka.time.as_ref(), &t, "tcpKeepalive.time", out);
+            common::validate_duration_field(ka.interval.as_ref(), &t, "tcpKeepalive.interval", out);
         }
     }
 }
@@ -387,7 +371,7 @@ fn validate_load_balancer(
             if cookie.name.is_empty() {
                 out.error(ck.child("name"), "httpCookie name is required");
             }
-            common::validate_opt_duration(cookie.ttl.as_ref(), &ck.child("ttl"), out);
+            common::validate_duration_field(cookie.ttl.as_ref(), &ck, "ttl", out);
             let mut names = BTreeSet::new();
             let mut attrs = ck.field("attributes");
             for (i, attr) in cookie.attributes.iter().enumerate() {
@@ -448,9 +432,10 @@ fn validate_load_balancer(
     if let Some(zone) = &lb.zone_aware_lb_setting {
         validate_zone_aware_lb(zone, has_outlier, &p.child("zoneAwareLbSetting"), out);
     }
-    common::validate_opt_duration(
+    common::validate_duration_field(
         lb.warmup_duration_secs.as_ref(),
-        &p.child("warmupDurationSecs"),
+        p,
+        "warmupDurationSecs",
         out,
     );
     if let Some(warmup) = &lb.warmup {

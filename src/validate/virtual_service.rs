@@ -54,7 +54,9 @@ pub fn validate(spec: &VirtualService, meta: &ObjectMeta, out: &mut Findings) {
     let applies_to_gateway =
         !spec.gateways.is_empty() && !spec.gateways.iter().any(|g| g == MESH_GATEWAY);
     let applies_to_mesh = !applies_to_gateway;
-    validate_gateway_names(&spec.gateways, gateway_semantics, &p.child("gateways"), out);
+    if !spec.gateways.is_empty() {
+        validate_gateway_names(&spec.gateways, gateway_semantics, &p.child("gateways"), out);
+    }
 
     if !applies_to_gateway {
         check_jwt_claim_routes(spec, &mut p, out);
@@ -92,24 +94,30 @@ pub fn validate(spec: &VirtualService, meta: &ObjectMeta, out: &mut Findings) {
             validate_tcp_route(route, gateway_semantics, &mut tcp.index(i), out);
         }
     }
-    common::validate_export_to(
-        &meta.namespace,
-        &spec.export_to,
-        common::ExportToContext::Plain,
-        &p.child("exportTo"),
-        out,
-    );
+    if !spec.export_to.is_empty() {
+        common::validate_export_to(
+            &meta.namespace,
+            &spec.export_to,
+            common::ExportToContext::Plain,
+            &p.child("exportTo"),
+            out,
+        );
+    }
     warn_unreachable_http(&spec.http, &p.child("http"), out);
-    warn_unreachable_l4(
-        spec.tcp.iter().map(|r| r.matches.as_slice()),
-        &p.child("tcp"),
-        out,
-    );
-    warn_unreachable_l4(
-        spec.tls.iter().map(|r| r.matches.as_slice()),
-        &p.child("tls"),
-        out,
-    );
+    if !spec.tcp.is_empty() {
+        warn_unreachable_l4(
+            spec.tcp.iter().map(|r| r.matches.as_slice()),
+            &p.child("tcp"),
+            out,
+        );
+    }
+    if !spec.tls.is_empty() {
+        warn_unreachable_l4(
+            spec.tls.iter().map(|r| r.matches.as_slice()),
+            &p.child("tls"),
+            out,
+        );
+    }
 }
 
 fn check_jwt_claim_routes(spec: &VirtualService, p: &mut FieldPath, out: &mut Findings) {
@@ -342,7 +350,7 @@ fn validate_http_route(
     }
     validate_authority_rewrite(route, p, out);
     validate_http_destinations(&route.route, gateway_semantics, &mut p.field("route"), out);
-    common::validate_opt_duration(route.timeout.as_ref(), &p.child("timeout"), out);
+    common::validate_duration_field(route.timeout.as_ref(), p, "timeout", out);
     if let Some(session) = &route.session_persistence {
         validate_session_persistence(session, &mut p.field("sessionPersistence"), out);
     }
@@ -387,12 +395,8 @@ fn validate_session_persistence(s: &SessionPersistence, p: &mut FieldPath, out: 
             );
         }
     }
-    common::validate_opt_duration(
-        s.absolute_timeout.as_ref(),
-        &p.child("absoluteTimeout"),
-        out,
-    );
-    common::validate_opt_duration(s.idle_timeout.as_ref(), &p.child("idleTimeout"), out);
+    common::validate_duration_field(s.absolute_timeout.as_ref(), p, "absoluteTimeout", out);
+    common::validate_duration_field(s.idle_timeout.as_ref(), p, "idleTimeout", out);
 }
 
 fn validate_route_conflicts(route: &HttpRoute, delegate: bool, p: &FieldPath, out: &mut Findings) {
@@ -498,8 +502,12 @@ fn validate_http_match(mr: &HttpMatchRequest, p: &mut FieldPath, out: &mut Findi
     if let Some(port) = mr.port.filter(|p| *p != 0) {
         common::validate_port(port, &p.child("port"), out);
     }
-    common::validate_labels(&mr.source_labels, &p.child("sourceLabels"), out);
-    validate_gateway_names(&mr.gateways, false, &p.child("gateways"), out);
+    if !mr.source_labels.is_empty() {
+        common::validate_labels(&mr.source_labels, &p.child("sourceLabels"), out);
+    }
+    if !mr.gateways.is_empty() {
+        validate_gateway_names(&mr.gateways, false, &p.child("gateways"), out);
+    }
     if !mr.source_namespace.is_empty() && !common::is_dns1123_label(&mr.source_namespace) {
         out.error(
             p.child("sourceNamespace"),
@@ -757,11 +765,10 @@ fn validate_mirror(mirror: &HttpMirrorPolicy, p: &mut FieldPath, out: &mut Findi
 
 /// Validates a route destination: host a wildcard domain (not `*`), subset a DNS label, port in range.
 pub(super) fn validate_destination(d: &Destination, p: &mut FieldPath, out: &mut Findings) {
-    let host_path = p.child("host");
     if d.host == "*" {
-        out.error(host_path, "destination host must not be \"*\"");
+        out.error(p.child("host"), "destination host must not be \"*\"");
     } else if let Err(e) = common::check_wildcard_domain(&d.host) {
-        out.error(host_path, e);
+        out.error(p.child("host"), e);
     }
     if !d.subset.is_empty() && !common::is_dns1123_label(&d.subset) {
         out.error(
@@ -783,42 +790,52 @@ fn validate_redirect(
     if redirect.port.is_some() && redirect.derive_port.is_some() {
         out.error(path, "only one of port and derivePort may be set");
     }
-    // Istio stops at the first redirect problem; do the same so one mistake gives one message.
-    let problem = if !redirect.uri.is_empty() && !redirect.prefix_rewrite.is_empty() {
-        Some("a redirect may set only one of uri and prefixRewrite".to_string())
-    } else if !redirect.prefix_rewrite.is_empty()
+    if !redirect.uri.is_empty() && !redirect.prefix_rewrite.is_empty() {
+        out.error(path, "a redirect may set only one of uri and prefixRewrite");
+    }
+    if !redirect.prefix_rewrite.is_empty()
         && matches
             .iter()
             .any(|m| m.uri.as_ref().is_some_and(|u| u.prefix.is_none()))
     {
-        Some("redirect prefixRewrite requires every URI match to be a prefix match".to_string())
-    } else if redirect.uri.is_empty()
+        out.error(
+            path,
+            "redirect prefixRewrite requires every URI match to be a prefix match",
+        );
+    }
+    if redirect.uri.is_empty()
         && redirect.prefix_rewrite.is_empty()
         && redirect.authority.is_empty()
         && redirect.port.is_none()
         && redirect.derive_port.is_none()
         && redirect.scheme.is_empty()
     {
-        Some("a redirect must set uri, prefixRewrite, authority, scheme or port".to_string())
-    } else if let Some(code) = redirect
+        out.error(
+            path,
+            "a redirect must set uri, prefixRewrite, authority, scheme or port",
+        );
+    }
+    if let Some(code) = redirect
         .redirect_code
         .filter(|c| *c != 0 && !(300..=399).contains(c))
     {
-        Some(format!("redirectCode {code} is not a 3xx code"))
-    } else if !redirect.scheme.is_empty() && redirect.scheme != "http" && redirect.scheme != "https"
+        out.error(path, format!("redirectCode {code} is not a 3xx code"));
+    }
+    if !redirect.scheme.is_empty() && redirect.scheme != "http" && redirect.scheme != "https" {
+        out.error(
+            path,
+            format!(
+                "redirect scheme {:?} must be \"http\" or \"https\"",
+                redirect.scheme
+            ),
+        );
+    }
+    if let Some(e) = redirect
+        .port
+        .filter(|p| *p > 0)
+        .and_then(|p| common::check_port(p).err())
     {
-        Some(format!(
-            "redirect scheme {:?} must be \"http\" or \"https\"",
-            redirect.scheme
-        ))
-    } else {
-        redirect
-            .port
-            .filter(|p| *p > 0)
-            .and_then(|p| common::check_port(p).err())
-    };
-    if let Some(problem) = problem {
-        out.error(path, problem);
+        out.error(path, e);
     }
 }
 
@@ -890,11 +907,7 @@ pub(super) fn validate_retry(retry: &HttpRetry, p: &mut FieldPath, out: &mut Fin
             "retry settings are configured but attempts is 0 (retries disabled)",
         );
     }
-    common::validate_opt_duration(
-        retry.per_try_timeout.as_ref(),
-        &p.child("perTryTimeout"),
-        out,
-    );
+    common::validate_duration_field(retry.per_try_timeout.as_ref(), p, "perTryTimeout", out);
     if !retry.retry_on.is_empty() {
         for policy in retry.retry_on.split(',') {
             let is_status = policy
@@ -908,7 +921,7 @@ pub(super) fn validate_retry(retry: &HttpRetry, p: &mut FieldPath, out: &mut Fin
             }
         }
     }
-    common::validate_opt_duration(retry.backoff.as_ref(), &p.child("backoff"), out);
+    common::validate_duration_field(retry.backoff.as_ref(), p, "backoff", out);
 }
 
 fn validate_rewrite(rewrite: &HttpRewrite, p: &mut FieldPath, out: &mut Findings) {
@@ -917,7 +930,6 @@ fn validate_rewrite(rewrite: &HttpRewrite, p: &mut FieldPath, out: &mut Findings
             p.as_str(),
             "a rewrite may set only one of uri and uriRegexRewrite",
         );
-        return;
     }
     if rewrite.uri.is_empty() && rewrite.uri_regex_rewrite.is_none() && rewrite.authority.is_empty()
     {
@@ -1131,8 +1143,12 @@ fn validate_l4_common(
     if let Some(port) = port.filter(|p| *p != 0) {
         common::validate_port(port, &p.child("port"), out);
     }
-    common::validate_labels(source_labels, &p.child("sourceLabels"), out);
-    validate_gateway_names(gateways, false, &p.child("gateways"), out);
+    if !source_labels.is_empty() {
+        common::validate_labels(source_labels, &p.child("sourceLabels"), out);
+    }
+    if !gateways.is_empty() {
+        validate_gateway_names(gateways, false, &p.child("gateways"), out);
+    }
 }
 
 // ---------------------------------------------------------------------------------------------------------------
