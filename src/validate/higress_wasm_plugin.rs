@@ -18,9 +18,10 @@ pub fn validate(spec: &WasmPlugin, _meta: &ObjectMeta, out: &mut Findings) {
     validate_module(
         &WasmModule {
             url: spec.url.as_deref(),
-            sha256: spec.sha256.as_deref(),
-            image_pull_secret: spec.image_pull_secret.as_deref(),
-            plugin_name: spec.plugin_name.as_deref(),
+            // Higress's CRD has no minimum lengths: an empty string means "not set".
+            sha256: spec.sha256.as_deref().filter(|s| !s.is_empty()),
+            image_pull_secret: spec.image_pull_secret.as_deref().filter(|s| !s.is_empty()),
+            plugin_name: spec.plugin_name.as_deref().filter(|s| !s.is_empty()),
             vm_config: spec.vm_config.as_ref(),
         },
         "spec",
@@ -140,6 +141,7 @@ mod tests {
         let spec = json!({
             "url": "oci://higress-registry.cn-hangzhou.cr.aliyuncs.com/plugins/key-auth:1.0.0",
             "phase": "AUTHN", "priority": 310, "failStrategy": "FAIL_OPEN",
+            "imagePullSecret": "", "pluginName": "", "sha256": "",
             "defaultConfig": {"consumers": [{"credential": "k", "name": "c"}], "keys": ["x-api-key"]},
             "defaultConfigDisable": false,
             "matchRules": [

@@ -115,6 +115,21 @@ fn validate_registry(r: &RegistryConfig, path: &str, proxies: &BTreeSet<&str>, o
             ),
         );
     }
+    if !r.auth_secret_name.is_empty()
+        && (r.auth_secret_name.len() > 253
+            || !r
+                .auth_secret_name
+                .split('.')
+                .all(|l| is_dns1123_label(l) && !l.bytes().any(|c| c.is_ascii_uppercase())))
+    {
+        out.error(
+            format!("{path}.authSecretName"),
+            format!(
+                "{:?} is not a Secret name (a lower-case DNS-1123 subdomain)",
+                r.auth_secret_name
+            ),
+        );
+    }
     if !r.sni.is_empty() {
         if let Err(e) = check_fqdn(&r.sni) {
             out.error(format!("{path}.sni"), e);
@@ -440,7 +455,7 @@ mod tests {
         let spec = json!({
             "registries": [
                 {"type": "nacos2", "name": "my-nacos", "domain": "nacos.example.com", "port": 8848,
-                 "nacosNamespaceId": "public", "nacosGroups": ["DEFAULT_GROUP"], "nacosRefreshInterval": 30_000_000_000_i64,
+                 "nacosNamespaceId": "public", "authSecretName": "nacos-auth", "nacosGroups": ["DEFAULT_GROUP"], "nacosRefreshInterval": 30_000_000_000_i64,
                  "enableMCPServer": true, "mcpServerBaseUrl": "/mcp", "mcpServerExportDomains": ["*.example.com"]},
                 {"type": "static", "name": "backend", "domain": "10.0.0.1:8080,[2001:db8::1]:80", "port": 80, "protocol": "HTTP"},
                 {"type": "dns", "name": "api", "domain": "api.example.com", "port": 443, "protocol": "https",
@@ -459,7 +474,7 @@ mod tests {
     #[test]
     fn rejects_bad_registries() {
         let spec = json!({"registries": [
-            {"type": "etcd", "name": "x", "domain": "a.b", "port": 1},
+            {"type": "etcd", "name": "x", "domain": "a.b", "port": 1, "authSecretName": "Bad_Secret"},
             {"type": "static", "domain": "10.0.0.1,1.2.3.4:99999,[::1]", "port": 0, "protocol": "quic"},
             {"type": "dns", "name": "a", "domain": "bad_domain,example.c0m", "port": 80, "proxyName": "none"},
             {"type": "nacos", "name": "Bad_Name", "domain": "nacos", "port": 70000, "mcpServerBaseUrl": "mcp"},
@@ -471,6 +486,7 @@ mod tests {
             error_paths(spec),
             vec![
                 "spec.registries[0].type",
+                "spec.registries[0].authSecretName",
                 "spec.registries[1].name",
                 "spec.registries[1].domain",
                 "spec.registries[1].domain",

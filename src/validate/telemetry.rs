@@ -10,7 +10,7 @@ use crate::model::istio::telemetry::{
 };
 use crate::model::{istio::Telemetry, Findings, ObjectMeta};
 
-use super::common::{validate_duration, validate_policy_attachment};
+use super::common::{parse_duration_nanos, validate_policy_attachment};
 
 /// Validates one Telemetry.
 pub fn validate(spec: &Telemetry, _meta: &ObjectMeta, out: &mut Findings) {
@@ -117,7 +117,13 @@ fn validate_custom_tag(tag: &CustomTag, path: &str, out: &mut Findings) {
 fn validate_metrics(metrics: &Metrics, path: &str, out: &mut Findings) {
     validate_providers(&metrics.providers, &format!("{path}.providers"), out);
     if let Some(interval) = &metrics.reporting_interval {
-        validate_duration(interval, &format!("{path}.reportingInterval"), out);
+        // Only the CRD checks this field (at least 1ms; finer precision is allowed).
+        if parse_duration_nanos(interval).is_none_or(|ns| ns < 1_000_000) {
+            out.error(
+                format!("{path}.reportingInterval"),
+                format!("reportingInterval {interval:?} must be a duration of at least 1ms"),
+            );
+        }
     }
     for (i, o) in metrics.overrides.iter().enumerate() {
         let o_path = format!("{path}.overrides[{i}]");
@@ -199,7 +205,7 @@ mod tests {
             "selector": {"matchLabels": {"app": "a"}},
             "tracing": [{"providers": [{"name": "zipkin"}], "randomSamplingPercentage": 10.5,
                 "customTags": {"a": {"literal": {"value": "x"}}, "b": {"header": {"name": "h", "defaultValue": "d"}}}}],
-            "metrics": [{"providers": [{"name": "prometheus"}], "reportingInterval": "10s",
+            "metrics": [{"providers": [{"name": "prometheus"}], "reportingInterval": "1500us",
                 "overrides": [{"match": {"metric": "REQUEST_COUNT", "mode": "CLIENT"}, "disabled": true,
                     "tagOverrides": {"a": {"value": "upstream_peer.labels['x']"}, "b": {"operation": "REMOVE"}}}]}],
             "accessLogging": [{"providers": [{"name": "envoy"}], "filter": {"expression": "response.code >= 400"}}]
@@ -212,7 +218,7 @@ mod tests {
         let spec = json!({
             "tracing": [{"providers": [{"name": ""}], "randomSamplingPercentage": 101,
                 "customTags": {"t": {"literal": {"value": ""}, "environment": {"name": "E"}}}}],
-            "metrics": [{"reportingInterval": "1us", "overrides": [{"match": {"customMetric": ""},
+            "metrics": [{"reportingInterval": "999us", "overrides": [{"match": {"customMetric": ""},
                 "tagOverrides": {"u": {"operation": "UPSERT"}, "r": {"operation": "REMOVE", "value": "oops"}}}]}],
             "accessLogging": [{"providers": [{}], "filter": {"expression": "response.code >="}}]
         });
