@@ -105,17 +105,17 @@ fn server_kind(server: &Server) -> Option<ServerKind> {
     }
 }
 
-/// Orders objects as Istio does: creation time, then namespace, then name.
+/// Orders objects as Istio does (`sortConfigByCreationTime`): creation time, then name, then namespace.
 pub fn istio_order(a: &ConfigObject, b: &ConfigObject) -> std::cmp::Ordering {
     (
         &a.metadata.creation_timestamp,
-        &a.metadata.namespace,
         &a.metadata.name,
+        &a.metadata.namespace,
     )
         .cmp(&(
             &b.metadata.creation_timestamp,
-            &b.metadata.namespace,
             &b.metadata.name,
+            &b.metadata.namespace,
         ))
 }
 

@@ -10,6 +10,12 @@
 //! healthy upstream) as Istio's gateway does for a missing cluster. An HTTPS server whose credential Secret
 //! is missing (or lacks a key) is left out, so no listener waits for a secret that never comes.
 //!
+//! Not translated (documented deviations): a server's `bind` address (listeners always bind 0.0.0.0),
+//! `AUTO_PASSTHROUGH` and `ISTIO_MUTUAL` servers and `ISTIO_MUTUAL` upstream TLS (they need mesh SNI
+//! clusters and mesh certificates admitpilot does not issue), `sourceLabels`/`sourceNamespace` matches
+//! (gateways have no source workload), redirect `derivePort` and retry `retryRemoteLocalities`. Subsets of Kubernetes Services select
+//! endpoints by the labels of their EndpointSlice (see [`services`]).
+//!
 //! [`Translator`] keeps the routes of each VirtualService between calls, keyed by the object's `Arc`, so a
 //! change to one VirtualService re-translates only that one.
 
