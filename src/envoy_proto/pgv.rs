@@ -210,14 +210,21 @@ impl Walker {
         });
     }
 
-    /// Runs `f` with `segment` appended to the path (`.name`, `[3]`, `["key"]`).
-    fn at<R>(&mut self, segment: fmt::Arguments<'_>, f: impl FnOnce(&mut Self) -> R) -> R {
+    /// Runs `f` with `segment` appended to the path: a field name (`.name`) or, when `index` is set, a
+    /// bracketed index or key (`[3]`, `["key"]`). Writes into the one path buffer, without allocating.
+    fn at<R>(
+        &mut self,
+        index: bool,
+        segment: fmt::Arguments<'_>,
+        f: impl FnOnce(&mut Self) -> R,
+    ) -> R {
+        use std::fmt::Write as _;
         let len = self.path.len();
-        let text = segment.to_string();
-        if !self.path.is_empty() && !text.starts_with('[') {
+        if !index && !self.path.is_empty() {
             self.path.push('.');
         }
-        self.path.push_str(&text);
+        // Writing into a String cannot fail.
+        let _ = self.path.write_fmt(segment);
         let result = f(self);
         self.path.truncate(len);
         result
@@ -236,7 +243,7 @@ impl Walker {
         for oneof in &plan.required_oneofs {
             if !oneof.fields().any(|f| message.has_field(&f)) {
                 let names: Vec<String> = oneof.fields().map(|f| f.name().to_string()).collect();
-                self.at(format_args!("{}", oneof.name()), |w| {
+                self.at(false, format_args!("{}", oneof.name()), |w| {
                     w.violation(
                         "oneof.required",
                         format!("exactly one of {} must be set", names.join(", ")),
@@ -245,7 +252,7 @@ impl Walker {
             }
         }
         for fp in &plan.fields {
-            self.at(format_args!("{}", fp.field.name()), |w| {
+            self.at(false, format_args!("{}", fp.field.name()), |w| {
                 w.field(message, &fp.field, fp.rules.as_ref())
             });
         }
@@ -802,7 +809,7 @@ impl Walker {
             if r.unique == Some(true) {
                 for (i, item) in items.iter().enumerate() {
                     if items[..i].contains(item) {
-                        self.at(format_args!("[{i}]"), |w| {
+                        self.at(true, format_args!("[{i}]"), |w| {
                             w.violation(
                                 "repeated.unique",
                                 "repeated value must contain unique items",
@@ -819,7 +826,7 @@ impl Walker {
                 .is_some_and(|m| m.skip == Some(true));
         let is_enum = matches!(field.kind(), Kind::Enum(_));
         for (i, item) in items.iter().enumerate() {
-            self.at(format_args!("[{i}]"), |w| {
+            self.at(true, format_args!("[{i}]"), |w| {
                 if is_enum {
                     w.enum_value(item, field, item_rules);
                 } else {
@@ -868,10 +875,9 @@ impl Walker {
         keys.sort();
         for key in keys {
             let Some(value) = map.get(key) else { continue };
-            let key_value = Value::from(key.clone());
-            self.at(format_args!("[{}]", render_key(key)), |w| {
+            self.at(true, format_args!("[{}]", render_key(key)), |w| {
                 if let Some(kind) = key_rules.and_then(|r| r.r#type.as_ref()) {
-                    w.typed(&key_value, kind);
+                    w.typed(&Value::from(key.clone()), kind);
                 }
                 if value_is_enum {
                     w.typed_enum_map_value(value, field, value_rules);
