@@ -1,6 +1,850 @@
-//! DestinationRule rules: takes a decoded istio DestinationRule spec and its metadata, records findings with field paths.
+//! DestinationRule rules: takes a decoded istio DestinationRule spec and its metadata, records findings with field
+//! paths (host, subsets, traffic policies: load balancer, connection pool, outlier detection, client TLS, tunnel,
+//! locality settings, exportTo, workload selector). The connection-pool check is shared with Sidecar.
 
+use std::collections::{BTreeMap, BTreeSet};
+
+use super::common::{self, FieldPath};
+use crate::model::istio::destination_rule::{
+    ClientTlsMode, ClientTlsSettings, ConnectionPoolSettings, H2UpgradePolicy,
+    LoadBalancerSettings, LocalityFailover, LocalityLoadBalancerSetting, OutlierDetection,
+    PortTrafficPolicy, TrafficPolicy, TunnelSettings, ZoneAwareLoadBalancerSetting,
+};
 use crate::model::{istio::DestinationRule, Findings, ObjectMeta};
 
-/// Validates one DestinationRule (rules still to be written).
-pub fn validate(_spec: &DestinationRule, _meta: &ObjectMeta, _out: &mut Findings) {}
+/// Maglev table sizes must stay below this (Envoy's limit).
+const MAGLEV_TABLE_MAX: u64 = 5_000_011;
+/// Topology labels that may not be combined with explicit failover.
+const TOPOLOGY_LABELS: &[&str] = &[
+    "topology.kubernetes.io/region",
+    "topology.kubernetes.io/zone",
+    "topology.istio.io/subzone",
+];
+
+/// Validates one DestinationRule, recording every error and warning.
+pub fn validate(spec: &DestinationRule, meta: &ObjectMeta, out: &mut Findings) {
+    let mut p = FieldPath::new("spec");
+    if let Err(e) = common::check_wildcard_domain(&spec.host) {
+        out.error(p.child("host"), e);
+    }
+    if let Some(policy) = &spec.traffic_policy {
+        validate_traffic_policy(&meta.namespace, policy, &mut p.field("trafficPolicy"), out);
+    }
+    {
+        let mut subsets = p.field("subsets");
+        let mut names = BTreeSet::new();
+        for (i, subset) in spec.subsets.iter().enumerate() {
+            let mut at = subsets.index(i);
+            if !names.insert(subset.name.as_str()) {
+                out.error(
+                    at.child("name"),
+                    format!("duplicate subset name {:?}", subset.name),
+                );
+            }
+            if subset.name.is_empty() {
+                out.error(at.child("name"), "subset name must not be empty");
+            } else if !common::is_dns1123_label(&subset.name) {
+                out.error(
+                    at.child("name"),
+                    format!("subset name {:?} is not a DNS-1123 label", subset.name),
+                );
+            }
+            common::validate_labels(&subset.labels, &at.child("labels"), out);
+            if let Some(policy) = &subset.traffic_policy {
+                validate_traffic_policy(
+                    &meta.namespace,
+                    policy,
+                    &mut at.field("trafficPolicy"),
+                    out,
+                );
+            }
+        }
+    }
+    let context = if spec.workload_selector.is_some() {
+        common::ExportToContext::DestinationRuleWithSelector
+    } else {
+        common::ExportToContext::Plain
+    };
+    common::validate_export_to(
+        &meta.namespace,
+        &spec.export_to,
+        context,
+        &p.child("exportTo"),
+        out,
+    );
+    if let Some(selector) = &spec.workload_selector {
+        common::validate_workload_selector(
+            &selector.match_labels,
+            &p.child("workloadSelector.matchLabels"),
+            out,
+        );
+    }
+}
+
+fn validate_traffic_policy(
+    namespace: &str,
+    policy: &TrafficPolicy,
+    p: &mut FieldPath,
+    out: &mut Findings,
+) {
+    let TrafficPolicy {
+        load_balancer,
+        connection_pool,
+        outlier_detection,
+        tls,
+        port_level_settings,
+        tunnel,
+        proxy_protocol,
+        retry_budget,
+    } = policy;
+    if load_balancer.is_none()
+        && connection_pool.is_none()
+        && outlier_detection.is_none()
+        && tls.is_none()
+        && port_level_settings.is_empty()
+        && tunnel.is_none()
+        && proxy_protocol.is_none()
+        && retry_budget.is_none()
+    {
+        out.error(p.as_str(), "a traffic policy must set at least one field");
+        return;
+    }
+    if tunnel.is_some() && proxy_protocol.is_some() {
+        out.error(
+            p.as_str(),
+            "tunnel and proxyProtocol cannot be set together",
+        );
+    }
+    validate_policy_parts(
+        namespace,
+        load_balancer.as_ref(),
+        connection_pool.as_ref(),
+        outlier_detection.as_ref(),
+        tls.as_ref(),
+        p,
+        out,
+    );
+    {
+        let mut ports = p.field("portLevelSettings");
+        for (i, port_policy) in port_level_settings.iter().enumerate() {
+            validate_port_policy(namespace, port_policy, &mut ports.index(i), out);
+        }
+    }
+    if let Some(tunnel) = tunnel {
+        validate_tunnel(tunnel, &mut p.field("tunnel"), out);
+    }
+    if let Some(budget) = retry_budget {
+        let b = p.field("retryBudget");
+        if let Some(percent) = budget.percent {
+            if !(0.0..=100.0).contains(&percent) {
+                out.error(
+                    b.child("percent"),
+                    format!("percent {percent} is outside 0..100"),
+                );
+            }
+        }
+        common::validate_duration_field(budget.budget_interval.as_ref(), &b, "budgetInterval", out);
+    }
+}
+
+fn validate_policy_parts(
+    namespace: &str,
+    load_balancer: Option<&LoadBalancerSettings>,
+    connection_pool: Option<&ConnectionPoolSettings>,
+    outlier: Option<&OutlierDetection>,
+    tls: Option<&ClientTlsSettings>,
+    p: &mut FieldPath,
+    out: &mut Findings,
+) {
+    if let Some(outlier) = outlier {
+        validate_outlier_detection(outlier, &mut p.field("outlierDetection"), out);
+    }
+    if let Some(pool) = connection_pool {
+        validate_connection_pool(pool, &mut p.field("connectionPool"), out);
+    }
+    if let Some(lb) = load_balancer {
+        validate_load_balancer(lb, outlier.is_some(), &mut p.field("loadBalancer"), out);
+    }
+    if let Some(tls) = tls {
+        validate_client_tls(namespace, tls, &p.child("tls"), out);
+    }
+}
+
+fn validate_port_policy(
+    namespace: &str,
+    policy: &PortTrafficPolicy,
+    p: &mut FieldPath,
+    out: &mut Findings,
+) {
+    match policy.port.as_ref() {
+        None => out.error(p.child("port"), "a port-level setting needs a port"),
+        Some(port) => {
+            if let Some(number) = port.number.filter(|n| *n != 0) {
+                common::validate_port(number, &p.child("port.number"), out);
+            }
+        }
+    }
+    if policy.load_balancer.is_none()
+        && policy.connection_pool.is_none()
+        && policy.outlier_detection.is_none()
+        && policy.tls.is_none()
+    {
+        out.error(
+            p.as_str(),
+            "a port-level setting must set at least one policy field",
+        );
+        return;
+    }
+    validate_policy_parts(
+        namespace,
+        policy.load_balancer.as_ref(),
+        policy.connection_pool.as_ref(),
+        policy.outlier_detection.as_ref(),
+        policy.tls.as_ref(),
+        p,
+        out,
+    );
+}
+
+fn validate_tunnel(tunnel: &TunnelSettings, p: &mut FieldPath, out: &mut Findings) {
+    if !tunnel.protocol.is_empty() && tunnel.protocol != "CONNECT" && tunnel.protocol != "POST" {
+        out.error(
+            p.child("protocol"),
+            "tunnel protocol must be \"CONNECT\" or \"POST\"",
+        );
+    }
+    if common::check_fqdn(&tunnel.target_host).is_err() && !common::is_ip(&tunnel.target_host) {
+        out.error(
+            p.child("targetHost"),
+            format!(
+                "tunnel targetHost {:?} must be an FQDN or an IP address",
+                tunnel.target_host
+            ),
+        );
+    }
+    common::validate_port(tunnel.target_port.unwrap_or(0), &p.child("targetPort"), out);
+}
+
+fn validate_outlier_detection(o: &OutlierDetection, p: &mut FieldPath, out: &mut Findings) {
+    common::validate_duration_field(o.base_ejection_time.as_ref(), p, "baseEjectionTime", out);
+    if o.consecutive_errors.unwrap_or(0) != 0 {
+        out.warning(
+            p.child("consecutiveErrors"),
+            "consecutiveErrors is deprecated; use consecutiveGatewayErrors or consecutive5xxErrors",
+        );
+    }
+    if !o.split_external_local_origin_errors.unwrap_or(false)
+        && o.consecutive_local_origin_failures.unwrap_or(0) > 0
+    {
+        out.error(
+            p.child("consecutiveLocalOriginFailures"),
+            "consecutiveLocalOriginFailures needs splitExternalLocalOriginErrors: true",
+        );
+    }
+    common::validate_duration_field(o.interval.as_ref(), p, "interval", out);
+    common::validate_percent(
+        i64::from(o.max_ejection_percent.unwrap_or(0)),
+        &p.child("maxEjectionPercent"),
+        out,
+    );
+    common::validate_percent(
+        i64::from(o.min_health_percent.unwrap_or(0)),
+        &p.child("minHealthPercent"),
+        out,
+    );
+    let mut codes = p.field("outlierDetectionHttpErrorCodes");
+    for (i, code) in o.outlier_detection_http_error_codes.iter().enumerate() {
+        if !(100..=599).contains(code) {
+            out.error(
+                codes.index(i).as_str(),
+                format!("HTTP status {code} is outside 100..599"),
+            );
+        }
+    }
+}
+
+/// Validates connection-pool settings (shared by DestinationRule and Sidecar).
+pub(super) fn validate_connection_pool(
+    pool: &ConnectionPoolSettings,
+    p: &mut FieldPath,
+    out: &mut Findings,
+) {
+    if pool.http.is_none() && pool.tcp.is_none() {
+        out.error(p.as_str(), "a connection pool must set http and/or tcp");
+        return;
+    }
+    if let Some(http) = &pool.http {
+        let mut h = p.field("http");
+        for (field, value) in [
+            ("http1MaxPendingRequests", http.http1_max_pending_requests),
+            ("http2MaxRequests", http.http2_max_requests),
+            ("maxRequestsPerConnection", http.max_requests_per_connection),
+            ("maxRetries", http.max_retries),
+            ("maxConcurrentStreams", http.max_concurrent_streams),
+        ] {
+            if value.is_some_and(|v| v < 0) {
+                out.error(h.child(field), format!("{field} must not be negative"));
+            }
+        }
+        common::validate_duration_field(http.idle_timeout.as_ref(), &h, "idleTimeout", out);
+        if http.h2_upgrade_policy == Some(H2UpgradePolicy::Upgrade)
+            && http.use_client_protocol == Some(true)
+        {
+            out.error(
+                h.child("useClientProtocol"),
+                "useClientProtocol must not be true when h2UpgradePolicy is UPGRADE",
+            );
+        }
+        if let Some(keepalive) = &http.http2_keep_alive {
+            let k = h.field("http2KeepAlive");
+            for (field, value) in [
+                ("interval", &keepalive.interval),
+                ("timeout", &keepalive.timeout),
+            ] {
+                match value {
+                    None => out.error(
+                        k.child(field),
+                        format!("http2KeepAlive {field} is required"),
+                    ),
+                    Some(d) => common::validate_duration(d, &k.child(field), out),
+                }
+            }
+        }
+    }
+    if let Some(tcp) = &pool.tcp {
+        let t = p.field("tcp");
+        if tcp.max_connections.is_some_and(|v| v < 0) {
+            out.error(
+                t.child("maxConnections"),
+                "maxConnections must not be negative",
+            );
+        }
+        common::validate_duration_field(tcp.connect_timeout.as_ref(), &t, "connectTimeout", out);
+        common::validate_duration_field(
+            tcp.max_connection_duration.as_ref(),
+            &t,
+            "maxConnectionDuration",
+            out,
+        );
+        if let Some(idle) = &tcp.idle_timeout {
+            // 0 disables the idle timeout and is allowed.
+            if common::parse_duration_nanos(idle).is_none_or(|n| n / 1_000_000 != 0) {
+                common::validate_duration(idle, &t.child("idleTimeout"), out);
+            }
+        }
+        if let Some(ka) = &tcp.tcp_keepalive {
+            common::validate_duration_field(ka.time.as_ref(), &t, "tcpKeepalive.time", out);
+            common::validate_duration_field(ka.interval.as_ref(), &t, "tcpKeepalive.interval", out);
+        }
+    }
+}
+
+fn validate_load_balancer(
+    lb: &LoadBalancerSettings,
+    has_outlier: bool,
+    p: &mut FieldPath,
+    out: &mut Findings,
+) {
+    if lb.simple.is_some() && lb.consistent_hash.is_some() {
+        out.error(
+            p.as_str(),
+            "only one of simple and consistentHash may be set",
+        );
+    }
+    if let Some(ch) = &lb.consistent_hash {
+        let mut c = p.field("consistentHash");
+        let keys = usize::from(ch.http_header_name.is_some())
+            + usize::from(ch.http_cookie.is_some())
+            + usize::from(ch.use_source_ip.is_some())
+            + usize::from(ch.http_query_parameter_name.is_some());
+        if keys > 1 {
+            out.error(
+                c.as_str(),
+                "only one of httpHeaderName, httpCookie, useSourceIp and httpQueryParameterName may be set",
+            );
+        }
+        if ch.ring_hash.is_some() && ch.maglev.is_some() {
+            out.error(c.as_str(), "only one of ringHash and maglev may be set");
+        }
+        if let Some(cookie) = &ch.http_cookie {
+            let mut ck = c.field("httpCookie");
+            if cookie.name.is_empty() {
+                out.error(ck.child("name"), "httpCookie name is required");
+            }
+            common::validate_duration_field(cookie.ttl.as_ref(), &ck, "ttl", out);
+            let mut names = BTreeSet::new();
+            let mut attrs = ck.field("attributes");
+            for (i, attr) in cookie.attributes.iter().enumerate() {
+                if attr.name.is_empty() {
+                    out.error(
+                        attrs.index(i).child("name"),
+                        "cookie attribute name must not be empty",
+                    );
+                } else if !names.insert(attr.name.as_str()) {
+                    out.error(
+                        attrs.index(i).child("name"),
+                        format!("duplicate cookie attribute {:?}", attr.name),
+                    );
+                }
+            }
+        }
+        if ch.minimum_ring_size.unwrap_or(0) != 0 {
+            out.warning(
+                c.child("minimumRingSize"),
+                "minimumRingSize is deprecated; use ringHash.minimumRingSize",
+            );
+            if ch.ring_hash.is_some() || ch.maglev.is_some() {
+                out.error(
+                    c.child("minimumRingSize"),
+                    "minimumRingSize cannot be combined with ringHash or maglev",
+                );
+            }
+        }
+        if let Some(maglev) = &ch.maglev {
+            let path = c.child("maglev.tableSize");
+            let size = maglev.table_size.unwrap_or(0);
+            if size == 0 {
+                out.error(&path, "maglev tableSize is required");
+            }
+            if size >= MAGLEV_TABLE_MAX {
+                out.error(
+                    &path,
+                    format!("maglev tableSize must be below {MAGLEV_TABLE_MAX}"),
+                );
+            }
+            if !is_prime(size) {
+                out.error(
+                    &path,
+                    format!("maglev tableSize {size} is not a prime number"),
+                );
+            }
+        }
+    }
+    if lb.locality_lb_setting.is_some() && lb.zone_aware_lb_setting.is_some() {
+        out.error(
+            p.as_str(),
+            "only one of localityLbSetting and zoneAwareLbSetting may be set",
+        );
+    }
+    if let Some(locality) = &lb.locality_lb_setting {
+        validate_locality_lb(locality, has_outlier, &p.child("localityLbSetting"), out);
+    }
+    if let Some(zone) = &lb.zone_aware_lb_setting {
+        validate_zone_aware_lb(zone, has_outlier, &p.child("zoneAwareLbSetting"), out);
+    }
+    common::validate_duration_field(
+        lb.warmup_duration_secs.as_ref(),
+        p,
+        "warmupDurationSecs",
+        out,
+    );
+    if let Some(warmup) = &lb.warmup {
+        let w = p.field("warmup");
+        match &warmup.duration {
+            None => out.error(w.child("duration"), "warmup duration is required"),
+            Some(d) => common::validate_duration(d, &w.child("duration"), out),
+        }
+        if let Some(min) = warmup.minimum_percent {
+            if !(0.0..=100.0).contains(&min) {
+                out.error(
+                    w.child("minimumPercent"),
+                    format!("minimumPercent {min} is outside 0..100"),
+                );
+            }
+        }
+        if warmup.aggression.is_some_and(|a| a <= 0.0) {
+            out.error(w.child("aggression"), "aggression must be greater than 0");
+        }
+    }
+}
+
+/// Tells whether `x` is prime, the way Envoy decides it for Maglev table sizes (1, 2 and 3 count as prime).
+fn is_prime(x: u64) -> bool {
+    if x != 0 && x < 4 {
+        return true;
+    }
+    if x & 1 == 0 {
+        return false;
+    }
+    let mut factor = 3u64;
+    while factor.saturating_mul(factor) <= x {
+        if x.is_multiple_of(factor) {
+            return false;
+        }
+        factor += 2;
+    }
+    true
+}
+
+fn validate_failovers(failovers: &[LocalityFailover], what: &str, path: &str, out: &mut Findings) {
+    for f in failovers {
+        if f.from == f.to {
+            out.error(
+                path,
+                format!(
+                    "{what} failover must name different regions (from {:?})",
+                    f.from
+                ),
+            );
+        }
+        if f.from.contains('/') || f.to.contains('/') {
+            out.error(
+                path,
+                format!("{what} failover may only name regions, not zones"),
+            );
+        }
+        if f.from.contains('*') || f.to.contains('*') {
+            out.error(
+                path,
+                format!("{what} failover regions must not contain '*'"),
+            );
+        }
+    }
+}
+
+fn validate_locality_lb(
+    lb: &LocalityLoadBalancerSetting,
+    has_outlier: bool,
+    path: &str,
+    out: &mut Findings,
+) {
+    if !lb.distribute.is_empty() && !lb.failover.is_empty() {
+        out.error(path, "distribute and failover cannot both be set");
+        return;
+    }
+    if !lb.failover.is_empty() {
+        if let Some(label) = lb
+            .failover_priority
+            .iter()
+            .find(|l| TOPOLOGY_LABELS.contains(&l.as_str()))
+        {
+            out.error(
+                path,
+                format!("failover cannot be combined with the topology label {label:?} in failoverPriority"),
+            );
+            return;
+        }
+    }
+    let mut sources = Vec::with_capacity(lb.distribute.len());
+    for d in &lb.distribute {
+        sources.push(d.from.as_str());
+        let mut total: u64 = 0;
+        for weight in d.to.values() {
+            if !(1..=100).contains(weight) {
+                out.error(path, "locality weights must be within 1..100");
+                return;
+            }
+            total += u64::from(*weight);
+        }
+        if total != 100 {
+            out.error(path, format!("locality weights add up to {total}, not 100"));
+            return;
+        }
+        if let Err(e) = check_localities(d.to.keys().map(String::as_str)) {
+            out.error(path, e);
+        }
+    }
+    if let Err(e) = check_localities(sources.into_iter()) {
+        out.error(path, e);
+    }
+    if (!lb.failover.is_empty() || !lb.failover_priority.is_empty()) && !has_outlier {
+        out.warning(path, "failover only works with an outlierDetection policy");
+    }
+    validate_failovers(&lb.failover, "locality lb", path, out);
+}
+
+fn validate_zone_aware_lb(
+    lb: &ZoneAwareLoadBalancerSetting,
+    has_outlier: bool,
+    path: &str,
+    out: &mut Findings,
+) {
+    for label in lb
+        .failover_priority
+        .iter()
+        .filter(|l| TOPOLOGY_LABELS.contains(&l.as_str()))
+    {
+        out.error(
+            path,
+            format!("failoverPriority of zone-aware lb must not use topology label {label:?}; region and zone routing are automatic"),
+        );
+    }
+    if (!lb.failover.is_empty() || !lb.failover_priority.is_empty()) && !has_outlier {
+        out.warning(path, "failover only works with an outlierDetection policy");
+    }
+    validate_failovers(&lb.failover, "zone-aware lb", path, out);
+    if lb.min_cluster_size == Some(0) {
+        out.error(path, "minClusterSize must be at least 1");
+    }
+}
+
+/// Checks a set of `region/zone/subzone` localities: wildcards only as a final `*`, no empty parts, no overlap.
+fn check_localities<'a>(localities: impl Iterator<Item = &'a str>) -> Result<(), String> {
+    // region → zone → subzones; "*" stands for "everything below".
+    let mut seen: BTreeMap<&str, BTreeMap<&str, BTreeSet<&str>>> = BTreeMap::new();
+    for locality in localities {
+        let stars = locality.matches('*').count();
+        if stars > 1 || (stars == 1 && !locality.ends_with('*')) {
+            return Err(format!(
+                "locality {locality:?}: at most one '*', and only at the end"
+            ));
+        }
+        let overlap = || Err(format!("locality {locality:?} overlaps an earlier one"));
+        if seen.contains_key("*") {
+            return overlap();
+        }
+        let parts: Vec<&str> = locality.splitn(3, '/').collect();
+        if parts.iter().any(|p| p.is_empty()) {
+            return Err(format!(
+                "locality {locality:?} has an empty region, zone or subzone"
+            ));
+        }
+        match parts.as_slice() {
+            [region] => {
+                if seen.contains_key(region) {
+                    return overlap();
+                }
+                seen.insert(region, BTreeMap::from([("*", BTreeSet::from(["*"]))]));
+            }
+            [region, zone] => {
+                let zones = seen.entry(region).or_default();
+                if zones.contains_key("*") || zones.contains_key(zone) {
+                    return overlap();
+                }
+                zones.insert(zone, BTreeSet::from(["*"]));
+            }
+            [region, zone, subzone] => {
+                let zones = seen.entry(region).or_default();
+                if zones.contains_key("*") {
+                    return overlap();
+                }
+                let subzones = zones.entry(zone).or_default();
+                if subzones.contains("*") || !subzones.insert(subzone) {
+                    return overlap();
+                }
+            }
+            _ => {}
+        }
+    }
+    Ok(())
+}
+
+/// Validates client TLS settings (Istio's `ValidateTLS`).
+fn validate_client_tls(namespace: &str, tls: &ClientTlsSettings, path: &str, out: &mut Findings) {
+    if let Some(rest) = tls.credential_name.strip_prefix("configmap://") {
+        let (ns, name) = match rest.split_once('/') {
+            Some((ns, name)) => (ns, name),
+            None => (namespace, rest),
+        };
+        if name.is_empty() || name.contains('/') {
+            out.error(
+                path,
+                format!(
+                    "invalid configmap:// credentialName {:?}",
+                    tls.credential_name
+                ),
+            );
+        } else if ns != namespace || namespace.is_empty() {
+            out.error(
+                path,
+                format!(
+                    "configmap:// credentialName must be in the rule's own namespace {namespace:?}"
+                ),
+            );
+        }
+    }
+    let mode = tls.mode;
+    if tls.insecure_skip_verify == Some(true) {
+        if mode == Some(ClientTlsMode::Simple)
+            && (!tls.ca_certificates.is_empty()
+                || !tls.credential_name.is_empty()
+                || !tls.subject_alt_names.is_empty())
+        {
+            out.error(
+                path,
+                "caCertificates, credentialName and subjectAltNames cannot be set when insecureSkipVerify is true",
+            );
+        }
+        if mode == Some(ClientTlsMode::Mutual)
+            && (!tls.ca_certificates.is_empty() || !tls.subject_alt_names.is_empty())
+        {
+            out.error(
+                path,
+                "caCertificates and subjectAltNames cannot be set when insecureSkipVerify is true",
+            );
+        }
+    }
+    let simple_or_mutual = matches!(mode, Some(ClientTlsMode::Simple | ClientTlsMode::Mutual));
+    if simple_or_mutual && !tls.credential_name.is_empty() {
+        if !tls.client_certificate.is_empty()
+            || !tls.ca_certificates.is_empty()
+            || !tls.private_key.is_empty()
+            || !tls.ca_crl.is_empty()
+        {
+            out.error(
+                path,
+                "client certificate, private key, CA certificates and CA CRL cannot be set together with credentialName",
+            );
+        }
+        return;
+    }
+    if mode == Some(ClientTlsMode::Mutual) {
+        if tls.client_certificate.is_empty() {
+            out.error(path, "clientCertificate is required for MUTUAL mode");
+        }
+        if tls.private_key.is_empty() {
+            out.error(path, "privateKey is required for MUTUAL mode");
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn run(spec: serde_json::Value) -> (Vec<String>, Vec<String>) {
+        let dr: DestinationRule = serde_json::from_value(spec).unwrap();
+        let meta = ObjectMeta {
+            name: "dr".into(),
+            namespace: "ns1".into(),
+            ..ObjectMeta::default()
+        };
+        let mut out = Findings::default();
+        validate(&dr, &meta, &mut out);
+        let (e, w): (Vec<_>, Vec<_>) = out.0.into_iter().partition(|f| f.is_error());
+        let show = |v: Vec<crate::model::Finding>| {
+            v.into_iter()
+                .map(|f| format!("{}: {}", f.field, f.message))
+                .collect()
+        };
+        (show(e), show(w))
+    }
+
+    #[test]
+    fn accepts_a_typical_rule() {
+        let (e, w) = run(json!({
+            "host": "reviews.prod.svc.cluster.local",
+            "trafficPolicy": {
+                "connectionPool": {"tcp": {"maxConnections": 100, "connectTimeout": "30ms", "idleTimeout": "0s"},
+                                   "http": {"http2MaxRequests": 1000, "http2KeepAlive": {"interval": "10s", "timeout": "5s"}}},
+                "outlierDetection": {"consecutive5xxErrors": 7, "interval": "5m", "baseEjectionTime": "15m"},
+                "loadBalancer": {"consistentHash": {"httpCookie": {"name": "user", "ttl": "0.5s"}, "maglev": {"tableSize": 65537}}},
+                "tls": {"mode": "MUTUAL", "clientCertificate": "/c", "privateKey": "/k"},
+                "portLevelSettings": [{"port": {"number": 80}, "loadBalancer": {"simple": "LEAST_REQUEST"}}]
+            },
+            "subsets": [{"name": "v1", "labels": {"version": "v1"}}, {"name": "v2", "labels": {"version": "v2"},
+                         "trafficPolicy": {"loadBalancer": {"simple": "ROUND_ROBIN"}}}]
+        }));
+        assert!(e.is_empty(), "{e:?}");
+        assert!(w.is_empty(), "{w:?}");
+    }
+
+    #[test]
+    fn host_and_subsets() {
+        let (e, _) = run(
+            json!({"host": "", "subsets": [{"name": "v1"}, {"name": "v1"}, {"name": "Bad_Name", "labels": {"a b": "c"}}]}),
+        );
+        assert_eq!(e.len(), 4, "{e:?}");
+    }
+
+    #[test]
+    fn traffic_policy_shape() {
+        let (e, _) = run(json!({"host": "a", "trafficPolicy": {}}));
+        assert_eq!(e.len(), 1);
+        let (e, _) = run(
+            json!({"host": "a", "trafficPolicy": {"tunnel": {"targetHost": "x.com", "targetPort": 80}, "proxyProtocol": {}}}),
+        );
+        assert_eq!(e.len(), 1);
+        let (e, _) = run(json!({"host": "a", "trafficPolicy": {"portLevelSettings": [{}]}}));
+        assert_eq!(e.len(), 2, "{e:?}");
+        let (e, _) = run(
+            json!({"host": "a", "trafficPolicy": {"tunnel": {"protocol": "GET", "targetHost": "bad host", "targetPort": 0}}}),
+        );
+        assert_eq!(e.len(), 3, "{e:?}");
+    }
+
+    #[test]
+    fn connection_pool_and_outlier() {
+        let (e, w) = run(json!({"host": "a", "trafficPolicy": {
+            "connectionPool": {"http": {"maxRetries": -1, "h2UpgradePolicy": "UPGRADE", "useClientProtocol": true, "http2KeepAlive": {}},
+                               "tcp": {"connectTimeout": "0.1ms"}},
+            "outlierDetection": {"consecutiveErrors": 5, "consecutiveLocalOriginFailures": 2, "maxEjectionPercent": 101,
+                                 "outlierDetectionHttpErrorCodes": [99]}
+        }}));
+        assert_eq!(e.len(), 8, "{e:?}");
+        assert_eq!(w.len(), 1, "{w:?}");
+        let (e, _) = run(json!({"host": "a", "trafficPolicy": {"connectionPool": {}}}));
+        assert_eq!(e.len(), 1);
+    }
+
+    #[test]
+    fn load_balancer() {
+        let (e, w) = run(json!({"host": "a", "trafficPolicy": {"loadBalancer": {
+            "consistentHash": {"httpCookie": {"name": "", "attributes": [{"name": "a"}, {"name": "a"}]}, "minimumRingSize": 10,
+                               "maglev": {"tableSize": 10}},
+            "warmup": {"aggression": 0, "minimumPercent": 150}
+        }}}));
+        // cookie name, duplicate attr, minRing+maglev, not prime, warmup duration, minimumPercent, aggression
+        assert_eq!(e.len(), 7, "{e:?}");
+        assert_eq!(w.len(), 1, "{w:?}");
+        assert!(is_prime(65537) && is_prime(3) && !is_prime(9) && !is_prime(0));
+    }
+
+    #[test]
+    fn locality_settings() {
+        let (e, w) = run(
+            json!({"host": "a", "trafficPolicy": {"loadBalancer": {"localityLbSetting": {
+                "distribute": [{"from": "us-west/zone1/*", "to": {"us-west/zone1/*": 80, "us-west/zone2/*": 20}}]
+            }}}}),
+        );
+        assert!(e.is_empty() && w.is_empty(), "{e:?} {w:?}");
+        let (e, _) = run(
+            json!({"host": "a", "trafficPolicy": {"loadBalancer": {"localityLbSetting": {
+            "distribute": [{"from": "a", "to": {"b": 50}}]}}}}),
+        );
+        assert_eq!(e.len(), 1);
+        let (e, w) = run(
+            json!({"host": "a", "trafficPolicy": {"loadBalancer": {"localityLbSetting": {
+            "failover": [{"from": "us-east", "to": "us-east"}, {"from": "a/b", "to": "c*"}]}}}}),
+        );
+        assert_eq!(e.len(), 3, "{e:?}");
+        assert_eq!(w.len(), 1);
+        assert!(check_localities(["a/*", "a/b"].into_iter()).is_err());
+        assert!(check_localities(["*/b"].into_iter()).is_err());
+        assert!(check_localities(["a//c"].into_iter()).is_err());
+    }
+
+    #[test]
+    fn client_tls() {
+        let (e, _) = run(json!({"host": "a", "trafficPolicy": {"tls": {"mode": "MUTUAL"}}}));
+        assert_eq!(e.len(), 2);
+        let (e, _) = run(
+            json!({"host": "a", "trafficPolicy": {"tls": {"mode": "SIMPLE", "credentialName": "c", "caCertificates": "/ca"}}}),
+        );
+        assert_eq!(e.len(), 1);
+        let (e, _) = run(
+            json!({"host": "a", "trafficPolicy": {"tls": {"mode": "SIMPLE", "insecureSkipVerify": true, "subjectAltNames": ["x"]}}}),
+        );
+        assert_eq!(e.len(), 1);
+        let (e, _) = run(
+            json!({"host": "a", "trafficPolicy": {"tls": {"mode": "SIMPLE", "credentialName": "configmap://other/x"}}}),
+        );
+        assert_eq!(e.len(), 1);
+        let (e, _) = run(
+            json!({"host": "a", "trafficPolicy": {"tls": {"mode": "SIMPLE", "credentialName": "configmap://x"}}}),
+        );
+        assert!(e.is_empty(), "{e:?}");
+    }
+
+    #[test]
+    fn export_to_and_selector() {
+        let (e, w) = run(json!({"host": "a", "workloadSelector": {}, "exportTo": ["*"]}));
+        assert_eq!(e.len(), 1, "{e:?}");
+        assert_eq!(w.len(), 1, "{w:?}");
+        let (e, _) = run(
+            json!({"host": "a", "workloadSelector": {"matchLabels": {"app": "x"}}, "exportTo": ["."]}),
+        );
+        assert!(e.is_empty(), "{e:?}");
+    }
+}

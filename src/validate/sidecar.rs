@@ -1,6 +1,431 @@
-//! Sidecar rules: takes a decoded istio Sidecar spec and its metadata, records findings with field paths.
+//! Sidecar rules: takes a decoded istio Sidecar spec and its metadata, records findings with field paths (workload
+//! selector, ingress listeners and their TLS/connection pools, egress listeners and hosts, outbound policy).
 
+use std::collections::{BTreeMap, BTreeSet};
+
+use super::common::{self, FieldPath, NsHostContext, Protocol};
+use super::destination_rule::validate_connection_pool;
+use super::gateway::{validate_server_tls, UNIX_PREFIX};
+use super::virtual_service::validate_destination;
+use crate::model::istio::gateway::ServerTlsMode;
+use crate::model::istio::sidecar::{
+    CaptureMode, IstioEgressListener, IstioIngressListener, OutboundTrafficMode,
+    OutboundTrafficPolicy, SidecarPort,
+};
 use crate::model::{istio::Sidecar, Findings, ObjectMeta};
 
-/// Validates one Sidecar (rules still to be written).
-pub fn validate(_spec: &Sidecar, _meta: &ObjectMeta, _out: &mut Findings) {}
+/// Validates one Sidecar, recording every error and warning.
+pub fn validate(spec: &Sidecar, meta: &ObjectMeta, out: &mut Findings) {
+    let mut p = FieldPath::new("spec");
+    if let Some(selector) = &spec.workload_selector {
+        common::validate_workload_selector(
+            &selector.labels,
+            &p.child("workloadSelector.labels"),
+            out,
+        );
+    }
+    if spec.egress.is_empty()
+        && spec.ingress.is_empty()
+        && spec.outbound_traffic_policy.is_none()
+        && spec.inbound_connection_pool.is_none()
+    {
+        out.error(
+            p.as_str(),
+            "a Sidecar must configure at least one of ingress, egress, outboundTrafficPolicy and inboundConnectionPool",
+        );
+        return;
+    }
+    {
+        let mut ingress = p.field("ingress");
+        let mut ports = BTreeSet::new();
+        for (i, listener) in spec.ingress.iter().enumerate() {
+            validate_ingress(listener, &mut ports, &mut ingress.index(i), out);
+        }
+    }
+    if let Some(pool) = &spec.inbound_connection_pool {
+        validate_connection_pool(pool, &mut p.field("inboundConnectionPool"), out);
+    }
+    validate_egress_listeners(&spec.egress, &meta.namespace, &mut p.field("egress"), out);
+    if let Some(policy) = &spec.outbound_traffic_policy {
+        validate_outbound_policy(policy, &mut p.field("outboundTrafficPolicy"), out);
+    }
+}
+
+fn validate_listener_port(port: &SidecarPort, bind: &str, p: &mut FieldPath, out: &mut Findings) {
+    if !port.name.is_empty() {
+        common::validate_port_name(&port.name, &p.child("port.name"), out);
+    }
+    common::validate_protocol(&port.protocol, &p.child("port.protocol"), out);
+    common::validate_port(port.number.unwrap_or(0), &p.child("port.number"), out);
+    if !bind.is_empty() {
+        if let Err(e) = common::check_ip(bind) {
+            out.error(p.child("bind"), e);
+        }
+    }
+}
+
+fn validate_ingress(
+    listener: &IstioIngressListener,
+    ports: &mut BTreeSet<u32>,
+    p: &mut FieldPath,
+    out: &mut Findings,
+) {
+    let Some(port) = &listener.port else {
+        out.error(p.child("port"), "ingress listeners need a port");
+        return;
+    };
+    if port.target_port.unwrap_or(0) > 0 {
+        out.error(
+            p.child("port.targetPort"),
+            "targetPort has no effect on Sidecars",
+        );
+    }
+    validate_listener_port(port, &listener.bind, p, out);
+    if !ports.insert(port.number.unwrap_or(0)) {
+        out.error(
+            p.child("port.number"),
+            "ports of IP-bound listeners must be unique",
+        );
+    }
+    if !listener.default_endpoint.is_empty() {
+        validate_default_endpoint(&listener.default_endpoint, &p.child("defaultEndpoint"), out);
+    }
+    if let Some(tls) = &listener.tls {
+        let mut t = p.field("tls");
+        for (set, field, what) in [
+            (
+                !tls.subject_alt_names.is_empty(),
+                "subjectAltNames",
+                "subjectAltNames are not supported in ingress TLS",
+            ),
+            (
+                tls.https_redirect == Some(true),
+                "httpsRedirect",
+                "httpsRedirect is not supported",
+            ),
+            (
+                !tls.credential_name.is_empty(),
+                "credentialName",
+                "credentialName is not supported",
+            ),
+            (
+                !tls.credential_names.is_empty(),
+                "credentialNames",
+                "credentialNames is not supported",
+            ),
+            (
+                !tls.tls_certificates.is_empty(),
+                "tlsCertificates",
+                "tlsCertificates is not supported",
+            ),
+        ] {
+            if set {
+                out.error(t.child(field), what);
+            }
+        }
+        if matches!(
+            tls.mode,
+            Some(ServerTlsMode::IstioMutual | ServerTlsMode::AutoPassthrough)
+        ) {
+            out.error(
+                t.child("mode"),
+                "ISTIO_MUTUAL and AUTO_PASSTHROUGH are not allowed in Sidecar ingress TLS",
+            );
+        }
+        if !Protocol::parse(&port.protocol).is_tls() {
+            out.error(t.as_str(), "only HTTPS and TLS ports may have TLS settings");
+        }
+        validate_server_tls(tls, &mut t, out);
+    }
+    if let Some(pool) = &listener.connection_pool {
+        validate_connection_pool(pool, &mut p.field("connectionPool"), out);
+        if pool.http.is_some() && !Protocol::parse(&port.protocol).is_http() {
+            out.warning(
+                p.child("connectionPool.http"),
+                format!(
+                    "HTTP connection pool settings on port {} ({:?}) with protocol {:?} are ignored; only TCP settings apply",
+                    port.number.unwrap_or(0),
+                    port.name,
+                    port.protocol
+                ),
+            );
+        }
+    }
+}
+
+/// Checks an ingress `defaultEndpoint`: `unix://path`, or `host:port` with a loopback/any host (or none).
+fn validate_default_endpoint(endpoint: &str, path: &str, out: &mut Findings) {
+    if let Some(socket) = endpoint.strip_prefix(UNIX_PREFIX) {
+        if let Err(e) = common::check_unix_address(socket) {
+            out.error(path, e);
+        }
+        return;
+    }
+    let Some((host, port)) = split_host_port(endpoint) else {
+        out.error(
+            path,
+            format!("defaultEndpoint {endpoint:?} is not of the form host:port"),
+        );
+        return;
+    };
+    if !matches!(host, "" | "127.0.0.1" | "0.0.0.0" | "::1" | "::") {
+        out.error(
+            path,
+            "defaultEndpoint must be 127.0.0.1:<port>, 0.0.0.0:<port>, [::1]:<port>, [::]:<port>, unix://<path> or unset",
+        );
+    }
+    match port.parse::<u32>() {
+        Ok(number) => common::validate_port(number, path, out),
+        Err(_) => out.error(
+            path,
+            format!("defaultEndpoint port {port:?} is not a number"),
+        ),
+    }
+}
+
+/// Splits `host:port` or `[v6]:port` the way Go's net.SplitHostPort does (no bare IPv6 without brackets).
+fn split_host_port(s: &str) -> Option<(&str, &str)> {
+    if let Some(rest) = s.strip_prefix('[') {
+        let (host, after) = rest.split_once(']')?;
+        let port = after.strip_prefix(':')?;
+        return Some((host, port));
+    }
+    let (host, port) = s.rsplit_once(':')?;
+    (!host.contains(':')).then_some((host, port))
+}
+
+fn validate_egress_listeners(
+    listeners: &[IstioEgressListener],
+    namespace: &str,
+    p: &mut FieldPath,
+    out: &mut Findings,
+) {
+    let mut ports = BTreeSet::new();
+    let mut sockets = BTreeSet::new();
+    let mut catch_all = false;
+    for (i, listener) in listeners.iter().enumerate() {
+        let mut at = p.index(i);
+        match &listener.port {
+            None if catch_all => {
+                out.error(at.as_str(), "only one egress listener may omit the port");
+                continue;
+            }
+            None if i + 1 == listeners.len() => catch_all = true,
+            None => out.error(
+                at.as_str(),
+                "the egress listener without a port must be the last one",
+            ),
+            Some(port) => {
+                if port.target_port.unwrap_or(0) > 0 {
+                    out.error(
+                        at.child("port.targetPort"),
+                        "targetPort has no effect on Sidecars",
+                    );
+                }
+                validate_egress_port(port, listener, &mut at, out);
+                let number = port.number.unwrap_or(0);
+                if number == 0 {
+                    if !sockets.insert(listener.bind.as_str()) {
+                        out.error(
+                            at.child("bind"),
+                            "unix domain socket binds of listeners must be unique",
+                        );
+                    }
+                } else if !ports.insert(number) {
+                    out.error(
+                        at.child("port.number"),
+                        "ports of IP-bound listeners must be unique",
+                    );
+                }
+            }
+        }
+        validate_egress_hosts(&listener.hosts, namespace, &mut at.field("hosts"), out);
+    }
+}
+
+fn validate_egress_port(
+    port: &SidecarPort,
+    listener: &IstioEgressListener,
+    p: &mut FieldPath,
+    out: &mut Findings,
+) {
+    if port.number.unwrap_or(0) != 0 {
+        validate_listener_port(port, &listener.bind, p, out);
+        return;
+    }
+    if !port.name.is_empty() {
+        common::validate_port_name(&port.name, &p.child("port.name"), out);
+    }
+    common::validate_protocol(&port.protocol, &p.child("port.protocol"), out);
+    match listener.bind.strip_prefix(UNIX_PREFIX) {
+        None => out.error(
+            p.child("bind"),
+            "a listener with port 0 must bind to a unix domain socket",
+        ),
+        Some(socket) => {
+            if let Err(e) = common::check_unix_address(socket) {
+                out.error(p.child("bind"), e);
+            }
+        }
+    }
+    if matches!(listener.capture_mode, Some(CaptureMode::Iptables)) {
+        out.error(
+            p.child("captureMode"),
+            "unix domain socket listeners need captureMode DEFAULT or NONE",
+        );
+    }
+}
+
+fn validate_egress_hosts(hosts: &[String], namespace: &str, p: &mut FieldPath, out: &mut Findings) {
+    if hosts.is_empty() {
+        out.error(p.as_str(), "an egress listener needs at least one host");
+        return;
+    }
+    // namespace → names already listed, to warn about duplicates.
+    let mut listed: BTreeMap<&str, BTreeSet<&str>> = BTreeMap::new();
+    for (i, host) in hosts.iter().enumerate() {
+        let at = p.index(i);
+        if let Some((ns, name)) = host.split_once('/').filter(|(ns, _)| !ns.starts_with('~')) {
+            let ns = if ns == "." { namespace } else { ns };
+            let names = listed.entry(ns).or_default();
+            let duplicate = if name == "*" {
+                !names.is_empty()
+            } else {
+                names.contains(name) || names.contains("*")
+            };
+            if duplicate {
+                out.warning(at.as_str(), format!("duplicate egress host {host:?}"));
+            }
+            names.insert(name);
+        }
+        common::validate_namespace_slash_host(host, NsHostContext::Sidecar, at.as_str(), out);
+    }
+    if listed.get("*").is_some_and(|names| names.contains("*")) && listed.len() != 1 {
+        out.warning(
+            p.as_str(),
+            "`*/*` already selects everything; other hosts add nothing",
+        );
+    }
+}
+
+fn validate_outbound_policy(policy: &OutboundTrafficPolicy, p: &mut FieldPath, out: &mut Findings) {
+    let Some(proxy) = &policy.egress_proxy else {
+        return;
+    };
+    if policy.mode != Some(OutboundTrafficMode::AllowAny) {
+        out.error(
+            p.child("egressProxy"),
+            "egressProxy may only be set with mode ALLOW_ANY",
+        );
+        return;
+    }
+    let mut e = p.field("egressProxy");
+    if let Err(err) = common::check_fqdn(&proxy.host) {
+        out.error(e.child("host"), err);
+    }
+    if proxy.port.is_none() {
+        out.error(e.child("port"), "egressProxy needs a port");
+        return;
+    }
+    validate_destination(proxy, &mut e, out);
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn run(spec: serde_json::Value) -> (Vec<String>, Vec<String>) {
+        let sc: Sidecar = serde_json::from_value(spec).unwrap();
+        let meta = ObjectMeta {
+            name: "sc".into(),
+            namespace: "ns1".into(),
+            ..ObjectMeta::default()
+        };
+        let mut out = Findings::default();
+        validate(&sc, &meta, &mut out);
+        let (e, w): (Vec<_>, Vec<_>) = out.0.into_iter().partition(|f| f.is_error());
+        let show = |v: Vec<crate::model::Finding>| {
+            v.into_iter()
+                .map(|f| format!("{}: {}", f.field, f.message))
+                .collect()
+        };
+        (show(e), show(w))
+    }
+
+    #[test]
+    fn accepts_a_typical_sidecar() {
+        let (e, w) = run(json!({
+            "workloadSelector": {"labels": {"app": "ratings"}},
+            "ingress": [{"port": {"number": 9080, "protocol": "HTTP", "name": "somename"}, "defaultEndpoint": "127.0.0.1:8080",
+                         "connectionPool": {"http": {"http1MaxPendingRequests": 100}}},
+                        {"port": {"number": 9443, "protocol": "HTTPS", "name": "tls"}, "defaultEndpoint": "unix:///var/run/app.sock",
+                         "tls": {"mode": "SIMPLE", "serverCertificate": "/c", "privateKey": "/k"}}],
+            "egress": [{"port": {"number": 9080, "protocol": "HTTP", "name": "egresshttp"}, "hosts": ["prod-us1/*"]},
+                       {"hosts": ["istio-system/*", "./*.example.com"]}],
+            "outboundTrafficPolicy": {"mode": "ALLOW_ANY", "egressProxy": {"host": "proxy.example.com", "port": {"number": 3128}}}
+        }));
+        assert!(e.is_empty(), "{e:?}");
+        assert!(w.is_empty(), "{w:?}");
+    }
+
+    #[test]
+    fn empty_sidecar_is_rejected() {
+        let (e, _) = run(json!({}));
+        assert_eq!(e.len(), 1);
+        let (e, w) = run(
+            json!({"workloadSelector": {}, "outboundTrafficPolicy": {"mode": "REGISTRY_ONLY"}}),
+        );
+        assert!(e.is_empty());
+        assert_eq!(w.len(), 1);
+    }
+
+    #[test]
+    fn ingress_rules() {
+        let (e, w) = run(json!({"ingress": [
+            {},
+            {"port": {"number": 80, "protocol": "HTTP", "name": "a", "targetPort": 8080}, "defaultEndpoint": "10.0.0.1:80"},
+            {"port": {"number": 80, "protocol": "BOGUS", "name": "Bad_Name"}, "bind": "nope", "defaultEndpoint": "127.0.0.1:x"},
+            {"port": {"number": 81, "protocol": "HTTP", "name": "b"}, "tls": {"mode": "ISTIO_MUTUAL", "credentialName": "c"}},
+            {"port": {"number": 82, "protocol": "TCP", "name": "c"}, "connectionPool": {"http": {"maxRetries": 1}}}
+        ]}));
+        // no port; targetPort, endpoint host; protocol, name, bind, duplicate port, endpoint port;
+        // credentialName, mode, non-TLS port, ISTIO_MUTUAL+credentialName
+        assert_eq!(e.len(), 12, "{e:?}");
+        assert_eq!(w.len(), 1, "{w:?}");
+    }
+
+    #[test]
+    fn egress_rules() {
+        let (e, w) = run(json!({"egress": [
+            {"hosts": ["*/*"]},
+            {"port": {"number": 0}, "bind": "10.0.0.1", "captureMode": "IPTABLES", "hosts": ["ns/a.com", "ns/a.com", "*/*"]},
+            {"port": {"number": 80, "protocol": "HTTP"}, "hosts": []},
+            {"port": {"number": 80, "protocol": "HTTP"}, "hosts": ["bad", "ns/short"]},
+            {"hosts": ["*/*"]}
+        ]}));
+        // catch-all not last (the final port-less listener is the accepted catch-all); bind, capture;
+        // no hosts; dup port, bad host form, short name
+        assert_eq!(e.len(), 7, "{e:?}");
+        assert_eq!(w.len(), 2, "{w:?}");
+    }
+
+    #[test]
+    fn outbound_policy() {
+        let (e, _) = run(
+            json!({"outboundTrafficPolicy": {"mode": "REGISTRY_ONLY", "egressProxy": {"host": "p.com", "port": {"number": 1}}}}),
+        );
+        assert_eq!(e.len(), 1);
+        let (e, _) = run(
+            json!({"outboundTrafficPolicy": {"mode": "ALLOW_ANY", "egressProxy": {"host": "p.com"}}}),
+        );
+        assert_eq!(e.len(), 1);
+        let r: Result<Sidecar, _> = serde_json::from_value(
+            json!({"outboundTrafficPolicy": {"mode": "ALLOW_ANY_DYNAMIC_DNS"}}),
+        );
+        assert!(r.is_err(), "ALLOW_ANY_DYNAMIC_DNS is not a Sidecar mode");
+        assert_eq!(split_host_port("[::1]:80"), Some(("::1", "80")));
+        assert_eq!(split_host_port(":80"), Some(("", "80")));
+        assert_eq!(split_host_port("::1:80"), None);
+    }
+}

@@ -105,6 +105,7 @@ pub struct HttpRoute {
     pub mirrors: Vec<HttpMirrorPolicy>,
     /// Deprecated integer mirror percentage.
     #[serde(skip_serializing_if = "Option::is_none")]
+    #[serde(alias = "mirror_percent")]
     pub mirror_percent: Option<u32>,
     /// Fraction of traffic mirrored to `mirror`.
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -115,6 +116,55 @@ pub struct HttpRoute {
     /// Request/response header manipulation.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub headers: Option<Headers>,
+    /// Session persistence (sticky sessions) by cookie or header; a newer istio/api field.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub session_persistence: Option<SessionPersistence>,
+}
+
+/// Session persistence for an HTTP route. The shape follows istio/api test data (`type`, timeouts and one of
+/// `cookie`/`header`); `type` is kept as text because the API is newer than the protos this model was built from.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", default)]
+pub struct SessionPersistence {
+    /// `COOKIE` (the default) or `HEADER`.
+    #[serde(rename = "type", skip_serializing_if = "String::is_empty")]
+    pub kind: String,
+    /// Session lifetime from its start.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub absolute_timeout: Option<String>,
+    /// Session lifetime since its last use.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub idle_timeout: Option<String>,
+    /// Cookie settings (type COOKIE).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub cookie: Option<SessionCookie>,
+    /// Header settings (type HEADER).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub header: Option<SessionHeader>,
+}
+
+/// The cookie carrying a session.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", default)]
+pub struct SessionCookie {
+    /// Cookie name.
+    #[serde(skip_serializing_if = "String::is_empty")]
+    pub name: String,
+    /// Cookie path.
+    #[serde(skip_serializing_if = "String::is_empty")]
+    pub path: String,
+    /// `PERMANENT` or `SESSION`.
+    #[serde(skip_serializing_if = "String::is_empty")]
+    pub lifetime_type: String,
+}
+
+/// The header carrying a session.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", default)]
+pub struct SessionHeader {
+    /// Header name.
+    #[serde(skip_serializing_if = "String::is_empty")]
+    pub name: String,
 }
 
 /// Names the VirtualService an HTTP route delegates to.
