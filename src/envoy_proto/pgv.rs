@@ -1217,3 +1217,71 @@ mod tests {
         assert_eq!(show_nanos(&1_500_000_000), "1.5s");
     }
 }
+
+#[cfg(test)]
+mod properties {
+    use super::*;
+    use crate::envoy_proto::from_json;
+    use proptest::prelude::*;
+
+    /// Arbitrary JSON trees using field names that Envoy messages actually have, so conversions get deep.
+    fn json_value() -> impl Strategy<Value = serde_json::Value> {
+        let names = prop::sample::select(vec![
+            "name",
+            "typed_config",
+            "filter_chains",
+            "filters",
+            "address",
+            "socket_address",
+            "port_value",
+            "routes",
+            "match",
+            "prefix",
+            "route",
+            "cluster",
+            "virtual_hosts",
+            "domains",
+            "http_filters",
+            "connect_timeout",
+            "@type",
+            "stat_prefix",
+            "headers",
+            "value",
+            "key",
+        ]);
+        let leaf = prop_oneof![
+            Just(serde_json::Value::Null),
+            any::<bool>().prop_map(serde_json::Value::from),
+            any::<i64>().prop_map(serde_json::Value::from),
+            "[a-z0-9./:_ -]{0,12}".prop_map(serde_json::Value::from),
+            Just(serde_json::Value::from(
+                "type.googleapis.com/envoy.extensions.filters.network.http_connection_manager.v3.HttpConnectionManager"
+            )),
+        ];
+        leaf.prop_recursive(4, 48, 6, move |inner| {
+            prop_oneof![
+                prop::collection::vec(inner.clone(), 0..4).prop_map(serde_json::Value::from),
+                prop::collection::btree_map(names.clone(), inner, 0..5).prop_map(|m| {
+                    serde_json::Value::Object(
+                        m.into_iter().map(|(k, v)| (k.to_string(), v)).collect(),
+                    )
+                }),
+            ]
+        })
+    }
+
+    proptest! {
+        // 256 cases by default; `PROPTEST_CASES` raises it for a long run.
+        #![proptest_config(ProptestConfig::default())]
+        #[test]
+        fn conversion_and_rules_never_panic(value in json_value()) {
+            for name in ["envoy.config.listener.v3.Listener", "envoy.config.route.v3.RouteConfiguration",
+                "envoy.config.listener.v3.Filter"] {
+                if let Ok(message) = from_json(name, &value) {
+                    let _ = validate_message(&message);
+                    let _ = crate::envoy_proto::to_json(&message);
+                }
+            }
+        }
+    }
+}
