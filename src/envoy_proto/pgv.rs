@@ -210,14 +210,21 @@ impl Walker {
         });
     }
 
-    /// Runs `f` with `segment` appended to the path (`.name`, `[3]`, `["key"]`).
-    fn at<R>(&mut self, segment: fmt::Arguments<'_>, f: impl FnOnce(&mut Self) -> R) -> R {
+    /// Runs `f` with `segment` appended to the path: a field name (`.name`) or, when `index` is set, a
+    /// bracketed index or key (`[3]`, `["key"]`). Writes into the one path buffer, without allocating.
+    fn at<R>(
+        &mut self,
+        index: bool,
+        segment: fmt::Arguments<'_>,
+        f: impl FnOnce(&mut Self) -> R,
+    ) -> R {
+        use std::fmt::Write as _;
         let len = self.path.len();
-        let text = segment.to_string();
-        if !self.path.is_empty() && !text.starts_with('[') {
+        if !index && !self.path.is_empty() {
             self.path.push('.');
         }
-        self.path.push_str(&text);
+        // Writing into a String cannot fail.
+        let _ = self.path.write_fmt(segment);
         let result = f(self);
         self.path.truncate(len);
         result
@@ -236,7 +243,7 @@ impl Walker {
         for oneof in &plan.required_oneofs {
             if !oneof.fields().any(|f| message.has_field(&f)) {
                 let names: Vec<String> = oneof.fields().map(|f| f.name().to_string()).collect();
-                self.at(format_args!("{}", oneof.name()), |w| {
+                self.at(false, format_args!("{}", oneof.name()), |w| {
                     w.violation(
                         "oneof.required",
                         format!("exactly one of {} must be set", names.join(", ")),
@@ -245,7 +252,7 @@ impl Walker {
             }
         }
         for fp in &plan.fields {
-            self.at(format_args!("{}", fp.field.name()), |w| {
+            self.at(false, format_args!("{}", fp.field.name()), |w| {
                 w.field(message, &fp.field, fp.rules.as_ref())
             });
         }
@@ -802,7 +809,7 @@ impl Walker {
             if r.unique == Some(true) {
                 for (i, item) in items.iter().enumerate() {
                     if items[..i].contains(item) {
-                        self.at(format_args!("[{i}]"), |w| {
+                        self.at(true, format_args!("[{i}]"), |w| {
                             w.violation(
                                 "repeated.unique",
                                 "repeated value must contain unique items",
@@ -819,7 +826,7 @@ impl Walker {
                 .is_some_and(|m| m.skip == Some(true));
         let is_enum = matches!(field.kind(), Kind::Enum(_));
         for (i, item) in items.iter().enumerate() {
-            self.at(format_args!("[{i}]"), |w| {
+            self.at(true, format_args!("[{i}]"), |w| {
                 if is_enum {
                     w.enum_value(item, field, item_rules);
                 } else {
@@ -868,10 +875,9 @@ impl Walker {
         keys.sort();
         for key in keys {
             let Some(value) = map.get(key) else { continue };
-            let key_value = Value::from(key.clone());
-            self.at(format_args!("[{}]", render_key(key)), |w| {
+            self.at(true, format_args!("[{}]", render_key(key)), |w| {
                 if let Some(kind) = key_rules.and_then(|r| r.r#type.as_ref()) {
-                    w.typed(&key_value, kind);
+                    w.typed(&Value::from(key.clone()), kind);
                 }
                 if value_is_enum {
                     w.typed_enum_map_value(value, field, value_rules);
@@ -1209,5 +1215,73 @@ mod tests {
         };
         assert_eq!(v.to_string(), "a.b: too short (rule string.min_len)");
         assert_eq!(show_nanos(&1_500_000_000), "1.5s");
+    }
+}
+
+#[cfg(test)]
+mod properties {
+    use super::*;
+    use crate::envoy_proto::from_json;
+    use proptest::prelude::*;
+
+    /// Arbitrary JSON trees using field names that Envoy messages actually have, so conversions get deep.
+    fn json_value() -> impl Strategy<Value = serde_json::Value> {
+        let names = prop::sample::select(vec![
+            "name",
+            "typed_config",
+            "filter_chains",
+            "filters",
+            "address",
+            "socket_address",
+            "port_value",
+            "routes",
+            "match",
+            "prefix",
+            "route",
+            "cluster",
+            "virtual_hosts",
+            "domains",
+            "http_filters",
+            "connect_timeout",
+            "@type",
+            "stat_prefix",
+            "headers",
+            "value",
+            "key",
+        ]);
+        let leaf = prop_oneof![
+            Just(serde_json::Value::Null),
+            any::<bool>().prop_map(serde_json::Value::from),
+            any::<i64>().prop_map(serde_json::Value::from),
+            "[a-z0-9./:_ -]{0,12}".prop_map(serde_json::Value::from),
+            Just(serde_json::Value::from(
+                "type.googleapis.com/envoy.extensions.filters.network.http_connection_manager.v3.HttpConnectionManager"
+            )),
+        ];
+        leaf.prop_recursive(4, 48, 6, move |inner| {
+            prop_oneof![
+                prop::collection::vec(inner.clone(), 0..4).prop_map(serde_json::Value::from),
+                prop::collection::btree_map(names.clone(), inner, 0..5).prop_map(|m| {
+                    serde_json::Value::Object(
+                        m.into_iter().map(|(k, v)| (k.to_string(), v)).collect(),
+                    )
+                }),
+            ]
+        })
+    }
+
+    proptest! {
+        // 256 cases by default; `PROPTEST_CASES` raises it for a long run.
+        #![proptest_config(ProptestConfig::default())]
+        #[test]
+        fn conversion_and_rules_never_panic(value in json_value()) {
+            for name in ["envoy.config.listener.v3.Listener", "envoy.config.route.v3.RouteConfiguration",
+                "envoy.config.listener.v3.Filter"] {
+                if let Ok(message) = from_json(name, &value) {
+                    let _ = validate_message(&message);
+                    let _ = crate::envoy_proto::to_json(&message);
+                }
+            }
+        }
     }
 }

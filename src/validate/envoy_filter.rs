@@ -5,6 +5,8 @@
 //! (ADD, INSERT_*, REPLACE) must also satisfy Envoy's protoc-gen-validate rules; MERGE values are partial by
 //! nature, so only their field names and types are checked.
 
+use prost_reflect::{DynamicMessage, ReflectMessage, Value};
+
 use crate::envoy_proto::{self, ProtoJsonError};
 use crate::model::istio::envoy_filter::{
     ApplyTo, ConfigPatch, EnvoyFilter, FilterMatch, ObjectMatch, Operation, PatchContext,
@@ -342,6 +344,17 @@ fn validate_value(
             return;
         }
     };
+    let mut untyped = Vec::new();
+    untyped_filter_names(&message, &mut untyped);
+    if !untyped.is_empty() {
+        out.warning(
+            field,
+            format!(
+                "filters configured by name without typed_config (deprecated in Envoy): {}",
+                untyped.join(", ")
+            ),
+        );
+    }
     if operation.is_merge() || operation == Operation::Remove {
         return;
     }
@@ -350,6 +363,37 @@ fn validate_value(
             join(field, &violation.path),
             format!("{} (Envoy rule {})", violation.message, violation.rule),
         );
+    }
+}
+
+/// Names of filters in `message` configured by name alone (a `typed_config` field exists but neither it nor
+/// `config_discovery` is set); Envoy is phasing out lookups by name.
+fn untyped_filter_names(message: &DynamicMessage, out: &mut Vec<String>) {
+    let desc = message.descriptor();
+    let mut has_typed_field = false;
+    let mut configured = false;
+    for field in desc.fields() {
+        let name = field.name();
+        if name == "typed_config" {
+            has_typed_field = true;
+        }
+        if !message.has_field(&field) {
+            continue;
+        }
+        if name == "typed_config" || name == "config_discovery" {
+            configured = true;
+        }
+        // Like Istio, only singular message fields are entered (not lists, maps or Any payloads).
+        if let Value::Message(inner) = &*message.get_field(&field) {
+            untyped_filter_names(inner, out);
+        }
+    }
+    if has_typed_field && !configured {
+        let name = message
+            .get_field_by_name("name")
+            .and_then(|v| v.as_str().map(str::to_string))
+            .unwrap_or_default();
+        out.push(name);
     }
 }
 
@@ -538,6 +582,22 @@ mod tests {
         let mut merge = add;
         merge["configPatches"][0]["patch"]["operation"] = json!("MERGE");
         assert!(errors(merge).is_empty());
+    }
+
+    #[test]
+    fn filters_without_typed_config_get_a_warning() {
+        let found = run(
+            json!({"configPatches": [{"applyTo": "HTTP_FILTER", "patch": {"operation": "ADD",
+            "value": {"name": "envoy.filters.http.cors"}}}]}),
+        );
+        let warning = found
+            .iter()
+            .find(|f| f.field == "spec.configPatches[0].patch.value")
+            .unwrap();
+        assert!(
+            !warning.is_error() && warning.message.contains("envoy.filters.http.cors"),
+            "{found:?}"
+        );
     }
 
     #[test]

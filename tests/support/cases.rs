@@ -6,11 +6,11 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use admitpilot::model::decode::DecodeOptions;
+use admitpilot::model::document::parse_documents;
 use admitpilot::model::Snapshot;
 use admitpilot::source::admit::{admit, Verdict};
 use admitpilot::source::{AdmitOptions, DEFAULT_NAMESPACE};
 use admitpilot::translate::Proxy;
-use serde::Deserialize;
 
 /// Decodes every document of a YAML text with the sources' gate; panics naming the first invalid one.
 pub fn snapshot_from_yaml(text: &str, origin: &str) -> Snapshot {
@@ -22,15 +22,14 @@ pub fn snapshot_from_yaml(text: &str, origin: &str) -> Snapshot {
         version: 1,
         ..Default::default()
     };
-    for (index, document) in serde_yaml_ng::Deserializer::from_str(text).enumerate() {
-        let value = serde_json::Value::deserialize(document)
+    for document in parse_documents(text) {
+        let index = document.position;
+        let value = document
+            .value
             .unwrap_or_else(|e| panic!("{origin}: document {index}: {e}"));
-        if value.is_null() {
-            continue;
-        }
-        match admit(value, &options) {
+        match admit(value, &options, &|_| None) {
             Verdict::Accept { object, .. } => {
-                snapshot.objects.insert(object.key(), Arc::new(object));
+                snapshot.objects.insert(object.key(), Arc::new(*object));
             }
             Verdict::Reject { key, errors, .. } => {
                 panic!("{origin}: document {index} ({key:?}) is invalid: {errors:?}")
