@@ -237,7 +237,12 @@ async fn memory_per_thousand(count: usize) {
 }
 
 fn main() {
-    // `cargo bench` passes `--bench`; a filter argument picks one measurement.
+    // `cargo bench` passes `--bench`; `cargo test --all-targets` runs this binary without it: measure only then.
+    if !std::env::args().any(|a| a == "--bench") {
+        eprintln!("source_latency measures only under `cargo bench --bench source_latency`");
+        return;
+    }
+    // A filter argument picks one measurement.
     let filter = std::env::args()
         .skip(1)
         .find(|a| !a.starts_with("--"))
