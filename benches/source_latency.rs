@@ -237,7 +237,7 @@ async fn memory_per_thousand(count: usize) {
 }
 
 fn main() {
-    // `cargo bench` passes `--bench`; test runners also list and run bench targets, so measure only then.
+    // `cargo bench` passes `--bench`; `cargo test --all-targets` runs this binary without it: measure only then.
     if !std::env::args().any(|a| a == "--bench") {
         eprintln!("source_latency measures only under `cargo bench --bench source_latency`");
         return;

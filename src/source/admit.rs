@@ -255,7 +255,8 @@ mod tests {
     #[test]
     fn fills_in_the_default_namespace() {
         let doc = json!({"apiVersion": "networking.istio.io/v1", "kind": "VirtualService",
-            "metadata": {"name": "vs"}, "spec": {}});
+            "metadata": {"name": "vs"},
+            "spec": {"hosts": ["a.example.com"], "http": [{"route": [{"destination": {"host": "a"}}]}]}});
         match admit(doc, &options(), &|_| None) {
             Verdict::Accept { object, .. } => assert_eq!(object.metadata.namespace, "team-a"),
             other => panic!("expected accept, got {other:?}"),
@@ -265,7 +266,8 @@ mod tests {
     #[test]
     fn keeps_an_explicit_namespace() {
         let doc = json!({"apiVersion": "networking.istio.io/v1", "kind": "Gateway",
-            "metadata": {"name": "gw", "namespace": "edge"}, "spec": {}});
+            "metadata": {"name": "gw", "namespace": "edge"},
+            "spec": {"servers": [{"port": {"number": 80, "name": "http", "protocol": "HTTP"}, "hosts": ["*"]}]}});
         match admit(doc, &options(), &|_| None) {
             Verdict::Accept { object, .. } => assert_eq!(object.metadata.namespace, "edge"),
             other => panic!("expected accept, got {other:?}"),

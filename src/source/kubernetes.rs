@@ -18,7 +18,9 @@
 //! while the other watchers keep working. Watch restarts (410 Gone, dropped connections) relist; the relisted set
 //! replaces the old one in one resync, so nothing disappears in between. An object that fails validation is kept
 //! out of the store (its last good version stays, if there was one), logged, counted and reported as a `Warning`
-//! Event (events.k8s.io/v1, reason `InvalidConfig`) on the object, once per resourceVersion.
+//! Event (events.k8s.io/v1, reason `InvalidConfig`) on the object, once per resourceVersion. Any other list error
+//! (403 from missing RBAC, an unreachable API server) is retried with backoff and keeps that watcher unsynced, so
+//! `/readyz` ("sources synced") stays false until it is fixed.
 //!
 //! RBAC needed (ClusterRole, or Role per watched namespace):
 //! ```yaml
@@ -285,7 +287,10 @@ async fn run_watcher(spec: WatchSpec, shared: Arc<Shared>, sender: ScopedSender)
                         version = 0;
                         tracing::warn!(kind = %spec.kind, namespace = ?spec.namespace,
                             retry_in = ?delay, "API not served (CRD not installed?); retrying");
-                        // Nothing of this kind exists; count the scope as synced so the rest can go live.
+                        // Nothing of this kind exists (any more): count the scope as synced, holding nothing, so
+                        // the rest can go live.
+                        state.last_good.clear();
+                        state.reported.clear();
                         if state.resync(&sender).is_err() {
                             return;
                         }
