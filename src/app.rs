@@ -22,6 +22,8 @@ use crate::admission::server::{serve_https, ServerLimits};
 use crate::admission::tls::{self, CertSource, CertStore, TlsError};
 use crate::admission::{self, Webhook};
 use crate::model::decode::DecodeOptions;
+use crate::model::Snapshot;
+use crate::xds::{TlsFiles as XdsTlsFiles, TranslateFn, XdsError, XdsMetrics, XdsServer};
 
 /// Everything `serve` needs, built from the command line (or by tests directly).
 #[derive(Debug, Clone)]
@@ -49,6 +51,15 @@ pub struct WebhookConfig {
     pub bench_noop: bool,
 }
 
+/// Settings of the xDS (ADS) server.
+#[derive(Debug, Clone)]
+pub struct XdsConfig {
+    /// Listen address (gRPC; plaintext unless `tls` is set).
+    pub addr: SocketAddr,
+    /// Serve over TLS, and with a client CA over mTLS.
+    pub tls: Option<XdsTlsFiles>,
+}
+
 /// Errors starting or running the server.
 #[derive(Debug, thiserror::Error)]
 pub enum AppError {
@@ -68,6 +79,9 @@ pub enum AppError {
     /// The admin server failed.
     #[error("admin server failed: {0}")]
     Admin(std::io::Error),
+    /// The xDS server failed.
+    #[error(transparent)]
+    Xds(#[from] XdsError),
     /// A task stopped before shutdown was requested.
     #[error("{0} stopped unexpectedly")]
     EndedEarly(&'static str),
@@ -82,6 +96,14 @@ pub struct App {
     registry: Registry,
     readiness: Readiness,
     admin_routes: Vec<Router>,
+    xds: Option<XdsSetup>,
+}
+
+/// The xDS server to start: where, and what it serves.
+struct XdsSetup {
+    config: XdsConfig,
+    snapshots: watch::Receiver<Arc<Snapshot>>,
+    translate: TranslateFn,
 }
 
 /// A started process: the bound addresses, and the handle to stop it.
@@ -90,6 +112,8 @@ pub struct Running {
     pub webhook_addr: SocketAddr,
     /// Where the admin server listens.
     pub admin_addr: SocketAddr,
+    /// Where the xDS server listens, when started.
+    pub xds_addr: Option<SocketAddr>,
     /// The CA file written in self-signed mode.
     pub self_signed_ca: Option<PathBuf>,
     stop: watch::Sender<bool>,
@@ -106,7 +130,24 @@ impl App {
             registry: Registry::with_prefix("admitpilot"),
             readiness: Readiness::new(),
             admin_routes: Vec::new(),
+            xds: None,
         }
+    }
+
+    /// Adds the xDS server: it serves `translate` of every snapshot published on `snapshots` and adds
+    /// `/debug/syncz` to the admin server.
+    pub fn xds(
+        mut self,
+        config: XdsConfig,
+        snapshots: watch::Receiver<Arc<Snapshot>>,
+        translate: TranslateFn,
+    ) -> Self {
+        self.xds = Some(XdsSetup {
+            config,
+            snapshots,
+            translate,
+        });
+        self
     }
 
     /// Gives access to the shared metrics registry, for subsystems to register into before [`App::start`].
@@ -137,6 +178,13 @@ impl App {
             &mut tasks,
         )
         .await?;
+        let mut xds_addr = None;
+        if let Some(setup) = self.xds.take() {
+            let (addr, syncz) =
+                start_xds(setup, &mut self.registry, &stopped_rx, &mut tasks).await?;
+            xds_addr = Some(addr);
+            self.admin_routes.push(syncz);
+        }
         let admin_router =
             admin::router(Arc::new(self.registry), self.readiness, self.admin_routes);
         let admin_addr = start_admin(
@@ -149,6 +197,7 @@ impl App {
         Ok(Running {
             webhook_addr: webhook.addr,
             admin_addr,
+            xds_addr,
             self_signed_ca: webhook.self_signed_ca,
             stop,
             tasks,
@@ -280,6 +329,31 @@ fn load_certificate(
             Ok((CertStore::new(key), Some(ca_out.clone())))
         }
     }
+}
+
+/// Starts the xDS server task; returns its address and the `/debug/syncz` router.
+async fn start_xds(
+    setup: XdsSetup,
+    registry: &mut Registry,
+    stop: &watch::Receiver<bool>,
+    tasks: &mut Tasks,
+) -> Result<(SocketAddr, Router), AppError> {
+    let metrics = XdsMetrics::register(registry);
+    let server = XdsServer::new(setup.snapshots, setup.translate, metrics);
+    let syncz = server.router();
+    let config = setup.config;
+    let listener = bind("the xDS server", config.addr).await?;
+    let addr = local_addr("the xDS server", &listener, config.addr)?;
+    let shutdown = stopped(stop.clone());
+    let tls = config.tls.is_some();
+    tasks.spawn(async move {
+        server
+            .serve(listener, config.tls.as_ref(), shutdown)
+            .await
+            .map_err(AppError::from)
+    });
+    tracing::info!(%addr, tls, "xDS server listening (gRPC ADS)");
+    Ok((addr, syncz))
 }
 
 async fn start_admin(

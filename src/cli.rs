@@ -18,8 +18,8 @@ pub struct Cli {
 
 #[derive(Debug, Subcommand)]
 enum Command {
-    /// Serve the HTTPS admission webhook and the admin server (metrics, health, readiness).
-    Serve(serve::ServeArgs),
+    /// Serve the HTTPS admission webhook, the xDS server and the admin server (metrics, health, readiness).
+    Serve(Box<serve::ServeArgs>),
     /// Validate Istio/Higress config files offline (exit 0 valid, 1 invalid, 2 usage or unreadable input).
     Validate(validate::ValidateArgs),
 }
@@ -28,7 +28,7 @@ enum Command {
 pub fn run(cli: Cli) -> anyhow::Result<ExitCode> {
     logging::init(cli.log_format);
     match cli.command {
-        Command::Serve(args) => serve::run(args),
+        Command::Serve(args) => serve::run(*args),
         Command::Validate(args) => validate::run(args),
     }
 }
