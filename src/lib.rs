@@ -16,6 +16,7 @@ pub mod admission;
 pub mod app;
 pub mod envoy_proto;
 pub mod model;
+pub mod source;
 pub mod translate;
 pub mod validate;
 pub mod xds;

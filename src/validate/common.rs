@@ -1,6 +1,1371 @@
-//! Shared validation primitives (hosts, ports, durations, regexes, labels, metadata): take values, record findings.
+//! Shared validation primitives (pure): take field values plus a field path, record findings.
+//!
+//! Every `validate_*` function pushes its errors/warnings into a [`Findings`] at the given path; `check_*` and
+//! `is_*` functions only answer (a message or a bool) so callers can combine them. The rules follow Istio's
+//! webhook (`pkg/config/validation`, `agent/validation.go`, `labels`, `visibility`); messages are admitpilot's own.
+//! [`FieldPath`] builds `spec.http[0].route[1]`-style paths in one reusable buffer, so walking an object does not
+//! allocate per field.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::fmt::Write as _;
+use std::net::IpAddr;
+use std::ops::{Deref, DerefMut};
 
 use crate::model::{Findings, Kind, ObjectMeta};
 
-/// Checks metadata rules every Istio kind shares (Istio's `validateMetadata`).
-pub fn validate_metadata(_kind: Kind, _meta: &ObjectMeta, _out: &mut Findings) {}
+// ---------------------------------------------------------------------------------------------------------------
+// Field paths
+
+/// A field path under construction (`spec.http[0].match[1].uri`), grown and shrunk as a validator walks an object.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct FieldPath(String);
+
+/// A path extended by one segment; derefs to the [`FieldPath`] and removes the segment again when dropped.
+#[derive(Debug)]
+pub struct Segment<'a> {
+    path: &'a mut FieldPath,
+    mark: usize,
+}
+
+impl FieldPath {
+    /// Starts a path at `root` (for example `spec`).
+    pub fn new(root: &str) -> Self {
+        let mut buf = String::with_capacity(96);
+        buf.push_str(root);
+        FieldPath(buf)
+    }
+
+    /// Returns the path as text.
+    pub fn as_str(&self) -> &str {
+        &self.0
+    }
+
+    /// Appends `.name` (or `name` at the root) until the returned segment is dropped.
+    pub fn field(&mut self, name: &str) -> Segment<'_> {
+        let mark = self.0.len();
+        if !self.0.is_empty() {
+            self.0.push('.');
+        }
+        self.0.push_str(name);
+        Segment { path: self, mark }
+    }
+
+    /// Appends `[index]` until the returned segment is dropped.
+    pub fn index(&mut self, index: usize) -> Segment<'_> {
+        let mark = self.0.len();
+        // Writing into a String cannot fail.
+        let _ = write!(self.0, "[{index}]");
+        Segment { path: self, mark }
+    }
+
+    /// Returns `path.name` as a new string (for one-off findings).
+    pub fn child(&self, name: &str) -> String {
+        if self.0.is_empty() {
+            name.to_string()
+        } else {
+            format!("{}.{name}", self.0)
+        }
+    }
+}
+
+impl Deref for Segment<'_> {
+    type Target = FieldPath;
+    fn deref(&self) -> &FieldPath {
+        self.path
+    }
+}
+
+impl DerefMut for Segment<'_> {
+    fn deref_mut(&mut self) -> &mut FieldPath {
+        self.path
+    }
+}
+
+impl Drop for Segment<'_> {
+    fn drop(&mut self) {
+        self.path.0.truncate(self.mark);
+    }
+}
+
+// ---------------------------------------------------------------------------------------------------------------
+// Host names
+
+/// Longest DNS-1123 label.
+pub const DNS1123_LABEL_MAX: usize = 63;
+/// Longest domain name.
+pub const DOMAIN_MAX: usize = 255;
+
+/// Tells whether `s` is a DNS-1123 label: 1–63 ASCII letters, digits or `-`, starting and ending alphanumeric
+/// (upper case accepted, as Istio does).
+pub fn is_dns1123_label(s: &str) -> bool {
+    let b = s.as_bytes();
+    !b.is_empty()
+        && b.len() <= DNS1123_LABEL_MAX
+        && b[0].is_ascii_alphanumeric()
+        && b[b.len() - 1].is_ascii_alphanumeric()
+        && b.iter().all(|c| c.is_ascii_alphanumeric() || *c == b'-')
+}
+
+/// Tells whether `s` is a label that may start a wildcard domain: `*`, `*label`, `*-label` or a plain label.
+pub fn is_wildcard_dns1123_label(s: &str) -> bool {
+    if s.len() > DNS1123_LABEL_MAX {
+        return false;
+    }
+    match s.strip_prefix('*') {
+        None => is_dns1123_label(s),
+        Some("") => true,
+        Some(rest) => is_dns1123_label(rest.strip_prefix('-').unwrap_or(rest)),
+    }
+}
+
+fn check_domain_length(name: &str) -> Result<(), String> {
+    if name.is_empty() {
+        return Err("domain name must not be empty".into());
+    }
+    if name.len() > DOMAIN_MAX {
+        return Err(format!(
+            "domain name {name:?} is too long ({} > {DOMAIN_MAX} characters)",
+            name.len()
+        ));
+    }
+    Ok(())
+}
+
+/// Checks the labels of a dotted name: each a DNS-1123 label, the last may be empty (trailing dot) and the
+/// top-level label may not be all digits.
+pub fn check_dns1123_labels(domain: &str) -> Result<(), String> {
+    let tld = domain.rsplit('.').next().unwrap_or(domain);
+    if !tld.is_empty() && tld.bytes().all(|c| c.is_ascii_digit()) {
+        return Err(format!(
+            "domain name {domain:?} is invalid: the top-level label {tld:?} is all digits"
+        ));
+    }
+    let count = domain.split('.').count();
+    for (i, label) in domain.split('.').enumerate() {
+        if i == count - 1 && label.is_empty() && count > 1 {
+            break;
+        }
+        if !is_dns1123_label(label) {
+            return Err(format!(
+                "domain name {domain:?} is invalid: label {label:?} is not a DNS-1123 label"
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// Checks a fully qualified domain name (1–255 characters, DNS-1123 labels, optional trailing dot).
+pub fn check_fqdn(name: &str) -> Result<(), String> {
+    check_domain_length(name)?;
+    check_dns1123_labels(name)
+}
+
+/// Checks a domain that may start with a wildcard label (`*`, `*.example.com`, `*foo.example.com`); wildcards
+/// anywhere but the first label are rejected.
+pub fn check_wildcard_domain(name: &str) -> Result<(), String> {
+    check_domain_length(name)?;
+    let (first, rest) = match name.split_once('.') {
+        Some((first, rest)) => (first, Some(rest)),
+        None => (name, None),
+    };
+    if !is_wildcard_dns1123_label(first) {
+        return Err(format!(
+            "domain name {name:?} is invalid: label {first:?} is not a DNS-1123 label (a wildcard may only lead the first label)"
+        ));
+    }
+    match rest {
+        Some(rest) => check_dns1123_labels(rest),
+        None => Ok(()),
+    }
+}
+
+/// Checks that a host is not a partial wildcard: `*` alone or a `*.` prefix is fine, `*foo.com` or `a*.com` is not.
+pub fn check_partial_wildcard(host: &str) -> Result<(), String> {
+    if host.contains('*') && host != "*" && !host.starts_with("*.") {
+        return Err(format!("partial wildcard {host:?} is not allowed"));
+    }
+    Ok(())
+}
+
+/// Records an error at `path` unless `name` is a valid FQDN.
+pub fn validate_fqdn(name: &str, path: &str, out: &mut Findings) {
+    if let Err(e) = check_fqdn(name) {
+        out.error(path, e);
+    }
+}
+
+/// Records an error at `path` unless `name` is a valid (possibly wildcard) domain.
+pub fn validate_wildcard_domain(name: &str, path: &str, out: &mut Findings) {
+    if let Err(e) = check_wildcard_domain(name) {
+        out.error(path, e);
+    }
+}
+
+/// Which kind a `namespace/host` entry belongs to; the namespace part follows different rules.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum NsHostContext {
+    /// Sidecar egress hosts: `ns/host` required; ns is `*`, `.`, a DNS label, optionally `~`-prefixed.
+    Sidecar,
+    /// Gateway server hosts: a bare host is accepted; ns is `*`, `.` or a DNS label; IPs are accepted as hosts.
+    Gateway,
+    /// A Gateway translated from the Kubernetes Gateway API: like `Gateway`, plus `~` as namespace.
+    GatewayApi,
+}
+
+/// Validates a `namespace/dnsName` host entry of a Sidecar egress listener or a Gateway server.
+pub fn validate_namespace_slash_host(
+    host: &str,
+    context: NsHostContext,
+    path: &str,
+    out: &mut Findings,
+) {
+    let is_gateway = context != NsHostContext::Sidecar;
+    let Some((ns, name)) = host.split_once('/') else {
+        if is_gateway {
+            validate_ns_host_name_part(host, true, path, out);
+        } else {
+            out.error(
+                path,
+                format!("host {host:?} must have the form namespace/dnsName"),
+            );
+        }
+        return;
+    };
+    if ns.is_empty() || name.is_empty() {
+        out.error(
+            path,
+            format!("host {host:?}: namespace and dnsName must not be empty"),
+        );
+    }
+    match context {
+        NsHostContext::Sidecar => {
+            let bare = ns.strip_prefix('~').unwrap_or(ns);
+            if !bare.is_empty() && bare != "*" && bare != "." && !is_dns1123_label(bare) {
+                out.error(path, format!("host {host:?}: invalid namespace {ns:?}"));
+            }
+        }
+        NsHostContext::Gateway | NsHostContext::GatewayApi => {
+            let tilde_ok = ns == "~" && context == NsHostContext::GatewayApi;
+            if ns != "*" && ns != "." && !tilde_ok && !is_dns1123_label(ns) {
+                out.error(path, format!("host {host:?}: invalid namespace {ns:?}"));
+            }
+        }
+    }
+    validate_ns_host_name_part(name, is_gateway, path, out);
+}
+
+fn validate_ns_host_name_part(name: &str, is_gateway: bool, path: &str, out: &mut Findings) {
+    if name != "*" && !name.contains('.') {
+        out.error(
+            path,
+            format!("host {name:?}: short names are not allowed, use a fully qualified name"),
+        );
+    }
+    if let Err(e) = check_wildcard_domain(name) {
+        // Istio records the domain error once for sidecars and once more when the name is not an IP; gateways
+        // accept IPs.
+        if !is_gateway || !is_ip(name) {
+            out.error(path, e);
+        }
+    }
+    if let Err(e) = check_partial_wildcard(name) {
+        out.error(path, e);
+    }
+}
+
+// ---------------------------------------------------------------------------------------------------------------
+// Addresses and ports
+
+/// Tells whether `s` is an IPv4 or IPv6 address (no zone, no brackets).
+pub fn is_ip(s: &str) -> bool {
+    s.parse::<IpAddr>().is_ok()
+}
+
+/// Parses `addr/len` CIDR notation; the prefix length must fit the address family.
+pub fn parse_cidr(s: &str) -> Option<(IpAddr, u8)> {
+    let (addr, len) = s.split_once('/')?;
+    let addr: IpAddr = addr.parse().ok()?;
+    if len.is_empty() || len.len() > 3 || !len.bytes().all(|c| c.is_ascii_digit()) {
+        return None;
+    }
+    let len: u8 = len.parse().ok()?;
+    let max = if addr.is_ipv4() { 32 } else { 128 };
+    (len <= max).then_some((addr, len))
+}
+
+/// Checks an IP address.
+pub fn check_ip(s: &str) -> Result<(), String> {
+    if is_ip(s) {
+        Ok(())
+    } else {
+        Err(format!("{s:?} is not a valid IP address"))
+    }
+}
+
+/// Checks an IP address or a CIDR block (Istio's `ValidateIPSubnet`).
+pub fn check_ip_or_cidr(s: &str) -> Result<(), String> {
+    if s.contains('/') {
+        if parse_cidr(s).is_some() {
+            Ok(())
+        } else {
+            Err(format!("{s:?} is not a valid CIDR block"))
+        }
+    } else {
+        check_ip(s)
+    }
+}
+
+/// Records an error at `path` unless `s` is an IP address or CIDR block.
+pub fn validate_ip_or_cidr(s: &str, path: &str, out: &mut Findings) {
+    if let Err(e) = check_ip_or_cidr(s) {
+        out.error(path, e);
+    }
+}
+
+/// Checks a port number is in 1..=65535.
+pub fn check_port(port: u32) -> Result<(), String> {
+    if (1..=65535).contains(&port) {
+        Ok(())
+    } else {
+        Err(format!("port {port} is outside the range 1..65535"))
+    }
+}
+
+/// Records an error at `path` unless `port` is in 1..=65535.
+pub fn validate_port(port: u32, path: &str, out: &mut Findings) {
+    if let Err(e) = check_port(port) {
+        out.error(path, e);
+    }
+}
+
+/// Records an error at `path` unless `name` is a valid port name (a DNS-1123 label).
+pub fn validate_port_name(name: &str, path: &str, out: &mut Findings) {
+    if !is_dns1123_label(name) {
+        out.error(
+            path,
+            format!("port name {name:?} is not a valid DNS-1123 label"),
+        );
+    }
+}
+
+/// Checks a Unix domain socket path (the part after `unix://`): absolute and not a directory, or abstract (`@`).
+pub fn check_unix_address(addr: &str) -> Result<(), String> {
+    if addr.is_empty() {
+        return Err("unix address must not be empty".into());
+    }
+    if addr.starts_with('@') {
+        return Ok(());
+    }
+    if !addr.starts_with('/') || addr.ends_with('/') {
+        return Err(format!("{addr:?} is not an absolute path to a file"));
+    }
+    Ok(())
+}
+
+/// The protocols Istio knows for ports (compared case-insensitively).
+pub const KNOWN_PROTOCOLS: &[&str] = &[
+    "HTTP",
+    "HTTPS",
+    "GRPC",
+    "GRPC-WEB",
+    "HTTP2",
+    "MONGO",
+    "REDIS",
+    "MYSQL",
+    "TCP",
+    "TLS",
+    "UDP",
+    "HBONE",
+    "DoubleHBONE",
+];
+
+/// Tells whether `protocol` is a protocol Istio knows (case-insensitive, like Istio's protocol.Parse).
+pub fn is_known_protocol(protocol: &str) -> bool {
+    KNOWN_PROTOCOLS
+        .iter()
+        .any(|p| p.eq_ignore_ascii_case(protocol))
+}
+
+// ---------------------------------------------------------------------------------------------------------------
+// Durations and percentages
+
+/// Parses a duration as Kubernetes/CEL and protobuf JSON accept it (`1.5s`, `100ms`, `1h30m`, `0`) into
+/// nanoseconds; `None` when malformed or out of range.
+pub fn parse_duration_nanos(s: &str) -> Option<i128> {
+    let (negative, mut rest) = match s.as_bytes().first() {
+        Some(b'-') => (true, &s[1..]),
+        Some(b'+') => (false, &s[1..]),
+        _ => (false, s),
+    };
+    if rest == "0" {
+        return Some(0);
+    }
+    if rest.is_empty() {
+        return None;
+    }
+    let mut total: i128 = 0;
+    while !rest.is_empty() {
+        let int_len = rest.bytes().take_while(u8::is_ascii_digit).count();
+        let (int_part, after) = rest.split_at(int_len);
+        let (frac_part, after) = match after.strip_prefix('.') {
+            Some(f) => {
+                let n = f.bytes().take_while(u8::is_ascii_digit).count();
+                f.split_at(n)
+            }
+            None => ("", after),
+        };
+        if int_part.is_empty() && frac_part.is_empty() {
+            return None;
+        }
+        let unit_len = after
+            .char_indices()
+            .find(|(_, c)| c.is_ascii_digit() || *c == '.')
+            .map_or(after.len(), |(i, _)| i);
+        let (unit, next) = after.split_at(unit_len);
+        let scale: i128 = match unit {
+            "ns" => 1,
+            "us" | "µs" | "μs" => 1_000,
+            "ms" => 1_000_000,
+            "s" => 1_000_000_000,
+            "m" => 60_000_000_000,
+            "h" => 3_600_000_000_000,
+            _ => return None,
+        };
+        if int_part.len() > 20 || frac_part.len() > 20 {
+            return None;
+        }
+        let int: i128 = if int_part.is_empty() {
+            0
+        } else {
+            int_part.parse().ok()?
+        };
+        let mut value = int.checked_mul(scale)?;
+        if !frac_part.is_empty() {
+            let digits: i128 = frac_part.parse().ok()?;
+            let denom = 10i128.checked_pow(u32::try_from(frac_part.len()).ok()?)?;
+            value = value.checked_add(digits.checked_mul(scale)? / denom)?;
+        }
+        total = total.checked_add(value)?;
+        rest = next;
+    }
+    // Go's time.Duration (and protobuf's) cap: about 292 years / 10,000 years; take the stricter one.
+    if total > i128::from(i64::MAX) {
+        return None;
+    }
+    Some(if negative { -total } else { total })
+}
+
+/// Checks an Istio duration: well-formed, at least 1ms and a whole number of milliseconds.
+pub fn check_duration(s: &str) -> Result<(), String> {
+    let Some(nanos) = parse_duration_nanos(s) else {
+        return Err(format!(
+            "{s:?} is not a valid duration (use a number with a unit, such as 1.5s or 100ms)"
+        ));
+    };
+    if nanos < 1_000_000 {
+        return Err(format!("duration {s:?} must be at least 1ms"));
+    }
+    if nanos % 1_000_000 != 0 {
+        return Err(format!(
+            "duration {s:?} has sub-millisecond precision; only whole milliseconds are supported"
+        ));
+    }
+    Ok(())
+}
+
+/// Records an error at `path` unless `s` is a valid Istio duration (≥1ms, millisecond precision).
+pub fn validate_duration(s: &str, path: &str, out: &mut Findings) {
+    if let Err(e) = check_duration(s) {
+        out.error(path, e);
+    }
+}
+
+/// Validates an optional duration field.
+pub fn validate_opt_duration(s: Option<&String>, path: &str, out: &mut Findings) {
+    if let Some(s) = s {
+        validate_duration(s, path, out);
+    }
+}
+
+/// Records an error at `path` unless the integer percentage is within 0..=100.
+pub fn validate_percent(value: i64, path: &str, out: &mut Findings) {
+    if !(0..=100).contains(&value) {
+        out.error(
+            path,
+            format!("percentage {value} is outside the range 0..100"),
+        );
+    }
+}
+
+/// Records an error at `path` unless the fractional percentage is 0 or within [0.0001, 100].
+pub fn validate_fractional_percent(value: f64, path: &str, out: &mut Findings) {
+    if !(0.0..=100.0).contains(&value) || (value > 0.0 && value < 0.0001) {
+        out.error(
+            path,
+            format!("percentage {value} must be 0 or within [0.0001, 100]"),
+        );
+    }
+}
+
+// ---------------------------------------------------------------------------------------------------------------
+// Regular expressions
+
+/// Istio's limit on regex length, a stand-in for Envoy's RE2 program-size limit.
+pub const REGEX_MAX_LEN: usize = 1024;
+/// Compiled-size limit used while checking a regex (bounds the work a hostile pattern can cause).
+pub const REGEX_COMPILED_SIZE_LIMIT: usize = 4 << 20;
+
+/// Checks an RE2-style regex: at most [`REGEX_MAX_LEN`] bytes and accepted by the `regex` crate (whose syntax is
+/// close to RE2's) within [`REGEX_COMPILED_SIZE_LIMIT`].
+pub fn check_regex(re: &str) -> Result<(), String> {
+    if re.len() > REGEX_MAX_LEN {
+        return Err(format!(
+            "regex is too long ({} > {REGEX_MAX_LEN} characters)",
+            re.len()
+        ));
+    }
+    regex::RegexBuilder::new(re)
+        .size_limit(REGEX_COMPILED_SIZE_LIMIT)
+        .build()
+        .map(|_| ())
+        .map_err(|e| {
+            let detail = match e {
+                regex::Error::Syntax(s) => s.lines().last().unwrap_or_default().to_string(),
+                regex::Error::CompiledTooBig(_) => "regex compiles too large".to_string(),
+                other => other.to_string(),
+            };
+            format!("invalid regex {re:?}: {detail} (Istio regexes use RE2 syntax)")
+        })
+}
+
+/// Records an error at `path` unless `re` is a valid, non-empty RE2-style regex.
+pub fn validate_regex(re: &str, path: &str, out: &mut Findings) {
+    if re.is_empty() {
+        out.error(path, "regex must not be empty");
+    } else if let Err(e) = check_regex(re) {
+        out.error(path, e);
+    }
+}
+
+// ---------------------------------------------------------------------------------------------------------------
+// Labels and selectors
+
+fn is_qualified_name_part(s: &str) -> bool {
+    let b = s.as_bytes();
+    !b.is_empty()
+        && b.len() <= DNS1123_LABEL_MAX
+        && b[0].is_ascii_alphanumeric()
+        && b[b.len() - 1].is_ascii_alphanumeric()
+        && b.iter()
+            .all(|c| c.is_ascii_alphanumeric() || matches!(c, b'-' | b'_' | b'.'))
+}
+
+/// Checks a label key: an optional DNS-subdomain prefix (≤253 characters) and `/`, then a name of ≤63
+/// alphanumerics, `-`, `_` or `.` starting and ending alphanumeric.
+pub fn check_label_key(key: &str) -> Result<(), String> {
+    let (prefix, name) = match key.split_once('/') {
+        Some((prefix, name)) => (Some(prefix), name),
+        None => (None, key),
+    };
+    if let Some(prefix) = prefix {
+        if prefix.len() > 253 {
+            return Err(format!(
+                "invalid label key {key:?}: prefix longer than 253 characters"
+            ));
+        }
+        if prefix.is_empty() || !prefix.split('.').all(is_dns1123_label) {
+            return Err(format!(
+                "invalid label key {key:?}: prefix is not a DNS subdomain"
+            ));
+        }
+    }
+    if name.len() > DNS1123_LABEL_MAX {
+        return Err(format!(
+            "invalid label key {key:?}: name longer than 63 characters"
+        ));
+    }
+    if !is_qualified_name_part(name) {
+        return Err(format!("invalid label key {key:?}"));
+    }
+    Ok(())
+}
+
+/// Checks a label value: empty, or ≤63 alphanumerics, `-`, `_` or `.` starting and ending alphanumeric.
+pub fn check_label_value(value: &str) -> Result<(), String> {
+    if value.is_empty() || is_qualified_name_part(value) {
+        Ok(())
+    } else {
+        Err(format!("invalid label value {value:?}"))
+    }
+}
+
+/// Validates every key and value of a label map found at `path`.
+pub fn validate_labels(labels: &BTreeMap<String, String>, path: &str, out: &mut Findings) {
+    for (k, v) in labels {
+        if let Err(e) = check_label_key(k) {
+            out.error(path, e);
+        }
+        if let Err(e) = check_label_value(v) {
+            out.error(path, e);
+        }
+    }
+}
+
+/// Validates a workload selector's labels: no empty key, no `*` in keys or values; an empty selector is a warning.
+pub fn validate_workload_selector(
+    labels: &BTreeMap<String, String>,
+    path: &str,
+    out: &mut Findings,
+) {
+    for (k, v) in labels {
+        if k.is_empty() {
+            out.error(path, format!("selector has an empty key ({k}={v})"));
+        }
+        if k.contains('*') || v.contains('*') {
+            out.error(
+                path,
+                format!("wildcards are not supported in selectors ({k}={v})"),
+            );
+        }
+    }
+    if labels.is_empty() {
+        out.warning(path, "workload selector has no labels (it selects nothing)");
+    }
+}
+
+// ---------------------------------------------------------------------------------------------------------------
+// exportTo
+
+/// Which kind an `exportTo` list belongs to.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ExportToContext {
+    /// VirtualService or DestinationRule without workload selector.
+    Plain,
+    /// ServiceEntry: `~` (visible to no one) is allowed, alone.
+    ServiceEntry,
+    /// DestinationRule with a workload selector: only the own namespace.
+    DestinationRuleWithSelector,
+}
+
+/// Validates an `exportTo` list: `.`, `*`, `~` (ServiceEntry only) or DNS labels; no duplicates (`.` equals the
+/// own namespace); `*` and `~` alone; a DestinationRule with selector only to its own namespace.
+pub fn validate_export_to(
+    namespace: &str,
+    export_to: &[String],
+    context: ExportToContext,
+    path: &str,
+    out: &mut Findings,
+) {
+    if export_to.is_empty() {
+        return;
+    }
+    let mut seen: BTreeSet<&str> = BTreeSet::new();
+    for entry in export_to {
+        let key = if entry == "." {
+            namespace
+        } else {
+            entry.as_str()
+        };
+        if seen.contains(key) {
+            if key != entry {
+                out.error(
+                    path,
+                    format!(
+                        "duplicate exportTo entries: \".\" and the own namespace {namespace:?}"
+                    ),
+                );
+            } else {
+                out.error(path, format!("duplicate exportTo entry {entry:?}"));
+            }
+            continue;
+        }
+        match entry.as_str() {
+            "~" if context == ExportToContext::ServiceEntry => {}
+            "~" => out.error(
+                path,
+                "exportTo \"~\" (no one) is only allowed on ServiceEntry",
+            ),
+            "." | "*" => {}
+            _ if is_dns1123_label(entry) => {}
+            _ => {
+                out.error(
+                    path,
+                    format!("exportTo entry {entry:?} must be \".\", \"*\" or a namespace name"),
+                );
+                continue;
+            }
+        }
+        seen.insert(key);
+    }
+    if context == ExportToContext::DestinationRuleWithSelector && !seen.is_empty() {
+        if !seen.contains(namespace) {
+            out.error(
+                path,
+                "a DestinationRule with a workloadSelector cannot be exported beyond its own namespace",
+            );
+        } else if seen.len() > 1 {
+            out.error(
+                path,
+                "a DestinationRule with a workloadSelector may only be exported to its own namespace",
+            );
+        }
+    }
+    if seen.contains("*") && export_to.len() > 1 {
+        out.error(path, "exportTo \"*\" cannot be combined with other entries");
+    }
+    if seen.contains("~") && export_to.len() > 1 {
+        out.error(path, "exportTo \"~\" cannot be combined with other entries");
+    }
+}
+
+// ---------------------------------------------------------------------------------------------------------------
+// Policy targets
+
+/// The group/kinds a policy `targetRef` may point at (core Service, ServiceEntry, Gateway API Gateway/GatewayClass).
+pub const ALLOWED_TARGET_KINDS: &[(&str, &str)] = &[
+    ("", "Service"),
+    ("networking.istio.io", "ServiceEntry"),
+    ("gateway.networking.k8s.io", "Gateway"),
+    ("gateway.networking.k8s.io", "GatewayClass"),
+];
+
+/// Validates one policy target reference: name required, no namespace, and an allowed group/kind.
+pub fn validate_target_ref(
+    group: &str,
+    kind: &str,
+    name: &str,
+    namespace: &str,
+    path: &str,
+    out: &mut Findings,
+) {
+    if name.is_empty() {
+        out.error(path, "targetRef name must be set");
+    }
+    if !namespace.is_empty() {
+        out.error(
+            path,
+            "targetRef namespace must not be set: cross-namespace references are not supported",
+        );
+    }
+    let group_norm = if group == "core" { "" } else { group };
+    if !ALLOWED_TARGET_KINDS
+        .iter()
+        .any(|(g, k)| *g == group_norm && *k == kind)
+    {
+        out.error(
+            path,
+            format!(
+                "targetRef must point at a Service, ServiceEntry, Gateway or GatewayClass, not {group}/{kind}"
+            ),
+        );
+    }
+}
+
+/// Records an error at `path` when more than one of workload selector, `targetRef` and `targetRefs` is set.
+pub fn validate_one_selector_kind(
+    has_selector: bool,
+    has_target_ref: bool,
+    has_target_refs: bool,
+    path: &str,
+    out: &mut Findings,
+) {
+    let set =
+        usize::from(has_selector) + usize::from(has_target_ref) + usize::from(has_target_refs);
+    if set > 1 {
+        out.error(
+            path,
+            "only one of selector, targetRef and targetRefs may be set",
+        );
+    }
+}
+
+// ---------------------------------------------------------------------------------------------------------------
+// HTTP headers
+
+/// Tells whether `name` is an RFC 7230 token (the characters allowed in a header name).
+pub fn is_header_token(name: &str) -> bool {
+    !name.is_empty()
+        && name.bytes().all(|c| {
+            c.is_ascii_alphanumeric()
+                || matches!(
+                    c,
+                    b'!' | b'#'
+                        | b'$'
+                        | b'%'
+                        | b'&'
+                        | b'\''
+                        | b'*'
+                        | b'+'
+                        | b'-'
+                        | b'.'
+                        | b'^'
+                        | b'_'
+                        | b'`'
+                        | b'|'
+                        | b'~'
+                )
+        })
+}
+
+/// HTTP/2 pseudo-headers that may be matched on.
+pub const PSEUDO_HEADERS: &[&str] = &[":method", ":scheme", ":authority", ":path", ":status"];
+
+/// Tells whether `name` is a JWT-claim routing header (`@request.auth.claims.a.b` or `@request.auth.claims[a][b]`).
+pub fn is_jwt_claim_route(name: &str) -> bool {
+    const PREFIX: &str = "@request.auth.claims";
+    let Some(head) = name.get(..PREFIX.len()) else {
+        return false;
+    };
+    if !head.eq_ignore_ascii_case(PREFIX) {
+        return false;
+    }
+    let rest = &name[PREFIX.len()..];
+    (rest.starts_with('.') && rest.len() > 1)
+        || (rest.starts_with('[') && rest.ends_with(']') && rest.len() > 2)
+}
+
+/// Validates a header name used in a match: a token, a pseudo-header, or a JWT-claim route.
+pub fn validate_match_header_name(name: &str, path: &str, out: &mut Findings) {
+    if name.is_empty() {
+        out.error(path, "header name must not be empty");
+    } else if !is_jwt_claim_route(name) && !PSEUDO_HEADERS.contains(&name) && !is_header_token(name)
+    {
+        out.error(path, format!("{name:?} is not a valid header name"));
+    }
+}
+
+/// Validates a header name in a CORS policy: `*` or a token.
+pub fn validate_cors_header_name(name: &str, path: &str, out: &mut Findings) {
+    if name.is_empty() {
+        out.error(path, "header name must not be empty");
+    } else if name != "*" && !is_header_token(name) {
+        out.error(path, format!("{name:?} is not a valid header name"));
+    }
+}
+
+/// Validates a header name under Istio's strict rule (letters, digits, `-`, `_`), used for claim-to-header output.
+pub fn validate_strict_header_name(name: &str, path: &str, out: &mut Findings) {
+    if name.is_empty() {
+        out.error(path, "header name must not be empty");
+    } else if !name
+        .bytes()
+        .all(|c| c.is_ascii_alphanumeric() || c == b'-' || c == b'_')
+    {
+        out.error(path, format!("{name:?} is not a valid header name"));
+    }
+}
+
+/// Validates a header name for an HTTP probe (letters, digits, `-`; as Kubernetes).
+pub fn validate_probe_header_name(name: &str, path: &str, out: &mut Findings) {
+    if name.is_empty() {
+        out.error(path, "header name must not be empty");
+    } else if !name.bytes().all(|c| c.is_ascii_alphanumeric() || c == b'-') {
+        out.error(path, format!("{name:?} is not a valid header name"));
+    }
+}
+
+/// Tells whether a header is internal to the proxy (a `:` pseudo-header or `host`).
+pub fn is_internal_header(name: &str) -> bool {
+    name.starts_with(':') || name.eq_ignore_ascii_case("host")
+}
+
+/// Tells whether a header is the authority (`:authority` or `host`).
+pub fn is_authority_header(name: &str) -> bool {
+    name.eq_ignore_ascii_case(":authority") || name.eq_ignore_ascii_case("host")
+}
+
+/// Validates a header name that is set or added on requests: pseudo-headers are refused except the authority.
+pub fn validate_request_header_set_name(name: &str, path: &str, out: &mut Findings) {
+    if name.is_empty() {
+        out.error(path, "header name must not be empty");
+    } else if is_internal_header(name) && !is_authority_header(name) {
+        out.error(
+            path,
+            format!("header {name:?} cannot be modified: names starting with \":\" are reserved"),
+        );
+    }
+}
+
+/// Validates a header name that is removed from requests or changed on responses: no pseudo-headers, no `host`.
+pub fn validate_header_operation_name(name: &str, path: &str, out: &mut Findings) {
+    if name.is_empty() {
+        out.error(path, "header name must not be empty");
+    } else if name.eq_ignore_ascii_case("host") {
+        out.error(path, format!("header {name:?} cannot be modified"));
+    } else if name.starts_with(':') {
+        out.error(
+            path,
+            format!("header {name:?} cannot be modified: names starting with \":\" are reserved"),
+        );
+    }
+}
+
+/// Checks a header value as Envoy's header formatter reads it: no control characters other than tab, `%` either
+/// doubled or opening a `%VAR%` / `%VAR(args)%` expression that is closed.
+pub fn check_header_value(value: &str) -> Result<(), String> {
+    if value.bytes().any(|c| (c < 0x20 && c != b'\t') || c == 0x7f) {
+        return Err(format!(
+            "header value {value:?} contains control characters"
+        ));
+    }
+    #[derive(PartialEq)]
+    enum St {
+        Literal,
+        VarName,
+        ExpectArray,
+        ExpectString,
+        InString,
+        ExpectDelimOrEnd,
+        ExpectArgsEnd,
+        ExpectVarEnd,
+    }
+    let b = value.as_bytes();
+    let mut st = St::Literal;
+    let mut i = 0;
+    while i < b.len() {
+        let c = b[i];
+        match st {
+            St::Literal => {
+                if c == b'%' {
+                    match b.get(i + 1) {
+                        None => {
+                            return Err(format!(
+                                "header value {value:?} ends with an unescaped % (write %% for a literal %)"
+                            ))
+                        }
+                        Some(b'%') => i += 1,
+                        Some(_) => st = St::VarName,
+                    }
+                }
+            }
+            St::VarName => {
+                if c == b'%' {
+                    st = St::Literal;
+                } else if c == b'(' {
+                    st = St::ExpectArray;
+                }
+            }
+            St::ExpectArray => {
+                if c == b'[' {
+                    st = St::ExpectString;
+                } else if c != b' ' {
+                    st = St::InString;
+                }
+            }
+            St::ExpectDelimOrEnd => match c {
+                b',' => st = St::ExpectString,
+                b']' => st = St::ExpectArgsEnd,
+                b' ' => {}
+                _ => return Err(format!("header value {value:?}: expected ',' or ']'")),
+            },
+            St::ExpectString => {
+                if c == b'"' {
+                    st = St::InString;
+                } else if c != b' ' {
+                    return Err(format!("header value {value:?}: expected '\"'"));
+                }
+            }
+            St::InString => match c {
+                b'\\' => {
+                    if i + 1 >= b.len() {
+                        return Err(format!(
+                            "header value {value:?}: unterminated backslash escape"
+                        ));
+                    }
+                    i += 1;
+                }
+                b')' => st = St::ExpectVarEnd,
+                b'"' => st = St::ExpectDelimOrEnd,
+                _ => {}
+            },
+            St::ExpectArgsEnd => {
+                if c == b')' {
+                    st = St::ExpectVarEnd;
+                } else if c != b' ' {
+                    return Err(format!("header value {value:?}: expected ')'"));
+                }
+            }
+            St::ExpectVarEnd => {
+                if c == b'%' {
+                    st = St::Literal;
+                } else if c != b' ' {
+                    return Err(format!("header value {value:?}: expected closing '%'"));
+                }
+            }
+        }
+        i += 1;
+    }
+    if st != St::Literal {
+        return Err(format!(
+            "header value {value:?} has an unterminated %VARIABLE% expression"
+        ));
+    }
+    Ok(())
+}
+
+/// Records an error at `path` unless `value` is a valid Envoy header value.
+pub fn validate_header_value(value: &str, path: &str, out: &mut Findings) {
+    if let Err(e) = check_header_value(value) {
+        out.error(path, e);
+    }
+}
+
+// ---------------------------------------------------------------------------------------------------------------
+// Metadata
+
+/// Annotation that turns an AuthorizationPolicy into a dry run.
+pub const DRY_RUN_ANNOTATION: &str = "istio.io/dry-run";
+/// Annotation that makes the webhook reject the object (used to probe that validation works).
+pub const ALWAYS_REJECT_ANNOTATION: &str = "internal.istio.io/webhook-always-reject";
+/// Internal annotations users may not set (they would escalate privileges).
+pub const INTERNAL_ANNOTATIONS: &[&str] = &[
+    "internal.istio.io/parent-namespace",
+    "internal.istio.io/parents",
+];
+
+/// Checks metadata rules every Istio kind shares (Istio's `validateMetadata`): `istio.io/dry-run` only on
+/// AuthorizationPolicy with a boolean value (the policy validator checks the action), the always-reject
+/// annotation rejects, and internal annotations are refused. Higress-config and Kubernetes kinds are skipped.
+pub fn validate_metadata(kind: Kind, meta: &ObjectMeta, out: &mut Findings) {
+    if matches!(
+        kind,
+        Kind::HigressConfig | Kind::Service | Kind::EndpointSlice | Kind::Secret
+    ) {
+        return;
+    }
+    if let Some(value) = meta.annotations.get(DRY_RUN_ANNOTATION) {
+        let path = format!("metadata.annotations.{DRY_RUN_ANNOTATION}");
+        if kind != Kind::AuthorizationPolicy {
+            out.error(
+                path,
+                format!("annotation {DRY_RUN_ANNOTATION} is only supported on AuthorizationPolicy; remove it"),
+            );
+        } else if !is_go_bool(value) {
+            out.error(
+                path,
+                format!("annotation {DRY_RUN_ANNOTATION} must be a boolean, got {value:?}"),
+            );
+        }
+    }
+    if meta.annotations.contains_key(ALWAYS_REJECT_ANNOTATION) {
+        out.error(
+            format!("metadata.annotations.{ALWAYS_REJECT_ANNOTATION}"),
+            format!("annotation {ALWAYS_REJECT_ANNOTATION} is set: the object is always rejected"),
+        );
+    }
+    for internal in INTERNAL_ANNOTATIONS {
+        if meta.annotations.contains_key(*internal) {
+            out.error(
+                format!("metadata.annotations.{internal}"),
+                format!("annotation {internal} is internal and may not be set by users"),
+            );
+        }
+    }
+}
+
+/// Tells whether `s` is a boolean as Go's strconv.ParseBool reads it.
+pub fn is_go_bool(s: &str) -> bool {
+    matches!(
+        s,
+        "1" | "t" | "T" | "TRUE" | "true" | "True" | "0" | "f" | "F" | "FALSE" | "false" | "False"
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn errors_of(f: impl FnOnce(&mut Findings)) -> Vec<String> {
+        let mut out = Findings::default();
+        f(&mut out);
+        out.0
+            .iter()
+            .filter(|f| f.is_error())
+            .map(|f| format!("{}: {}", f.field, f.message))
+            .collect()
+    }
+
+    #[test]
+    fn field_paths_grow_and_shrink() {
+        let mut p = FieldPath::new("spec");
+        {
+            let mut http = p.field("http");
+            let mut first = http.index(0);
+            let route = first.field("route");
+            assert_eq!(route.as_str(), "spec.http[0].route");
+        }
+        assert_eq!(p.as_str(), "spec");
+        assert_eq!(p.child("hosts"), "spec.hosts");
+        assert_eq!(FieldPath::new("").field("a").as_str(), "a");
+    }
+
+    #[test]
+    fn dns_labels() {
+        assert!(is_dns1123_label("foo-1"));
+        assert!(is_dns1123_label("Foo"));
+        assert!(!is_dns1123_label("-foo"));
+        assert!(!is_dns1123_label("foo-"));
+        assert!(!is_dns1123_label(""));
+        assert!(!is_dns1123_label(&"a".repeat(64)));
+        assert!(is_wildcard_dns1123_label("*"));
+        assert!(is_wildcard_dns1123_label("*foo"));
+        assert!(is_wildcard_dns1123_label("*-foo"));
+        assert!(!is_wildcard_dns1123_label("f*o"));
+    }
+
+    #[test]
+    fn fqdns() {
+        assert!(check_fqdn("istio.io").is_ok());
+        assert!(check_fqdn("istio.io.").is_ok());
+        assert!(check_fqdn("reviews").is_ok());
+        assert!(check_fqdn("1.2.3.4").is_err()); // all-numeric TLD
+        assert!(check_fqdn("").is_err());
+        assert!(check_fqdn("a..b").is_err());
+        assert!(check_fqdn(&format!("{}.com", "a.".repeat(130))).is_err());
+        assert!(check_fqdn("*.istio.io").is_err());
+    }
+
+    #[test]
+    fn wildcard_domains() {
+        for ok in ["*", "*.istio.io", "*istio.io", "istio.io", "*.bar.com."] {
+            assert!(check_wildcard_domain(ok).is_ok(), "{ok}");
+        }
+        for bad in ["", "istio.*.io", "*.", "foo.*", "**.com", "a b.com"] {
+            assert!(check_wildcard_domain(bad).is_err(), "{bad}");
+        }
+        assert!(check_partial_wildcard("*.com").is_ok());
+        assert!(check_partial_wildcard("*").is_ok());
+        assert!(check_partial_wildcard("*foo.com").is_err());
+    }
+
+    #[test]
+    fn namespace_slash_hosts() {
+        let sidecar = |h: &str| {
+            errors_of(|o| validate_namespace_slash_host(h, NsHostContext::Sidecar, "h", o))
+        };
+        let gateway = |h: &str| {
+            errors_of(|o| validate_namespace_slash_host(h, NsHostContext::Gateway, "h", o))
+        };
+        assert!(sidecar("*/*").is_empty());
+        assert!(sidecar("./foo.com").is_empty());
+        assert!(sidecar("~ns/*.foo.com").is_empty());
+        assert!(!sidecar("foo.com").is_empty());
+        assert!(!sidecar("ns/foo").is_empty()); // short name
+        assert!(!sidecar("ns/*foo.com").is_empty()); // partial wildcard
+        assert!(!sidecar("Bad_ns/foo.com").is_empty());
+        assert!(gateway("foo.com").is_empty());
+        assert!(gateway("1.2.3.4").is_empty());
+        assert!(gateway("*").is_empty());
+        assert!(!gateway("~/foo.com").is_empty());
+        assert!(errors_of(|o| validate_namespace_slash_host(
+            "~/foo.com",
+            NsHostContext::GatewayApi,
+            "h",
+            o
+        ))
+        .is_empty());
+        assert!(!gateway("ns/").is_empty());
+    }
+
+    #[test]
+    fn addresses() {
+        assert!(check_ip_or_cidr("10.0.0.0/8").is_ok());
+        assert!(check_ip_or_cidr("2001:db8::/32").is_ok());
+        assert!(check_ip_or_cidr("1.2.3.4").is_ok());
+        assert!(check_ip_or_cidr("1.2.3.4/33").is_err());
+        assert!(check_ip_or_cidr("1.2.3/8").is_err());
+        assert!(check_ip_or_cidr("foo").is_err());
+        assert!(check_ip_or_cidr("1.2.3.4/").is_err());
+        assert!(check_port(1).is_ok() && check_port(65535).is_ok());
+        assert!(check_port(0).is_err() && check_port(65536).is_err());
+        assert!(check_unix_address("/var/run/x.sock").is_ok());
+        assert!(check_unix_address("@abstract").is_ok());
+        assert!(check_unix_address("relative").is_err());
+        assert!(check_unix_address("/dir/").is_err());
+    }
+
+    #[test]
+    fn durations() {
+        assert_eq!(parse_duration_nanos("1.5s"), Some(1_500_000_000));
+        assert_eq!(parse_duration_nanos("1h30m"), Some(5_400_000_000_000));
+        assert_eq!(parse_duration_nanos("100ms"), Some(100_000_000));
+        assert_eq!(parse_duration_nanos("0"), Some(0));
+        assert_eq!(parse_duration_nanos(".5s"), Some(500_000_000));
+        assert_eq!(parse_duration_nanos("-1s"), Some(-1_000_000_000));
+        for bad in [
+            "",
+            "1",
+            "s",
+            "1x",
+            "1.s.",
+            "1e3s",
+            "99999999999999999999999h",
+        ] {
+            assert_eq!(parse_duration_nanos(bad), None, "{bad}");
+        }
+        assert!(check_duration("1ms").is_ok());
+        assert!(check_duration("3m").is_ok());
+        assert!(check_duration("0s").is_err());
+        assert!(check_duration("0.5ms").is_err());
+        assert!(check_duration("1.0001s").is_err());
+        assert!(check_duration("-5s").is_err());
+    }
+
+    #[test]
+    fn percentages() {
+        assert!(errors_of(|o| validate_percent(100, "p", o)).is_empty());
+        assert_eq!(errors_of(|o| validate_percent(101, "p", o)).len(), 1);
+        assert!(errors_of(|o| validate_fractional_percent(0.0, "p", o)).is_empty());
+        assert!(errors_of(|o| validate_fractional_percent(0.0001, "p", o)).is_empty());
+        assert_eq!(
+            errors_of(|o| validate_fractional_percent(0.00001, "p", o)).len(),
+            1
+        );
+        assert_eq!(
+            errors_of(|o| validate_fractional_percent(100.5, "p", o)).len(),
+            1
+        );
+    }
+
+    #[test]
+    fn regexes() {
+        assert!(check_regex("^/api/v[0-9]+/.*$").is_ok());
+        assert!(check_regex("(?i)foo|bar").is_ok());
+        assert!(check_regex("(unclosed").is_err());
+        assert!(check_regex("(a)\\1").is_err()); // backreferences are not RE2
+        assert!(check_regex("(?=x)").is_err()); // lookahead is not RE2
+        assert!(check_regex(&"a".repeat(1025)).is_err());
+        let errs = errors_of(|o| validate_regex("", "spec.x", o));
+        assert_eq!(errs, vec!["spec.x: regex must not be empty".to_string()]);
+    }
+
+    #[test]
+    fn labels() {
+        assert!(check_label_key("app").is_ok());
+        assert!(check_label_key("app.kubernetes.io/name").is_ok());
+        assert!(check_label_key("a_b.c-d").is_ok());
+        assert!(check_label_key("").is_err());
+        assert!(check_label_key("/app").is_err());
+        assert!(check_label_key("-app").is_err());
+        assert!(check_label_key(&"a".repeat(64)).is_err());
+        assert!(check_label_value("").is_ok());
+        assert!(check_label_value("v1.2_3").is_ok());
+        assert!(check_label_value("bad value").is_err());
+        let mut out = Findings::default();
+        validate_workload_selector(&BTreeMap::new(), "sel", &mut out);
+        assert!(!out.has_errors());
+        assert_eq!(out.0.len(), 1);
+        let sel: BTreeMap<String, String> = [("app".to_string(), "*".to_string())].into();
+        assert_eq!(
+            errors_of(|o| validate_workload_selector(&sel, "sel", o)).len(),
+            1
+        );
+    }
+
+    #[test]
+    fn export_to() {
+        let v = |list: &[&str], ctx| {
+            let list: Vec<String> = list.iter().map(|s| s.to_string()).collect();
+            errors_of(|o| validate_export_to("ns1", &list, ctx, "e", o))
+        };
+        use ExportToContext::*;
+        assert!(v(&[".", "ns2"], Plain).is_empty());
+        assert!(v(&["*"], Plain).is_empty());
+        assert!(v(&["~"], ServiceEntry).is_empty());
+        assert!(!v(&["~"], Plain).is_empty());
+        assert!(!v(&[".", "ns1"], Plain).is_empty());
+        assert!(!v(&["ns2", "ns2"], Plain).is_empty());
+        assert!(!v(&["*", "ns2"], Plain).is_empty());
+        assert!(!v(&["~", "ns2"], ServiceEntry).is_empty());
+        assert!(!v(&["Bad_NS"], Plain).is_empty());
+        assert!(v(&["."], DestinationRuleWithSelector).is_empty());
+        assert!(!v(&["*"], DestinationRuleWithSelector).is_empty());
+        assert!(!v(&[".", "ns2"], DestinationRuleWithSelector).is_empty());
+    }
+
+    #[test]
+    fn target_refs() {
+        let v = |g: &str, k: &str, n: &str, ns: &str| {
+            errors_of(|o| validate_target_ref(g, k, n, ns, "t", o)).len()
+        };
+        assert_eq!(v("", "Service", "a", ""), 0);
+        assert_eq!(v("gateway.networking.k8s.io", "Gateway", "a", ""), 0);
+        assert_eq!(v("networking.istio.io", "ServiceEntry", "a", ""), 0);
+        assert_eq!(v("", "Pod", "a", ""), 1);
+        assert_eq!(v("", "Service", "", "other"), 2);
+        assert_eq!(
+            errors_of(|o| validate_one_selector_kind(true, false, true, "s", o)).len(),
+            1
+        );
+    }
+
+    #[test]
+    fn headers() {
+        assert!(is_header_token("x-foo_bar"));
+        assert!(!is_header_token("x foo"));
+        assert!(is_jwt_claim_route("@request.auth.claims.group"));
+        assert!(is_jwt_claim_route("@request.auth.claims[a][b]"));
+        assert!(!is_jwt_claim_route("@request.auth.claims"));
+        assert!(errors_of(|o| validate_match_header_name(":authority", "h", o)).is_empty());
+        assert!(!errors_of(|o| validate_match_header_name("a b", "h", o)).is_empty());
+        assert!(errors_of(|o| validate_request_header_set_name("host", "h", o)).is_empty());
+        assert!(!errors_of(|o| validate_request_header_set_name(":path", "h", o)).is_empty());
+        assert!(!errors_of(|o| validate_header_operation_name("Host", "h", o)).is_empty());
+        for ok in [
+            "foo",
+            "%HOSTNAME%",
+            "100%%",
+            "a %REQ(x-y)% b",
+            "%DYNAMIC_METADATA([\"a\", \"b\"])%",
+        ] {
+            assert!(check_header_value(ok).is_ok(), "{ok}");
+        }
+        for bad in ["abc%", "%START_TIME%%", "%VAR(", "a\nb"] {
+            assert!(check_header_value(bad).is_err(), "{bad}");
+        }
+    }
+
+    #[test]
+    fn metadata_rules() {
+        let meta = |pairs: &[(&str, &str)]| ObjectMeta {
+            name: "x".into(),
+            annotations: pairs
+                .iter()
+                .map(|(k, v)| (k.to_string(), v.to_string()))
+                .collect(),
+            ..ObjectMeta::default()
+        };
+        let run = |kind, m: &ObjectMeta| errors_of(|o| validate_metadata(kind, m, o)).len();
+        assert_eq!(run(Kind::VirtualService, &meta(&[])), 0);
+        assert_eq!(
+            run(Kind::VirtualService, &meta(&[(DRY_RUN_ANNOTATION, "true")])),
+            1
+        );
+        assert_eq!(
+            run(
+                Kind::AuthorizationPolicy,
+                &meta(&[(DRY_RUN_ANNOTATION, "true")])
+            ),
+            0
+        );
+        assert_eq!(
+            run(
+                Kind::AuthorizationPolicy,
+                &meta(&[(DRY_RUN_ANNOTATION, "maybe")])
+            ),
+            1
+        );
+        assert_eq!(
+            run(Kind::Gateway, &meta(&[(ALWAYS_REJECT_ANNOTATION, "")])),
+            1
+        );
+        assert_eq!(
+            run(Kind::Sidecar, &meta(&[("internal.istio.io/parents", "x")])),
+            1
+        );
+        assert_eq!(
+            run(Kind::Service, &meta(&[(ALWAYS_REJECT_ANNOTATION, "")])),
+            0
+        );
+    }
+}

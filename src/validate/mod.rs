@@ -7,7 +7,7 @@ pub mod common;
 mod destination_rule;
 mod envoy_filter;
 mod gateway;
-mod higress_config;
+pub mod higress_config;
 mod higress_wasm_plugin;
 mod http2rpc;
 mod mcp_bridge;
