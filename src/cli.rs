@@ -22,6 +22,8 @@ enum Command {
     Serve(Box<serve::ServeArgs>),
     /// Validate Istio/Higress config files offline (exit 0 valid, 1 invalid, 2 usage or unreadable input).
     Validate(validate::ValidateArgs),
+    /// Print the Envoy resources a gateway with the given labels gets from a config folder.
+    Render(render::RenderArgs),
 }
 
 /// Runs the chosen subcommand.
@@ -30,9 +32,11 @@ pub fn run(cli: Cli) -> anyhow::Result<ExitCode> {
     match cli.command {
         Command::Serve(args) => serve::run(*args),
         Command::Validate(args) => validate::run(args),
+        Command::Render(args) => render::run(args),
     }
 }
 
 mod logging;
+mod render;
 mod serve;
 mod validate;
