@@ -24,6 +24,7 @@ use crate::admission::{self, Webhook};
 use crate::model::decode::DecodeOptions;
 use crate::model::Snapshot;
 use crate::source::{self, SourceMetrics, SourceSettings};
+use crate::xds::{TlsFiles as XdsTlsFiles, TranslateFn, XdsError, XdsMetrics, XdsServer};
 
 /// Everything `serve` needs, built from the command line (or by tests directly).
 #[derive(Debug, Clone)]
@@ -51,6 +52,15 @@ pub struct WebhookConfig {
     pub bench_noop: bool,
 }
 
+/// Settings of the xDS (ADS) server.
+#[derive(Debug, Clone)]
+pub struct XdsConfig {
+    /// Listen address (gRPC; plaintext unless `tls` is set).
+    pub addr: SocketAddr,
+    /// Serve over TLS, and with a client CA over mTLS.
+    pub tls: Option<XdsTlsFiles>,
+}
+
 /// Errors starting or running the server.
 #[derive(Debug, thiserror::Error)]
 pub enum AppError {
@@ -70,6 +80,9 @@ pub enum AppError {
     /// The admin server failed.
     #[error("admin server failed: {0}")]
     Admin(std::io::Error),
+    /// The xDS server failed.
+    #[error(transparent)]
+    Xds(#[from] XdsError),
     /// A task stopped before shutdown was requested.
     #[error("{0} stopped unexpectedly")]
     EndedEarly(&'static str),
@@ -91,6 +104,14 @@ pub struct App {
     readiness: Readiness,
     admin_routes: Vec<Router>,
     sources: Option<SourceSettings>,
+    snapshot_feed: Option<watch::Receiver<Arc<Snapshot>>>,
+    xds: Option<XdsSetup>,
+}
+
+/// The xDS server to start: where, and how it translates snapshots.
+struct XdsSetup {
+    config: XdsConfig,
+    translate: TranslateFn,
 }
 
 /// A started process: the bound addresses, and the handle to stop it.
@@ -99,6 +120,8 @@ pub struct Running {
     pub webhook_addr: SocketAddr,
     /// Where the admin server listens.
     pub admin_addr: SocketAddr,
+    /// Where the xDS server listens, when started.
+    pub xds_addr: Option<SocketAddr>,
     /// The CA file written in self-signed mode.
     pub self_signed_ca: Option<PathBuf>,
     /// The latest valid config snapshot, when config sources are configured.
@@ -118,12 +141,27 @@ impl App {
             readiness: Readiness::new(),
             admin_routes: Vec::new(),
             sources: None,
+            snapshot_feed: None,
+            xds: None,
         }
     }
 
     /// Adds the config sources (folder and/or Kubernetes); they feed the snapshot channel of [`Running`].
     pub fn sources(mut self, settings: SourceSettings) -> Self {
         self.sources = settings.any().then_some(settings);
+        self
+    }
+
+    /// Uses `snapshots` as the config feed instead of starting sources (for embedding and tests).
+    pub fn snapshots(mut self, snapshots: watch::Receiver<Arc<Snapshot>>) -> Self {
+        self.snapshot_feed = Some(snapshots);
+        self
+    }
+
+    /// Adds the xDS server: it serves `translate` of every snapshot the sources (or the feed given to
+    /// [`App::snapshots`]) publish, and adds `/debug/syncz` to the admin server.
+    pub fn xds(mut self, config: XdsConfig, translate: TranslateFn) -> Self {
+        self.xds = Some(XdsSetup { config, translate });
         self
     }
 
@@ -161,7 +199,7 @@ impl App {
                     .push(source::configz::router(started.clone()));
                 Some(started)
             }
-            None => None,
+            None => self.snapshot_feed.take(),
         };
         let webhook = start_webhook(
             &self.config.webhook,
@@ -171,6 +209,17 @@ impl App {
             &mut tasks,
         )
         .await?;
+        let mut xds_addr = None;
+        if let Some(setup) = self.xds.take() {
+            // Without sources the xDS server serves the empty snapshot until the process stops.
+            let feed = snapshots
+                .clone()
+                .unwrap_or_else(|| watch::channel(Arc::new(Snapshot::default())).1);
+            let (addr, syncz) =
+                start_xds(setup, feed, &mut self.registry, &stopped_rx, &mut tasks).await?;
+            xds_addr = Some(addr);
+            self.admin_routes.push(syncz);
+        }
         let admin_router =
             admin::router(Arc::new(self.registry), self.readiness, self.admin_routes);
         let admin_addr = start_admin(
@@ -183,6 +232,7 @@ impl App {
         Ok(Running {
             webhook_addr: webhook.addr,
             admin_addr,
+            xds_addr,
             self_signed_ca: webhook.self_signed_ca,
             snapshots,
             stop,
@@ -350,6 +400,32 @@ async fn start_sources(
         Ok(())
     });
     Ok(snapshots)
+}
+
+/// Starts the xDS server task; returns its address and the `/debug/syncz` router.
+async fn start_xds(
+    setup: XdsSetup,
+    snapshots: watch::Receiver<Arc<Snapshot>>,
+    registry: &mut Registry,
+    stop: &watch::Receiver<bool>,
+    tasks: &mut Tasks,
+) -> Result<(SocketAddr, Router), AppError> {
+    let metrics = XdsMetrics::register(registry);
+    let server = XdsServer::new(snapshots, setup.translate, metrics);
+    let syncz = server.router();
+    let config = setup.config;
+    let listener = bind("the xDS server", config.addr).await?;
+    let addr = local_addr("the xDS server", &listener, config.addr)?;
+    let shutdown = stopped(stop.clone());
+    let tls = config.tls.is_some();
+    tasks.spawn(async move {
+        server
+            .serve(listener, config.tls.as_ref(), shutdown)
+            .await
+            .map_err(AppError::from)
+    });
+    tracing::info!(%addr, tls, "xDS server listening (gRPC ADS)");
+    Ok((addr, syncz))
 }
 
 async fn start_admin(

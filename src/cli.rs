@@ -18,7 +18,7 @@ pub struct Cli {
 
 #[derive(Debug, Subcommand)]
 enum Command {
-    /// Serve the HTTPS admission webhook, the config sources and the admin server (metrics, health, readiness).
+    /// Serve the HTTPS admission webhook, the config sources, the xDS server and the admin server.
     Serve(Box<serve::ServeArgs>),
     /// Validate Istio/Higress config files offline (exit 0 valid, 1 invalid, 2 usage or unreadable input).
     Validate(validate::ValidateArgs),

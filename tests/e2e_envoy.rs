@@ -150,3 +150,176 @@ async fn envoy_sotw_routes_traffic_and_survives_nack() {
 async fn envoy_delta_routes_traffic_and_survives_nack() {
     run(AdsApi::Delta, 41_100 + std::process::id() % 1000).await;
 }
+
+mod config_dir {
+    //! The whole pipeline: a config folder (Gateway, ServiceEntry, VirtualService) → source → translate → xDS →
+    //! real Envoy; file edits converge, an invalid edit keeps the last good routing, and a restarted xDS server
+    //! is reconnected to while Envoy keeps serving.
+
+    use super::*;
+    use std::path::Path;
+    use std::sync::Arc;
+
+    use admitpilot::source::{self, SourceConfig, SourceMetrics};
+    use admitpilot::xds::{TranslateFn, XdsMetrics, XdsServer};
+
+    fn write(dir: &Path, name: &str, text: &str) {
+        let tmp = dir.join(format!(".{name}.tmp"));
+        std::fs::write(&tmp, text).unwrap();
+        std::fs::rename(&tmp, dir.join(name)).unwrap();
+    }
+
+    fn gateway(port: u16) -> String {
+        format!(
+            "apiVersion: networking.istio.io/v1\nkind: Gateway\nmetadata: {{name: gw, namespace: default}}\nspec:\n  selector: {{istio: ingressgateway}}\n  servers:\n  - port: {{number: {port}, name: http, protocol: HTTP}}\n    hosts: [\"*\"]\n"
+        )
+    }
+
+    fn service_entry(port: u16) -> String {
+        format!(
+            "apiVersion: networking.istio.io/v1\nkind: ServiceEntry\nmetadata: {{name: backend, namespace: default}}\nspec:\n  hosts: [backend.example.com]\n  location: MESH_EXTERNAL\n  resolution: STATIC\n  ports: [{{number: {port}, name: http, protocol: HTTP}}]\n  endpoints: [{{address: 127.0.0.1}}]\n"
+        )
+    }
+
+    fn virtual_service(name: &str, prefix: &str, port: u16) -> String {
+        format!(
+            "apiVersion: networking.istio.io/v1\nkind: VirtualService\nmetadata: {{name: {name}, namespace: default}}\nspec:\n  hosts: [\"*\"]\n  gateways: [gw]\n  http:\n  - match: [{{uri: {{prefix: {prefix}}}}}]\n    route: [{{destination: {{host: backend.example.com, port: {{number: {port}}}}}}}]\n"
+        )
+    }
+
+    async fn start_xds(
+        listener: tokio::net::TcpListener,
+        snapshots: tokio::sync::watch::Receiver<Arc<admitpilot::model::Snapshot>>,
+    ) -> (
+        XdsServer,
+        tokio::sync::oneshot::Sender<()>,
+        tokio::task::JoinHandle<()>,
+    ) {
+        let translate: TranslateFn = Arc::new(admitpilot::translate::translate);
+        let server = XdsServer::new(snapshots, translate, XdsMetrics::default());
+        let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+        let serving = server.clone();
+        let task = tokio::spawn(async move {
+            serving
+                .serve(listener, None, async {
+                    let _ = stopped.await;
+                })
+                .await
+                .unwrap();
+        });
+        (server, stop, task)
+    }
+
+    async fn run(api: AdsApi, base_id: u32) {
+        let Some(binary) = envoy_binary() else {
+            eprintln!(
+                "skipping: Envoy not found (set ADMITPILOT_ENVOY or install .venv/bin/envoy)"
+            );
+            return;
+        };
+        let one = Backend::start("one").await;
+        let port = free_port();
+        let dir = tempfile::tempdir().unwrap();
+        write(dir.path(), "gateway.yaml", &gateway(port));
+        write(dir.path(), "backend.yaml", &service_entry(one.port));
+        write(
+            dir.path(),
+            "api.yaml",
+            &virtual_service("api", "/api", one.port),
+        );
+        let sources = source::start(
+            SourceConfig {
+                config_dir: Some(dir.path().to_path_buf()),
+                ..SourceConfig::default()
+            },
+            SourceMetrics::default(),
+        )
+        .unwrap();
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let xds_addr = listener.local_addr().unwrap();
+        let (_server, stop, task) = start_xds(listener, sources.snapshots.clone()).await;
+        let yaml =
+            bootstrap(api, xds_addr.port(), NODE_ID).replace("app: e2e", "istio: ingressgateway");
+        let envoy = EnvoyProcess::start(&binary, &yaml, base_id).await;
+        let http = client();
+        let base = format!("http://127.0.0.1:{port}");
+
+        wait_for_response(&http, &format!("{base}/api/x"), 200, "one").await;
+        assert_eq!(get(&http, &format!("{base}/nope")).await.unwrap().0, 404);
+
+        // Editing the VirtualService moves the route.
+        write(
+            dir.path(),
+            "api.yaml",
+            &virtual_service("api", "/new", one.port),
+        );
+        wait_for_response(&http, &format!("{base}/new/x"), 200, "one").await;
+        wait_for_response(&http, &format!("{base}/api/x"), 404, "").await;
+
+        // An invalid edit keeps the last good VirtualService; a later valid file still applies.
+        write(
+            dir.path(),
+            "api.yaml",
+            "apiVersion: networking.istio.io/v1\nkind: VirtualService\nmetadata: {name: api, namespace: default}\nspec:\n  hosts: [\"*\"]\n  gateways: [gw]\n  http: 12\n",
+        );
+        write(
+            dir.path(),
+            "other.yaml",
+            &virtual_service("other", "/other", one.port),
+        );
+        wait_for_response(&http, &format!("{base}/other"), 200, "one").await;
+        assert_eq!(
+            get(&http, &format!("{base}/new/x")).await.unwrap(),
+            (200, "one".to_string())
+        );
+        assert_eq!(
+            envoy.rejected_updates().await,
+            0,
+            "{:?}",
+            envoy.stats("update_").await
+        );
+
+        // Restart the xDS server on the same address: Envoy keeps serving meanwhile and reconnects.
+        let _ = stop.send(());
+        tokio::time::timeout(CONVERGE, task).await.unwrap().unwrap();
+        assert_eq!(
+            get(&http, &format!("{base}/new/x")).await.unwrap(),
+            (200, "one".to_string())
+        );
+        let listener = tokio::net::TcpListener::bind(xds_addr).await.unwrap();
+        let (server, stop, task) = start_xds(listener, sources.snapshots.clone()).await;
+        wait_until("Envoy reconnected to the restarted server", || {
+            !server.status().list().is_empty()
+        })
+        .await;
+        write(
+            dir.path(),
+            "later.yaml",
+            &virtual_service("later", "/later", one.port),
+        );
+        wait_for_response(&http, &format!("{base}/later"), 200, "one").await;
+        assert_eq!(
+            get(&http, &format!("{base}/new/x")).await.unwrap(),
+            (200, "one".to_string())
+        );
+        assert_eq!(
+            envoy.rejected_updates().await,
+            0,
+            "{:?}",
+            envoy.stats("update_").await
+        );
+        drop(envoy);
+        let _ = stop.send(());
+        tokio::time::timeout(CONVERGE, task).await.unwrap().unwrap();
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn envoy_sotw_follows_a_config_folder() {
+        run(AdsApi::Sotw, 42_100 + std::process::id() % 1000).await;
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn envoy_delta_follows_a_config_folder() {
+        run(AdsApi::Delta, 43_100 + std::process::id() % 1000).await;
+    }
+}

@@ -235,3 +235,40 @@ async fn first_request_without_node_is_refused() {
     assert!(client.closed().await);
     server.shutdown().await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_stuck_client_does_not_block_others() {
+    let big = |round: usize| GatewayResources {
+        clusters: (0..50)
+            .map(|i| {
+                let mut cluster = eds_cluster(&format!("c{i}"));
+                cluster.alt_stat_name = format!("{round}-{}", "x".repeat(4096));
+                cluster
+            })
+            .collect(),
+        ..Default::default()
+    };
+    let server = TestServer::start(big(0)).await;
+    // The stuck client subscribes and never reads a response.
+    let stuck = SotwClient::connect(&server.endpoint()).await;
+    stuck.request(Some(node("stuck")), CDS, &[], "", "").await;
+    let mut live = SotwClient::connect(&server.endpoint()).await;
+    live.request(Some(node("live")), CDS, &[], "", "").await;
+    let mut response = live.next().await;
+    live.ack(&response, &[]).await;
+    for round in 1..=40 {
+        server.set(big(round));
+        response = live.next().await;
+        live.ack(&response, &[]).await;
+    }
+    // The live client saw every update (roughly 8 MB went to the stuck one, which cannot take it).
+    use prost::Message;
+    let first = envoy_types::pb::envoy::config::cluster::v3::Cluster::decode(
+        response.resources[0].value.as_slice(),
+    )
+    .unwrap();
+    assert!(first.alt_stat_name.starts_with("40-"));
+    // Shutdown completes although the stuck client never drains its connection.
+    server.shutdown().await;
+    drop(stuck);
+}

@@ -4,13 +4,15 @@
 use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::process::ExitCode;
+use std::sync::Arc;
 use std::time::Duration;
 
 use admitpilot::admission::server::ServerLimits;
 use admitpilot::admission::tls::{CertSource, TlsFiles};
-use admitpilot::app::{shutdown_signal, App, ServeConfig, WebhookConfig};
+use admitpilot::app::{shutdown_signal, App, ServeConfig, WebhookConfig, XdsConfig};
 use admitpilot::model::decode::DecodeOptions;
 use admitpilot::source::{AdmitOptions, SourceSettings, StoreConfig};
+use admitpilot::xds::{TlsFiles as XdsTlsFiles, TranslateFn};
 use anyhow::Context;
 use clap::Args;
 
@@ -84,6 +86,22 @@ pub struct ServeArgs {
     #[arg(long, default_value = "250ms", value_parser = parse_duration)]
     debounce_max: Duration,
 
+    /// Address of the xDS server (gRPC ADS, SotW and Delta) that Envoy gateways connect to.
+    #[arg(long, default_value = "0.0.0.0:15010")]
+    xds_addr: SocketAddr,
+
+    /// PEM certificate chain for serving xDS over TLS. Needs --xds-tls-key.
+    #[arg(long, requires = "xds_tls_key")]
+    xds_tls_cert: Option<PathBuf>,
+
+    /// PEM private key for serving xDS over TLS. Needs --xds-tls-cert.
+    #[arg(long, requires = "xds_tls_cert")]
+    xds_tls_key: Option<PathBuf>,
+
+    /// PEM CA bundle: xDS clients must present a certificate it signed (mTLS). Needs --xds-tls-cert.
+    #[arg(long, requires = "xds_tls_cert")]
+    xds_client_ca: Option<PathBuf>,
+
     /// Adds a do-nothing POST /noop route to the webhook (for measuring the transport; benchmarks only).
     #[arg(long, hide = true)]
     bench_noop: bool,
@@ -145,6 +163,22 @@ impl ServeArgs {
         }
     }
 
+    /// The xDS server settings from the flags.
+    fn xds_config(&self) -> XdsConfig {
+        let tls = match (&self.xds_tls_cert, &self.xds_tls_key) {
+            (Some(cert), Some(key)) => Some(XdsTlsFiles {
+                cert: cert.clone(),
+                key: key.clone(),
+                client_ca: self.xds_client_ca.clone(),
+            }),
+            _ => None,
+        };
+        XdsConfig {
+            addr: self.xds_addr,
+            tls,
+        }
+    }
+
     /// Builds the process configuration from the flags.
     fn into_config(self) -> ServeConfig {
         let cert = match (self.tls_cert, self.tls_key) {
@@ -180,13 +214,19 @@ impl ServeArgs {
 /// Runs the server until SIGTERM or ctrl-c.
 pub fn run(args: ServeArgs) -> anyhow::Result<ExitCode> {
     let sources = args.source_settings();
+    let xds = args.xds_config();
     let config = args.into_config();
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()
         .context("cannot start the async runtime")?;
     runtime.block_on(async {
-        let running = App::new(config).sources(sources).start().await?;
+        let translate: TranslateFn = Arc::new(admitpilot::translate::translate);
+        let running = App::new(config)
+            .sources(sources)
+            .xds(xds, translate)
+            .start()
+            .await?;
         running.run_until(shutdown_signal()).await
     })?;
     tracing::info!("stopped");

@@ -20,7 +20,7 @@ use std::path::PathBuf;
 
 pub use cache::TranslateFn;
 pub use metrics::XdsMetrics;
-pub use server::{TlsFiles, XdsServer, MAX_REQUEST_BYTES, MAX_RESPONSE_BYTES};
+pub use server::{TlsFiles, XdsServer, MAX_REQUEST_BYTES, MAX_RESPONSE_BYTES, SHUTDOWN_GRACE};
 
 /// Why the xDS server could not start or stopped.
 #[derive(Debug, thiserror::Error)]

@@ -36,6 +36,8 @@ pub const MAX_REQUEST_BYTES: usize = 64 * 1024 * 1024;
 pub const MAX_RESPONSE_BYTES: usize = 256 * 1024 * 1024;
 const KEEPALIVE_INTERVAL: Duration = Duration::from_secs(30);
 const KEEPALIVE_TIMEOUT: Duration = Duration::from_secs(10);
+/// How long shutdown waits for connections to drain after every stream has ended.
+pub const SHUTDOWN_GRACE: Duration = Duration::from_secs(5);
 
 /// PEM files for serving xDS over TLS; with `client_ca`, clients must present a certificate it signed (mTLS).
 #[derive(Debug, Clone)]
@@ -108,14 +110,25 @@ impl XdsServer {
         let service = AggregatedDiscoveryServiceServer::new(Ads { shared })
             .max_decoding_message_size(MAX_REQUEST_BYTES)
             .max_encoding_message_size(MAX_RESPONSE_BYTES);
-        let result = builder
-            .add_service(service)
-            .serve_with_incoming_shutdown(TcpListenerStream::new(listener), async move {
+        let mut stopping = stop.subscribe();
+        let serving = builder.add_service(service).serve_with_incoming_shutdown(
+            TcpListenerStream::new(listener),
+            async move {
                 shutdown.await;
                 stop.send_replace(true);
-            })
-            .await
-            .map_err(XdsError::Serve);
+            },
+        );
+        // Streams end at shutdown; connections whose clients stopped reading get SHUTDOWN_GRACE to drain.
+        let result = tokio::select! {
+            result = serving => result.map_err(XdsError::Serve),
+            _ = async {
+                let _ = stopping.wait_for(|stopped| *stopped).await;
+                tokio::time::sleep(SHUTDOWN_GRACE).await;
+            } => {
+                tracing::warn!("closing xDS connections that did not drain within {SHUTDOWN_GRACE:?}");
+                Ok(())
+            }
+        };
         dispatcher.abort();
         result
     }

@@ -51,10 +51,17 @@ impl Drop for OpenStream {
     }
 }
 
-async fn send_all<T>(tx: &mpsc::Sender<Result<T, Status>>, responses: Vec<T>) -> bool {
+/// Queues responses for the client; gives up when the client is gone or the server shuts down (a client that
+/// stopped reading must not hold up shutdown).
+async fn send_all<T>(
+    tx: &mpsc::Sender<Result<T, Status>>,
+    responses: Vec<T>,
+    shutdown: &mut watch::Receiver<bool>,
+) -> bool {
     for response in responses {
-        if tx.send(Ok(response)).await.is_err() {
-            return false;
+        tokio::select! {
+            sent = tx.send(Ok(response)) => if sent.is_err() { return false },
+            _ = shutdown.changed() => return false,
         }
     }
     true
@@ -101,7 +108,7 @@ pub(crate) async fn drive<P: Protocol>(
     let mut shutdown = shared.shutdown.clone();
     let mut responses = state.on_request(first, &config);
     loop {
-        if !send_all(&tx, std::mem::take(&mut responses)).await {
+        if !send_all(&tx, std::mem::take(&mut responses), &mut shutdown).await {
             break;
         }
         tokio::select! {

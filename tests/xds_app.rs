@@ -1,0 +1,111 @@
+//! `serve` wiring: the App starts the xDS server next to the webhook, serves ADS on its address, exports xDS
+//! metrics and shows connected proxies on the admin server's `/debug/syncz`.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+#[path = "support/xds_harness.rs"]
+mod harness;
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use admitpilot::admission::server::ServerLimits;
+use admitpilot::admission::tls::CertSource;
+use admitpilot::app::{App, ServeConfig, WebhookConfig, XdsConfig};
+use admitpilot::model::decode::DecodeOptions;
+use admitpilot::model::Snapshot;
+use admitpilot::translate::{GatewayResources, Proxy};
+use admitpilot::xds::TranslateFn;
+use harness::*;
+
+#[tokio::test]
+async fn app_serves_xds_and_syncz() {
+    let dir = tempfile::tempdir().unwrap();
+    let config = ServeConfig {
+        webhook: WebhookConfig {
+            addr: "127.0.0.1:0".parse().unwrap(),
+            cert: CertSource::SelfSigned {
+                ca_out: dir.path().join("ca.crt"),
+            },
+            reload_interval: Duration::from_secs(5),
+            decode: DecodeOptions::default(),
+            limits: ServerLimits::default(),
+            bench_noop: false,
+        },
+        admin_addr: "127.0.0.1:0".parse().unwrap(),
+    };
+    let (snapshots, receiver) = tokio::sync::watch::channel(Arc::new(Snapshot::default()));
+    let translate: TranslateFn = Arc::new(|snapshot: &Snapshot, _: &Proxy| GatewayResources {
+        clusters: vec![eds_cluster(&format!("v{}", snapshot.version))],
+        ..Default::default()
+    });
+    let xds = XdsConfig {
+        addr: "127.0.0.1:0".parse().unwrap(),
+        tls: None,
+    };
+    let running = App::new(config)
+        .snapshots(receiver)
+        .xds(xds, translate)
+        .start()
+        .await
+        .unwrap();
+    let xds_addr = running.xds_addr.unwrap();
+
+    let mut client = SotwClient::connect(&format!("http://{xds_addr}")).await;
+    client
+        .request(
+            Some(node("router~10.0.0.1~gw-0.edge~edge.svc.cluster.local")),
+            CDS,
+            &[],
+            "",
+            "",
+        )
+        .await;
+    let first = client.next().await;
+    assert_eq!(sotw_names(&first), ["v0"]);
+    client.ack(&first, &[]).await;
+    snapshots.send_replace(Arc::new(Snapshot {
+        version: 7,
+        objects: Default::default(),
+    }));
+    let pushed = client.next().await;
+    assert_eq!(sotw_names(&pushed), ["v7"]);
+    client.ack(&pushed, &[]).await;
+
+    let http = reqwest::Client::builder().no_proxy().build().unwrap();
+    let admin = format!("http://{}", running.admin_addr);
+    let syncz: serde_json::Value = http
+        .get(format!("{admin}/debug/syncz"))
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    let proxy = &syncz[0];
+    assert_eq!(proxy["namespace"], "edge");
+    assert_eq!(proxy["api"], "sotw");
+    assert_eq!(proxy["snapshot_version"], 7);
+    assert_eq!(
+        proxy["types"]["cds"]["sent_version"],
+        pushed.version_info.as_str()
+    );
+    let metrics = http
+        .get(format!("{admin}/metrics"))
+        .send()
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
+    assert!(
+        metrics.contains("admitpilot_xds_connected_proxies{api=\"sotw\"} 1"),
+        "{metrics}"
+    );
+    assert!(
+        metrics.contains("admitpilot_xds_pushes_total{type=\"cds\"} 2"),
+        "{metrics}"
+    );
+
+    drop(client);
+    running.shutdown().await.unwrap();
+}
