@@ -8,21 +8,35 @@ use clap::{Parser, Subcommand};
 #[derive(Debug, Parser)]
 #[command(name = "admitpilot", version, about)]
 pub struct Cli {
+    /// Log line format (level from RUST_LOG, default info).
+    #[arg(long, global = true, value_enum, default_value_t = logging::LogFormat::Text)]
+    log_format: logging::LogFormat,
+
     #[command(subcommand)]
     command: Command,
 }
 
 #[derive(Debug, Subcommand)]
 enum Command {
+    /// Serve the HTTPS admission webhook, the config sources and the admin server (metrics, health, readiness).
+    Serve(Box<serve::ServeArgs>),
     /// Validate Istio/Higress config files offline (exit 0 valid, 1 invalid, 2 usage or unreadable input).
     Validate(validate::ValidateArgs),
+    /// Print the Envoy resources a gateway with the given labels gets from a config folder.
+    Render(render::RenderArgs),
 }
 
 /// Runs the chosen subcommand.
 pub fn run(cli: Cli) -> anyhow::Result<ExitCode> {
+    logging::init(cli.log_format);
     match cli.command {
+        Command::Serve(args) => serve::run(*args),
         Command::Validate(args) => validate::run(args),
+        Command::Render(args) => render::run(args),
     }
 }
 
+mod logging;
+mod render;
+mod serve;
 mod validate;

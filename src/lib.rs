@@ -11,7 +11,12 @@
 //! Pure modules (`model`, `validate`, `translate`, `envoy_proto`) do no I/O; `source`, `xds`, `admission` and
 //! `admin` are the edges.
 
+pub mod admin;
+pub mod admission;
+pub mod app;
 pub mod envoy_proto;
 pub mod model;
+pub mod source;
 pub mod translate;
 pub mod validate;
+pub mod xds;

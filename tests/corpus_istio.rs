@@ -144,6 +144,7 @@ corpus_kind_tests! {
     request_authentication => "RequestAuthentication",
     telemetry => "Telemetry",
     wasm_plugin => "WasmPlugin",
+    traffic_extension => "TrafficExtension",
     not_yaml => "NotYAML",
 }
 

@@ -1,18 +1,214 @@
-//! `admitpilot validate`: reads files, folders or stdin, validates every document, prints text or JSON.
+//! `admitpilot validate`: takes files, folders or stdin, validates every document with the shared validator,
+//! prints one line per finding (or JSON) and returns exit code 0 (all valid), 1 (invalid) or 2 (unreadable input).
 
+use std::io::Read;
+use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
-use clap::Args;
+use clap::{Args, ValueEnum};
+use serde::Serialize;
+
+use admitpilot::model::decode::DecodeOptions;
+use admitpilot::model::document::parse_documents;
+use admitpilot::model::Finding;
+use admitpilot::validate::{validate_document, Report};
 
 /// Arguments of `admitpilot validate`.
 #[derive(Debug, Args)]
 pub struct ValidateArgs {
     /// Files, folders (searched recursively for *.yaml, *.yml, *.json) or `-` for stdin.
-    #[arg(required = true)]
+    #[arg(required = true, value_name = "PATH")]
     paths: Vec<String>,
+    /// Output format.
+    #[arg(long, value_enum, default_value_t = Output::Text)]
+    output: Output,
+    /// Namespace of the higress-config ConfigMap (other ConfigMaps are skipped).
+    #[arg(long, default_value = "higress-system")]
+    higress_namespace: String,
 }
 
-/// Validates the documents and prints findings (implementation pending).
-pub fn run(_args: ValidateArgs) -> anyhow::Result<ExitCode> {
-    Ok(ExitCode::SUCCESS)
+/// How results are printed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+enum Output {
+    /// One line per finding, then a summary line.
+    Text,
+    /// A JSON array with one object per document.
+    Json,
+}
+
+/// The verdict on one document, as printed.
+#[derive(Debug, Serialize)]
+struct DocumentResult {
+    path: String,
+    doc: String,
+    kind: String,
+    namespace: String,
+    name: String,
+    valid: bool,
+    findings: Vec<Finding>,
+}
+
+/// Validates every document under the given paths and prints the findings.
+pub fn run(args: ValidateArgs) -> anyhow::Result<ExitCode> {
+    let options = DecodeOptions {
+        higress_namespace: args.higress_namespace.clone(),
+        ..DecodeOptions::default()
+    };
+    let mut results = Vec::new();
+    let mut unreadable = false;
+    for source in expand_paths(&args.paths, &mut unreadable) {
+        let text = match source.read() {
+            Ok(text) => text,
+            Err(error) => {
+                eprintln!("{}: cannot read: {error}", source.name());
+                unreadable = true;
+                continue;
+            }
+        };
+        for document in parse_documents(&text) {
+            match document.value {
+                Ok(value) => results.push(to_result(
+                    &source.name(),
+                    document.position,
+                    validate_document(&value, &options),
+                )),
+                Err(error) => {
+                    eprintln!(
+                        "{}:{}: cannot parse: {error}",
+                        source.name(),
+                        document.position
+                    );
+                    unreadable = true;
+                }
+            }
+        }
+    }
+    match args.output {
+        Output::Text => print_text(&results),
+        Output::Json => println!("{}", serde_json::to_string_pretty(&results)?),
+    }
+    Ok(if unreadable {
+        ExitCode::from(2)
+    } else if results.iter().any(|r| !r.valid) {
+        ExitCode::from(1)
+    } else {
+        ExitCode::SUCCESS
+    })
+}
+
+fn to_result(path: &str, doc: String, report: Report) -> DocumentResult {
+    let mut findings = report.findings;
+    if report.unrecognized {
+        findings.push(Finding::warning(
+            "",
+            format!(
+                "{} {} is not a kind admitpilot validates; skipped",
+                report.header.api_version, report.header.kind
+            ),
+        ));
+    }
+    DocumentResult {
+        path: path.to_string(),
+        doc,
+        kind: report.header.kind,
+        namespace: report.header.namespace,
+        name: report.header.name,
+        valid: !findings.iter().any(Finding::is_error),
+        findings,
+    }
+}
+
+fn print_text(results: &[DocumentResult]) {
+    let (mut errors, mut warnings) = (0, 0);
+    for result in results {
+        for finding in &result.findings {
+            if finding.is_error() {
+                errors += 1;
+            } else {
+                warnings += 1;
+            }
+            println!(
+                "{}:{}: {} {}/{}: {finding}",
+                result.path, result.doc, result.kind, result.namespace, result.name
+            );
+        }
+    }
+    let invalid = results.iter().filter(|r| !r.valid).count();
+    println!(
+        "{} documents: {} valid, {invalid} invalid ({errors} errors, {warnings} warnings)",
+        results.len(),
+        results.len() - invalid
+    );
+}
+
+/// Something to read documents from.
+enum InputSource {
+    Stdin,
+    File(PathBuf),
+}
+
+impl InputSource {
+    fn name(&self) -> String {
+        match self {
+            InputSource::Stdin => "-".to_string(),
+            InputSource::File(path) => path.display().to_string(),
+        }
+    }
+
+    fn read(&self) -> std::io::Result<String> {
+        match self {
+            InputSource::Stdin => {
+                let mut text = String::new();
+                std::io::stdin().read_to_string(&mut text)?;
+                Ok(text)
+            }
+            InputSource::File(path) => std::fs::read_to_string(path),
+        }
+    }
+}
+
+/// Expands the command-line paths into sources: folders recursively (sorted), files as given.
+fn expand_paths(paths: &[String], unreadable: &mut bool) -> Vec<InputSource> {
+    let mut sources = Vec::new();
+    for path in paths {
+        if path == "-" {
+            sources.push(InputSource::Stdin);
+            continue;
+        }
+        let path = Path::new(path);
+        if path.is_dir() {
+            match config_files_under(path) {
+                Ok(files) => sources.extend(files.into_iter().map(InputSource::File)),
+                Err(error) => {
+                    eprintln!("{}: cannot read folder: {error}", path.display());
+                    *unreadable = true;
+                }
+            }
+        } else {
+            sources.push(InputSource::File(path.to_path_buf()));
+        }
+    }
+    sources
+}
+
+/// Lists the *.yaml, *.yml and *.json files under `dir`, recursively, in path order.
+pub fn config_files_under(dir: &Path) -> std::io::Result<Vec<PathBuf>> {
+    let mut files = Vec::new();
+    let mut pending = vec![dir.to_path_buf()];
+    while let Some(folder) = pending.pop() {
+        for entry in std::fs::read_dir(&folder)? {
+            let path = entry?.path();
+            if path.is_dir() {
+                pending.push(path);
+            } else if path
+                .extension()
+                .and_then(|e| e.to_str())
+                .is_some_and(|e| matches!(e, "yaml" | "yml" | "json"))
+            {
+                files.push(path);
+            }
+        }
+    }
+    files.sort();
+    Ok(files)
 }

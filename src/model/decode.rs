@@ -210,6 +210,9 @@ fn decode_crd_spec(kind: Kind, spec: &Value, findings: &mut Vec<Finding>) -> Opt
         }
         Kind::Telemetry => Spec::Telemetry(decode_spec::<i::Telemetry>(spec, f)?),
         Kind::IstioWasmPlugin => Spec::IstioWasmPlugin(decode_spec::<i::WasmPlugin>(spec, f)?),
+        Kind::TrafficExtension => {
+            Spec::TrafficExtension(decode_spec::<i::TrafficExtension>(spec, f)?)
+        }
         Kind::McpBridge => Spec::McpBridge(decode_spec::<h::McpBridge>(spec, f)?),
         Kind::Http2Rpc => Spec::Http2Rpc(decode_spec::<h::Http2Rpc>(spec, f)?),
         Kind::HigressWasmPlugin => Spec::HigressWasmPlugin(decode_spec::<h::WasmPlugin>(spec, f)?),

@@ -33,6 +33,8 @@ pub enum Kind {
     Telemetry,
     /// extensions.istio.io WasmPlugin.
     IstioWasmPlugin,
+    /// extensions.istio.io TrafficExtension (a Wasm module or inline Lua).
+    TrafficExtension,
     /// networking.higress.io McpBridge.
     McpBridge,
     /// networking.higress.io Http2Rpc.
@@ -66,7 +68,7 @@ const NETWORKING_VERSIONS: &[&str] = &["v1", "v1beta1", "v1alpha3"];
 
 impl Kind {
     /// Lists every kind, in a stable order.
-    pub const ALL: [Kind; 21] = [
+    pub const ALL: [Kind; 22] = [
         Kind::VirtualService,
         Kind::DestinationRule,
         Kind::Gateway,
@@ -81,6 +83,7 @@ impl Kind {
         Kind::RequestAuthentication,
         Kind::Telemetry,
         Kind::IstioWasmPlugin,
+        Kind::TrafficExtension,
         Kind::McpBridge,
         Kind::Http2Rpc,
         Kind::HigressWasmPlugin,
@@ -188,6 +191,12 @@ impl Kind {
                 "extensions.istio.io",
                 "WasmPlugin",
                 "wasmplugins",
+                &["v1alpha1"],
+            ),
+            Kind::TrafficExtension => info(
+                "extensions.istio.io",
+                "TrafficExtension",
+                "trafficextensions",
                 &["v1alpha1"],
             ),
             Kind::McpBridge => info("networking.higress.io", "McpBridge", "mcpbridges", &["v1"]),

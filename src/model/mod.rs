@@ -2,6 +2,7 @@
 //! Takes JSON values (already parsed from YAML or an AdmissionReview) and yields typed [`ConfigObject`]s.
 
 pub mod decode;
+pub mod document;
 pub mod finding;
 pub mod higress;
 pub mod higress_config;

@@ -96,6 +96,8 @@ pub enum Spec {
     Telemetry(istio::Telemetry),
     /// extensions.istio.io WasmPlugin spec.
     IstioWasmPlugin(istio::WasmPlugin),
+    /// TrafficExtension spec.
+    TrafficExtension(istio::TrafficExtension),
     /// McpBridge spec.
     McpBridge(higress::McpBridge),
     /// Http2Rpc spec.
@@ -130,6 +132,7 @@ impl Spec {
             Spec::RequestAuthentication(_) => Kind::RequestAuthentication,
             Spec::Telemetry(_) => Kind::Telemetry,
             Spec::IstioWasmPlugin(_) => Kind::IstioWasmPlugin,
+            Spec::TrafficExtension(_) => Kind::TrafficExtension,
             Spec::McpBridge(_) => Kind::McpBridge,
             Spec::Http2Rpc(_) => Kind::Http2Rpc,
             Spec::HigressWasmPlugin(_) => Kind::HigressWasmPlugin,

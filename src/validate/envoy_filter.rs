@@ -1,6 +1,562 @@
-//! EnvoyFilter rules: takes a decoded istio EnvoyFilter spec and its metadata, records findings with field paths.
+//! EnvoyFilter rules: takes a decoded Istio EnvoyFilter spec and its metadata, records findings with field
+//! paths. Besides Istio's webhook rules (patch shape, match/applyTo agreement, proxy version regex, selector
+//! rules and the CRD's CEL rules), every patch value is converted to the Envoy message its `applyTo` implies,
+//! each `typed_config` to the message its `@type` names; unknown types and fields are errors. Whole values
+//! (ADD, INSERT_*, REPLACE) must also satisfy Envoy's protoc-gen-validate rules; MERGE values are partial by
+//! nature, so only their field names and types are checked.
 
-use crate::model::{istio::EnvoyFilter, Findings, ObjectMeta};
+use crate::envoy_proto::{self, ProtoJsonError};
+use crate::model::istio::envoy_filter::{
+    ApplyTo, ConfigPatch, EnvoyFilter, FilterMatch, ObjectMatch, Operation, PatchContext,
+    PolicyTargetReference, WorkloadSelector,
+};
+use crate::model::{Findings, ObjectMeta};
 
-/// Validates one EnvoyFilter (rules still to be written).
-pub fn validate(_spec: &EnvoyFilter, _meta: &ObjectMeta, _out: &mut Findings) {}
+/// The HTTP connection manager's filter name (and its deprecated alias), the only network filter with HTTP
+/// sub-filters.
+const HCM_NAMES: [&str; 2] = [
+    "envoy.filters.network.http_connection_manager",
+    "envoy.http_connection_manager",
+];
+
+/// Longest proxyVersion regex Istio compiles; longer ones are ignored with a warning.
+const MAX_PROXY_VERSION_LEN: usize = 1024;
+
+/// Most targetRefs the CRD allows.
+const MAX_TARGET_REFS: usize = 16;
+
+/// Validates one EnvoyFilter.
+pub fn validate(spec: &EnvoyFilter, _meta: &ObjectMeta, out: &mut Findings) {
+    out.warning(
+        "spec",
+        "EnvoyFilter patches Envoy's internal configuration, which can change between versions; prefer a \
+         higher-level API where one exists and re-test every EnvoyFilter on upgrade",
+    );
+    if spec.workload_selector.is_some() && !spec.target_refs.is_empty() {
+        out.error(
+            "spec",
+            "only one of targetRefs or workloadSelector can be set",
+        );
+    }
+    if let Some(selector) = &spec.workload_selector {
+        validate_selector(selector, out);
+    }
+    validate_target_refs(&spec.target_refs, out);
+    for (i, patch) in spec.config_patches.iter().enumerate() {
+        validate_patch(patch, &format!("spec.configPatches[{i}]"), out);
+    }
+}
+
+fn validate_selector(selector: &WorkloadSelector, out: &mut Findings) {
+    if selector.labels.is_empty() {
+        out.warning(
+            "spec.workloadSelector",
+            "workload selector has no labels, so the filter applies to every workload in the namespace",
+        );
+    }
+    for (key, value) in &selector.labels {
+        let field = format!("spec.workloadSelector.labels[{key}]");
+        if key.is_empty() {
+            out.error(&field, "selector label keys must not be empty");
+        }
+        if key.contains('*') || value.contains('*') {
+            out.error(
+                &field,
+                format!("wildcards are not supported in selectors: {key}={value}"),
+            );
+        }
+        if value.len() > 63 {
+            out.error(
+                &field,
+                "selector label values must be at most 63 characters",
+            );
+        }
+    }
+}
+
+fn validate_target_refs(refs: &[PolicyTargetReference], out: &mut Findings) {
+    if refs.len() > MAX_TARGET_REFS {
+        out.error(
+            "spec.targetRefs",
+            format!(
+                "at most {MAX_TARGET_REFS} targetRefs are allowed, found {}",
+                refs.len()
+            ),
+        );
+    }
+    for (i, target) in refs.iter().enumerate() {
+        let field = format!("spec.targetRefs[{i}]");
+        if target.kind.is_empty() {
+            out.error(format!("{field}.kind"), "kind is required");
+        }
+        if target.name.is_empty() {
+            out.error(format!("{field}.name"), "name is required");
+        }
+        if !target.namespace.is_empty() {
+            out.error(
+                format!("{field}.namespace"),
+                "cross-namespace targetRefs are not supported; leave namespace empty",
+            );
+        }
+    }
+}
+
+fn validate_patch(cp: &ConfigPatch, field: &str, out: &mut Findings) {
+    let context = cp.r#match.as_ref().map(|m| m.context).unwrap_or_default();
+    if let Some(m) = &cp.r#match {
+        if !validate_match_shape(m, &format!("{field}.match"), out) {
+            return;
+        }
+    }
+    if context == PatchContext::Waypoint {
+        // Istio applies no further checks to waypoint patches.
+        return;
+    }
+    if cp.apply_to == ApplyTo::Invalid {
+        out.error(format!("{field}.applyTo"), "applyTo is required");
+        return;
+    }
+    let Some(patch) = &cp.patch else {
+        out.error(format!("{field}.patch"), "patch is required");
+        return;
+    };
+    if patch.operation == Operation::Invalid {
+        out.error(
+            format!("{field}.patch.operation"),
+            "patch operation is required",
+        );
+        return;
+    }
+    let value = patch.value.as_ref().filter(|v| !v.is_null());
+    if patch.operation != Operation::Remove && value.is_none() {
+        out.error(
+            format!("{field}.patch.value"),
+            format!(
+                "patch value is required for operation {}",
+                patch.operation.as_str()
+            ),
+        );
+        return;
+    }
+    if let Some(m) = &cp.r#match {
+        if !validate_match_for_target(cp.apply_to, m, &format!("{field}.match"), out) {
+            return;
+        }
+    }
+    if let Some(value) = value {
+        validate_value(
+            cp.apply_to,
+            patch.operation,
+            value,
+            &format!("{field}.patch.value"),
+            out,
+        );
+    }
+}
+
+/// Checks the CRD rules on `match`; returns false when the patch should not be examined further.
+fn validate_match_shape(m: &ObjectMatch, field: &str, out: &mut Findings) -> bool {
+    let mut ok = true;
+    if m.object_type_count() > 1 {
+        out.error(
+            field,
+            "only one of listener, routeConfiguration, cluster or waypoint may be set",
+        );
+        ok = false;
+    }
+    if (m.context == PatchContext::Waypoint) != m.waypoint.is_some() {
+        out.error(
+            field,
+            "a waypoint match is required with context WAYPOINT and allowed only there",
+        );
+        ok = false;
+    }
+    if let Some(waypoint) = &m.waypoint {
+        if waypoint.port_number > 65535 {
+            out.error(
+                format!("{field}.waypoint.portNumber"),
+                "port must be between 1 and 65535",
+            );
+            ok = false;
+        }
+    }
+    if let Some(proxy) = &m.proxy {
+        let version = &proxy.proxy_version;
+        if version.len() > MAX_PROXY_VERSION_LEN {
+            out.warning(
+                format!("{field}.proxy.proxyVersion"),
+                format!("proxyVersion is longer than {MAX_PROXY_VERSION_LEN} characters and will be ignored"),
+            );
+        } else if !version.is_empty() {
+            if let Err(e) = regex::Regex::new(version) {
+                out.error(
+                    format!("{field}.proxy.proxyVersion"),
+                    format!("proxyVersion is not a valid regular expression: {e}"),
+                );
+                ok = false;
+            }
+        }
+    }
+    ok
+}
+
+/// Checks that the match fits the `applyTo` class; returns false when the patch should not be examined further.
+fn validate_match_for_target(
+    apply_to: ApplyTo,
+    m: &ObjectMatch,
+    field: &str,
+    out: &mut Findings,
+) -> bool {
+    let has_object_match = m.object_type_count() > 0;
+    match apply_to {
+        ApplyTo::Listener | ApplyTo::FilterChain | ApplyTo::NetworkFilter | ApplyTo::HttpFilter => {
+            if !has_object_match {
+                return true;
+            }
+            let Some(listener) = &m.listener else {
+                out.error(
+                    field,
+                    format!(
+                        "applyTo {} needs a listener match (or none)",
+                        apply_to.as_str()
+                    ),
+                );
+                return false;
+            };
+            match listener
+                .filter_chain
+                .as_ref()
+                .and_then(|fc| fc.filter.as_ref())
+            {
+                Some(filter) => validate_filter_match(
+                    apply_to,
+                    filter,
+                    &format!("{field}.listener.filterChain.filter"),
+                    out,
+                ),
+                None => true,
+            }
+        }
+        ApplyTo::RouteConfiguration | ApplyTo::VirtualHost | ApplyTo::HttpRoute => {
+            if has_object_match && m.route_configuration.is_none() {
+                out.error(
+                    field,
+                    format!(
+                        "applyTo {} needs a routeConfiguration match (or none)",
+                        apply_to.as_str()
+                    ),
+                );
+            }
+            true
+        }
+        ApplyTo::Cluster => {
+            if has_object_match && m.cluster.is_none() {
+                out.error(field, "applyTo CLUSTER needs a cluster match (or none)");
+            }
+            true
+        }
+        _ => true,
+    }
+}
+
+fn validate_filter_match(
+    apply_to: ApplyTo,
+    filter: &FilterMatch,
+    field: &str,
+    out: &mut Findings,
+) -> bool {
+    if matches!(apply_to, ApplyTo::Listener | ApplyTo::FilterChain) {
+        out.warning(
+            field,
+            format!(
+                "a filter match has no effect with applyTo {}",
+                apply_to.as_str()
+            ),
+        );
+    }
+    if filter.name.is_empty() {
+        out.error(
+            format!("{field}.name"),
+            "a filter match needs a filter name",
+        );
+        return false;
+    }
+    if let Some(sub) = &filter.sub_filter {
+        if apply_to != ApplyTo::HttpFilter {
+            out.error(
+                format!("{field}.subFilter"),
+                "a subFilter match is only allowed with applyTo HTTP_FILTER",
+            );
+            return false;
+        }
+        if !HCM_NAMES.contains(&filter.name.as_str()) {
+            out.error(
+                format!("{field}.name"),
+                format!(
+                    "a subFilter match needs the filter match to name {}",
+                    HCM_NAMES[0]
+                ),
+            );
+            return false;
+        }
+        if sub.name.is_empty() {
+            out.error(
+                format!("{field}.subFilter.name"),
+                "a subFilter match needs a filter name",
+            );
+            return false;
+        }
+    }
+    if filter.name == HCM_NAMES[1] {
+        out.warning(
+            format!("{field}.name"),
+            format!(
+                "filter name {} is deprecated; use {}",
+                HCM_NAMES[1], HCM_NAMES[0]
+            ),
+        );
+    }
+    true
+}
+
+/// Converts the patch value to its Envoy message and, for whole values, runs the protoc-gen-validate rules.
+fn validate_value(
+    apply_to: ApplyTo,
+    operation: Operation,
+    value: &serde_json::Value,
+    field: &str,
+    out: &mut Findings,
+) {
+    let Some(message_name) = apply_to.envoy_message() else {
+        return;
+    };
+    if !value.is_object() {
+        out.error(field, "patch value must be an object");
+        return;
+    }
+    let message = match envoy_proto::from_json(message_name, value) {
+        Ok(message) => message,
+        Err(error) => {
+            let at = join(field, error.path());
+            out.error(at, describe_conversion_error(&error, message_name));
+            return;
+        }
+    };
+    if operation.is_merge() || operation == Operation::Remove {
+        return;
+    }
+    for violation in envoy_proto::validate_message(&message) {
+        out.error(
+            join(field, &violation.path),
+            format!("{} (Envoy rule {})", violation.message, violation.rule),
+        );
+    }
+}
+
+fn describe_conversion_error(error: &ProtoJsonError, message_name: &str) -> String {
+    let reason = error.reason();
+    if reason.starts_with("referenced type unknown") && reason.contains(".v2.") {
+        format!("{reason} (hint: only the v3 xDS API is supported)")
+    } else {
+        format!("not a valid {message_name}: {reason}")
+    }
+}
+
+fn join(prefix: &str, path: &str) -> String {
+    if path.is_empty() {
+        prefix.to_string()
+    } else if path.starts_with('[') {
+        format!("{prefix}{path}")
+    } else {
+        format!("{prefix}.{path}")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::model::Finding;
+    use serde_json::json;
+
+    fn run(spec: serde_json::Value) -> Vec<Finding> {
+        let spec: EnvoyFilter = serde_json::from_value(spec).unwrap();
+        let mut out = Findings::default();
+        validate(&spec, &ObjectMeta::default(), &mut out);
+        out.into_vec()
+    }
+
+    fn errors(spec: serde_json::Value) -> Vec<(String, String)> {
+        run(spec)
+            .into_iter()
+            .filter(Finding::is_error)
+            .map(|f| (f.field, f.message))
+            .collect()
+    }
+
+    fn lua_filter() -> serde_json::Value {
+        json!({"name": "envoy.lua", "typed_config": {"@type": "type.googleapis.com/envoy.extensions.filters.http.lua.v3.Lua",
+            "inline_code": "function envoy_on_request(h) end"}})
+    }
+
+    #[test]
+    fn valid_http_filter_insert_has_only_the_caution_warning() {
+        let found = run(
+            json!({"workloadSelector": {"labels": {"app": "gw"}}, "configPatches": [{"applyTo": "HTTP_FILTER",
+            "match": {"context": "GATEWAY", "listener": {"filterChain": {"filter": {"name": "envoy.filters.network.http_connection_manager",
+                "subFilter": {"name": "envoy.filters.http.router"}}}}},
+            "patch": {"operation": "INSERT_BEFORE", "value": lua_filter()}}]}),
+        );
+        assert_eq!(found.len(), 1, "{found:?}");
+        assert!(!found[0].is_error());
+    }
+
+    #[test]
+    fn patch_shape_errors() {
+        assert_eq!(
+            errors(json!({"configPatches": [{"patch": {"operation": "ADD", "value": {}}}]}))[0].0,
+            "spec.configPatches[0].applyTo"
+        );
+        assert_eq!(
+            errors(json!({"configPatches": [{"applyTo": "LISTENER"}]}))[0].0,
+            "spec.configPatches[0].patch"
+        );
+        assert_eq!(
+            errors(json!({"configPatches": [{"applyTo": "LISTENER", "patch": {}}]}))[0].0,
+            "spec.configPatches[0].patch.operation"
+        );
+        assert_eq!(
+            errors(
+                json!({"configPatches": [{"applyTo": "LISTENER", "patch": {"operation": "ADD"}}]})
+            )[0]
+            .0,
+            "spec.configPatches[0].patch.value"
+        );
+        assert!(errors(
+            json!({"configPatches": [{"applyTo": "CLUSTER", "patch": {"operation": "REMOVE"}}]})
+        )
+        .is_empty());
+    }
+
+    #[test]
+    fn match_and_apply_to_must_agree() {
+        let e = errors(
+            json!({"configPatches": [{"applyTo": "HTTP_FILTER", "match": {"cluster": {"name": "c"}},
+            "patch": {"operation": "REMOVE"}}]}),
+        );
+        assert_eq!(e[0].0, "spec.configPatches[0].match");
+        let e = errors(
+            json!({"configPatches": [{"applyTo": "CLUSTER", "match": {"listener": {"name": "l"}},
+            "patch": {"operation": "REMOVE"}}]}),
+        );
+        assert_eq!(e[0].0, "spec.configPatches[0].match");
+        let e = errors(
+            json!({"configPatches": [{"applyTo": "VIRTUAL_HOST", "match": {"cluster": {"name": "c"}},
+            "patch": {"operation": "REMOVE"}}]}),
+        );
+        assert_eq!(e[0].0, "spec.configPatches[0].match");
+        let e = errors(
+            json!({"configPatches": [{"applyTo": "NETWORK_FILTER", "match": {"listener": {"filterChain": {"filter": {"subFilter": {"name": "x"}}}}},
+            "patch": {"operation": "REMOVE"}}]}),
+        );
+        assert_eq!(
+            e[0].0,
+            "spec.configPatches[0].match.listener.filterChain.filter.name"
+        );
+        let e = errors(
+            json!({"configPatches": [{"applyTo": "NETWORK_FILTER", "match": {"listener": {"filterChain": {"filter": {"name": "envoy.filters.network.http_connection_manager", "subFilter": {"name": "x"}}}}},
+            "patch": {"operation": "REMOVE"}}]}),
+        );
+        assert_eq!(
+            e[0].0,
+            "spec.configPatches[0].match.listener.filterChain.filter.subFilter"
+        );
+        let e = errors(
+            json!({"configPatches": [{"applyTo": "HTTP_FILTER", "match": {"listener": {"filterChain": {"filter": {"name": "tcp", "subFilter": {"name": "x"}}}}},
+            "patch": {"operation": "REMOVE"}}]}),
+        );
+        assert_eq!(
+            e[0].0,
+            "spec.configPatches[0].match.listener.filterChain.filter.name"
+        );
+    }
+
+    #[test]
+    fn proxy_version_must_compile_and_waypoint_rules() {
+        let e = errors(
+            json!({"configPatches": [{"applyTo": "CLUSTER", "match": {"proxy": {"proxyVersion": "1.(2"}},
+            "patch": {"operation": "REMOVE"}}]}),
+        );
+        assert_eq!(e[0].0, "spec.configPatches[0].match.proxy.proxyVersion");
+        let e = errors(
+            json!({"configPatches": [{"applyTo": "HTTP_FILTER", "match": {"context": "SIDECAR_INBOUND", "waypoint": {}}}]}),
+        );
+        assert_eq!(e[0].0, "spec.configPatches[0].match");
+        let e = errors(
+            json!({"configPatches": [{"applyTo": "HTTP_FILTER", "match": {"context": "WAYPOINT", "waypoint": {"portNumber": 65536}}}]}),
+        );
+        assert_eq!(e[0].0, "spec.configPatches[0].match.waypoint.portNumber");
+        assert!(errors(json!({"configPatches": [{"applyTo": "HTTP_FILTER", "match": {"context": "WAYPOINT", "waypoint": {"portNumber": 80}}}]})).is_empty());
+    }
+
+    #[test]
+    fn values_are_converted_strictly() {
+        let e = errors(
+            json!({"configPatches": [{"applyTo": "HTTP_FILTER", "patch": {"operation": "ADD", "value":
+            {"name": "x", "typed_config": {"@type": "type.googleapis.com/envoy.config.filter.http.lua.v2.Lua"}}}}]}),
+        );
+        assert_eq!(e[0].0, "spec.configPatches[0].patch.value.typed_config");
+        assert!(e[0].1.contains("v3"), "{e:?}");
+        let e = errors(
+            json!({"configPatches": [{"applyTo": "NETWORK_FILTER", "patch": {"operation": "MERGE", "value":
+            {"typed_config": {"@type": "type.googleapis.com/envoy.extensions.filters.network.http_connection_manager.v3.HttpConnectionManager",
+                "http_filters": [{"name": "a", "bogus": true}]}}}}]}),
+        );
+        assert_eq!(
+            e[0].0, "spec.configPatches[0].patch.value.typed_config.http_filters[0].bogus",
+            "{e:?}"
+        );
+    }
+
+    #[test]
+    fn pgv_rules_apply_to_whole_values_only() {
+        // An empty filter name breaks Envoy's min_len rule when ADDed, but is fine in a MERGE.
+        let add = json!({"configPatches": [{"applyTo": "NETWORK_FILTER", "patch": {"operation": "INSERT_FIRST", "value":
+            {"typed_config": {"@type": "type.googleapis.com/envoy.extensions.filters.network.http_connection_manager.v3.HttpConnectionManager",
+                "stat_prefix": "s", "http_filters": [{"name": ""}]}}}}]});
+        let e = errors(add.clone());
+        assert!(
+            e.iter()
+                .any(|(f, _)| f == "spec.configPatches[0].patch.value.name"),
+            "{e:?}"
+        );
+        assert!(
+            e.iter()
+                .any(|(f, _)| f
+                    == "spec.configPatches[0].patch.value.typed_config.http_filters[0].name"),
+            "{e:?}"
+        );
+        let mut merge = add;
+        merge["configPatches"][0]["patch"]["operation"] = json!("MERGE");
+        assert!(errors(merge).is_empty());
+    }
+
+    #[test]
+    fn selector_and_target_refs() {
+        let e = errors(
+            json!({"workloadSelector": {"labels": {"app": "*"}}, "targetRefs": [{"kind": "Gateway", "name": "g", "namespace": "other"}]}),
+        );
+        let fields: Vec<&str> = e.iter().map(|(f, _)| f.as_str()).collect();
+        assert_eq!(
+            fields,
+            vec![
+                "spec",
+                "spec.workloadSelector.labels[app]",
+                "spec.targetRefs[0].namespace"
+            ]
+        );
+        let w = run(json!({"workloadSelector": {}}));
+        assert!(w
+            .iter()
+            .any(|f| f.field == "spec.workloadSelector" && !f.is_error()));
+    }
+}

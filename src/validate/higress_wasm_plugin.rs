@@ -1,6 +1,213 @@
-//! WasmPlugin rules: takes a decoded higress WasmPlugin spec and its metadata, records findings with field paths.
+//! extensions.higress.io WasmPlugin rules: takes a decoded Higress WasmPlugin spec and its metadata, records
+//! findings with field paths.
+//!
+//! The module checks (URL scheme oci/file/http/https, SHA-256, pull secret, plugin name, VM env) are Istio's.
+//! On top, what Higress's controller needs when it converts the plugin: FAIL_CLOSE or FAIL_OPEN only, and every
+//! enabled match rule names at least one ingress, domain or service (well-formed). Configurations the controller
+//! silently drops get warnings.
 
+use crate::model::higress::wasm_plugin::MatchRule;
+use crate::model::istio::wasm_plugin::FailStrategy;
 use crate::model::{higress::WasmPlugin, Findings, ObjectMeta};
 
-/// Validates one WasmPlugin (rules still to be written).
-pub fn validate(_spec: &WasmPlugin, _meta: &ObjectMeta, _out: &mut Findings) {}
+use super::common::{check_fqdn, check_port, check_wildcard_domain, is_dns1123_label};
+use super::wasm_plugin::{validate_module, WasmModule};
+
+/// Validates one extensions.higress.io WasmPlugin.
+pub fn validate(spec: &WasmPlugin, _meta: &ObjectMeta, out: &mut Findings) {
+    validate_module(
+        &WasmModule {
+            url: spec.url.as_deref(),
+            // Higress's CRD has no minimum lengths: an empty string means "not set".
+            sha256: spec.sha256.as_deref().filter(|s| !s.is_empty()),
+            image_pull_secret: spec.image_pull_secret.as_deref().filter(|s| !s.is_empty()),
+            plugin_name: spec.plugin_name.as_deref().filter(|s| !s.is_empty()),
+            vm_config: spec.vm_config.as_ref(),
+        },
+        "spec",
+        out,
+    );
+    if spec.fail_strategy == Some(FailStrategy::FailReload) {
+        out.error(
+            "spec.failStrategy",
+            "Higress supports failStrategy FAIL_CLOSE or FAIL_OPEN, not FAIL_RELOAD",
+        );
+    }
+    if spec.plugin_config.is_some()
+        && (spec.default_config.is_some() || !spec.match_rules.is_empty())
+    {
+        out.warning(
+            "spec.pluginConfig",
+            "pluginConfig is used as is: defaultConfig and matchRules are ignored when it is set",
+        );
+    }
+    let mut enabled_rules = 0;
+    for (i, rule) in spec.match_rules.iter().enumerate() {
+        let path = format!("spec.matchRules[{i}]");
+        if rule.config_disable == Some(true) {
+            continue;
+        }
+        enabled_rules += 1;
+        validate_match_rule(rule, &path, out);
+    }
+    if spec.plugin_config.is_none()
+        && spec.default_config_disable == Some(true)
+        && enabled_rules == 0
+    {
+        out.warning(
+            "spec.defaultConfigDisable",
+            "the default configuration is disabled and no match rule is enabled: the plugin applies nowhere",
+        );
+    }
+}
+
+fn validate_match_rule(rule: &MatchRule, path: &str, out: &mut Findings) {
+    if rule.ingress.is_empty() && rule.domain.is_empty() && rule.service.is_empty() {
+        out.error(
+            path,
+            "a match rule needs at least one of ingress, domain and service",
+        );
+    }
+    for (k, ingress) in rule.ingress.iter().enumerate() {
+        if let Err(e) = check_ingress_name(ingress) {
+            out.error(format!("{path}.ingress[{k}]"), e);
+        }
+    }
+    for (k, domain) in rule.domain.iter().enumerate() {
+        if let Err(e) = check_wildcard_domain(domain) {
+            out.error(format!("{path}.domain[{k}]"), e);
+        }
+    }
+    for (k, service) in rule.service.iter().enumerate() {
+        if let Err(e) = check_service(service) {
+            out.error(format!("{path}.service[{k}]"), e);
+        }
+    }
+}
+
+/// An ingress (route) is named `name` or `namespace/name`, both Kubernetes object names.
+fn check_ingress_name(ingress: &str) -> Result<(), String> {
+    let (namespace, name) = match ingress.split_once('/') {
+        Some((ns, name)) => (Some(ns), name),
+        None => (None, ingress),
+    };
+    if namespace.is_some_and(|ns| !is_dns1123_label(ns)) {
+        return Err(format!(
+            "ingress {ingress:?}: namespace must be a DNS-1123 label"
+        ));
+    }
+    if name.is_empty() || name.len() > 253 || !name.split('.').all(is_dns1123_label) {
+        return Err(format!(
+            "ingress {ingress:?} must be 'name' or 'namespace/name' with a Kubernetes object name"
+        ));
+    }
+    Ok(())
+}
+
+/// A service is a host name with an optional `:port` (`foo.default.svc.cluster.local:80`, `api.dns`).
+fn check_service(service: &str) -> Result<(), String> {
+    let (host, port) = match service.rsplit_once(':') {
+        Some((host, port)) => (host, Some(port)),
+        None => (service, None),
+    };
+    if let Some(port) = port {
+        let number: u32 = port
+            .parse()
+            .map_err(|_| format!("service {service:?}: port {port:?} is not a number"))?;
+        check_port(number).map_err(|e| format!("service {service:?}: {e}"))?;
+    }
+    check_fqdn(host).map_err(|e| format!("service {service:?}: {e}"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::model::decode::DecodeOptions;
+    use crate::validate::validate_document;
+    use serde_json::json;
+
+    fn findings(spec: serde_json::Value) -> Vec<(String, bool)> {
+        let doc = json!({"apiVersion": "extensions.higress.io/v1alpha1", "kind": "WasmPlugin",
+            "metadata": {"name": "key-auth", "namespace": "higress-system"}, "spec": spec});
+        validate_document(&doc, &DecodeOptions::default())
+            .findings
+            .iter()
+            .map(|f| (f.field.clone(), f.is_error()))
+            .collect()
+    }
+
+    #[test]
+    fn accepts_a_plugin_with_match_rules() {
+        let spec = json!({
+            "url": "oci://higress-registry.cn-hangzhou.cr.aliyuncs.com/plugins/key-auth:1.0.0",
+            "phase": "AUTHN", "priority": 310, "failStrategy": "FAIL_OPEN",
+            "imagePullSecret": "", "pluginName": "", "sha256": "",
+            "defaultConfig": {"consumers": [{"credential": "k", "name": "c"}], "keys": ["x-api-key"]},
+            "defaultConfigDisable": false,
+            "matchRules": [
+                {"ingress": ["default/foo", "bar"], "config": {"allow": ["c"]}},
+                {"domain": ["*.example.com", "api.example.com"], "config": {"allow": []}},
+                {"service": ["httpbin.default.svc.cluster.local:8080", "api.dns"], "routeType": "GRPC"},
+                {"configDisable": true}
+            ]
+        });
+        assert_eq!(findings(spec), vec![]);
+    }
+
+    #[test]
+    fn rejects_bad_plugins() {
+        let spec = json!({
+            "url": "ftp://x/y.wasm", "failStrategy": "FAIL_RELOAD", "sha256": "abc",
+            "vmConfig": {"env": [{"name": "A"}, {"name": "A"}]},
+            "matchRules": [
+                {"config": {"a": 1}},
+                {"ingress": ["Bad Name", "ns/"], "domain": ["a.*.com"], "service": ["svc:99999", "bad_host"]}
+            ]
+        });
+        assert_eq!(
+            findings(spec),
+            vec![
+                ("spec.url".to_string(), true),
+                ("spec.sha256".to_string(), true),
+                ("spec.vmConfig.env[1].name".to_string(), true),
+                ("spec.failStrategy".to_string(), true),
+                ("spec.matchRules[0]".to_string(), true),
+                ("spec.matchRules[1].ingress[0]".to_string(), true),
+                ("spec.matchRules[1].ingress[1]".to_string(), true),
+                ("spec.matchRules[1].domain[0]".to_string(), true),
+                ("spec.matchRules[1].service[0]".to_string(), true),
+                ("spec.matchRules[1].service[1]".to_string(), true),
+            ]
+        );
+        assert_eq!(findings(json!({})), vec![("spec.url".to_string(), true)]);
+        assert_eq!(
+            findings(
+                json!({"url": "oci://a", "matchRules": [{"routeType": "TCP", "ingress": ["a"]}]})
+            ),
+            vec![("spec.matchRules[0].routeType".to_string(), true)]
+        );
+    }
+
+    #[test]
+    fn warns_when_configuration_is_dropped() {
+        assert_eq!(
+            findings(
+                json!({"url": "oci://a", "pluginConfig": {"a": 1}, "defaultConfig": {"b": 2}})
+            ),
+            vec![("spec.pluginConfig".to_string(), false)]
+        );
+        assert_eq!(
+            findings(json!({"url": "oci://a", "defaultConfigDisable": true,
+                "matchRules": [{"configDisable": true, "ingress": ["a"]}]})),
+            vec![("spec.defaultConfigDisable".to_string(), false)]
+        );
+    }
+
+    #[test]
+    fn ingress_and_service_forms() {
+        assert!(check_ingress_name("ns/name.v1").is_ok());
+        assert!(check_ingress_name("a/b/c").is_err());
+        assert!(check_service("foo.ns.svc.cluster.local").is_ok());
+        assert!(check_service("foo:0").is_err());
+    }
+}

@@ -1,6 +1,196 @@
 //! Http2Rpc rules: takes a decoded higress Http2Rpc spec and its metadata, records findings with field paths.
+//!
+//! Enforces the CRD's one-of (`dubbo` or `grpc`) and what Higress's controller needs to build the Dubbo
+//! transcoder route: service and version, at least one method, each with a Dubbo method name, an HTTP path and
+//! HTTP methods it maps (GET/POST/PUT/DELETE/PATCH; only the first is used), and parameters with a known source,
+//! a key and a type. The controller does not implement `grpc`, so that choice only gets a warning.
 
+use crate::model::higress::http2rpc::{DubboMethod, DubboService};
 use crate::model::{higress::Http2Rpc, Findings, ObjectMeta};
 
-/// Validates one Http2Rpc (rules still to be written).
-pub fn validate(_spec: &Http2Rpc, _meta: &ObjectMeta, _out: &mut Findings) {}
+/// HTTP methods the controller maps to transcoder method specs.
+const HTTP_METHODS: &[&str] = &["GET", "POST", "PUT", "DELETE", "PATCH"];
+/// Parameter sources the controller maps to transcoder key specs.
+const PARAM_SOURCES: &[&str] = &["QUERY", "HEADER", "PATH", "BODY"];
+
+/// Validates one Http2Rpc.
+pub fn validate(spec: &Http2Rpc, _meta: &ObjectMeta, out: &mut Findings) {
+    match (&spec.dubbo, &spec.grpc) {
+        (Some(_), Some(_)) => out.error("spec", "only one of dubbo and grpc may be set"),
+        (None, None) => out.error("spec", "one of dubbo or grpc must be set"),
+        (None, Some(_)) => out.warning(
+            "spec.grpc",
+            "Higress only implements Dubbo mappings; a grpc Http2Rpc has no effect",
+        ),
+        (Some(_), None) => {}
+    }
+    if let Some(dubbo) = &spec.dubbo {
+        validate_dubbo(dubbo, out);
+    }
+}
+
+fn validate_dubbo(dubbo: &DubboService, out: &mut Findings) {
+    if dubbo.service.is_empty() {
+        out.error(
+            "spec.dubbo.service",
+            "the Dubbo service (interface) name is required",
+        );
+    }
+    if dubbo.version.is_empty() {
+        out.error(
+            "spec.dubbo.version",
+            "the Dubbo service version is required",
+        );
+    }
+    if dubbo.methods.is_empty() {
+        out.error(
+            "spec.dubbo.methods",
+            "at least one method mapping is required",
+        );
+    }
+    for (i, method) in dubbo.methods.iter().enumerate() {
+        validate_method(method, &format!("spec.dubbo.methods[{i}]"), out);
+    }
+}
+
+fn validate_method(method: &DubboMethod, path: &str, out: &mut Findings) {
+    if method.service_method.is_empty() {
+        out.error(
+            format!("{path}.serviceMethod"),
+            "the Dubbo method name is required",
+        );
+    }
+    if method.http_path.is_empty() {
+        out.error(format!("{path}.httpPath"), "httpPath is required");
+    } else if !method.http_path.starts_with('/') {
+        out.error(format!("{path}.httpPath"), "httpPath must start with '/'");
+    }
+    if method.http_methods.is_empty() {
+        out.error(
+            format!("{path}.httpMethods"),
+            "at least one HTTP method is required",
+        );
+    } else if method.http_methods.len() > 1 {
+        out.warning(
+            format!("{path}.httpMethods"),
+            "only the first HTTP method is used",
+        );
+    }
+    for (k, m) in method.http_methods.iter().enumerate() {
+        if !HTTP_METHODS.contains(&m.as_str()) {
+            out.error(
+                format!("{path}.httpMethods[{k}]"),
+                format!(
+                    "unsupported HTTP method {m:?}; use one of {}",
+                    HTTP_METHODS.join(", ")
+                ),
+            );
+        }
+    }
+    if let Some(body) = &method.param_from_entire_body {
+        if body.param_type.is_empty() {
+            out.error(
+                format!("{path}.paramFromEntireBody.paramType"),
+                "paramType is required",
+            );
+        }
+        if !method.params.is_empty() {
+            out.warning(
+                format!("{path}.params"),
+                "params are ignored when paramFromEntireBody is set",
+            );
+        }
+    }
+    for (k, param) in method.params.iter().enumerate() {
+        let item = format!("{path}.params[{k}]");
+        if !PARAM_SOURCES.contains(&param.param_source.as_str()) {
+            out.error(
+                format!("{item}.paramSource"),
+                format!(
+                    "paramSource {:?} must be one of {}",
+                    param.param_source,
+                    PARAM_SOURCES.join(", ")
+                ),
+            );
+        }
+        if param.param_key.is_empty() && param.param_source != "BODY" {
+            out.error(format!("{item}.paramKey"), "paramKey is required");
+        }
+        if param.param_type.is_empty() {
+            out.error(format!("{item}.paramType"), "paramType is required");
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::model::decode::DecodeOptions;
+    use crate::validate::validate_document;
+    use serde_json::json;
+
+    fn findings(spec: serde_json::Value) -> Vec<(String, bool)> {
+        let doc = json!({"apiVersion": "networking.higress.io/v1", "kind": "Http2Rpc",
+            "metadata": {"name": "h", "namespace": "higress-system"}, "spec": spec});
+        validate_document(&doc, &DecodeOptions::default())
+            .findings
+            .iter()
+            .map(|f| (f.field.clone(), f.is_error()))
+            .collect()
+    }
+
+    #[test]
+    fn accepts_a_dubbo_mapping() {
+        let spec = json!({"dubbo": {"service": "com.alibaba.nacos.example.dubbo.service.DemoService",
+            "version": "1.0.0", "group": "dev", "methods": [
+                {"serviceMethod": "sayName", "headersAttach": "*", "httpPath": "/dubbo/sayName",
+                 "httpMethods": ["GET"], "params": [{"paramKey": "p", "paramSource": "QUERY", "paramType": "java.lang.String"}]},
+                {"serviceMethod": "echo", "httpPath": "/dubbo/echo", "httpMethods": ["POST"],
+                 "paramFromEntireBody": {"paramType": "java.util.Map"}}]}});
+        assert_eq!(findings(spec), vec![]);
+    }
+
+    #[test]
+    fn rejects_incomplete_mappings() {
+        let spec = json!({"dubbo": {"methods": [
+            {"httpPath": "dubbo", "httpMethods": ["FETCH", "GET"],
+             "params": [{"paramSource": "COOKIE", "paramType": "int"}],
+             "paramFromEntireBody": {}}]}});
+        assert_eq!(
+            findings(spec),
+            vec![
+                ("spec.dubbo.service".to_string(), true),
+                ("spec.dubbo.version".to_string(), true),
+                ("spec.dubbo.methods[0].serviceMethod".to_string(), true),
+                ("spec.dubbo.methods[0].httpPath".to_string(), true),
+                ("spec.dubbo.methods[0].httpMethods".to_string(), false),
+                ("spec.dubbo.methods[0].httpMethods[0]".to_string(), true),
+                (
+                    "spec.dubbo.methods[0].paramFromEntireBody.paramType".to_string(),
+                    true
+                ),
+                ("spec.dubbo.methods[0].params".to_string(), false),
+                (
+                    "spec.dubbo.methods[0].params[0].paramSource".to_string(),
+                    true
+                ),
+                ("spec.dubbo.methods[0].params[0].paramKey".to_string(), true),
+            ]
+        );
+        assert_eq!(
+            findings(json!({"dubbo": {"service": "s", "version": "1"}})),
+            vec![("spec.dubbo.methods".to_string(), true)]
+        );
+    }
+
+    #[test]
+    fn needs_exactly_one_destination() {
+        assert_eq!(findings(json!({})), vec![("spec".to_string(), true)]);
+        assert_eq!(
+            findings(json!({"grpc": {}})),
+            vec![("spec.grpc".to_string(), false)]
+        );
+        let both = json!({"grpc": {}, "dubbo": {"service": "s", "version": "1",
+            "methods": [{"serviceMethod": "m", "httpPath": "/m", "httpMethods": ["GET"]}]}});
+        assert_eq!(findings(both), vec![("spec".to_string(), true)]);
+    }
+}

@@ -1,6 +1,585 @@
 //! McpBridge rules: takes a decoded higress McpBridge spec and its metadata, records findings with field paths.
+//!
+//! Enforces what Higress's registry reconciler and watchers need to turn a registry into services: a supported
+//! registry type, a unique `type/name`, an address (for `static` a list of `ip:port`, for `dns` a list of domain
+//! names), a port, a known protocol, and egress proxies that exist, are unique and are only used by single-endpoint
+//! DNS registries. Settings the chosen registry type ignores get warnings.
 
+use std::collections::{BTreeMap, BTreeSet};
+
+use crate::model::higress::mcp_bridge::{ProxyConfig, RegistryConfig, VPort};
 use crate::model::{higress::McpBridge, Findings, ObjectMeta};
 
-/// Validates one McpBridge (rules still to be written).
-pub fn validate(_spec: &McpBridge, _meta: &ObjectMeta, _out: &mut Findings) {}
+use super::common::{
+    check_dns1123_labels, check_fqdn, check_ip, check_port, check_wildcard_domain,
+    is_dns1123_label, is_ip,
+};
+
+/// Registry types Higress's reconciler builds watchers for.
+const REGISTRY_TYPES: &[&str] = &[
+    "nacos",
+    "nacos2",
+    "nacos3",
+    "zookeeper",
+    "consul",
+    "eureka",
+    "static",
+    "dns",
+];
+/// Protocols Higress parses for discovered services (case-insensitive).
+const PROTOCOLS: &[&str] = &[
+    "tcp", "http", "https", "http2", "grpc", "triple", "tri", "grpcs", "dubbo",
+];
+/// Proxy types Higress knows, and the one it implements.
+const PROXY_TYPES: &[&str] = &["http", "https", "socks4", "socks5"];
+const IMPLEMENTED_PROXY_TYPE: &str = "http";
+/// The only McpBridge name Higress's controller reads.
+const DEFAULT_NAME: &str = "default";
+/// Refresh intervals below this many nanoseconds are raised to it by the watchers.
+const MIN_REFRESH_INTERVAL_NANOS: i64 = 10_000_000_000;
+
+/// Validates one McpBridge.
+pub fn validate(spec: &McpBridge, meta: &ObjectMeta, out: &mut Findings) {
+    if meta.name != DEFAULT_NAME {
+        out.warning(
+            "metadata.name",
+            format!(
+                "Higress only reads the McpBridge named {DEFAULT_NAME:?}; this one has no effect"
+            ),
+        );
+    }
+    let proxies = validate_proxies(&spec.proxies, out);
+    let mut seen = BTreeSet::new();
+    for (i, registry) in spec.registries.iter().enumerate() {
+        let path = format!("spec.registries[{i}]");
+        validate_registry(registry, &path, &proxies, out);
+        if !seen.insert((registry.type_.as_str(), registry.name.as_str())) {
+            out.error(
+                format!("{path}.name"),
+                format!(
+                    "registry {}/{} is declared twice (type and name must be unique)",
+                    registry.type_, registry.name
+                ),
+            );
+        }
+    }
+}
+
+fn validate_registry(r: &RegistryConfig, path: &str, proxies: &BTreeSet<&str>, out: &mut Findings) {
+    let ty = r.type_.as_str();
+    if ty.is_empty() {
+        out.error(format!("{path}.type"), "registry type is required");
+    } else if !REGISTRY_TYPES.contains(&ty) {
+        out.error(
+            format!("{path}.type"),
+            format!(
+                "unsupported registry type {ty:?}; use one of {}",
+                REGISTRY_TYPES.join(", ")
+            ),
+        );
+    }
+    let direct = matches!(ty, "static" | "dns");
+    let nacos = ty.starts_with("nacos");
+    if r.name.is_empty() {
+        if direct {
+            out.error(
+                format!("{path}.name"),
+                "name is required: static and dns registries are served as host <name>.<type>",
+            );
+        } else {
+            out.warning(format!("{path}.name"), "registry has no name");
+        }
+    } else if let Err(e) = check_dns1123_labels(&r.name) {
+        out.error(format!("{path}.name"), e);
+    }
+    validate_domain(r, path, out);
+    match r.port {
+        None | Some(0) => out.error(format!("{path}.port"), "port is required"),
+        Some(port) => {
+            if let Err(e) = check_port(port) {
+                out.error(format!("{path}.port"), e);
+            }
+        }
+    }
+    if !r.protocol.is_empty()
+        && !PROTOCOLS
+            .iter()
+            .any(|p| p.eq_ignore_ascii_case(&r.protocol))
+    {
+        out.error(
+            format!("{path}.protocol"),
+            format!(
+                "unsupported protocol {:?}; use one of {}",
+                r.protocol,
+                PROTOCOLS.join(", ")
+            ),
+        );
+    }
+    if !r.auth_secret_name.is_empty()
+        && (r.auth_secret_name.len() > 253
+            || !r
+                .auth_secret_name
+                .split('.')
+                .all(|l| is_dns1123_label(l) && !l.bytes().any(|c| c.is_ascii_uppercase())))
+    {
+        out.error(
+            format!("{path}.authSecretName"),
+            format!(
+                "{:?} is not a Secret name (a lower-case DNS-1123 subdomain)",
+                r.auth_secret_name
+            ),
+        );
+    }
+    if !r.sni.is_empty() {
+        if let Err(e) = check_fqdn(&r.sni) {
+            out.error(format!("{path}.sni"), e);
+        }
+    }
+    for (field, interval) in [
+        ("nacosRefreshInterval", r.nacos_refresh_interval),
+        ("consulRefreshInterval", r.consul_refresh_interval),
+    ] {
+        if let Some(ns) = interval.filter(|ns| *ns != 0 && *ns < MIN_REFRESH_INTERVAL_NANOS) {
+            out.warning(
+                format!("{path}.{field}"),
+                format!("refresh interval {ns}ns is below the 10s minimum; Higress uses 10s"),
+            );
+        }
+    }
+    warn_ignored(r, path, nacos, out);
+    validate_mcp_server(r, path, out);
+    if !r.proxy_name.is_empty() {
+        let proxy_path = format!("{path}.proxyName");
+        if !proxies.contains(r.proxy_name.as_str()) {
+            out.error(
+                &proxy_path,
+                format!("no proxy named {:?} in spec.proxies", r.proxy_name),
+            );
+        }
+        if ty != "dns" {
+            out.error(
+                &proxy_path,
+                "only dns registries can be reached through a proxy",
+            );
+        } else if r.domain.split(',').count() > 1 {
+            out.error(
+                &proxy_path,
+                "a registry reached through a proxy must have exactly one domain",
+            );
+        }
+    }
+    if let Some(vport) = &r.vport {
+        validate_vport(vport, &format!("{path}.vport"), out);
+    }
+}
+
+/// `domain`: for static a comma-separated `ip:port` list, for dns a comma-separated domain list, otherwise the
+/// registry's host name or IP (nacos may use an address server instead).
+fn validate_domain(r: &RegistryConfig, path: &str, out: &mut Findings) {
+    let path = format!("{path}.domain");
+    if r.domain.is_empty() {
+        let uses_address_server =
+            r.type_.starts_with("nacos") && !r.nacos_address_server.is_empty();
+        if !uses_address_server {
+            out.error(path, "domain is required");
+        }
+        return;
+    }
+    match r.type_.as_str() {
+        "static" => {
+            for entry in r.domain.split(',') {
+                if let Err(e) = check_static_endpoint(entry) {
+                    out.error(&path, e);
+                }
+            }
+        }
+        "dns" => {
+            for entry in r.domain.split(',') {
+                if !is_dns_domain(entry) {
+                    out.error(
+                        &path,
+                        format!("{entry:?} is not a domain name (dns registries list domains separated by commas)"),
+                    );
+                }
+            }
+        }
+        _ => {
+            if !is_ip(&r.domain) && check_fqdn(&r.domain).is_err() {
+                out.error(
+                    &path,
+                    format!("{:?} is not a host name or IP address", r.domain),
+                );
+            }
+        }
+    }
+}
+
+/// `ip:port` or `[ipv6]:port`, as Higress's static watcher reads it.
+fn check_static_endpoint(entry: &str) -> Result<(), String> {
+    let (ip, port) = if let Some(rest) = entry.strip_prefix('[') {
+        let (ip, after) = rest
+            .split_once(']')
+            .ok_or_else(|| format!("endpoint {entry:?}: missing ']' after the IPv6 address"))?;
+        let port = after
+            .strip_prefix(':')
+            .ok_or_else(|| format!("endpoint {entry:?}: missing ':port' after the IPv6 address"))?;
+        (ip, port)
+    } else {
+        match entry.split(':').collect::<Vec<_>>().as_slice() {
+            [ip, port] => (*ip, *port),
+            _ => {
+                return Err(format!(
+                    "endpoint {entry:?} must be ip:port (static registries list endpoints separated by commas)"
+                ))
+            }
+        }
+    };
+    check_ip(ip).map_err(|e| format!("endpoint {entry:?}: {e}"))?;
+    let port: u32 = port
+        .parse()
+        .map_err(|_| format!("endpoint {entry:?}: port {port:?} is not a number"))?;
+    check_port(port).map_err(|e| format!("endpoint {entry:?}: {e}"))
+}
+
+/// Higress's DNS registry rule: dotted DNS labels ending in an alphabetic top-level label of 2–63 letters.
+fn is_dns_domain(entry: &str) -> bool {
+    let Some((head, tld)) = entry.rsplit_once('.') else {
+        return false;
+    };
+    (2..=63).contains(&tld.len())
+        && tld.bytes().all(|c| c.is_ascii_alphabetic())
+        && head.split('.').all(is_dns1123_label)
+}
+
+/// Warns about settings that only another registry type reads.
+fn warn_ignored(r: &RegistryConfig, path: &str, nacos: bool, out: &mut Findings) {
+    let ty = r.type_.as_str();
+    let checks: [(&str, bool, bool); 9] = [
+        (
+            "nacosAddressServer",
+            !r.nacos_address_server.is_empty(),
+            nacos,
+        ),
+        ("nacosAccessKey", !r.nacos_access_key.is_empty(), nacos),
+        ("nacosSecretKey", !r.nacos_secret_key.is_empty(), nacos),
+        ("nacosNamespaceId", !r.nacos_namespace_id.is_empty(), nacos),
+        ("nacosGroups", !r.nacos_groups.is_empty(), nacos),
+        (
+            "zkServicesPath",
+            !r.zk_services_path.is_empty(),
+            ty == "zookeeper",
+        ),
+        (
+            "consulDatacenter",
+            !r.consul_datacenter.is_empty(),
+            ty == "consul",
+        ),
+        (
+            "consulServiceTag",
+            !r.consul_service_tag.is_empty(),
+            ty == "consul",
+        ),
+        (
+            "consulNamespace",
+            !r.consul_namespace.is_empty(),
+            ty == "consul",
+        ),
+    ];
+    for (field, set, applies) in checks {
+        if set && !applies && REGISTRY_TYPES.contains(&ty) {
+            out.warning(
+                format!("{path}.{field}"),
+                format!("{field} is ignored by {ty} registries"),
+            );
+        }
+    }
+}
+
+/// MCP server export (Nacos 2/3 registries): base URL is a path, export domains are (wildcard) domains.
+fn validate_mcp_server(r: &RegistryConfig, path: &str, out: &mut Findings) {
+    if r.enable_mcp_server == Some(true) && !matches!(r.type_.as_str(), "nacos2" | "nacos3") {
+        out.warning(
+            format!("{path}.enableMCPServer"),
+            format!(
+                "MCP servers are only exported from nacos2/nacos3 registries, not {:?}",
+                r.type_
+            ),
+        );
+    }
+    if !r.mcp_server_base_url.is_empty() && !r.mcp_server_base_url.starts_with('/') {
+        out.error(
+            format!("{path}.mcpServerBaseUrl"),
+            "mcpServerBaseUrl must be a path starting with '/'",
+        );
+    }
+    for (k, domain) in r.mcp_server_export_domains.iter().enumerate() {
+        if let Err(e) = check_wildcard_domain(domain) {
+            out.error(format!("{path}.mcpServerExportDomains[{k}]"), e);
+        }
+    }
+    for (k, server) in r.allow_mcp_servers.iter().enumerate() {
+        if server.is_empty() {
+            out.error(
+                format!("{path}.allowMcpServers[{k}]"),
+                "MCP server name must not be empty",
+            );
+        }
+    }
+}
+
+fn validate_vport(vport: &VPort, path: &str, out: &mut Findings) {
+    if let Some(port) = vport.default {
+        if let Err(e) = check_port(port) {
+            out.error(format!("{path}.default"), e);
+        }
+    }
+    for (k, service) in vport.services.iter().enumerate() {
+        let item = format!("{path}.services[{k}]");
+        if service.name.is_empty() {
+            out.error(format!("{item}.name"), "service name is required");
+        }
+        match service.value {
+            None => out.error(format!("{item}.value"), "port is required"),
+            Some(port) => {
+                if let Err(e) = check_port(port) {
+                    out.error(format!("{item}.value"), e);
+                }
+            }
+        }
+    }
+}
+
+/// Validates the proxies and returns the names declared (for `registries[].proxyName`).
+fn validate_proxies<'a>(proxies: &'a [ProxyConfig], out: &mut Findings) -> BTreeSet<&'a str> {
+    let mut names = BTreeSet::new();
+    let mut listener_ports: BTreeMap<u32, usize> = BTreeMap::new();
+    for (i, p) in proxies.iter().enumerate() {
+        let path = format!("spec.proxies[{i}]");
+        let ty = p.type_.to_ascii_lowercase();
+        if ty.is_empty() {
+            out.error(format!("{path}.type"), "proxy type is required");
+        } else if !PROXY_TYPES.contains(&ty.as_str()) {
+            out.error(
+                format!("{path}.type"),
+                format!(
+                    "unsupported proxy type {:?}; use one of {}",
+                    p.type_,
+                    PROXY_TYPES.join(", ")
+                ),
+            );
+        } else if ty != IMPLEMENTED_PROXY_TYPE {
+            out.warning(
+                format!("{path}.type"),
+                format!("Higress only implements http proxies; this {ty} proxy is ignored"),
+            );
+        }
+        if p.name.is_empty() {
+            out.error(format!("{path}.name"), "proxy name is required");
+        } else if !is_dns1123_label(&p.name) {
+            out.error(
+                format!("{path}.name"),
+                format!("proxy name {:?} must be a DNS-1123 label", p.name),
+            );
+        } else if !names.insert(p.name.as_str()) {
+            out.error(
+                format!("{path}.name"),
+                format!("proxy name {:?} is used twice", p.name),
+            );
+        }
+        if p.server_address.is_empty() {
+            out.error(format!("{path}.serverAddress"), "serverAddress is required");
+        } else if !is_ip(&p.server_address) && check_fqdn(&p.server_address).is_err() {
+            out.error(
+                format!("{path}.serverAddress"),
+                format!("{:?} is not a host name or IP address", p.server_address),
+            );
+        }
+        match p.server_port {
+            None | Some(0) => out.error(format!("{path}.serverPort"), "serverPort is required"),
+            Some(port) => {
+                if let Err(e) = check_port(port) {
+                    out.error(format!("{path}.serverPort"), e);
+                }
+            }
+        }
+        if let Some(port) = p.listener_port.filter(|p| *p != 0) {
+            if let Err(e) = check_port(port) {
+                out.error(format!("{path}.listenerPort"), e);
+            } else if let Some(first) = listener_ports.insert(port, i) {
+                out.error(
+                    format!("{path}.listenerPort"),
+                    format!("listener port {port} is already used by spec.proxies[{first}]"),
+                );
+            }
+        }
+    }
+    names
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    proptest! {
+        #[test]
+        fn endpoint_checks_never_panic(s in r"([a-z0-9:.\[\],]|é){0,32}") {
+            let _ = check_static_endpoint(&s);
+            let _ = is_dns_domain(&s);
+        }
+    }
+    use crate::model::decode::DecodeOptions;
+    use crate::validate::validate_document;
+    use serde_json::json;
+
+    fn findings(spec: serde_json::Value) -> Vec<(String, bool)> {
+        let doc = json!({"apiVersion": "networking.higress.io/v1", "kind": "McpBridge",
+            "metadata": {"name": "default", "namespace": "higress-system"}, "spec": spec});
+        validate_document(&doc, &DecodeOptions::default())
+            .findings
+            .iter()
+            .map(|f| (f.field.clone(), f.is_error()))
+            .collect()
+    }
+
+    fn error_paths(spec: serde_json::Value) -> Vec<String> {
+        findings(spec)
+            .into_iter()
+            .filter(|(_, e)| *e)
+            .map(|(p, _)| p)
+            .collect()
+    }
+
+    #[test]
+    fn accepts_typical_bridges() {
+        let spec = json!({
+            "registries": [
+                {"type": "nacos2", "name": "my-nacos", "domain": "nacos.example.com", "port": 8848,
+                 "nacosNamespaceId": "public", "authSecretName": "nacos-auth", "nacosGroups": ["DEFAULT_GROUP"], "nacosRefreshInterval": 30_000_000_000_i64,
+                 "enableMCPServer": true, "mcpServerBaseUrl": "/mcp", "mcpServerExportDomains": ["*.example.com"]},
+                {"type": "static", "name": "backend", "domain": "10.0.0.1:8080,[2001:db8::1]:80", "port": 80, "protocol": "HTTP"},
+                {"type": "dns", "name": "api", "domain": "api.example.com", "port": 443, "protocol": "https",
+                 "sni": "api.example.com", "proxyName": "egress"},
+                {"type": "zookeeper", "name": "zk", "domain": "10.0.0.2", "port": 2181, "zkServicesPath": ["/dubbo"]},
+                {"type": "consul", "name": "c", "domain": "consul.svc", "port": 8500, "consulDatacenter": "dc1",
+                 "vport": {"default": 80, "services": [{"name": "s", "value": 8080}]}},
+                {"type": "nacos", "name": "n", "nacosAddressServer": "http://addr", "port": 8848}
+            ],
+            "proxies": [{"type": "http", "name": "egress", "serverAddress": "proxy.corp", "serverPort": 3128,
+                         "listenerPort": 50001, "connectTimeout": 500}]
+        });
+        assert_eq!(findings(spec), vec![]);
+    }
+
+    #[test]
+    fn rejects_bad_registries() {
+        let spec = json!({"registries": [
+            {"type": "etcd", "name": "x", "domain": "a.b", "port": 1, "authSecretName": "Bad_Secret"},
+            {"type": "static", "domain": "10.0.0.1,1.2.3.4:99999,[::1]", "port": 0, "protocol": "quic"},
+            {"type": "dns", "name": "a", "domain": "bad_domain,example.c0m", "port": 80, "proxyName": "none"},
+            {"type": "nacos", "name": "Bad_Name", "domain": "nacos", "port": 70000, "mcpServerBaseUrl": "mcp"},
+            {"type": "nacos", "name": "Bad_Name", "port": 8848, "mcpServerExportDomains": ["a.*.com"]},
+            {"type": "consul", "name": "c", "domain": "c.svc", "port": 1, "proxyName": "p",
+             "vport": {"default": 0, "services": [{"value": 80}]}}
+        ]});
+        assert_eq!(
+            error_paths(spec),
+            vec![
+                "spec.registries[0].type",
+                "spec.registries[0].authSecretName",
+                "spec.registries[1].name",
+                "spec.registries[1].domain",
+                "spec.registries[1].domain",
+                "spec.registries[1].domain",
+                "spec.registries[1].port",
+                "spec.registries[1].protocol",
+                "spec.registries[2].domain",
+                "spec.registries[2].domain",
+                "spec.registries[2].proxyName",
+                "spec.registries[2].proxyName",
+                "spec.registries[3].name",
+                "spec.registries[3].port",
+                "spec.registries[3].mcpServerBaseUrl",
+                "spec.registries[4].name",
+                "spec.registries[4].domain",
+                "spec.registries[4].mcpServerExportDomains[0]",
+                "spec.registries[4].name",
+                "spec.registries[5].proxyName",
+                "spec.registries[5].proxyName",
+                "spec.registries[5].vport.default",
+                "spec.registries[5].vport.services[0].name",
+            ]
+        );
+    }
+
+    #[test]
+    fn rejects_bad_proxies_and_types() {
+        let spec = json!({"proxies": [
+            {"type": "http", "name": "p", "serverAddress": "1.2.3.4", "serverPort": 8080, "listenerPort": 50001},
+            {"type": "ftp", "name": "p", "serverAddress": "bad host", "listenerPort": 50001},
+            {"type": "socks5", "name": "q", "serverAddress": "h.example", "serverPort": 1080}
+        ]});
+        assert_eq!(
+            findings(spec),
+            vec![
+                ("spec.proxies[1].type".to_string(), true),
+                ("spec.proxies[1].name".to_string(), true),
+                ("spec.proxies[1].serverAddress".to_string(), true),
+                ("spec.proxies[1].serverPort".to_string(), true),
+                ("spec.proxies[1].listenerPort".to_string(), true),
+                ("spec.proxies[2].type".to_string(), false),
+            ]
+        );
+        // Ports are unsigned: a negative value is a decode error at the field.
+        assert_eq!(
+            error_paths(
+                json!({"registries": [{"type": "dns", "name": "a", "domain": "a.com", "port": -1}]})
+            ),
+            vec!["spec.registries[0].port"]
+        );
+    }
+
+    #[test]
+    fn warns_on_settings_the_type_ignores() {
+        let spec = json!({"registries": [{"type": "static", "name": "s", "domain": "1.1.1.1:80", "port": 80,
+            "nacosGroups": ["g"], "zkServicesPath": ["/x"], "enableMCPServer": true, "consulRefreshInterval": 5}]});
+        assert_eq!(
+            findings(spec),
+            vec![
+                (
+                    "spec.registries[0].consulRefreshInterval".to_string(),
+                    false
+                ),
+                ("spec.registries[0].nacosGroups".to_string(), false),
+                ("spec.registries[0].zkServicesPath".to_string(), false),
+                ("spec.registries[0].enableMCPServer".to_string(), false),
+            ]
+        );
+    }
+
+    #[test]
+    fn warns_when_not_named_default() {
+        let doc = json!({"apiVersion": "networking.higress.io/v1", "kind": "McpBridge",
+            "metadata": {"name": "other"}, "spec": {}});
+        let report = validate_document(&doc, &DecodeOptions::default());
+        assert!(report.is_valid());
+        assert_eq!(
+            report
+                .warnings()
+                .map(|f| f.field.as_str())
+                .collect::<Vec<_>>(),
+            vec!["metadata.name"]
+        );
+    }
+
+    #[test]
+    fn static_endpoints_and_dns_domains() {
+        assert!(check_static_endpoint("1.2.3.4:80").is_ok());
+        assert!(check_static_endpoint("[::1]:80").is_ok());
+        assert!(check_static_endpoint("host:80").is_err());
+        assert!(check_static_endpoint("[::1]80").is_err());
+        assert!(is_dns_domain("a.example.com"));
+        assert!(!is_dns_domain("localhost"));
+        assert!(!is_dns_domain("a.b1"));
+    }
+}

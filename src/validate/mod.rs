@@ -7,7 +7,7 @@ pub mod common;
 mod destination_rule;
 mod envoy_filter;
 mod gateway;
-mod higress_config;
+pub mod higress_config;
 mod higress_wasm_plugin;
 mod http2rpc;
 mod mcp_bridge;
@@ -17,6 +17,7 @@ mod request_authentication;
 mod service_entry;
 mod sidecar;
 mod telemetry;
+mod traffic_extension;
 mod virtual_service;
 mod wasm_plugin;
 mod workload_entry;
@@ -78,14 +79,19 @@ pub fn validate_document(doc: &Value, options: &DecodeOptions) -> Report {
         Decoded::Invalid {
             header,
             kind,
-            findings,
-        } => Report {
-            header,
-            kind,
-            object: None,
-            findings,
-            unrecognized: false,
-        },
+            mut findings,
+        } => {
+            if kind == Some(Kind::HigressConfig) {
+                findings.extend(higress_config::rules_of_decoded_items(doc));
+            }
+            Report {
+                header,
+                kind,
+                object: None,
+                findings,
+                unrecognized: false,
+            }
+        }
         Decoded::Unrecognized { header } => Report {
             header,
             kind: None,
@@ -116,6 +122,7 @@ pub fn validate_object(object: &ConfigObject) -> Vec<Finding> {
         Spec::RequestAuthentication(s) => request_authentication::validate(s, meta, &mut out),
         Spec::Telemetry(s) => telemetry::validate(s, meta, &mut out),
         Spec::IstioWasmPlugin(s) => wasm_plugin::validate(s, meta, &mut out),
+        Spec::TrafficExtension(s) => traffic_extension::validate(s, meta, &mut out),
         Spec::McpBridge(s) => mcp_bridge::validate(s, meta, &mut out),
         Spec::Http2Rpc(s) => http2rpc::validate(s, meta, &mut out),
         Spec::HigressWasmPlugin(s) => higress_wasm_plugin::validate(s, meta, &mut out),

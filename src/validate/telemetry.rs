@@ -1,6 +1,258 @@
 //! Telemetry rules: takes a decoded istio Telemetry spec and its metadata, records findings with field paths.
+//! Follows Istio's webhook (`ValidateTelemetry`) and the CRD's OpenAPI/CEL rules: attachment, provider names,
+//! sampling percentage, custom tags, metric overrides and tag overrides, reporting interval, and access-log
+//! filters, which must parse as CEL ([`cel`]).
 
+mod cel;
+
+use crate::model::istio::telemetry::{
+    AccessLogging, CustomTag, Metrics, ProviderRef, TagOperation, Tracing,
+};
 use crate::model::{istio::Telemetry, Findings, ObjectMeta};
 
-/// Validates one Telemetry (rules still to be written).
-pub fn validate(_spec: &Telemetry, _meta: &ObjectMeta, _out: &mut Findings) {}
+use super::common::{parse_duration_nanos, validate_policy_attachment};
+
+/// Validates one Telemetry.
+pub fn validate(spec: &Telemetry, _meta: &ObjectMeta, out: &mut Findings) {
+    validate_policy_attachment(
+        spec.selector.as_ref(),
+        spec.target_ref.as_ref(),
+        &spec.target_refs,
+        out,
+    );
+    if spec.tracing.len() > 1 {
+        out.warning(
+            "spec.tracing",
+            "only the first tracing entry is used; more than one is not supported",
+        );
+    }
+    for (i, tracing) in spec.tracing.iter().enumerate() {
+        validate_tracing(tracing, &format!("spec.tracing[{i}]"), out);
+    }
+    for (i, metrics) in spec.metrics.iter().enumerate() {
+        validate_metrics(metrics, &format!("spec.metrics[{i}]"), out);
+    }
+    for (i, logging) in spec.access_logging.iter().enumerate() {
+        validate_access_logging(logging, &format!("spec.accessLogging[{i}]"), out);
+    }
+}
+
+fn validate_providers(providers: &[ProviderRef], path: &str, out: &mut Findings) {
+    for (i, provider) in providers.iter().enumerate() {
+        if provider.name.as_deref().unwrap_or_default().is_empty() {
+            out.error(format!("{path}[{i}].name"), "provider name is required");
+        }
+    }
+}
+
+fn validate_tracing(tracing: &Tracing, path: &str, out: &mut Findings) {
+    if tracing.providers.len() > 1 {
+        out.warning(
+            format!("{path}.providers"),
+            "only the first tracing provider is used; more than one is not supported",
+        );
+    }
+    validate_providers(&tracing.providers, &format!("{path}.providers"), out);
+    if let Some(pct) = tracing.random_sampling_percentage {
+        if !(0.0..=100.0).contains(&pct) {
+            out.error(
+                format!("{path}.randomSamplingPercentage"),
+                format!("randomSamplingPercentage {pct} is outside the range 0..100"),
+            );
+        }
+    }
+    for (name, tag) in &tracing.custom_tags {
+        let tag_path = format!("{path}.customTags.{name}");
+        if name.is_empty() {
+            out.error(&tag_path, "custom tag name must not be empty");
+        }
+        validate_custom_tag(tag, &tag_path, out);
+    }
+}
+
+fn validate_custom_tag(tag: &CustomTag, path: &str, out: &mut Findings) {
+    let set = usize::from(tag.literal.is_some())
+        + usize::from(tag.environment.is_some())
+        + usize::from(tag.header.is_some())
+        + usize::from(tag.formatter.is_some());
+    if set > 1 {
+        out.error(
+            path,
+            "a custom tag takes only one of literal, environment, header and formatter",
+        );
+    }
+    for (field, value, what) in [
+        (
+            "literal.value",
+            tag.literal.as_ref().map(|t| &t.value),
+            "literal tag value",
+        ),
+        (
+            "formatter.value",
+            tag.formatter.as_ref().map(|t| &t.value),
+            "formatter tag value",
+        ),
+        (
+            "environment.name",
+            tag.environment.as_ref().map(|t| &t.name),
+            "environment tag name",
+        ),
+        (
+            "header.name",
+            tag.header.as_ref().map(|t| &t.name),
+            "header tag name",
+        ),
+    ] {
+        if let Some(value) = value {
+            if value.as_deref().unwrap_or_default().is_empty() {
+                out.error(
+                    format!("{path}.{field}"),
+                    format!("{what} must not be empty"),
+                );
+            }
+        }
+    }
+}
+
+fn validate_metrics(metrics: &Metrics, path: &str, out: &mut Findings) {
+    validate_providers(&metrics.providers, &format!("{path}.providers"), out);
+    if let Some(interval) = &metrics.reporting_interval {
+        // Only the CRD checks this field (at least 1ms; finer precision is allowed).
+        if parse_duration_nanos(interval).is_none_or(|ns| ns < 1_000_000) {
+            out.error(
+                format!("{path}.reportingInterval"),
+                format!("reportingInterval {interval:?} must be a duration of at least 1ms"),
+            );
+        }
+    }
+    for (i, o) in metrics.overrides.iter().enumerate() {
+        let o_path = format!("{path}.overrides[{i}]");
+        if let Some(selector) = &o.match_ {
+            if selector.metric.is_some() && selector.custom_metric.is_some() {
+                out.error(
+                    format!("{o_path}.match"),
+                    "only one of metric and customMetric may be set",
+                );
+            }
+            if selector.custom_metric.as_deref() == Some("") {
+                out.error(
+                    format!("{o_path}.match.customMetric"),
+                    "customMetric must not be empty",
+                );
+            }
+        }
+        for (name, tag) in &o.tag_overrides {
+            let tag_path = format!("{o_path}.tagOverrides.{name}");
+            if name.is_empty() {
+                out.warning(&tag_path, "tag override name should not be empty");
+            }
+            match tag.operation.unwrap_or_default() {
+                TagOperation::Upsert if tag.value.as_deref().unwrap_or_default().is_empty() => {
+                    out.error(
+                        format!("{tag_path}.value"),
+                        "value must be set when operation is UPSERT",
+                    );
+                }
+                TagOperation::Remove if tag.value.is_some() => out.error(
+                    format!("{tag_path}.value"),
+                    "value must not be set when operation is REMOVE",
+                ),
+                _ => {}
+            }
+        }
+    }
+}
+
+fn validate_access_logging(logging: &AccessLogging, path: &str, out: &mut Findings) {
+    validate_providers(&logging.providers, &format!("{path}.providers"), out);
+    if let Some(filter) = &logging.filter {
+        if let Err(e) = cel::check_syntax(&filter.expression) {
+            out.error(
+                format!("{path}.filter.expression"),
+                format!("filter is not a valid CEL expression: {e}"),
+            );
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::model::decode::DecodeOptions;
+    use crate::validate::validate_document;
+    use serde_json::json;
+
+    fn findings(spec: serde_json::Value) -> Vec<(String, bool)> {
+        let doc = json!({"apiVersion": "telemetry.istio.io/v1", "kind": "Telemetry",
+            "metadata": {"name": "t"}, "spec": spec});
+        validate_document(&doc, &DecodeOptions::default())
+            .findings
+            .iter()
+            .map(|f| (f.field.clone(), f.is_error()))
+            .collect()
+    }
+
+    fn error_paths(spec: serde_json::Value) -> Vec<String> {
+        findings(spec)
+            .into_iter()
+            .filter(|(_, e)| *e)
+            .map(|(p, _)| p)
+            .collect()
+    }
+
+    #[test]
+    fn accepts_typical_telemetry() {
+        let spec = json!({
+            "selector": {"matchLabels": {"app": "a"}},
+            "tracing": [{"providers": [{"name": "zipkin"}], "randomSamplingPercentage": 10.5,
+                "customTags": {"a": {"literal": {"value": "x"}}, "b": {"header": {"name": "h", "defaultValue": "d"}}}}],
+            "metrics": [{"providers": [{"name": "prometheus"}], "reportingInterval": "1500us",
+                "overrides": [{"match": {"metric": "REQUEST_COUNT", "mode": "CLIENT"}, "disabled": true,
+                    "tagOverrides": {"a": {"value": "upstream_peer.labels['x']"}, "b": {"operation": "REMOVE"}}}]}],
+            "accessLogging": [{"providers": [{"name": "envoy"}], "filter": {"expression": "response.code >= 400"}}]
+        });
+        assert!(findings(spec).is_empty());
+    }
+
+    #[test]
+    fn reports_each_bad_field() {
+        let spec = json!({
+            "tracing": [{"providers": [{"name": ""}], "randomSamplingPercentage": 101,
+                "customTags": {"t": {"literal": {"value": ""}, "environment": {"name": "E"}}}}],
+            "metrics": [{"reportingInterval": "999us", "overrides": [{"match": {"customMetric": ""},
+                "tagOverrides": {"u": {"operation": "UPSERT"}, "r": {"operation": "REMOVE", "value": "oops"}}}]}],
+            "accessLogging": [{"providers": [{}], "filter": {"expression": "response.code >="}}]
+        });
+        assert_eq!(
+            error_paths(spec),
+            vec![
+                "spec.tracing[0].providers[0].name",
+                "spec.tracing[0].randomSamplingPercentage",
+                "spec.tracing[0].customTags.t",
+                "spec.tracing[0].customTags.t.literal.value",
+                "spec.metrics[0].reportingInterval",
+                "spec.metrics[0].overrides[0].match.customMetric",
+                "spec.metrics[0].overrides[0].tagOverrides.r.value",
+                "spec.metrics[0].overrides[0].tagOverrides.u.value",
+                "spec.accessLogging[0].providers[0].name",
+                "spec.accessLogging[0].filter.expression",
+            ]
+        );
+        // `tracing` is a list: a map there is a decode error at the field.
+        assert_eq!(
+            error_paths(json!({"tracing": {"a": "b"}})),
+            vec!["spec.tracing"]
+        );
+    }
+
+    #[test]
+    fn warns_on_several_tracing_entries_or_providers() {
+        let f = findings(json!({"tracing": [{"providers": [{"name": "a"}, {"name": "b"}]}, {}]}));
+        assert_eq!(
+            f,
+            vec![
+                ("spec.tracing".to_string(), false),
+                ("spec.tracing[0].providers".to_string(), false)
+            ]
+        );
+    }
+}

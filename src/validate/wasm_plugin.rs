@@ -1,6 +1,390 @@
-//! WasmPlugin rules: takes a decoded istio WasmPlugin spec and its metadata, records findings with field paths.
+//! extensions.istio.io WasmPlugin rules: takes a decoded WasmPlugin spec and its metadata, records findings with
+//! field paths. Follows Istio's webhook (`ValidateWasmPlugin`) and the CRD's OpenAPI/CEL rules. The module checks
+//! (URL, SHA-256, pull secret, plugin name, VM env) are shared with Higress's WasmPlugin.
 
+use std::collections::BTreeSet;
+
+use crate::model::istio::wasm_plugin::{EnvValueSource, TrafficSelector, VmConfig};
 use crate::model::{istio::WasmPlugin, Findings, ObjectMeta};
 
-/// Validates one WasmPlugin (rules still to be written).
-pub fn validate(_spec: &WasmPlugin, _meta: &ObjectMeta, _out: &mut Findings) {}
+use super::common::{check_port, validate_policy_attachment};
+
+/// Longest image pull secret name (a Kubernetes object name).
+const MAX_PULL_SECRET_LEN: usize = 253;
+/// Longest plugin name.
+const MAX_PLUGIN_NAME_LEN: usize = 256;
+/// Longest VM environment variable name, and most variables.
+const MAX_ENV_NAME_LEN: usize = 256;
+const MAX_ENV_VARS: usize = 256;
+/// Longest inline environment value.
+const MAX_ENV_VALUE_LEN: usize = 2048;
+
+/// Validates one extensions.istio.io WasmPlugin.
+pub fn validate(spec: &WasmPlugin, _meta: &ObjectMeta, out: &mut Findings) {
+    validate_policy_attachment(
+        spec.selector.as_ref(),
+        spec.target_ref.as_ref(),
+        &spec.target_refs,
+        out,
+    );
+    validate_module(
+        &WasmModule {
+            url: spec.url.as_deref(),
+            sha256: spec.sha256.as_deref(),
+            image_pull_secret: spec.image_pull_secret.as_deref(),
+            plugin_name: spec.plugin_name.as_deref(),
+            vm_config: spec.vm_config.as_ref(),
+        },
+        "spec",
+        out,
+    );
+    validate_traffic_selectors(&spec.match_, "spec.match", out);
+}
+
+/// The fields that locate and configure a Wasm module, common to Istio's and Higress's WasmPlugin.
+pub(super) struct WasmModule<'a> {
+    /// `url`.
+    pub url: Option<&'a str>,
+    /// `sha256`.
+    pub sha256: Option<&'a str>,
+    /// `imagePullSecret`.
+    pub image_pull_secret: Option<&'a str>,
+    /// `pluginName`.
+    pub plugin_name: Option<&'a str>,
+    /// `vmConfig`.
+    pub vm_config: Option<&'a VmConfig>,
+}
+
+/// Validates a Wasm module's location and VM settings; `path` is the object holding the fields.
+pub(super) fn validate_module(module: &WasmModule<'_>, path: &str, out: &mut Findings) {
+    match module.url {
+        None | Some("") => out.error(format!("{path}.url"), "url is required"),
+        Some(url) => {
+            if let Err(e) = check_wasm_url(url) {
+                out.error(format!("{path}.url"), e);
+            }
+        }
+    }
+    if let Some(sha) = module.sha256 {
+        if !sha.is_empty()
+            && (sha.len() != 64 || !sha.bytes().all(|c| matches!(c, b'0'..=b'9' | b'a'..=b'f')))
+        {
+            out.error(
+                format!("{path}.sha256"),
+                "sha256 must be 64 lower-case hexadecimal characters",
+            );
+        }
+    }
+    if let Some(secret) = module.image_pull_secret {
+        if secret.is_empty() || secret.len() > MAX_PULL_SECRET_LEN {
+            out.error(
+                format!("{path}.imagePullSecret"),
+                format!("imagePullSecret must be 1..{MAX_PULL_SECRET_LEN} characters long"),
+            );
+        }
+    }
+    if let Some(name) = module.plugin_name {
+        if name.is_empty() || name.len() > MAX_PLUGIN_NAME_LEN {
+            out.error(
+                format!("{path}.pluginName"),
+                format!("pluginName must be 1..{MAX_PLUGIN_NAME_LEN} characters long"),
+            );
+        }
+    }
+    if let Some(vm) = module.vm_config {
+        validate_vm_config(vm, &format!("{path}.vmConfig"), out);
+    }
+}
+
+fn validate_vm_config(vm: &VmConfig, path: &str, out: &mut Findings) {
+    if vm.env.len() > MAX_ENV_VARS {
+        out.error(
+            format!("{path}.env"),
+            format!("at most {MAX_ENV_VARS} environment variables are allowed"),
+        );
+    }
+    let mut seen = BTreeSet::new();
+    for (i, env) in vm.env.iter().enumerate() {
+        let item = format!("{path}.env[{i}]");
+        let name = env.name.as_deref().unwrap_or_default();
+        if name.is_empty() {
+            out.error(
+                format!("{item}.name"),
+                "environment variable name is required",
+            );
+        } else if name.len() > MAX_ENV_NAME_LEN {
+            out.error(
+                format!("{item}.name"),
+                format!("environment variable name is longer than {MAX_ENV_NAME_LEN} characters"),
+            );
+        } else if !seen.insert(name) {
+            out.error(
+                format!("{item}.name"),
+                format!("duplicate environment variable {name:?}"),
+            );
+        }
+        if env.value_from == Some(EnvValueSource::Host) && env.value.is_some() {
+            out.error(
+                format!("{item}.value"),
+                "value may only be set when valueFrom is INLINE",
+            );
+        }
+        if env
+            .value
+            .as_ref()
+            .is_some_and(|v| v.len() > MAX_ENV_VALUE_LEN)
+        {
+            out.error(
+                format!("{item}.value"),
+                format!("value is longer than {MAX_ENV_VALUE_LEN} characters"),
+            );
+        }
+    }
+}
+
+/// Validates `match` traffic selectors: every port is set and in 1..65535, with no port listed twice.
+pub(super) fn validate_traffic_selectors(
+    selectors: &[TrafficSelector],
+    path: &str,
+    out: &mut Findings,
+) {
+    for (i, selector) in selectors.iter().enumerate() {
+        let mut seen = BTreeSet::new();
+        for (j, port) in selector.ports.iter().enumerate() {
+            let item = format!("{path}[{i}].ports[{j}].number");
+            match port.number {
+                None => out.error(item, "port number is required"),
+                Some(n) => {
+                    if let Err(e) = check_port(n) {
+                        out.error(item, e);
+                    } else if !seen.insert(n) {
+                        out.error(item, format!("port {n} is listed twice"));
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// Checks a module URL: with `://` it must parse as a URI whose scheme is `oci`, `file`, `http` or `https`;
+/// without, it is an OCI image reference (`registry:5000/image:tag`, `bar:latest`, or a local path) made of
+/// letters, digits and `._-/:@+`. Istio's webhook reads `bar:latest` as scheme `bar`, but the CRD test data (and Istio's agent,
+/// which treats a URL without `://` as OCI) accept it, so admitpilot follows the latter.
+pub(super) fn check_wasm_url(url: &str) -> Result<(), String> {
+    if !url.contains("://") {
+        let is_reference = url
+            .bytes()
+            .all(|c| c.is_ascii_alphanumeric() || b"._-/:@+".contains(&c));
+        return if is_reference {
+            Ok(())
+        } else {
+            Err(format!(
+                "url {url:?} has no scheme and is not a valid OCI image reference"
+            ))
+        };
+    }
+    let scheme = parse_request_uri(url).map_err(|e| format!("url {url:?} does not parse: {e}"))?;
+    if matches!(scheme.as_str(), "oci" | "file" | "http" | "https") {
+        Ok(())
+    } else {
+        Err(format!(
+            "url scheme {scheme:?} is not supported; use oci, file, http or https"
+        ))
+    }
+}
+
+/// Parses an absolute URI or absolute path the way Go's `url.ParseRequestURI` does, returning the lower-cased
+/// scheme. Only what decides acceptance is modelled: control characters, the scheme, the authority (user info,
+/// host, port) and `%` escapes.
+fn parse_request_uri(raw: &str) -> Result<String, String> {
+    if raw.bytes().any(|c| c < 0x20 || c == 0x7f) {
+        return Err("contains a control character".into());
+    }
+    let (scheme, rest) = split_scheme(raw)?;
+    let rest = rest.split_once('?').map_or(rest, |(r, _)| r);
+    if !rest.starts_with('/') {
+        return if scheme.is_empty() {
+            Err("not an absolute URI or path".into())
+        } else {
+            Ok(scheme)
+        };
+    }
+    let path = match rest.strip_prefix("//") {
+        Some(after) if !scheme.is_empty() => {
+            let (authority, path) = after.find('/').map_or((after, ""), |i| after.split_at(i));
+            check_authority(authority)?;
+            path
+        }
+        _ => rest,
+    };
+    check_escapes(path)?;
+    Ok(scheme)
+}
+
+/// Splits `scheme:rest`; a first segment that is not a scheme (a digit first, or another character before `:`)
+/// means there is no scheme.
+fn split_scheme(raw: &str) -> Result<(String, &str), String> {
+    for (i, c) in raw.char_indices() {
+        match c {
+            'a'..='z' | 'A'..='Z' => {}
+            '0'..='9' | '+' | '-' | '.' if i > 0 => {}
+            ':' if i == 0 => return Err("missing scheme before ':'".into()),
+            ':' => return Ok((raw[..i].to_ascii_lowercase(), &raw[i + 1..])),
+            _ => return Ok((String::new(), raw)),
+        }
+    }
+    Ok((String::new(), raw))
+}
+
+fn check_authority(authority: &str) -> Result<(), String> {
+    let host = match authority.rfind('@') {
+        Some(i) => {
+            let user = &authority[..i];
+            if !user
+                .bytes()
+                .all(|c| c.is_ascii_alphanumeric() || b"-._:~!$&'()*+,;=%@".contains(&c))
+            {
+                return Err("invalid user info".into());
+            }
+            check_escapes(user)?;
+            &authority[i + 1..]
+        }
+        None => authority,
+    };
+    let port = if let Some(v6) = host.strip_prefix('[') {
+        let (_, after) = v6.split_once(']').ok_or("unclosed '[' in host")?;
+        if !after.is_empty() && !after.starts_with(':') {
+            return Err("invalid characters after IPv6 address".into());
+        }
+        after.strip_prefix(':')
+    } else {
+        if host
+            .bytes()
+            .any(|c| !(c.is_ascii_alphanumeric() || b"-._~!$&'()*+,;=:%<>\"".contains(&c)))
+        {
+            return Err("invalid character in host".into());
+        }
+        check_escapes(host)?;
+        host.rfind(':').map(|i| &host[i + 1..])
+    };
+    match port {
+        Some(p) if !p.bytes().all(|c| c.is_ascii_digit()) => Err(format!("invalid port {p:?}")),
+        _ => Ok(()),
+    }
+}
+
+fn check_escapes(s: &str) -> Result<(), String> {
+    let bytes = s.as_bytes();
+    let mut i = 0;
+    while i < bytes.len() {
+        if bytes[i] == b'%' {
+            let ok = bytes.get(i + 1).is_some_and(u8::is_ascii_hexdigit)
+                && bytes.get(i + 2).is_some_and(u8::is_ascii_hexdigit);
+            if !ok {
+                return Err("invalid % escape".into());
+            }
+            i += 3;
+        } else {
+            i += 1;
+        }
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    proptest! {
+        #[test]
+        fn url_check_never_panics(s in r"([a-z0-9:/@%\[\]?#.]|é){0,40}") {
+            let _ = check_wasm_url(&s);
+        }
+    }
+    use crate::model::decode::DecodeOptions;
+    use crate::validate::validate_document;
+    use serde_json::json;
+
+    fn error_paths(spec: serde_json::Value) -> Vec<String> {
+        let doc = json!({"apiVersion": "extensions.istio.io/v1alpha1", "kind": "WasmPlugin",
+            "metadata": {"name": "w"}, "spec": spec});
+        validate_document(&doc, &DecodeOptions::default())
+            .errors()
+            .map(|f| f.field.clone())
+            .collect()
+    }
+
+    #[test]
+    fn accepts_module_locations() {
+        for url in [
+            "oci://ghcr.io/a/b:v1",
+            "ghcr.io/a/b:v1",
+            "file:///opt/filter.wasm",
+            "https://example.com/x.wasm",
+            "http://10.0.0.1:8080/x.wasm?token=a",
+            "/opt/filter.wasm",
+            "bar:latest",
+            "localhost:5000/x",
+        ] {
+            assert_eq!(check_wasm_url(url), Ok(()), "{url}");
+        }
+    }
+
+    #[test]
+    fn rejects_unsupported_or_broken_urls() {
+        for url in [
+            "ftp://domain.com/module.wasm",
+            "fake://example.com",
+            "#%blah$#@",
+            "https://host:port/x",
+            "http://h/%zz",
+        ] {
+            assert!(check_wasm_url(url).is_err(), "{url}");
+        }
+    }
+
+    #[test]
+    fn accepts_a_full_plugin() {
+        let sha = "a".repeat(64);
+        assert!(error_paths(json!({"url": "oci://a/b", "sha256": sha, "imagePullSecret": "s",
+            "pluginName": "p", "phase": "AUTHN", "priority": 10, "failStrategy": "FAIL_RELOAD",
+            "pluginConfig": {"a": [1, 2]}, "vmConfig": {"env": [{"name": "A", "value": "1"},
+            {"name": "B", "valueFrom": "HOST"}]}, "match": [{"mode": "SERVER", "ports": [{"number": 80}]}],
+            "type": "NETWORK", "targetRefs": [{"kind": "Service", "name": "s"}]}))
+        .is_empty());
+    }
+
+    #[test]
+    fn reports_each_bad_field() {
+        assert_eq!(
+            error_paths(
+                json!({"url": "", "sha256": "foo", "imagePullSecret": "", "pluginName": "",
+                "vmConfig": {"env": [{"name": "a"}, {"name": "a"}, {"name": ""}, {"name": "h", "valueFrom": "HOST", "value": "v"}]},
+                "match": [{"ports": [{}, {"number": 0}, {"number": 80}, {"number": 80}]}]})
+            ),
+            vec![
+                "spec.url",
+                "spec.sha256",
+                "spec.imagePullSecret",
+                "spec.pluginName",
+                "spec.vmConfig.env[1].name",
+                "spec.vmConfig.env[2].name",
+                "spec.vmConfig.env[3].value",
+                "spec.match[0].ports[0].number",
+                "spec.match[0].ports[1].number",
+                "spec.match[0].ports[3].number",
+            ]
+        );
+        assert_eq!(error_paths(json!(null)), vec!["spec.url"]);
+        assert_eq!(error_paths(json!({"url": null})), vec!["spec.url"]);
+        assert_eq!(
+            error_paths(json!({"url": "oci://a", "phase": "LATE"})),
+            vec!["spec.phase"]
+        );
+        assert_eq!(
+            error_paths(json!({"url": "oci://a", "selector": {"matchLabels": {"istio": "bar*"}}})),
+            vec!["spec.selector.matchLabels"]
+        );
+    }
+}

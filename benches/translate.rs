@@ -1,0 +1,183 @@
+//! Translation benchmark: full translation of one gateway with 100 / 1,000 / 10,000 HTTP routes (10 routes
+//! per VirtualService, one host per VirtualService, 100 Services with EndpointSlices, a DestinationRule with
+//! subsets per Service), and the incremental rebuild after one VirtualService changes.
+//!
+//! Run: `cargo bench --bench translate`. Before the timings it prints, per size, the resident-memory growth
+//! of one full translation (Linux `/proc/self/statm`) and the encoded size of the output.
+
+use std::sync::Arc;
+
+use admitpilot::model::decode::{decode, DecodeOptions, Decoded};
+use admitpilot::model::{ConfigObject, Snapshot};
+use admitpilot::translate::{GatewayResources, Options, Proxy, Translator};
+use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion};
+use prost::Message;
+use serde_json::{json, Value};
+
+const ROUTES_PER_VS: usize = 10;
+const SERVICES: usize = 100;
+
+fn object(doc: Value) -> Arc<ConfigObject> {
+    match decode(&doc, &DecodeOptions::default()) {
+        Decoded::Object { object, .. } => Arc::new(object),
+        other => panic!("benchmark document does not decode: {other:?}"),
+    }
+}
+
+fn virtual_service(index: usize, variant: usize) -> Arc<ConfigObject> {
+    let http: Vec<Value> = (0..ROUTES_PER_VS)
+        .map(|r| {
+            let service = (index * ROUTES_PER_VS + r) % SERVICES;
+            json!({
+                "name": format!("r{r}"),
+                "match": [{"uri": {"prefix": format!("/api/v{variant}/r{r}")}, "headers": {"x-tenant": {"exact": format!("t{r}")}}}],
+                "route": [
+                    {"destination": {"host": format!("svc-{service}"), "subset": "v1"}, "weight": 90},
+                    {"destination": {"host": format!("svc-{service}"), "subset": "v2"}, "weight": 10}
+                ],
+                "timeout": "5s",
+                "retries": {"attempts": 2, "perTryTimeout": "1s"}
+            })
+        })
+        .collect();
+    object(json!({
+        "apiVersion": "networking.istio.io/v1", "kind": "VirtualService",
+        "metadata": {"name": format!("vs-{index}"), "namespace": "apps"},
+        "spec": {"hosts": [format!("host-{index}.example.com")], "gateways": ["istio-system/gw"], "http": http}
+    }))
+}
+
+fn snapshot(routes: usize) -> Snapshot {
+    let mut objects: Vec<Arc<ConfigObject>> = vec![object(json!({
+        "apiVersion": "networking.istio.io/v1", "kind": "Gateway",
+        "metadata": {"name": "gw", "namespace": "istio-system"},
+        "spec": {"selector": {"istio": "ingressgateway"},
+                 "servers": [{"port": {"number": 80, "name": "http", "protocol": "HTTP"}, "hosts": ["*"]}]}
+    }))];
+    for s in 0..SERVICES {
+        objects.push(object(json!({
+            "apiVersion": "v1", "kind": "Service",
+            "metadata": {"name": format!("svc-{s}"), "namespace": "apps"},
+            "spec": {"ports": [{"name": "http", "port": 8080}]}
+        })));
+        for version in ["v1", "v2"] {
+            objects.push(object(json!({
+                "apiVersion": "discovery.k8s.io/v1", "kind": "EndpointSlice",
+                "metadata": {"name": format!("svc-{s}-{version}"), "namespace": "apps",
+                             "labels": {"kubernetes.io/service-name": format!("svc-{s}"), "version": version}},
+                "addressType": "IPv4",
+                "ports": [{"name": "http", "port": 8080}],
+                "endpoints": [{"addresses": [format!("10.{}.{}.1", s / 250, s % 250)]},
+                              {"addresses": [format!("10.{}.{}.2", s / 250, s % 250)]}]
+            })));
+        }
+        objects.push(object(json!({
+            "apiVersion": "networking.istio.io/v1", "kind": "DestinationRule",
+            "metadata": {"name": format!("svc-{s}"), "namespace": "apps"},
+            "spec": {"host": format!("svc-{s}"),
+                     "trafficPolicy": {"outlierDetection": {"consecutive5xxErrors": 5, "interval": "10s"}},
+                     "subsets": [{"name": "v1", "labels": {"version": "v1"}},
+                                 {"name": "v2", "labels": {"version": "v2"}}]}
+        })));
+    }
+    for v in 0..routes / ROUTES_PER_VS {
+        objects.push(virtual_service(v, 0));
+    }
+    Snapshot {
+        version: 1,
+        objects: objects.into_iter().map(|o| (o.key(), o)).collect(),
+    }
+}
+
+fn proxy() -> Proxy {
+    Proxy {
+        namespace: "istio-system".into(),
+        labels: [("istio".to_string(), "ingressgateway".to_string())].into(),
+    }
+}
+
+fn route_count(resources: &GatewayResources) -> usize {
+    resources
+        .route_configs
+        .iter()
+        .flat_map(|rc| &rc.virtual_hosts)
+        .map(|vh| vh.routes.len())
+        .sum()
+}
+
+fn encoded_bytes(resources: &GatewayResources) -> usize {
+    resources
+        .listeners
+        .iter()
+        .map(Message::encoded_len)
+        .sum::<usize>()
+        + resources
+            .route_configs
+            .iter()
+            .map(Message::encoded_len)
+            .sum::<usize>()
+        + resources
+            .clusters
+            .iter()
+            .map(Message::encoded_len)
+            .sum::<usize>()
+        + resources
+            .endpoints
+            .iter()
+            .map(Message::encoded_len)
+            .sum::<usize>()
+}
+
+/// Resident set size in bytes (Linux), or 0 elsewhere.
+fn rss() -> usize {
+    std::fs::read_to_string("/proc/self/statm")
+        .ok()
+        .and_then(|s| s.split_whitespace().nth(1)?.parse::<usize>().ok())
+        .map_or(0, |pages| pages * 4096)
+}
+
+fn bench(c: &mut Criterion) {
+    let proxy = proxy();
+    let mut full = c.benchmark_group("translate_full");
+    full.sample_size(10);
+    for routes in [100, 1_000, 10_000] {
+        let snap = snapshot(routes);
+        let before = rss();
+        let resources = Translator::new(Options::default()).translate(&snap, &proxy);
+        let grown = rss().saturating_sub(before);
+        assert_eq!(route_count(&resources), routes);
+        println!(
+            "routes={routes}: clusters={} rss_growth={:.1}MiB encoded_output={:.1}MiB",
+            resources.clusters.len(),
+            grown as f64 / 1_048_576.0,
+            encoded_bytes(&resources) as f64 / 1_048_576.0
+        );
+        drop(resources);
+        full.bench_with_input(BenchmarkId::from_parameter(routes), &snap, |b, snap| {
+            b.iter(|| Translator::new(Options::default()).translate(snap, &proxy));
+        });
+    }
+    full.finish();
+
+    let mut incremental = c.benchmark_group("translate_incremental_one_vs_changed");
+    incremental.sample_size(20);
+    for routes in [1_000, 10_000] {
+        let base = snapshot(routes);
+        let mut changed = base.clone();
+        let edited = virtual_service(0, 1);
+        changed.objects.insert(edited.key(), edited);
+        let mut translator = Translator::new(Options::default());
+        translator.translate(&base, &proxy);
+        let mut flip = false;
+        incremental.bench_with_input(BenchmarkId::from_parameter(routes), &routes, |b, _| {
+            b.iter(|| {
+                flip = !flip;
+                translator.translate(if flip { &changed } else { &base }, &proxy)
+            });
+        });
+    }
+    incremental.finish();
+}
+
+criterion_group!(benches, bench);
+criterion_main!(benches);

@@ -1,0 +1,135 @@
+//! The plain-HTTP admin server: takes the shared metrics registry, the readiness conditions and extra routes
+//! from other subsystems (`/debug/...`), and serves `/metrics`, `/healthz` and `/readyz`.
+//!
+//! Subsystems plug in by registering their metrics into the [`Registry`] (each under its own prefix) and their
+//! readiness conditions into [`Readiness`] before the server starts, and by handing extra routers to
+//! [`router`].
+
+mod readiness;
+
+use std::future::Future;
+use std::sync::Arc;
+
+use axum::extract::State;
+use axum::http::{header, StatusCode};
+use axum::response::{IntoResponse, Response};
+use axum::routing::get;
+use axum::Router;
+use prometheus_client::registry::Registry;
+use tokio::net::TcpListener;
+
+pub use readiness::{Condition, Readiness};
+
+/// Content type of the Prometheus/OpenMetrics text exposition.
+pub const METRICS_CONTENT_TYPE: &str = "application/openmetrics-text; version=1.0.0; charset=utf-8";
+
+#[derive(Clone)]
+struct AdminState {
+    registry: Arc<Registry>,
+    readiness: Readiness,
+}
+
+/// Builds the admin routes, merged with `extra` routers (which must not reuse the built-in paths).
+pub fn router(
+    registry: Arc<Registry>,
+    readiness: Readiness,
+    extra: impl IntoIterator<Item = Router>,
+) -> Router {
+    let builtin = Router::new()
+        .route("/metrics", get(metrics))
+        .route("/healthz", get(healthz))
+        .route("/readyz", get(readyz))
+        .with_state(AdminState {
+            registry,
+            readiness,
+        });
+    extra.into_iter().fold(builtin, Router::merge)
+}
+
+async fn metrics(State(state): State<AdminState>) -> Response {
+    let mut text = String::new();
+    match prometheus_client::encoding::text::encode(&mut text, &state.registry) {
+        Ok(()) => ([(header::CONTENT_TYPE, METRICS_CONTENT_TYPE)], text).into_response(),
+        Err(error) => (
+            StatusCode::INTERNAL_SERVER_ERROR,
+            format!("cannot encode metrics: {error}\n"),
+        )
+            .into_response(),
+    }
+}
+
+async fn healthz() -> &'static str {
+    "ok\n"
+}
+
+async fn readyz(State(state): State<AdminState>) -> Response {
+    let conditions = state.readiness.snapshot();
+    let mut text = String::new();
+    for (name, ok) in &conditions {
+        text.push_str(if *ok { "[+] " } else { "[-] " });
+        text.push_str(name);
+        text.push('\n');
+    }
+    if conditions.iter().all(|(_, ok)| *ok) {
+        text.push_str("ready\n");
+        (StatusCode::OK, text).into_response()
+    } else {
+        text.push_str("not ready\n");
+        (StatusCode::SERVICE_UNAVAILABLE, text).into_response()
+    }
+}
+
+/// Serves `router` over plain HTTP on `listener` until `shutdown` resolves.
+pub async fn serve(
+    listener: TcpListener,
+    router: Router,
+    shutdown: impl Future<Output = ()> + Send + 'static,
+) -> std::io::Result<()> {
+    axum::serve(listener, router)
+        .with_graceful_shutdown(shutdown)
+        .await
+}
+
+#[cfg(test)]
+mod tests {
+    use axum::body::Body;
+    use axum::http::Request;
+    use tower::ServiceExt;
+
+    use super::*;
+
+    async fn get_text(router: &Router, path: &str) -> (StatusCode, String) {
+        let response = router
+            .clone()
+            .oneshot(Request::get(path).body(Body::empty()).unwrap())
+            .await
+            .unwrap();
+        let status = response.status();
+        let body = axum::body::to_bytes(response.into_body(), 1 << 20)
+            .await
+            .unwrap();
+        (status, String::from_utf8(body.to_vec()).unwrap())
+    }
+
+    #[tokio::test]
+    async fn serves_health_readiness_metrics_and_extra_routes() {
+        let mut registry = Registry::with_prefix("admitpilot");
+        let counter = prometheus_client::metrics::counter::Counter::<u64>::default();
+        registry.register("things", "Things seen", counter.clone());
+        counter.inc();
+        let readiness = Readiness::new();
+        let cert = readiness.register("certificate loaded");
+        let extra = Router::new().route("/debug/configz", get(|| async { "config" }));
+        let router = router(Arc::new(registry), readiness, [extra]);
+
+        assert_eq!(get_text(&router, "/healthz").await.0, StatusCode::OK);
+        let (status, text) = get_text(&router, "/readyz").await;
+        assert_eq!(status, StatusCode::SERVICE_UNAVAILABLE);
+        assert!(text.contains("[-] certificate loaded"), "{text}");
+        cert.set(true);
+        assert_eq!(get_text(&router, "/readyz").await.0, StatusCode::OK);
+        let (_, text) = get_text(&router, "/metrics").await;
+        assert!(text.contains("admitpilot_things_total 1"), "{text}");
+        assert_eq!(get_text(&router, "/debug/configz").await.1, "config");
+    }
+}

@@ -1,0 +1,187 @@
+//! The validating admission webhook: takes HTTPS `POST /validate` (or `/admitpilot`) AdmissionReviews and
+//! answers allow/deny using the shared validator ([`crate::validate`]).
+//!
+//! [`review`] is the HTTP-free core, [`router`] the axum routes and HTTP-level checks (size, content type,
+//! timeout), [`server`] the TLS accept loop, [`tls`] the reloadable certificate, [`metrics`] what is exported.
+
+pub mod metrics;
+pub mod review;
+pub mod server;
+pub mod tls;
+
+use std::sync::Arc;
+use std::time::Instant;
+
+use axum::body::Bytes;
+use axum::extract::rejection::BytesRejection;
+use axum::extract::{DefaultBodyLimit, State};
+use axum::http::{header, HeaderMap, StatusCode};
+use axum::response::{IntoResponse, Response};
+use axum::routing::post;
+use axum::Router;
+use tower_http::timeout::TimeoutLayer;
+
+use crate::model::decode::DecodeOptions;
+use metrics::WebhookMetrics;
+use review::{ReviewError, Verdict};
+use server::ServerLimits;
+
+/// The paths the webhook answers on; a trailing segment is accepted too (`/validate/`, `/validate/x`).
+pub const PATHS: [&str; 2] = ["/validate", "/admitpilot"];
+
+/// Path of the do-nothing endpoint enabled for benchmarks only (transport floor).
+pub const NOOP_PATH: &str = "/noop";
+
+/// What the webhook handler needs: where higress-config lives, the body limit, and its metrics.
+#[derive(Debug, Clone)]
+pub struct Webhook {
+    options: DecodeOptions,
+    max_body_bytes: usize,
+    metrics: WebhookMetrics,
+}
+
+impl Webhook {
+    /// Creates the handler state.
+    pub fn new(options: DecodeOptions, max_body_bytes: usize, metrics: WebhookMetrics) -> Self {
+        Webhook {
+            options,
+            max_body_bytes,
+            metrics,
+        }
+    }
+
+    /// Answers one request body that passed the HTTP checks: an AdmissionReview response, or 400.
+    pub fn respond(&self, body: &[u8], started: Instant) -> Response {
+        match review::review(body, &self.options) {
+            Ok(reviewed) => {
+                self.metrics
+                    .observe_review(&reviewed, started.elapsed().as_secs_f64());
+                log_review(&reviewed);
+                ([(header::CONTENT_TYPE, "application/json")], reviewed.body).into_response()
+            }
+            Err(error) => self.http_error(StatusCode::BAD_REQUEST, &error),
+        }
+    }
+
+    fn http_error(&self, status: StatusCode, message: &dyn std::fmt::Display) -> Response {
+        self.metrics.observe_http_error(status.as_u16());
+        tracing::debug!(status = status.as_u16(), %message, "bad webhook request");
+        (status, format!("{message}\n")).into_response()
+    }
+}
+
+fn log_review(reviewed: &review::Reviewed) {
+    let kind = reviewed.kind.map(|k| k.to_string()).unwrap_or_default();
+    match reviewed.verdict {
+        Verdict::Denied(reason) => tracing::info!(
+            operation = reviewed.operation.as_str(),
+            %kind,
+            object = %reviewed.object_name,
+            dry_run = reviewed.dry_run,
+            reason = reason.as_str(),
+            message = %reviewed.summary,
+            "admission denied"
+        ),
+        Verdict::Allowed | Verdict::Skipped => tracing::debug!(
+            operation = reviewed.operation.as_str(),
+            %kind,
+            object = %reviewed.object_name,
+            dry_run = reviewed.dry_run,
+            warnings = %reviewed.summary,
+            "admission allowed"
+        ),
+    }
+}
+
+/// Tells whether a Content-Type header names JSON (`application/json`, parameters such as charset allowed).
+pub fn is_json_content_type(headers: &HeaderMap) -> bool {
+    headers
+        .get(header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.split(';').next())
+        .is_some_and(|essence| essence.trim().eq_ignore_ascii_case("application/json"))
+}
+
+async fn validate_handler(
+    State(webhook): State<Arc<Webhook>>,
+    headers: HeaderMap,
+    body: Result<Bytes, BytesRejection>,
+) -> Response {
+    let started = Instant::now();
+    let body = match body {
+        Ok(body) => body,
+        Err(rejection) if rejection.status() == StatusCode::PAYLOAD_TOO_LARGE => {
+            let limit = webhook.max_body_bytes;
+            return webhook.http_error(
+                StatusCode::PAYLOAD_TOO_LARGE,
+                &format!("request body is larger than {limit} bytes"),
+            );
+        }
+        Err(rejection) => {
+            return webhook.http_error(
+                StatusCode::BAD_REQUEST,
+                &format!("cannot read request body: {}", rejection.body_text()),
+            );
+        }
+    };
+    if !is_json_content_type(&headers) {
+        return webhook.http_error(
+            StatusCode::UNSUPPORTED_MEDIA_TYPE,
+            &"invalid Content-Type; expected application/json",
+        );
+    }
+    if body.is_empty() {
+        return webhook.http_error(StatusCode::BAD_REQUEST, &ReviewError::EmptyBody);
+    }
+    webhook.respond(&body, started)
+}
+
+async fn noop_handler(_body: Bytes) -> Response {
+    ([(header::CONTENT_TYPE, "application/json")], "{}").into_response()
+}
+
+/// Builds the webhook routes with the body limit and request timeout of `limits`; `bench_noop` adds the
+/// do-nothing [`NOOP_PATH`] route used to measure the transport alone.
+pub fn router(webhook: Webhook, limits: &ServerLimits, bench_noop: bool) -> Router {
+    let mut router = Router::new();
+    for path in PATHS {
+        router = router
+            .route(path, post(validate_handler))
+            .route(&format!("{path}/"), post(validate_handler))
+            .route(&format!("{path}/{{*rest}}"), post(validate_handler));
+    }
+    if bench_noop {
+        router = router.route(NOOP_PATH, post(noop_handler));
+    }
+    router
+        .with_state(Arc::new(webhook))
+        .layer(DefaultBodyLimit::max(limits.max_body_bytes))
+        .layer(TimeoutLayer::with_status_code(
+            StatusCode::REQUEST_TIMEOUT,
+            limits.request_timeout,
+        ))
+}
+
+#[cfg(test)]
+mod tests {
+    use axum::http::HeaderValue;
+
+    use super::*;
+
+    #[test]
+    fn accepts_json_content_types_only() {
+        let mut headers = HeaderMap::new();
+        assert!(!is_json_content_type(&headers));
+        for (value, ok) in [
+            ("application/json", true),
+            ("application/json; charset=utf-8", true),
+            ("Application/JSON", true),
+            ("application/yaml", false),
+            ("text/plain", false),
+            ("application/jsonx", false),
+        ] {
+            headers.insert(header::CONTENT_TYPE, HeaderValue::from_static(value));
+            assert_eq!(is_json_content_type(&headers), ok, "{value}");
+        }
+    }
+}

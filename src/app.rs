@@ -1,0 +1,399 @@
+//! Composition root of `admitpilot serve`: takes a [`ServeConfig`], binds the listeners, starts every
+//! subsystem as a task (webhook, certificate reloader, admin server) and stops them together on shutdown.
+//!
+//! Subsystems plug in through [`App`]: register metrics into [`App::registry_mut`], readiness conditions into
+//! [`App::readiness`], admin routes with [`App::admin_route`], and add a `start_*` step to [`App::start`].
+
+use std::future::Future;
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Duration;
+
+use axum::Router;
+use prometheus_client::registry::Registry;
+use tokio::net::TcpListener;
+use tokio::sync::watch;
+use tokio::task::JoinSet;
+
+use crate::admin::{self, Readiness};
+use crate::admission::metrics::WebhookMetrics;
+use crate::admission::server::{serve_https, ServerLimits};
+use crate::admission::tls::{self, CertSource, CertStore, TlsError};
+use crate::admission::{self, Webhook};
+use crate::model::decode::DecodeOptions;
+use crate::model::Snapshot;
+use crate::source::{self, SourceMetrics, SourceSettings};
+
+/// Everything `serve` needs, built from the command line (or by tests directly).
+#[derive(Debug, Clone)]
+pub struct ServeConfig {
+    /// The admission webhook.
+    pub webhook: WebhookConfig,
+    /// Address of the plain-HTTP admin server (`/metrics`, `/healthz`, `/readyz`).
+    pub admin_addr: SocketAddr,
+}
+
+/// Settings of the HTTPS admission webhook.
+#[derive(Debug, Clone)]
+pub struct WebhookConfig {
+    /// Listen address.
+    pub addr: SocketAddr,
+    /// Serving certificate.
+    pub cert: CertSource,
+    /// How often certificate files are checked for changes.
+    pub reload_interval: Duration,
+    /// Where higress-config lives.
+    pub decode: DecodeOptions,
+    /// Connection and request limits.
+    pub limits: ServerLimits,
+    /// Adds the do-nothing `/noop` route (benchmarks only).
+    pub bench_noop: bool,
+}
+
+/// Errors starting or running the server.
+#[derive(Debug, thiserror::Error)]
+pub enum AppError {
+    /// A listener could not be bound.
+    #[error("cannot listen for {what} on {addr}: {source}")]
+    Bind {
+        /// Which server.
+        what: &'static str,
+        /// The address.
+        addr: SocketAddr,
+        /// The I/O error.
+        source: std::io::Error,
+    },
+    /// The serving certificate could not be set up.
+    #[error(transparent)]
+    Tls(#[from] TlsError),
+    /// The admin server failed.
+    #[error("admin server failed: {0}")]
+    Admin(std::io::Error),
+    /// A task stopped before shutdown was requested.
+    #[error("{0} stopped unexpectedly")]
+    EndedEarly(&'static str),
+    /// A task panicked.
+    #[error("a server task panicked: {0}")]
+    Panicked(String),
+    /// The Kubernetes client for the sources could not be built.
+    #[error(transparent)]
+    KubeClient(#[from] source::kubernetes::ClientError),
+    /// A config source could not be started.
+    #[error(transparent)]
+    Sources(#[from] source::Error),
+}
+
+/// Builder for the `serve` process.
+pub struct App {
+    config: ServeConfig,
+    registry: Registry,
+    readiness: Readiness,
+    admin_routes: Vec<Router>,
+    sources: Option<SourceSettings>,
+}
+
+/// A started process: the bound addresses, and the handle to stop it.
+pub struct Running {
+    /// Where the webhook listens.
+    pub webhook_addr: SocketAddr,
+    /// Where the admin server listens.
+    pub admin_addr: SocketAddr,
+    /// The CA file written in self-signed mode.
+    pub self_signed_ca: Option<PathBuf>,
+    /// The latest valid config snapshot, when config sources are configured.
+    pub snapshots: Option<watch::Receiver<Arc<Snapshot>>>,
+    stop: watch::Sender<bool>,
+    tasks: JoinSet<Result<(), AppError>>,
+}
+
+type Tasks = JoinSet<Result<(), AppError>>;
+
+impl App {
+    /// Creates the builder; metrics register under the `admitpilot` prefix.
+    pub fn new(config: ServeConfig) -> Self {
+        App {
+            config,
+            registry: Registry::with_prefix("admitpilot"),
+            readiness: Readiness::new(),
+            admin_routes: Vec::new(),
+            sources: None,
+        }
+    }
+
+    /// Adds the config sources (folder and/or Kubernetes); they feed the snapshot channel of [`Running`].
+    pub fn sources(mut self, settings: SourceSettings) -> Self {
+        self.sources = settings.any().then_some(settings);
+        self
+    }
+
+    /// Gives access to the shared metrics registry, for subsystems to register into before [`App::start`].
+    pub fn registry_mut(&mut self) -> &mut Registry {
+        &mut self.registry
+    }
+
+    /// Returns the readiness conditions, for subsystems to register theirs.
+    pub fn readiness(&self) -> &Readiness {
+        &self.readiness
+    }
+
+    /// Adds routes (such as `/debug/configz`) to the admin server.
+    pub fn admin_route(mut self, router: Router) -> Self {
+        self.admin_routes.push(router);
+        self
+    }
+
+    /// Binds every listener and starts every task; returns once the process is serving.
+    pub async fn start(mut self) -> Result<Running, AppError> {
+        let (stop, stopped_rx) = watch::channel(false);
+        let mut tasks = Tasks::new();
+        let snapshots = match self.sources.take() {
+            Some(settings) => {
+                let started = start_sources(
+                    settings,
+                    &mut self.registry,
+                    &self.readiness,
+                    &stopped_rx,
+                    &mut tasks,
+                )
+                .await?;
+                self.admin_routes
+                    .push(source::configz::router(started.clone()));
+                Some(started)
+            }
+            None => None,
+        };
+        let webhook = start_webhook(
+            &self.config.webhook,
+            &mut self.registry,
+            &self.readiness,
+            &stopped_rx,
+            &mut tasks,
+        )
+        .await?;
+        let admin_router =
+            admin::router(Arc::new(self.registry), self.readiness, self.admin_routes);
+        let admin_addr = start_admin(
+            self.config.admin_addr,
+            admin_router,
+            &stopped_rx,
+            &mut tasks,
+        )
+        .await?;
+        Ok(Running {
+            webhook_addr: webhook.addr,
+            admin_addr,
+            self_signed_ca: webhook.self_signed_ca,
+            snapshots,
+            stop,
+            tasks,
+        })
+    }
+}
+
+impl Running {
+    /// Runs until `signal` resolves (or a task fails), then shuts everything down.
+    pub async fn run_until(mut self, signal: impl Future<Output = ()>) -> Result<(), AppError> {
+        let early = tokio::select! {
+            _ = signal => None,
+            Some(ended) = self.tasks.join_next() => Some(flatten(ended)),
+        };
+        let stopped = self.shutdown().await;
+        match early {
+            Some(Err(error)) => Err(error),
+            Some(Ok(())) => Err(AppError::EndedEarly("a server")),
+            None => stopped,
+        }
+    }
+
+    /// Stops accepting, lets open connections drain, and waits for every task.
+    pub async fn shutdown(mut self) -> Result<(), AppError> {
+        // Receivers may be gone if their tasks already ended; nothing left to tell then.
+        let _ = self.stop.send(true);
+        let mut result = Ok(());
+        while let Some(ended) = self.tasks.join_next().await {
+            if let Err(error) = flatten(ended) {
+                tracing::error!(%error, "task failed during shutdown");
+                result = Err(error);
+            }
+        }
+        result
+    }
+}
+
+fn flatten(ended: Result<Result<(), AppError>, tokio::task::JoinError>) -> Result<(), AppError> {
+    ended.map_err(|e| AppError::Panicked(e.to_string()))?
+}
+
+/// Resolves when `stop` turns true (or its sender is dropped).
+async fn stopped(mut stop: watch::Receiver<bool>) {
+    // An error means the sender is gone: also a reason to stop.
+    let _ = stop.wait_for(|stop| *stop).await;
+}
+
+async fn bind(what: &'static str, addr: SocketAddr) -> Result<TcpListener, AppError> {
+    TcpListener::bind(addr)
+        .await
+        .map_err(|source| AppError::Bind { what, addr, source })
+}
+
+fn local_addr(
+    what: &'static str,
+    listener: &TcpListener,
+    addr: SocketAddr,
+) -> Result<SocketAddr, AppError> {
+    listener
+        .local_addr()
+        .map_err(|source| AppError::Bind { what, addr, source })
+}
+
+struct StartedWebhook {
+    addr: SocketAddr,
+    self_signed_ca: Option<PathBuf>,
+}
+
+async fn start_webhook(
+    config: &WebhookConfig,
+    registry: &mut Registry,
+    readiness: &Readiness,
+    stop: &watch::Receiver<bool>,
+    tasks: &mut Tasks,
+) -> Result<StartedWebhook, AppError> {
+    let cert_loaded = readiness.register("certificate loaded");
+    let metrics = WebhookMetrics::register(registry);
+    let (store, self_signed_ca) = load_certificate(config, &metrics, stop, tasks)?;
+    cert_loaded.set(true);
+    let tls = tls::server_config(store)?;
+    let webhook = Webhook::new(config.decode.clone(), config.limits.max_body_bytes, metrics);
+    let router = admission::router(webhook, &config.limits, config.bench_noop);
+    let listener = bind("the webhook", config.addr).await?;
+    let addr = local_addr("the webhook", &listener, config.addr)?;
+    let limits = config.limits.clone();
+    let shutdown = stopped(stop.clone());
+    tasks.spawn(async move {
+        serve_https(listener, tls, router, limits, shutdown).await;
+        Ok(())
+    });
+    tracing::info!(%addr, "admission webhook listening (HTTPS)");
+    Ok(StartedWebhook {
+        addr,
+        self_signed_ca,
+    })
+}
+
+/// Loads the serving certificate and, for files, starts the reloader task.
+fn load_certificate(
+    config: &WebhookConfig,
+    metrics: &WebhookMetrics,
+    stop: &watch::Receiver<bool>,
+    tasks: &mut Tasks,
+) -> Result<(Arc<CertStore>, Option<PathBuf>), AppError> {
+    match &config.cert {
+        CertSource::Files(files) => {
+            let (key, pair) = tls::load_files(files)?;
+            let store = CertStore::new(key);
+            let reloader = tls::watch_files(
+                files.clone(),
+                pair,
+                store.clone(),
+                config.reload_interval,
+                metrics.clone(),
+                stopped(stop.clone()),
+            );
+            tasks.spawn(async move {
+                reloader.await;
+                Ok(())
+            });
+            Ok((store, None))
+        }
+        CertSource::SelfSigned { ca_out } => {
+            let key = tls::self_signed(ca_out)?;
+            tracing::warn!(
+                ca = %ca_out.display(),
+                "no --tls-cert/--tls-key: serving a self-signed certificate for localhost (local use only); its CA is in this file"
+            );
+            Ok((CertStore::new(key), Some(ca_out.clone())))
+        }
+    }
+}
+
+/// Starts the config sources; the "sources synced" readiness condition turns true after their initial sync.
+async fn start_sources(
+    settings: SourceSettings,
+    registry: &mut Registry,
+    readiness: &Readiness,
+    stop: &watch::Receiver<bool>,
+    tasks: &mut Tasks,
+) -> Result<watch::Receiver<Arc<Snapshot>>, AppError> {
+    let synced_condition = readiness.register("sources synced");
+    let metrics = SourceMetrics::default();
+    metrics.register(registry);
+    let config = settings.resolve().await?;
+    let sources = source::start(config, metrics)?;
+    let snapshots = sources.snapshots.clone();
+    let mut synced = sources.synced.clone();
+    let shutdown = stopped(stop.clone());
+    tasks.spawn(async move {
+        tokio::pin!(shutdown);
+        tokio::select! {
+            () = &mut shutdown => {}
+            ok = async { synced.wait_for(|synced| *synced).await.is_ok() } => {
+                if ok {
+                    synced_condition.set(true);
+                    tracing::info!("config sources synced");
+                }
+                shutdown.await;
+            }
+        }
+        // Dropping the sources stops their tasks.
+        drop(sources);
+        Ok(())
+    });
+    Ok(snapshots)
+}
+
+async fn start_admin(
+    addr: SocketAddr,
+    router: Router,
+    stop: &watch::Receiver<bool>,
+    tasks: &mut Tasks,
+) -> Result<SocketAddr, AppError> {
+    let listener = bind("the admin server", addr).await?;
+    let bound = local_addr("the admin server", &listener, addr)?;
+    let shutdown = stopped(stop.clone());
+    tasks.spawn(async move {
+        admin::serve(listener, router, shutdown)
+            .await
+            .map_err(AppError::Admin)
+    });
+    tracing::info!(addr = %bound, "admin server listening (HTTP)");
+    Ok(bound)
+}
+
+/// Resolves on SIGTERM or ctrl-c (SIGINT).
+pub async fn shutdown_signal() {
+    let ctrl_c = async {
+        if let Err(error) = tokio::signal::ctrl_c().await {
+            tracing::error!(%error, "cannot listen for ctrl-c");
+            std::future::pending::<()>().await;
+        }
+    };
+    #[cfg(unix)]
+    let terminate = async {
+        match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
+            Ok(mut signal) => {
+                signal.recv().await;
+            }
+            Err(error) => {
+                tracing::error!(%error, "cannot listen for SIGTERM");
+                std::future::pending::<()>().await;
+            }
+        }
+    };
+    #[cfg(not(unix))]
+    let terminate = std::future::pending::<()>();
+    tokio::select! {
+        _ = ctrl_c => tracing::info!("ctrl-c received; shutting down"),
+        _ = terminate => tracing::info!("SIGTERM received; shutting down"),
+    }
+}

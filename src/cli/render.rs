@@ -1,0 +1,114 @@
+//! `admitpilot render`: loads a config folder (with the folder source's loader and validation), translates it
+//! for one gateway (labels + namespace) and prints the Envoy resources as YAML or JSON.
+
+use std::collections::BTreeMap;
+use std::io::Write;
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::sync::Arc;
+
+use anyhow::{bail, Context};
+use clap::{Args, ValueEnum};
+
+use admitpilot::model::decode::DecodeOptions;
+use admitpilot::model::Snapshot;
+use admitpilot::source::folder::Folder;
+use admitpilot::source::{AdmitOptions, SourceMetrics, DEFAULT_NAMESPACE};
+use admitpilot::translate::{output, translate, Proxy};
+
+/// Output formats.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum Format {
+    /// YAML (default).
+    Yaml,
+    /// JSON.
+    Json,
+}
+
+/// Arguments of `admitpilot render`.
+#[derive(Debug, Args)]
+pub struct RenderArgs {
+    /// Folder of YAML/JSON config files (searched recursively), as given to `serve --config-dir`.
+    #[arg(long)]
+    config_dir: PathBuf,
+    /// Gateway pod labels, `k=v,k2=v2` (Gateways select proxies by these).
+    #[arg(long, default_value = "higress=higress-system-higress-gateway")]
+    labels: String,
+    /// Namespace of the gateway pod (credential Secrets are read from it).
+    #[arg(long, default_value = "higress-system")]
+    namespace: String,
+    /// Output format.
+    #[arg(long, value_enum, default_value_t = Format::Yaml)]
+    output: Format,
+    /// Print private keys of SDS secrets instead of `[redacted]`.
+    #[arg(long)]
+    show_secrets: bool,
+}
+
+/// Parses `k=v,k2=v2` into a label map.
+fn parse_labels(text: &str) -> anyhow::Result<BTreeMap<String, String>> {
+    let mut labels = BTreeMap::new();
+    for pair in text.split(',').map(str::trim).filter(|p| !p.is_empty()) {
+        let Some((key, value)) = pair.split_once('=') else {
+            bail!("--labels: `{pair}` is not key=value");
+        };
+        if key.is_empty() {
+            bail!("--labels: `{pair}` has an empty key");
+        }
+        labels.insert(key.to_string(), value.to_string());
+    }
+    Ok(labels)
+}
+
+/// Loads, translates and prints.
+pub fn run(args: RenderArgs) -> anyhow::Result<ExitCode> {
+    let proxy = Proxy {
+        namespace: args.namespace.clone(),
+        labels: parse_labels(&args.labels)?,
+    };
+    let root = args
+        .config_dir
+        .canonicalize()
+        .with_context(|| format!("--config-dir {}", args.config_dir.display()))?;
+    if !root.is_dir() {
+        bail!("--config-dir {} is not a directory", root.display());
+    }
+    let options = AdmitOptions {
+        decode: DecodeOptions::default(),
+        default_namespace: DEFAULT_NAMESPACE.into(),
+    };
+    let mut folder = Folder::new(root, options, SourceMetrics::default());
+    folder.rescan();
+    let snapshot = Snapshot {
+        version: 1,
+        objects: folder
+            .objects()
+            .into_iter()
+            .map(|object| (object.key(), Arc::clone(&object)))
+            .collect(),
+    };
+    let resources = translate(&snapshot, &proxy);
+    let json = output::to_json(&resources, !args.show_secrets)
+        .context("converting the resources to JSON")?;
+    let text = match args.output {
+        Format::Json => serde_json::to_string_pretty(&json)? + "\n",
+        Format::Yaml => serde_yaml_ng::to_string(&json)?,
+    };
+    std::io::stdout().lock().write_all(text.as_bytes())?;
+    Ok(ExitCode::SUCCESS)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn labels_parse() {
+        let labels = parse_labels("app=gw, istio=ingressgateway").unwrap();
+        assert_eq!(labels.len(), 2);
+        assert_eq!(labels["istio"], "ingressgateway");
+        assert!(parse_labels("novalue").is_err());
+        assert!(parse_labels("=x").is_err());
+        assert!(parse_labels("").unwrap().is_empty());
+    }
+}

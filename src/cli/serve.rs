@@ -1,0 +1,209 @@
+//! `admitpilot serve`: takes the command-line flags, builds a [`ServeConfig`] and runs the [`App`] until
+//! SIGTERM or ctrl-c.
+
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::time::Duration;
+
+use admitpilot::admission::server::ServerLimits;
+use admitpilot::admission::tls::{CertSource, TlsFiles};
+use admitpilot::app::{shutdown_signal, App, ServeConfig, WebhookConfig};
+use admitpilot::model::decode::DecodeOptions;
+use admitpilot::source::{AdmitOptions, SourceSettings, StoreConfig};
+use anyhow::Context;
+use clap::Args;
+
+/// Arguments of `admitpilot serve`. Other subsystems add their flags here and carry them into [`ServeConfig`].
+#[derive(Debug, Args)]
+pub struct ServeArgs {
+    /// Address of the HTTPS admission webhook.
+    #[arg(long, default_value = "0.0.0.0:15017")]
+    webhook_addr: SocketAddr,
+
+    /// Address of the plain-HTTP admin server (/metrics, /healthz, /readyz).
+    #[arg(long, default_value = "0.0.0.0:15014")]
+    admin_addr: SocketAddr,
+
+    /// PEM certificate chain for the webhook; reloaded when the file changes. Needs --tls-key.
+    #[arg(long, requires = "tls_key")]
+    tls_cert: Option<PathBuf>,
+
+    /// PEM private key for the webhook; reloaded when the file changes. Needs --tls-cert.
+    #[arg(long, requires = "tls_cert")]
+    tls_key: Option<PathBuf>,
+
+    /// Seconds between checks of the certificate files for changes.
+    #[arg(long, default_value_t = 5.0, value_parser = parse_interval)]
+    tls_reload_interval: f64,
+
+    /// Without --tls-cert/--tls-key: where to write the CA of the generated self-signed certificate
+    /// (default: admitpilot-webhook-ca.crt in the temp folder).
+    #[arg(long, conflicts_with = "tls_cert")]
+    self_signed_ca_out: Option<PathBuf>,
+
+    /// Namespace of the higress-config ConfigMap; other ConfigMaps are allowed untouched.
+    #[arg(long, default_value = "higress-system")]
+    higress_namespace: String,
+
+    /// Most webhook connections served at once.
+    #[arg(long, default_value_t = 1024)]
+    max_connections: usize,
+
+    /// Seconds allowed per webhook request before it is answered with 408.
+    #[arg(long, default_value_t = 30.0, value_parser = parse_interval)]
+    request_timeout: f64,
+
+    /// Folder of config to load and watch: every *.yaml, *.yml and *.json below it (multi-document YAML and
+    /// `kind: List` accepted; names starting with "." skipped). On duplicates the lexicographically first path wins.
+    #[arg(long)]
+    config_dir: Option<PathBuf>,
+
+    /// Watch the Kubernetes API for config (in-cluster service account, else $KUBECONFIG / ~/.kube/config).
+    #[arg(long)]
+    kube: bool,
+
+    /// Kubeconfig file to watch with (implies --kube).
+    #[arg(long)]
+    kubeconfig: Option<PathBuf>,
+
+    /// Namespaces to watch, comma-separated (default: all namespaces). higress-config is always read from
+    /// --higress-namespace.
+    #[arg(long, value_delimiter = ',')]
+    watch_namespaces: Vec<String>,
+
+    /// Namespace given to config objects that name none.
+    #[arg(long, default_value = admitpilot::source::DEFAULT_NAMESPACE)]
+    default_namespace: String,
+
+    /// Quiet period that ends a burst of config changes before a snapshot is published (e.g. 20ms, 0.1s).
+    #[arg(long, default_value = "20ms", value_parser = parse_duration)]
+    debounce: Duration,
+
+    /// Longest a config change waits for a quiet period before it is published anyway.
+    #[arg(long, default_value = "250ms", value_parser = parse_duration)]
+    debounce_max: Duration,
+
+    /// Adds a do-nothing POST /noop route to the webhook (for measuring the transport; benchmarks only).
+    #[arg(long, hide = true)]
+    bench_noop: bool,
+}
+
+fn parse_interval(text: &str) -> Result<f64, String> {
+    match text.parse::<f64>() {
+        Ok(seconds) if seconds > 0.0 && seconds <= 86_400.0 => Ok(seconds),
+        _ => Err(format!(
+            "`{text}` is not a number of seconds between 0 and 86400"
+        )),
+    }
+}
+
+/// Parses `20ms`, `1.5s` or `0` into a duration of at most one hour.
+fn parse_duration(text: &str) -> Result<Duration, String> {
+    let (number, scale) = if let Some(ms) = text.strip_suffix("ms") {
+        (ms, 1e-3)
+    } else if let Some(s) = text.strip_suffix('s') {
+        (s, 1.0)
+    } else if text == "0" {
+        ("0", 1.0)
+    } else {
+        return Err(format!("`{text}` needs a unit: ms or s (e.g. 20ms)"));
+    };
+    match number.trim().parse::<f64>() {
+        Ok(value) if (0.0..=3600.0).contains(&(value * scale)) => {
+            Ok(Duration::from_secs_f64(value * scale))
+        }
+        _ => Err(format!("`{text}` is not a duration between 0 and 1h")),
+    }
+}
+
+impl ServeArgs {
+    /// Builds the source settings from the flags.
+    fn source_settings(&self) -> SourceSettings {
+        SourceSettings {
+            config_dir: self.config_dir.clone(),
+            kube: self.kube,
+            kubeconfig: self.kubeconfig.clone(),
+            watch_namespaces: self
+                .watch_namespaces
+                .iter()
+                .map(|ns| ns.trim().to_string())
+                .filter(|ns| !ns.is_empty())
+                .collect(),
+            instance: std::env::var("POD_NAME").ok(),
+            admit: Some(AdmitOptions {
+                decode: DecodeOptions {
+                    higress_namespace: self.higress_namespace.clone(),
+                    ..DecodeOptions::default()
+                },
+                default_namespace: self.default_namespace.clone(),
+            }),
+            store: StoreConfig {
+                debounce: self.debounce,
+                debounce_max: self.debounce_max.max(self.debounce),
+            },
+        }
+    }
+
+    /// Builds the process configuration from the flags.
+    fn into_config(self) -> ServeConfig {
+        let cert = match (self.tls_cert, self.tls_key) {
+            (Some(cert), Some(key)) => CertSource::Files(TlsFiles { cert, key }),
+            _ => CertSource::SelfSigned {
+                ca_out: self
+                    .self_signed_ca_out
+                    .unwrap_or_else(|| std::env::temp_dir().join("admitpilot-webhook-ca.crt")),
+            },
+        };
+        let limits = ServerLimits {
+            max_connections: self.max_connections.max(1),
+            request_timeout: Duration::from_secs_f64(self.request_timeout),
+            ..ServerLimits::default()
+        };
+        ServeConfig {
+            webhook: WebhookConfig {
+                addr: self.webhook_addr,
+                cert,
+                reload_interval: Duration::from_secs_f64(self.tls_reload_interval),
+                decode: DecodeOptions {
+                    higress_namespace: self.higress_namespace,
+                    ..DecodeOptions::default()
+                },
+                limits,
+                bench_noop: self.bench_noop,
+            },
+            admin_addr: self.admin_addr,
+        }
+    }
+}
+
+/// Runs the server until SIGTERM or ctrl-c.
+pub fn run(args: ServeArgs) -> anyhow::Result<ExitCode> {
+    let sources = args.source_settings();
+    let config = args.into_config();
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .context("cannot start the async runtime")?;
+    runtime.block_on(async {
+        let running = App::new(config).sources(sources).start().await?;
+        running.run_until(shutdown_signal()).await
+    })?;
+    tracing::info!("stopped");
+    Ok(ExitCode::SUCCESS)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parses_durations_with_units() {
+        assert_eq!(parse_duration("20ms"), Ok(Duration::from_millis(20)));
+        assert_eq!(parse_duration("0.5s"), Ok(Duration::from_millis(500)));
+        assert_eq!(parse_duration("0"), Ok(Duration::ZERO));
+        assert!(parse_duration("20").is_err());
+        assert!(parse_duration("-1ms").is_err());
+        assert!(parse_duration("2h").is_err());
+    }
+}

@@ -1,0 +1,565 @@
+//! Local folder source (`--config-dir`): takes a directory of `*.yaml`/`*.yml`/`*.json` files (recursive,
+//! multi-document YAML, `kind: List` expanded), yields [`SourceEvent`]s: one resync after the initial load, then
+//! applies and deletes as files are created, changed, renamed or deleted (watched with `notify`).
+//!
+//! Rules (also in the README):
+//! * Entries whose name starts with `.` are skipped, so a Kubernetes ConfigMap volume (`..data` symlink swaps)
+//!   can be mounted as the folder; any change under such an entry triggers a full rescan.
+//! * A burst of file events is settled for [`SETTLE`] (quiet time) before files are re-read; the store then
+//!   debounces again.
+//! * A file that does not parse is skipped as a whole and every object it held stays as it was (last good); an
+//!   object that does not validate keeps its last good version from that file. Both are logged with file, document
+//!   index, field and message, and counted (`parse_errors`, `rejected_objects`).
+//! * Deleting (or renaming away) a file deletes the objects it held.
+//! * Duplicates (the same kind/namespace/name in two files): the file whose path sorts first (byte-wise) wins; the
+//!   others are reported (warning + `rejected_objects{reason="duplicate"}`). Within one file the first document
+//!   wins.
+//! * Files are read on the async task with blocking I/O; a config folder is small and local.
+
+use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::hash::{Hash, Hasher};
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::Duration;
+
+use notify::{RecursiveMode, Watcher};
+use serde::Deserialize;
+use serde_json::Value;
+use tokio::sync::mpsc;
+use tokio::task::JoinHandle;
+use tokio::time::Instant;
+
+use super::admit::{admit, AdmitOptions, Verdict};
+use super::{Scope, ScopedSender, SourceEvent, SourceMetrics};
+use crate::model::{ConfigObject, ObjectKey};
+
+/// Quiet time that ends a burst of file-system events before the touched files are re-read.
+pub const SETTLE: Duration = Duration::from_millis(5);
+/// Longest a burst of file-system events is held before the touched files are re-read anyway.
+pub const SETTLE_MAX: Duration = Duration::from_millis(100);
+/// Deepest directory nesting followed (guards against symlink loops).
+const MAX_DEPTH: usize = 32;
+/// Largest file read; bigger files are reported and skipped.
+pub const MAX_FILE_BYTES: u64 = 16 * 1024 * 1024;
+
+/// Errors starting the folder source.
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    /// The path is missing or not a directory.
+    #[error("not a readable directory: {0}")]
+    NotADirectory(#[source] std::io::Error),
+    /// The path exists but is a file.
+    #[error("not a directory")]
+    IsAFile,
+    /// The file-system watcher could not be set up.
+    #[error("cannot watch: {0}")]
+    Watch(#[from] notify::Error),
+}
+
+/// Returns the store scope of the folder `dir`.
+pub fn scope(dir: &Path) -> Scope {
+    Scope::new(format!("folder:{}", dir.display()))
+}
+
+/// Starts watching `dir`, loads it, sends the initial resync, then sends changes until the task is aborted.
+pub fn spawn(
+    dir: PathBuf,
+    options: AdmitOptions,
+    sender: ScopedSender,
+    metrics: SourceMetrics,
+) -> Result<JoinHandle<()>, Error> {
+    let root = dir.canonicalize().map_err(Error::NotADirectory)?;
+    if !root.is_dir() {
+        return Err(Error::IsAFile);
+    }
+    let (tx, rx) = mpsc::unbounded_channel();
+    let mut watcher = notify::recommended_watcher(move |event| {
+        // The receiver is gone only when the task ended; nothing to do then.
+        let _ = tx.send(event);
+    })?;
+    // Watch before the first scan so no change between the two is lost.
+    watcher.watch(&root, RecursiveMode::Recursive)?;
+    let folder = Folder::new(root, options, metrics);
+    Ok(tokio::spawn(async move {
+        let _watcher = watcher;
+        folder.run(rx, sender).await;
+    }))
+}
+
+/// What one file contributes: its content hash and the objects in force from it.
+#[derive(Debug, Default)]
+struct FileState {
+    hash: u64,
+    objects: BTreeMap<ObjectKey, Arc<ConfigObject>>,
+}
+
+/// The folder's state: every file's objects and, per key, the files that define it.
+#[derive(Debug)]
+pub struct Folder {
+    root: PathBuf,
+    options: AdmitOptions,
+    metrics: SourceMetrics,
+    files: BTreeMap<PathBuf, FileState>,
+    index: HashMap<ObjectKey, BTreeSet<PathBuf>>,
+}
+
+/// One parsed document: where it came from (for messages) and its value.
+struct Document {
+    label: String,
+    value: Value,
+}
+
+impl Folder {
+    /// Builds an empty folder state for the canonical directory `root`.
+    pub fn new(root: PathBuf, options: AdmitOptions, metrics: SourceMetrics) -> Self {
+        Folder {
+            root,
+            options,
+            metrics,
+            files: BTreeMap::new(),
+            index: HashMap::new(),
+        }
+    }
+
+    async fn run(
+        mut self,
+        mut rx: mpsc::UnboundedReceiver<notify::Result<notify::Event>>,
+        sender: ScopedSender,
+    ) {
+        self.rescan();
+        if sender.send(SourceEvent::Resync(self.objects())).is_err() {
+            return;
+        }
+        tracing::info!(dir = %self.root.display(), objects = self.index.len(), files = self.files.len(),
+            "config folder loaded");
+        while let Some(first) = rx.recv().await {
+            let mut batch = Batch::default();
+            batch.add(first);
+            let started = Instant::now();
+            loop {
+                let wait = SETTLE.min(SETTLE_MAX.saturating_sub(started.elapsed()));
+                match tokio::time::timeout(wait, rx.recv()).await {
+                    Ok(Some(event)) => batch.add(event),
+                    Ok(None) => return,
+                    Err(_) => break,
+                }
+            }
+            for event in self.process(batch) {
+                if sender.send(event).is_err() {
+                    return;
+                }
+            }
+        }
+    }
+
+    /// Re-reads the touched paths and returns the resulting store events.
+    fn process(&mut self, batch: Batch) -> Vec<SourceEvent> {
+        let affected = if batch.rescan
+            || batch
+                .paths
+                .iter()
+                .any(|p| self.hidden(p) || !p.starts_with(&self.root))
+        {
+            self.rescan()
+        } else {
+            let mut affected = BTreeSet::new();
+            for path in &batch.paths {
+                affected.extend(self.refresh(path));
+            }
+            affected
+        };
+        affected
+            .into_iter()
+            .map(|key| self.event_for(key))
+            .collect()
+    }
+
+    /// Returns every object in force (duplicates resolved and reported), for a resync.
+    pub fn objects(&self) -> Vec<Arc<ConfigObject>> {
+        let mut keys: Vec<&ObjectKey> = self.index.keys().collect();
+        keys.sort();
+        keys.into_iter()
+            .filter_map(|key| self.resolve(key))
+            .collect()
+    }
+
+    /// Reads the whole folder again; returns the keys whose files changed.
+    pub fn rescan(&mut self) -> BTreeSet<ObjectKey> {
+        let mut found = BTreeSet::new();
+        walk(&self.root, 0, &mut found);
+        let mut affected = BTreeSet::new();
+        let gone: Vec<PathBuf> = self
+            .files
+            .keys()
+            .filter(|p| !found.contains(*p))
+            .cloned()
+            .collect();
+        for path in gone {
+            affected.extend(self.forget(&path));
+        }
+        for path in &found {
+            affected.extend(self.load(path));
+        }
+        affected
+    }
+
+    /// Re-reads one touched path (file or directory, present or gone); returns the affected keys.
+    fn refresh(&mut self, path: &Path) -> BTreeSet<ObjectKey> {
+        let mut affected = BTreeSet::new();
+        match std::fs::metadata(path) {
+            Ok(meta) if meta.is_dir() => {
+                let mut found = BTreeSet::new();
+                walk(path, 0, &mut found);
+                let gone: Vec<PathBuf> = self
+                    .files_under(path)
+                    .filter(|p| !found.contains(p))
+                    .collect();
+                for gone in gone {
+                    affected.extend(self.forget(&gone));
+                }
+                for file in &found {
+                    affected.extend(self.load(file));
+                }
+            }
+            Ok(_) if is_config_file(path) => affected.extend(self.load(path)),
+            Ok(_) => {}
+            Err(_) => {
+                let gone: Vec<PathBuf> = self.files_under(path).collect();
+                for gone in gone {
+                    affected.extend(self.forget(&gone));
+                }
+            }
+        }
+        affected
+    }
+
+    /// Known files at `path` or below it.
+    fn files_under<'a>(&'a self, path: &'a Path) -> impl Iterator<Item = PathBuf> + 'a {
+        self.files
+            .range(path.to_path_buf()..)
+            .take_while(move |(p, _)| p.starts_with(path))
+            .map(|(p, _)| p.clone())
+    }
+
+    fn hidden(&self, path: &Path) -> bool {
+        path.strip_prefix(&self.root).is_ok_and(|rel| {
+            rel.components()
+                .any(|c| c.as_os_str().to_string_lossy().starts_with('.'))
+        })
+    }
+
+    /// Loads one file; returns the keys it held before or holds now.
+    fn load(&mut self, path: &Path) -> BTreeSet<ObjectKey> {
+        let text = match read_limited(path) {
+            Ok(text) => text,
+            Err(error) if error.kind() == std::io::ErrorKind::NotFound => return self.forget(path),
+            Err(error) => {
+                tracing::error!(file = %path.display(), %error,
+                    "cannot read config file; keeping the objects it held");
+                self.metrics.parse_error("folder");
+                return BTreeSet::new();
+            }
+        };
+        let hash = content_hash(&text);
+        if self.files.get(path).is_some_and(|f| f.hash == hash) {
+            return BTreeSet::new();
+        }
+        let documents = match parse_documents(path, &text) {
+            Ok(documents) => documents,
+            Err((document, message)) => {
+                tracing::error!(file = %path.display(), document, field = "", error = %message,
+                    "config file does not parse; skipped, the objects it held stay in force");
+                self.metrics.parse_error("folder");
+                self.files.entry(path.to_path_buf()).or_default().hash = hash;
+                return BTreeSet::new();
+            }
+        };
+        let previous = self.files.remove(path).unwrap_or_default();
+        let mut objects = BTreeMap::new();
+        for document in documents {
+            self.admit_document(path, document, &previous.objects, &mut objects);
+        }
+        let mut affected: BTreeSet<ObjectKey> = previous.objects.keys().cloned().collect();
+        for key in previous.objects.keys() {
+            self.unindex(key, path);
+        }
+        for key in objects.keys() {
+            self.index
+                .entry(key.clone())
+                .or_default()
+                .insert(path.to_path_buf());
+            affected.insert(key.clone());
+        }
+        self.files
+            .insert(path.to_path_buf(), FileState { hash, objects });
+        affected
+    }
+
+    fn admit_document(
+        &self,
+        path: &Path,
+        document: Document,
+        previous: &BTreeMap<ObjectKey, Arc<ConfigObject>>,
+        objects: &mut BTreeMap<ObjectKey, Arc<ConfigObject>>,
+    ) {
+        let label = document.label;
+        match admit(document.value, &self.options, &|key| {
+            previous.get(key).cloned()
+        }) {
+            Verdict::Accept {
+                object,
+                warnings,
+                rejected,
+            } => {
+                let key = object.key();
+                for warning in warnings {
+                    tracing::warn!(file = %path.display(), document = %label, object = %key,
+                        field = %warning.field, warning = %warning.message, "config warning");
+                }
+                for error in &rejected {
+                    tracing::error!(file = %path.display(), document = %label, object = %key,
+                        field = %error.field, error = %error.message, "invalid part skipped");
+                }
+                if !rejected.is_empty() {
+                    self.metrics.reject(Some(key.kind), "invalid");
+                }
+                match objects.entry(key) {
+                    std::collections::btree_map::Entry::Occupied(entry) => {
+                        tracing::warn!(file = %path.display(), document = %label, object = %entry.key(),
+                            "duplicate object in one file; the first document wins");
+                        self.metrics.reject(Some(entry.key().kind), "duplicate");
+                    }
+                    std::collections::btree_map::Entry::Vacant(entry) => {
+                        entry.insert(Arc::from(object));
+                    }
+                }
+            }
+            Verdict::Reject {
+                kind,
+                key,
+                errors,
+                reason,
+            } => {
+                let object = key.as_ref().map(ToString::to_string).unwrap_or_default();
+                for error in &errors {
+                    tracing::error!(file = %path.display(), document = %label, object = %object,
+                        field = %error.field, error = %error.message, "invalid object skipped");
+                }
+                self.metrics.reject(kind, reason.as_str());
+                if let Some(key) = key {
+                    if let Some(last_good) = previous.get(&key) {
+                        if let std::collections::btree_map::Entry::Vacant(entry) =
+                            objects.entry(key)
+                        {
+                            tracing::warn!(file = %path.display(), object = %entry.key(),
+                                "keeping the last good version of the invalid object");
+                            entry.insert(last_good.clone());
+                        }
+                    }
+                }
+            }
+            Verdict::Ignore => {
+                tracing::debug!(file = %path.display(), document = %label, "kind not handled; skipped");
+            }
+        }
+    }
+
+    /// Drops one file; returns the keys it held.
+    fn forget(&mut self, path: &Path) -> BTreeSet<ObjectKey> {
+        let Some(state) = self.files.remove(path) else {
+            return BTreeSet::new();
+        };
+        for key in state.objects.keys() {
+            self.unindex(key, path);
+        }
+        state.objects.into_keys().collect()
+    }
+
+    fn unindex(&mut self, key: &ObjectKey, path: &Path) {
+        if let Some(paths) = self.index.get_mut(key) {
+            paths.remove(path);
+            if paths.is_empty() {
+                self.index.remove(key);
+            }
+        }
+    }
+
+    /// Returns the object in force for `key`: the one from the first path in byte order. Reports duplicates.
+    fn resolve(&self, key: &ObjectKey) -> Option<Arc<ConfigObject>> {
+        let paths = self.index.get(key)?;
+        let path = paths.first()?;
+        if paths.len() > 1 {
+            let ignored: Vec<String> = paths
+                .iter()
+                .skip(1)
+                .map(|p| p.display().to_string())
+                .collect();
+            tracing::warn!(object = %key, winner = %path.display(), ?ignored,
+                "object defined in several files; the first path wins");
+            self.metrics.reject(Some(key.kind), "duplicate");
+        }
+        self.files.get(path)?.objects.get(key).cloned()
+    }
+
+    fn event_for(&self, key: ObjectKey) -> SourceEvent {
+        match self.resolve(&key) {
+            Some(object) => SourceEvent::Apply(object),
+            None => SourceEvent::Delete(key),
+        }
+    }
+}
+
+/// Touched paths collected from one burst of file-system events.
+#[derive(Debug, Default)]
+struct Batch {
+    paths: BTreeSet<PathBuf>,
+    rescan: bool,
+}
+
+impl Batch {
+    fn add(&mut self, event: notify::Result<notify::Event>) {
+        match event {
+            Ok(event) => {
+                if event.need_rescan() {
+                    self.rescan = true;
+                }
+                if event.kind.is_access() {
+                    return;
+                }
+                self.paths.extend(event.paths);
+            }
+            Err(error) => {
+                tracing::warn!(%error, "file watcher error; rescanning the config folder");
+                self.rescan = true;
+            }
+        }
+    }
+}
+
+fn is_config_file(path: &Path) -> bool {
+    path.extension().and_then(|e| e.to_str()).is_some_and(|e| {
+        ["yaml", "yml", "json"]
+            .iter()
+            .any(|x| e.eq_ignore_ascii_case(x))
+    })
+}
+
+/// Collects config files under `dir`, skipping hidden entries and following symlinks.
+fn walk(dir: &Path, depth: usize, out: &mut BTreeSet<PathBuf>) {
+    if depth > MAX_DEPTH {
+        tracing::warn!(dir = %dir.display(), "config folder nested too deep; not descending");
+        return;
+    }
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return;
+    };
+    for entry in entries.flatten() {
+        if entry.file_name().to_string_lossy().starts_with('.') {
+            continue;
+        }
+        let path = entry.path();
+        match std::fs::metadata(&path) {
+            Ok(meta) if meta.is_dir() => walk(&path, depth + 1, out),
+            Ok(_) if is_config_file(&path) => {
+                out.insert(path);
+            }
+            _ => {}
+        }
+    }
+}
+
+fn read_limited(path: &Path) -> std::io::Result<String> {
+    let meta = std::fs::metadata(path)?;
+    if meta.len() > MAX_FILE_BYTES {
+        return Err(std::io::Error::other(format!(
+            "file is {} bytes, more than the {MAX_FILE_BYTES} byte limit",
+            meta.len()
+        )));
+    }
+    std::fs::read_to_string(path)
+}
+
+fn content_hash(text: &str) -> u64 {
+    let mut hasher = std::collections::hash_map::DefaultHasher::new();
+    text.hash(&mut hasher);
+    hasher.finish()
+}
+
+/// Parses a file into documents (YAML streams or one JSON value), expanding `kind: List`.
+/// An error names the document index and the parser's message.
+fn parse_documents(path: &Path, text: &str) -> Result<Vec<Document>, (usize, String)> {
+    let is_json = path
+        .extension()
+        .and_then(|e| e.to_str())
+        .is_some_and(|e| e.eq_ignore_ascii_case("json"));
+    let mut raw = Vec::new();
+    if is_json {
+        let value: Value = serde_json::from_str(text).map_err(|e| (0, e.to_string()))?;
+        raw.push(value);
+    } else {
+        for (index, document) in serde_yaml_ng::Deserializer::from_str(text).enumerate() {
+            let value = Value::deserialize(document).map_err(|e| (index, e.to_string()))?;
+            raw.push(value);
+        }
+    }
+    let mut documents = Vec::new();
+    for (index, value) in raw.into_iter().enumerate() {
+        match value {
+            Value::Null => {}
+            Value::Object(mut fields)
+                if fields.get("kind").and_then(Value::as_str) == Some("List")
+                    && fields.get("items").is_some_and(Value::is_array) =>
+            {
+                if let Some(Value::Array(items)) = fields.remove("items") {
+                    for (item, value) in items.into_iter().enumerate() {
+                        documents.push(Document {
+                            label: format!("{index}.items[{item}]"),
+                            value,
+                        });
+                    }
+                }
+            }
+            value => documents.push(Document {
+                label: index.to_string(),
+                value,
+            }),
+        }
+    }
+    Ok(documents)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn splits_yaml_streams_and_expands_lists() {
+        let text =
+            "apiVersion: v1\nkind: List\nitems:\n- {kind: A}\n- {kind: B}\n---\n---\nkind: C\n";
+        let docs = parse_documents(Path::new("x.yaml"), text).unwrap();
+        let labels: Vec<&str> = docs.iter().map(|d| d.label.as_str()).collect();
+        assert_eq!(labels, ["0.items[0]", "0.items[1]", "2"]);
+    }
+
+    #[test]
+    fn reports_the_broken_document() {
+        let text = "kind: A\n---\nkind: [unclosed\n";
+        let (index, message) = parse_documents(Path::new("x.yml"), text).err().unwrap();
+        assert_eq!(index, 1);
+        assert!(!message.is_empty());
+    }
+
+    #[test]
+    fn json_files_hold_one_document() {
+        let docs = parse_documents(Path::new("x.json"), r#"{"kind": "A"}"#).unwrap();
+        assert_eq!(docs.len(), 1);
+        assert!(parse_documents(Path::new("x.json"), "{").is_err());
+    }
+
+    #[test]
+    fn recognises_config_files() {
+        assert!(is_config_file(Path::new("a/b.YAML")));
+        assert!(is_config_file(Path::new("b.json")));
+        assert!(!is_config_file(Path::new("b.txt")));
+    }
+}

@@ -1,0 +1,561 @@
+//! Kubernetes source (`--kube`): takes a `kube::Client`, runs one kube-rs `watcher` per watched kind and namespace,
+//! and yields [`SourceEvent`]s (a resync after every initial list or relist, then applies and deletes).
+//!
+//! What is watched (all as `DynamicObject`s, `ApiResource` built from [`Kind::info`]):
+//! * the ConfigMap `higress-config` in the higress namespace (field selector on its name);
+//! * Gateway, VirtualService, DestinationRule, ServiceEntry, EnvoyFilter, WorkloadEntry ([`DEFAULT_KINDS`]);
+//! * Services and EndpointSlices;
+//! * Secrets of type `kubernetes.io/tls` (field selector `type=kubernetes.io/tls`). All TLS Secrets in the watched
+//!   namespaces are watched rather than only those a Gateway names: it avoids restarting watches whenever a Gateway
+//!   changes, and RBAC must grant Secret reads in those namespaces either way. Generic (Opaque) credential Secrets
+//!   are not watched.
+//!
+//! `--watch-namespaces` limits every watcher except higress-config's to those namespaces (one watcher per kind
+//! and namespace); without it, kinds are watched cluster-wide.
+//!
+//! Failure handling: a kind whose API is missing (404, CRD not installed) is tried at each served version, newest
+//! first; when none answers it is logged, counted as synced-with-nothing, and retried with exponential backoff
+//! while the other watchers keep working. Watch restarts (410 Gone, dropped connections) relist; the relisted set
+//! replaces the old one in one resync, so nothing disappears in between. An object that fails validation is kept
+//! out of the store (its last good version stays, if there was one), logged, counted and reported as a `Warning`
+//! Event (events.k8s.io/v1, reason `InvalidConfig`) on the object, once per resourceVersion.
+//!
+//! RBAC needed (ClusterRole, or Role per watched namespace):
+//! ```yaml
+//! - apiGroups: ["networking.istio.io"]
+//!   resources: [gateways, virtualservices, destinationrules, serviceentries, envoyfilters, workloadentries]
+//!   verbs: [get, list, watch]
+//! - apiGroups: [""]
+//!   resources: [services, secrets, configmaps]   # configmaps: higress-config only (resourceNames)
+//!   verbs: [get, list, watch]
+//! - apiGroups: ["discovery.k8s.io"]
+//!   resources: [endpointslices]
+//!   verbs: [get, list, watch]
+//! - apiGroups: ["events.k8s.io"]
+//!   resources: [events]
+//!   verbs: [create, patch]
+//! ```
+
+use std::collections::HashMap;
+use std::path::Path;
+use std::sync::Arc;
+use std::time::Duration;
+
+use futures::StreamExt;
+use k8s_openapi::api::core::v1::ObjectReference;
+use kube::api::{ApiResource, DynamicObject};
+use kube::runtime::events::{Event as KubeEvent, EventType, Recorder, Reporter};
+use kube::runtime::watcher::{self, watcher, Event};
+use kube::{Api, Client};
+use serde_json::Value;
+use tokio::task::JoinHandle;
+
+use super::admit::{admit, AdmitOptions, Verdict};
+use super::{Scope, ScopedSender, SourceEvent, SourceMetrics, Store};
+use crate::model::{ConfigObject, Finding, Kind, ObjectKey};
+
+/// Istio kinds watched by default (those translation consumes).
+pub const DEFAULT_KINDS: [Kind; 6] = [
+    Kind::Gateway,
+    Kind::VirtualService,
+    Kind::DestinationRule,
+    Kind::ServiceEntry,
+    Kind::EnvoyFilter,
+    Kind::WorkloadEntry,
+];
+
+/// Controller name written on Events.
+pub const REPORTER: &str = "admitpilot";
+
+/// Errors building a client.
+#[derive(Debug, thiserror::Error)]
+pub enum ClientError {
+    /// The kubeconfig file could not be read.
+    #[error("cannot read kubeconfig: {0}")]
+    Kubeconfig(#[from] kube::config::KubeconfigError),
+    /// Neither in-cluster config nor a default kubeconfig was found.
+    #[error("cannot find cluster config: {0}")]
+    Infer(#[from] kube::config::InferConfigError),
+    /// The client could not be built from the config.
+    #[error("cannot build client: {0}")]
+    Client(#[from] kube::Error),
+}
+
+/// Builds a client from `--kubeconfig`, or from the in-cluster service account (falling back to `$KUBECONFIG`).
+pub async fn client(kubeconfig: Option<&Path>) -> Result<Client, ClientError> {
+    let config = match kubeconfig {
+        Some(path) => {
+            let file = kube::config::Kubeconfig::read_from(path)?;
+            kube::Config::from_custom_kubeconfig(file, &kube::config::KubeConfigOptions::default())
+                .await?
+        }
+        None => kube::Config::infer().await?,
+    };
+    Ok(Client::try_from(config)?)
+}
+
+/// Retry delays after watch errors: doubles from `min` to `max`, reset after a successful event.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Backoff {
+    /// First delay.
+    pub min: Duration,
+    /// Largest delay.
+    pub max: Duration,
+}
+
+impl Default for Backoff {
+    fn default() -> Self {
+        Backoff {
+            min: Duration::from_millis(800),
+            max: Duration::from_secs(30),
+        }
+    }
+}
+
+/// How to watch a cluster.
+#[derive(Clone)]
+pub struct KubeConfig {
+    /// The API client.
+    pub client: Client,
+    /// `--watch-namespaces`; empty means all namespaces.
+    pub namespaces: Vec<String>,
+    /// Istio/Higress kinds to watch (besides higress-config, Services, EndpointSlices and TLS Secrets).
+    pub kinds: Vec<Kind>,
+    /// Retry delays.
+    pub backoff: Backoff,
+    /// Events' `reportingInstance` (pod name); `None` uses the controller name.
+    pub instance: Option<String>,
+}
+
+impl std::fmt::Debug for KubeConfig {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("KubeConfig")
+            .field("namespaces", &self.namespaces)
+            .field("kinds", &self.kinds)
+            .field("backoff", &self.backoff)
+            .finish_non_exhaustive()
+    }
+}
+
+impl KubeConfig {
+    /// Watches the default kinds in all namespaces.
+    pub fn new(client: Client) -> Self {
+        KubeConfig {
+            client,
+            namespaces: Vec::new(),
+            kinds: DEFAULT_KINDS.to_vec(),
+            backoff: Backoff::default(),
+            instance: None,
+        }
+    }
+}
+
+/// One watcher: a kind in one namespace (or all), with an optional field selector.
+#[derive(Debug, Clone)]
+struct WatchSpec {
+    kind: Kind,
+    namespace: Option<String>,
+    fields: Option<String>,
+}
+
+impl WatchSpec {
+    fn scope(&self) -> Scope {
+        Scope::new(format!(
+            "kube:{}/{}",
+            self.kind,
+            self.namespace.as_deref().unwrap_or("*")
+        ))
+    }
+}
+
+fn watch_specs(config: &KubeConfig, options: &AdmitOptions) -> Vec<WatchSpec> {
+    let namespaces: Vec<Option<String>> = if config.namespaces.is_empty() {
+        vec![None]
+    } else {
+        config.namespaces.iter().cloned().map(Some).collect()
+    };
+    let mut specs = vec![WatchSpec {
+        kind: Kind::HigressConfig,
+        namespace: Some(options.decode.higress_namespace.clone()),
+        fields: Some(format!("metadata.name={}", options.decode.higress_name)),
+    }];
+    let kinds = config
+        .kinds
+        .iter()
+        .copied()
+        .filter(|k| *k != Kind::HigressConfig)
+        .chain([Kind::Service, Kind::EndpointSlice, Kind::Secret]);
+    for kind in kinds {
+        for namespace in &namespaces {
+            specs.push(WatchSpec {
+                kind,
+                namespace: namespace.clone(),
+                fields: (kind == Kind::Secret).then(|| "type=kubernetes.io/tls".to_string()),
+            });
+        }
+    }
+    specs
+}
+
+/// Registers one scope per watcher with the store and starts the watchers.
+pub fn spawn(
+    config: KubeConfig,
+    options: AdmitOptions,
+    store: &Store,
+    metrics: SourceMetrics,
+) -> Vec<JoinHandle<()>> {
+    let reporter = Reporter {
+        controller: REPORTER.into(),
+        instance: config.instance.clone(),
+    };
+    let shared = Arc::new(Shared {
+        client: config.client.clone(),
+        recorder: Recorder::new(config.client.clone(), reporter),
+        options,
+        metrics,
+        backoff: config.backoff,
+    });
+    watch_specs(&config, &shared.options)
+        .into_iter()
+        .map(|spec| {
+            let sender = store.sender(spec.scope());
+            tokio::spawn(run_watcher(spec, shared.clone(), sender))
+        })
+        .collect()
+}
+
+struct Shared {
+    client: Client,
+    recorder: Recorder,
+    options: AdmitOptions,
+    metrics: SourceMetrics,
+    backoff: Backoff,
+}
+
+fn api_resource(kind: Kind, version: &str) -> ApiResource {
+    let info = kind.info();
+    ApiResource {
+        group: info.group.to_string(),
+        version: version.to_string(),
+        api_version: if info.group.is_empty() {
+            version.to_string()
+        } else {
+            format!("{}/{version}", info.group)
+        },
+        kind: info.kind.to_string(),
+        plural: info.plural.to_string(),
+    }
+}
+
+fn is_not_found(error: &watcher::Error) -> bool {
+    matches!(error, watcher::Error::InitialListFailed(kube::Error::Api(status)) if status.code == 404)
+}
+
+/// Runs one watcher forever (until the task is aborted).
+async fn run_watcher(spec: WatchSpec, shared: Arc<Shared>, sender: ScopedSender) {
+    let versions = spec.kind.info().versions;
+    let mut state = WatchState::default();
+    let mut version = 0;
+    let mut delay = shared.backoff.min;
+    let mut config = watcher::Config::default();
+    if let Some(fields) = &spec.fields {
+        config = config.fields(fields);
+    }
+    loop {
+        let resource = api_resource(spec.kind, versions[version]);
+        let api: Api<DynamicObject> = match &spec.namespace {
+            Some(ns) => Api::namespaced_with(shared.client.clone(), ns, &resource),
+            None => Api::all_with(shared.client.clone(), &resource),
+        };
+        let mut stream = watcher(api, config.clone()).boxed();
+        while let Some(item) = stream.next().await {
+            match item {
+                Ok(event) => {
+                    delay = shared.backoff.min;
+                    if state.handle(event, &resource, &shared, &sender).is_err() {
+                        return;
+                    }
+                }
+                Err(error) if is_not_found(&error) => {
+                    if version + 1 < versions.len() {
+                        version += 1;
+                        tracing::debug!(kind = %spec.kind, version = versions[version],
+                            "API version not served; trying an older one");
+                    } else {
+                        version = 0;
+                        tracing::warn!(kind = %spec.kind, namespace = ?spec.namespace,
+                            retry_in = ?delay, "API not served (CRD not installed?); retrying");
+                        // Nothing of this kind exists; count the scope as synced so the rest can go live.
+                        if state.resync(&sender).is_err() {
+                            return;
+                        }
+                        tokio::time::sleep(delay).await;
+                        delay = (delay * 2).min(shared.backoff.max);
+                    }
+                    break;
+                }
+                Err(error) => {
+                    tracing::warn!(kind = %spec.kind, namespace = ?spec.namespace, %error,
+                        retry_in = ?delay, "watch failed; retrying");
+                    tokio::time::sleep(delay).await;
+                    delay = (delay * 2).min(shared.backoff.max);
+                }
+            }
+        }
+    }
+}
+
+/// Per-watcher state: last good objects and the relist buffer.
+#[derive(Default)]
+struct WatchState {
+    /// Objects in force from this watcher (the last valid version of each).
+    last_good: HashMap<ObjectKey, Arc<ConfigObject>>,
+    /// Objects seen during a relist, until `InitDone`.
+    relist: Option<HashMap<ObjectKey, Arc<ConfigObject>>>,
+    /// resourceVersion of the last rejected version reported per object (avoids repeating Events on relists).
+    reported: HashMap<ObjectKey, String>,
+}
+
+impl WatchState {
+    fn handle(
+        &mut self,
+        event: Event<DynamicObject>,
+        resource: &ApiResource,
+        shared: &Shared,
+        sender: &ScopedSender,
+    ) -> Result<(), super::store::Closed> {
+        match event {
+            Event::Init => {
+                self.relist = Some(HashMap::new());
+                Ok(())
+            }
+            Event::InitApply(object) => {
+                if let Some(object) = self.admit(object, resource, shared) {
+                    self.relist
+                        .get_or_insert_with(HashMap::new)
+                        .insert(object.key(), object);
+                }
+                Ok(())
+            }
+            Event::InitDone => {
+                self.last_good = self.relist.take().unwrap_or_default();
+                self.reported
+                    .retain(|key, _| self.last_good.contains_key(key));
+                self.resync(sender)
+            }
+            Event::Apply(object) => match self.admit(object, resource, shared) {
+                Some(object) => {
+                    self.last_good.insert(object.key(), object.clone());
+                    sender.send(SourceEvent::Apply(object))
+                }
+                None => Ok(()),
+            },
+            Event::Delete(object) => {
+                let Some(key) = key_of(&object, resource, &shared.options) else {
+                    return Ok(());
+                };
+                self.last_good.remove(&key);
+                self.reported.remove(&key);
+                sender.send(SourceEvent::Delete(key))
+            }
+        }
+    }
+
+    fn resync(&self, sender: &ScopedSender) -> Result<(), super::store::Closed> {
+        sender.send(SourceEvent::Resync(
+            self.last_good.values().cloned().collect(),
+        ))
+    }
+
+    /// Validates one object; returns what must be in force for its key (the object, its last good version, or
+    /// nothing). Rejections are logged, counted and reported as Events.
+    fn admit(
+        &mut self,
+        object: DynamicObject,
+        resource: &ApiResource,
+        shared: &Shared,
+    ) -> Option<Arc<ConfigObject>> {
+        let reference = object_reference(&object, resource);
+        let mut value = match serde_json::to_value(&object) {
+            Ok(value) => value,
+            Err(error) => {
+                tracing::error!(kind = %resource.kind, %error, "cannot re-encode watched object");
+                shared.metrics.parse_error("kube");
+                return None;
+            }
+        };
+        prepare(&mut value, resource);
+        let verdict = admit(value, &shared.options, &|key| {
+            self.last_good.get(key).cloned()
+        });
+        match verdict {
+            Verdict::Accept {
+                object,
+                warnings,
+                rejected,
+            } => {
+                let key = object.key();
+                for warning in warnings {
+                    tracing::debug!(object = %key, field = %warning.field, warning = %warning.message,
+                        "config warning");
+                }
+                if rejected.is_empty() {
+                    self.reported.remove(&key);
+                } else {
+                    // Only parts were left out (higress-config items): report them, serve the rest.
+                    self.reject(&key, &reference, &rejected, shared);
+                    shared.metrics.reject(Some(key.kind), "invalid");
+                }
+                Some(Arc::from(object))
+            }
+            Verdict::Reject {
+                kind,
+                key,
+                errors,
+                reason,
+            } => {
+                if key.is_none() {
+                    for error in &errors {
+                        tracing::error!(kind = %resource.kind, resource_version = ?reference.resource_version,
+                            field = %error.field, error = %error.message, "invalid object excluded");
+                    }
+                }
+                shared.metrics.reject(kind, reason.as_str());
+                let key = key?;
+                self.reject(&key, &reference, &errors, shared);
+                let last_good = self.last_good.get(&key).cloned();
+                if last_good.is_some() {
+                    tracing::warn!(object = %key, "keeping the last good version of the invalid object");
+                }
+                last_good
+            }
+            Verdict::Ignore => None,
+        }
+    }
+}
+
+impl WatchState {
+    /// Logs the errors of a rejected object (or part) and reports them as an Event, once per resourceVersion.
+    fn reject(
+        &mut self,
+        key: &ObjectKey,
+        reference: &ObjectReference,
+        errors: &[Finding],
+        shared: &Shared,
+    ) {
+        for error in errors {
+            tracing::error!(object = %key, resource_version = ?reference.resource_version,
+                field = %error.field, error = %error.message, "invalid object excluded");
+        }
+        let version = reference.resource_version.clone().unwrap_or_default();
+        if self.reported.get(key) != Some(&version) {
+            self.reported.insert(key.clone(), version);
+            report(shared, reference.clone(), errors);
+        }
+    }
+}
+
+/// Fills in `apiVersion`/`kind` (list items of built-in kinds omit them) and drops `managedFields`.
+fn prepare(value: &mut Value, resource: &ApiResource) {
+    if let Some(fields) = value.as_object_mut() {
+        fields
+            .entry("apiVersion")
+            .or_insert_with(|| Value::String(resource.api_version.clone()));
+        fields
+            .entry("kind")
+            .or_insert_with(|| Value::String(resource.kind.clone()));
+        if let Some(metadata) = fields.get_mut("metadata").and_then(Value::as_object_mut) {
+            metadata.remove("managedFields");
+        }
+    }
+}
+
+fn key_of(
+    object: &DynamicObject,
+    resource: &ApiResource,
+    options: &AdmitOptions,
+) -> Option<ObjectKey> {
+    let kind = Kind::from_group_kind(&resource.group, &resource.kind)?;
+    let name = object.metadata.name.clone()?;
+    let namespace = object
+        .metadata
+        .namespace
+        .clone()
+        .unwrap_or_else(|| options.default_namespace.clone());
+    Some(ObjectKey::new(kind, namespace, name))
+}
+
+fn object_reference(object: &DynamicObject, resource: &ApiResource) -> ObjectReference {
+    ObjectReference {
+        api_version: Some(resource.api_version.clone()),
+        kind: Some(resource.kind.clone()),
+        name: object.metadata.name.clone(),
+        namespace: object.metadata.namespace.clone(),
+        uid: object.metadata.uid.clone(),
+        resource_version: object.metadata.resource_version.clone(),
+        field_path: None,
+    }
+}
+
+/// Largest Event note the API server accepts.
+const MAX_NOTE: usize = 1024;
+
+/// Publishes a Warning Event on the rejected object, in the background.
+fn report(shared: &Shared, reference: ObjectReference, errors: &[Finding]) {
+    let mut note = String::from("admitpilot left this out of its config: ");
+    for (i, error) in errors.iter().enumerate() {
+        if i > 0 {
+            note.push_str("; ");
+        }
+        note.push_str(&error.to_string());
+    }
+    if note.len() > MAX_NOTE {
+        let mut cut = MAX_NOTE - 3;
+        while !note.is_char_boundary(cut) {
+            cut -= 1;
+        }
+        note.truncate(cut);
+        note.push_str("...");
+    }
+    let event = KubeEvent {
+        type_: EventType::Warning,
+        reason: "InvalidConfig".into(),
+        note: Some(note),
+        action: "Validate".into(),
+        secondary: None,
+    };
+    let recorder = shared.recorder.clone();
+    let metrics = shared.metrics.clone();
+    tokio::spawn(async move {
+        if let Err(error) = recorder.publish(&event, &reference).await {
+            metrics.event_errors.inc();
+            tracing::warn!(%error, object = ?reference.name, "cannot create Event");
+        }
+    });
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn builds_api_resources_from_kind_info() {
+        let resource = api_resource(Kind::VirtualService, "v1beta1");
+        assert_eq!(resource.api_version, "networking.istio.io/v1beta1");
+        assert_eq!(resource.plural, "virtualservices");
+        let resource = api_resource(Kind::Service, "v1");
+        assert_eq!(
+            (resource.api_version.as_str(), resource.group.as_str()),
+            ("v1", "")
+        );
+    }
+
+    #[test]
+    fn fills_type_meta_and_drops_managed_fields() {
+        let mut value = serde_json::json!({"metadata": {"name": "a", "managedFields": [{}]}});
+        prepare(&mut value, &api_resource(Kind::Service, "v1"));
+        assert_eq!(value["apiVersion"], "v1");
+        assert_eq!(value["kind"], "Service");
+        assert!(value["metadata"].get("managedFields").is_none());
+    }
+}

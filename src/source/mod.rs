@@ -1,0 +1,211 @@
+//! Config sources: takes a local folder of YAML/JSON files and/or a Kubernetes API server, validates every object
+//! and yields [`SourceEvent`]s into the [`store::Store`], which keeps all valid objects and publishes debounced,
+//! versioned [`Snapshot`](crate::model::Snapshot)s on a `tokio::sync::watch` channel.
+//!
+//! ```text
+//!  folder (notify) ──┐                       ┌──► watch::Receiver<Arc<Snapshot>> (xDS, /debug/configz)
+//!                    ├─► SourceEvent ─► Store ┤
+//!  kube watchers ────┘   (per scope)          └──► watch::Receiver<bool> "sources synced" (readiness)
+//! ```
+//!
+//! Invalid objects never reach the store: each source validates with [`crate::validate::validate_document`] and,
+//! when an object that was valid before turns invalid, keeps its last good version in force.
+//!
+//! Timing: the store publishes once no event arrived for `debounce` (default 20 ms), and at the latest
+//! `debounce_max` (default 250 ms) after the first unpublished change, so a steady stream of changes cannot starve
+//! consumers. No snapshot is published before every source has finished its initial sync.
+
+pub mod admit;
+pub mod configz;
+pub mod folder;
+pub mod kubernetes;
+pub mod metrics;
+pub mod store;
+
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Duration;
+
+use tokio::sync::watch;
+use tokio::task::JoinHandle;
+
+use crate::model::decode::DecodeOptions;
+use crate::model::{ConfigObject, ObjectKey, Snapshot};
+
+pub use admit::AdmitOptions;
+pub use metrics::SourceMetrics;
+pub use store::{ScopedSender, Store, StoreConfig};
+
+/// Default quiet period before a burst of changes is published.
+pub const DEFAULT_DEBOUNCE: Duration = Duration::from_millis(20);
+/// Default upper bound on how long a change may wait for a quiet period.
+pub const DEFAULT_DEBOUNCE_MAX: Duration = Duration::from_millis(250);
+/// Namespace given to objects that do not name one.
+pub const DEFAULT_NAMESPACE: &str = "default";
+
+/// Names one producer of objects (one folder, one Kubernetes watcher); a resync replaces only what its scope owns.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct Scope(pub Arc<str>);
+
+impl Scope {
+    /// Builds a scope from its display name.
+    pub fn new(name: impl Into<Arc<str>>) -> Self {
+        Scope(name.into())
+    }
+}
+
+impl std::fmt::Display for Scope {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+/// One change a source reports; only valid objects (or last good versions) are ever sent.
+#[derive(Debug, Clone)]
+pub enum SourceEvent {
+    /// Adds or replaces one object.
+    Apply(Arc<ConfigObject>),
+    /// Removes one object (a no-op when this scope does not hold it).
+    Delete(ObjectKey),
+    /// Replaces everything the scope holds with this list and marks the scope synced (initial sync or relist).
+    Resync(Vec<Arc<ConfigObject>>),
+}
+
+/// Errors starting the sources.
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    /// The config folder could not be watched or read.
+    #[error("config folder {path}: {source}")]
+    Folder {
+        /// The folder.
+        path: PathBuf,
+        /// What went wrong.
+        #[source]
+        source: folder::Error,
+    },
+    /// The Kubernetes client could not be built.
+    #[error("kubernetes client: {0}")]
+    Kube(#[from] ::kube::Error),
+}
+
+/// Everything needed to start the sources.
+#[derive(Debug, Clone)]
+pub struct SourceConfig {
+    /// `--config-dir`: a folder of YAML/JSON documents to load and watch.
+    pub config_dir: Option<PathBuf>,
+    /// `--kube`: watch a Kubernetes API server with this client and options.
+    pub kube: Option<kubernetes::KubeConfig>,
+    /// How documents are decoded and which namespace is the default.
+    pub admit: AdmitOptions,
+    /// Debounce window and maximum delay of the store.
+    pub store: StoreConfig,
+}
+
+impl Default for SourceConfig {
+    fn default() -> Self {
+        SourceConfig {
+            config_dir: None,
+            kube: None,
+            admit: AdmitOptions {
+                decode: DecodeOptions::default(),
+                default_namespace: DEFAULT_NAMESPACE.to_string(),
+            },
+            store: StoreConfig::default(),
+        }
+    }
+}
+
+/// Source settings as the command line gives them (`--config-dir`, `--kube`, `--kubeconfig`,
+/// `--watch-namespaces`, `--default-namespace`, `--debounce`, `--debounce-max`); [`SourceSettings::resolve`]
+/// builds the Kubernetes client.
+#[derive(Debug, Clone, Default)]
+pub struct SourceSettings {
+    /// Folder of YAML/JSON documents to load and watch.
+    pub config_dir: Option<PathBuf>,
+    /// Watch a Kubernetes API server (in-cluster config, `$KUBECONFIG`, or `kubeconfig`).
+    pub kube: bool,
+    /// Kubeconfig file to use instead of the in-cluster config (implies `kube`).
+    pub kubeconfig: Option<PathBuf>,
+    /// Namespaces to watch; empty means all.
+    pub watch_namespaces: Vec<String>,
+    /// `reportingInstance` of Events (the pod name).
+    pub instance: Option<String>,
+    /// Decoding and default namespace.
+    pub admit: Option<AdmitOptions>,
+    /// Debounce settings.
+    pub store: StoreConfig,
+}
+
+impl SourceSettings {
+    /// Tells whether any source is configured.
+    pub fn any(&self) -> bool {
+        self.config_dir.is_some() || self.kube || self.kubeconfig.is_some()
+    }
+
+    /// Builds the [`SourceConfig`], creating the Kubernetes client when one is asked for.
+    pub async fn resolve(self) -> Result<SourceConfig, kubernetes::ClientError> {
+        let defaults = SourceConfig::default();
+        let kube = if self.kube || self.kubeconfig.is_some() {
+            let client = kubernetes::client(self.kubeconfig.as_deref()).await?;
+            let mut kube = kubernetes::KubeConfig::new(client);
+            kube.namespaces = self.watch_namespaces;
+            kube.instance = self.instance;
+            Some(kube)
+        } else {
+            None
+        };
+        Ok(SourceConfig {
+            config_dir: self.config_dir,
+            kube,
+            admit: self.admit.unwrap_or(defaults.admit),
+            store: self.store,
+        })
+    }
+}
+
+/// Running sources: the snapshot channel, the readiness flag, and the tasks (stopped when this is dropped).
+#[derive(Debug)]
+pub struct Sources {
+    /// The latest whole valid state; consumers `borrow_and_update()` after `changed()`.
+    pub snapshots: watch::Receiver<Arc<Snapshot>>,
+    /// True once every source finished its initial sync and the first snapshot is published.
+    pub synced: watch::Receiver<bool>,
+    tasks: Vec<JoinHandle<()>>,
+}
+
+impl Drop for Sources {
+    fn drop(&mut self) {
+        for task in &self.tasks {
+            task.abort();
+        }
+    }
+}
+
+/// Starts the configured sources and the store; metrics go to `metrics` (register it in the shared registry).
+/// Must be called inside a Tokio runtime.
+pub fn start(config: SourceConfig, metrics: SourceMetrics) -> Result<Sources, Error> {
+    let store = Store::spawn(config.store, metrics.clone());
+    let mut tasks = Vec::new();
+    if let Some(dir) = &config.config_dir {
+        let sender = store.sender(folder::scope(dir));
+        let task = folder::spawn(dir.clone(), config.admit.clone(), sender, metrics.clone())
+            .map_err(|source| Error::Folder {
+                path: dir.clone(),
+                source,
+            })?;
+        tasks.push(task);
+    }
+    if let Some(kube_config) = config.kube {
+        tasks.extend(kubernetes::spawn(
+            kube_config,
+            config.admit.clone(),
+            &store,
+            metrics.clone(),
+        ));
+    }
+    Ok(Sources {
+        snapshots: store.subscribe(),
+        synced: store.synced(),
+        tasks,
+    })
+}

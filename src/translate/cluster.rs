@@ -1,0 +1,198 @@
+//! Clusters and endpoints (pure): takes one upstream (name, discovery type, endpoints) and yields the Envoy
+//! `Cluster` with Istio's defaults plus, for EDS clusters, its `ClusterLoadAssignment`.
+
+use std::collections::BTreeMap;
+
+use envoy_types::pb::envoy::config::cluster::v3::{
+    circuit_breakers, cluster, CircuitBreakers, Cluster,
+};
+use envoy_types::pb::envoy::config::core::v3::Locality;
+use envoy_types::pb::envoy::config::endpoint::v3::{
+    lb_endpoint, ClusterLoadAssignment, Endpoint as EnvoyEndpoint, LbEndpoint, LocalityLbEndpoints,
+};
+use envoy_types::pb::google::protobuf::UInt32Value;
+
+use super::envoy::{ads, millis, socket_address};
+
+/// Istio's default upstream connect timeout.
+pub const DEFAULT_CONNECT_TIMEOUT_MS: u64 = 10_000;
+
+/// How Envoy learns a cluster's endpoints.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum Discovery {
+    /// Endpoints pushed over EDS.
+    Eds,
+    /// Every address resolved by DNS is an endpoint.
+    StrictDns,
+    /// The first address DNS returns is used per new connection.
+    LogicalDns,
+    /// Connections go to the original destination address (Istio `resolution: NONE`).
+    OriginalDst,
+}
+
+/// One upstream endpoint.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct Endpoint {
+    /// IP address or DNS name.
+    pub address: String,
+    /// Port.
+    pub port: u32,
+    /// Locality region (empty when unknown).
+    pub region: String,
+    /// Locality zone (empty when unknown).
+    pub zone: String,
+    /// Locality sub-zone (empty when unknown).
+    pub subzone: String,
+    /// Load-balancing weight (≥ 1).
+    pub weight: u32,
+    /// Labels used by DestinationRule subsets.
+    pub labels: BTreeMap<String, String>,
+}
+
+/// Builds a cluster with Istio's defaults: 10 s connect timeout, unlimited circuit-breaker thresholds,
+/// LEAST_REQUEST balancing; EDS clusters take endpoints from ADS, DNS clusters carry them inline.
+pub fn cluster(name: &str, discovery: Discovery, endpoints: &[Endpoint]) -> Cluster {
+    let kind = match discovery {
+        Discovery::Eds => cluster::DiscoveryType::Eds,
+        Discovery::StrictDns => cluster::DiscoveryType::StrictDns,
+        Discovery::LogicalDns => cluster::DiscoveryType::LogicalDns,
+        Discovery::OriginalDst => cluster::DiscoveryType::OriginalDst,
+    };
+    let mut out = Cluster {
+        name: name.to_string(),
+        cluster_discovery_type: Some(cluster::ClusterDiscoveryType::Type(kind as i32)),
+        connect_timeout: Some(millis(DEFAULT_CONNECT_TIMEOUT_MS)),
+        lb_policy: cluster::LbPolicy::LeastRequest as i32,
+        circuit_breakers: Some(unlimited_circuit_breakers()),
+        ..Default::default()
+    };
+    match discovery {
+        Discovery::Eds => {
+            out.eds_cluster_config = Some(cluster::EdsClusterConfig {
+                eds_config: Some(ads()),
+                service_name: name.to_string(),
+            });
+        }
+        Discovery::StrictDns | Discovery::LogicalDns => {
+            out.dns_lookup_family = cluster::DnsLookupFamily::V4Only as i32;
+            out.load_assignment = Some(load_assignment(name, endpoints));
+        }
+        Discovery::OriginalDst => {
+            out.lb_policy = cluster::LbPolicy::ClusterProvided as i32;
+        }
+    }
+    out
+}
+
+/// Istio's default thresholds: effectively unlimited, so only DestinationRules impose limits.
+fn unlimited_circuit_breakers() -> CircuitBreakers {
+    let max = Some(UInt32Value { value: u32::MAX });
+    CircuitBreakers {
+        thresholds: vec![circuit_breakers::Thresholds {
+            max_connections: max,
+            max_pending_requests: max,
+            max_requests: max,
+            max_retries: max,
+            track_remaining: true,
+            ..Default::default()
+        }],
+        ..Default::default()
+    }
+}
+
+/// Builds the load assignment of a cluster: endpoints grouped by locality (in order), each locality
+/// weighted by the sum of its endpoint weights.
+pub fn load_assignment(cluster_name: &str, endpoints: &[Endpoint]) -> ClusterLoadAssignment {
+    let mut by_zone: BTreeMap<(&str, &str, &str), Vec<&Endpoint>> = BTreeMap::new();
+    for endpoint in endpoints {
+        by_zone
+            .entry((&endpoint.region, &endpoint.zone, &endpoint.subzone))
+            .or_default()
+            .push(endpoint);
+    }
+    let localities = by_zone
+        .into_iter()
+        .map(|((region, zone, subzone), members)| {
+            let total: u32 = members
+                .iter()
+                .fold(0u32, |sum, e| sum.saturating_add(e.weight.max(1)));
+            LocalityLbEndpoints {
+                locality: Some(Locality {
+                    region: region.to_string(),
+                    zone: zone.to_string(),
+                    sub_zone: subzone.to_string(),
+                }),
+                lb_endpoints: members
+                    .into_iter()
+                    .map(|e| LbEndpoint {
+                        host_identifier: Some(lb_endpoint::HostIdentifier::Endpoint(
+                            EnvoyEndpoint {
+                                address: Some(socket_address(&e.address, e.port)),
+                                ..Default::default()
+                            },
+                        )),
+                        load_balancing_weight: Some(UInt32Value {
+                            value: e.weight.max(1),
+                        }),
+                        ..Default::default()
+                    })
+                    .collect(),
+                load_balancing_weight: Some(UInt32Value { value: total }),
+                ..Default::default()
+            }
+        })
+        .collect();
+    ClusterLoadAssignment {
+        cluster_name: cluster_name.to_string(),
+        endpoints: localities,
+        ..Default::default()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn ep(address: &str, zone: &str) -> Endpoint {
+        Endpoint {
+            address: address.into(),
+            port: 8080,
+            region: String::new(),
+            zone: zone.into(),
+            subzone: String::new(),
+            weight: 1,
+            labels: BTreeMap::new(),
+        }
+    }
+
+    #[test]
+    fn eds_cluster_points_at_ads() {
+        let c = cluster("outbound|80||a.b", Discovery::Eds, &[]);
+        let eds = c.eds_cluster_config.unwrap();
+        assert_eq!(eds.service_name, "outbound|80||a.b");
+        assert!(c.load_assignment.is_none());
+    }
+
+    #[test]
+    fn dns_cluster_carries_endpoints() {
+        let c = cluster("x", Discovery::StrictDns, &[ep("example.com", "")]);
+        assert_eq!(c.load_assignment.unwrap().endpoints.len(), 1);
+    }
+
+    #[test]
+    fn endpoints_group_by_zone() {
+        let cla = load_assignment(
+            "x",
+            &[
+                ep("10.0.0.2", "b"),
+                ep("10.0.0.1", "a"),
+                ep("10.0.0.3", "b"),
+            ],
+        );
+        assert_eq!(cla.endpoints.len(), 2);
+        assert_eq!(
+            cla.endpoints[1].load_balancing_weight,
+            Some(UInt32Value { value: 2 })
+        );
+    }
+}

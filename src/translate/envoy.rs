@@ -1,0 +1,121 @@
+//! Small Envoy building blocks (pure): takes plain values and yields the protobuf pieces every translator
+//! uses (ADS config sources, socket addresses, durations, typed extension configs).
+
+use envoy_types::pb::envoy::config::core::v3::Address;
+use envoy_types::pb::envoy::config::core::v3::{
+    address, config_source, socket_address, AggregatedConfigSource, ApiVersion, ConfigSource,
+    SocketAddress,
+};
+use envoy_types::pb::google::protobuf::{Any, Duration};
+use envoy_types::util::pack_any;
+use prost::{Message, Name};
+
+/// Returns a config source that fetches over the ADS stream (xDS v3).
+pub fn ads() -> ConfigSource {
+    ConfigSource {
+        resource_api_version: ApiVersion::V3 as i32,
+        config_source_specifier: Some(config_source::ConfigSourceSpecifier::Ads(
+            AggregatedConfigSource {},
+        )),
+        ..Default::default()
+    }
+}
+
+/// Returns a TCP socket address.
+pub fn socket_address(ip: &str, port: u32) -> Address {
+    Address {
+        address: Some(address::Address::SocketAddress(SocketAddress {
+            address: ip.to_string(),
+            port_specifier: Some(socket_address::PortSpecifier::PortValue(port)),
+            ..Default::default()
+        })),
+    }
+}
+
+/// Returns a protobuf duration of whole milliseconds.
+pub fn millis(ms: u64) -> Duration {
+    Duration {
+        seconds: i64::try_from(ms / 1000).unwrap_or(i64::MAX),
+        nanos: i32::try_from((ms % 1000) * 1_000_000).unwrap_or(0),
+    }
+}
+
+/// Parses a duration as Istio accepts it: protobuf JSON (`1.5s`) or Go style (`1h30m`, `250ms`, `10us`).
+/// Returns `None` for malformed or negative input (validation rejects those before translation).
+pub fn parse_duration(text: &str) -> Option<Duration> {
+    let mut rest = text.trim();
+    if rest.is_empty() {
+        return None;
+    }
+    let mut nanos: u128 = 0;
+    while !rest.is_empty() {
+        let digits = rest
+            .find(|c: char| !(c.is_ascii_digit() || c == '.'))
+            .unwrap_or(rest.len());
+        let (number, tail) = rest.split_at(digits);
+        let unit_len = tail
+            .find(|c: char| c.is_ascii_digit() || c == '.')
+            .unwrap_or(tail.len());
+        let (unit, tail) = tail.split_at(unit_len);
+        let scale: u128 = match unit {
+            "h" => 3_600_000_000_000,
+            "m" => 60_000_000_000,
+            "s" => 1_000_000_000,
+            "ms" => 1_000_000,
+            "us" | "µs" => 1_000,
+            "ns" => 1,
+            _ => return None,
+        };
+        let (whole, fraction) = number.split_once('.').unwrap_or((number, ""));
+        if whole.is_empty() && fraction.is_empty() {
+            return None;
+        }
+        let whole: u128 = if whole.is_empty() {
+            0
+        } else {
+            whole.parse().ok()?
+        };
+        nanos = nanos.checked_add(whole.checked_mul(scale)?)?;
+        let mut place = scale;
+        for digit in fraction.chars() {
+            place /= 10;
+            nanos = nanos.checked_add(u128::from(digit.to_digit(10)?) * place)?;
+        }
+        rest = tail;
+    }
+    Some(Duration {
+        seconds: i64::try_from(nanos / 1_000_000_000).ok()?,
+        nanos: i32::try_from(nanos % 1_000_000_000).ok()?,
+    })
+}
+
+/// Packs a message into `Any` (re-exported so translators need one import).
+pub fn any<T: Name + Message>(message: T) -> Any {
+    pack_any(message)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parses_istio_durations() {
+        assert_eq!(parse_duration("1.5s"), Some(millis(1500)));
+        assert_eq!(parse_duration("1m30s"), Some(millis(90_000)));
+        assert_eq!(parse_duration("250ms"), Some(millis(250)));
+        assert_eq!(parse_duration("0s"), Some(millis(0)));
+        assert_eq!(parse_duration("5"), None);
+        assert_eq!(parse_duration("-1s"), None);
+    }
+
+    #[test]
+    fn millis_splits_seconds_and_nanos() {
+        assert_eq!(
+            millis(1500),
+            Duration {
+                seconds: 1,
+                nanos: 500_000_000
+            }
+        );
+    }
+}

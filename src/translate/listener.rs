@@ -1,0 +1,213 @@
+//! Listeners (pure): takes the filter chains planned for one gateway port and yields the Envoy `Listener`,
+//! with Istio's HTTP connection manager (RDS over ADS, Istio's gateway HTTP filter order) and TCP proxies.
+
+use envoy_types::pb::envoy::config::core::v3::TrafficDirection;
+use envoy_types::pb::envoy::config::core::v3::{transport_socket, TransportSocket};
+use envoy_types::pb::envoy::config::listener::v3::{
+    filter, listener_filter, Filter, FilterChain, FilterChainMatch, Listener, ListenerFilter,
+};
+use envoy_types::pb::envoy::extensions::filters::http::cors::v3::Cors;
+use envoy_types::pb::envoy::extensions::filters::http::fault::v3::HttpFault;
+use envoy_types::pb::envoy::extensions::filters::http::router::v3::Router;
+use envoy_types::pb::envoy::extensions::filters::listener::tls_inspector::v3::TlsInspector;
+use envoy_types::pb::envoy::extensions::filters::network::http_connection_manager::v3::{
+    http_connection_manager, http_filter, HttpConnectionManager, HttpFilter, Rds,
+};
+use envoy_types::pb::envoy::extensions::filters::network::tcp_proxy::v3::{tcp_proxy, TcpProxy};
+use envoy_types::pb::envoy::extensions::transport_sockets::tls::v3::DownstreamTlsContext;
+use envoy_types::pb::google::protobuf::BoolValue;
+
+use super::envoy::{ads, any, millis, socket_address};
+use super::naming;
+
+/// Name of the HTTP connection manager network filter.
+pub const HCM: &str = "envoy.filters.network.http_connection_manager";
+/// Name of the TCP proxy network filter.
+pub const TCP_PROXY: &str = "envoy.filters.network.tcp_proxy";
+/// Name of the TLS inspector listener filter.
+pub const TLS_INSPECTOR: &str = "envoy.filters.listener.tls_inspector";
+/// Name of the downstream/upstream TLS transport socket.
+pub const TLS_TRANSPORT: &str = "envoy.transport_sockets.tls";
+/// Istio gateway HTTP filters, in Istio's order, minus the istio-proxy-only ones Envoy does not ship.
+pub const HTTP_FILTERS: [&str; 3] = [
+    "envoy.filters.http.cors",
+    "envoy.filters.http.fault",
+    "envoy.filters.http.router",
+];
+
+/// What a filter chain does with the connection.
+#[derive(Debug, Clone, PartialEq)]
+pub enum ChainAction {
+    /// HTTP connection manager fetching the named route configuration over RDS.
+    Http {
+        /// RDS route configuration name.
+        route_config: String,
+    },
+    /// TCP proxy to weighted clusters (`(cluster, weight)`; one entry means a plain cluster).
+    Tcp {
+        /// Destinations.
+        clusters: Vec<(String, u32)>,
+    },
+}
+
+/// One planned filter chain of a gateway listener.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Chain {
+    /// SNI names the chain matches; empty matches any (or no) SNI.
+    pub server_names: Vec<String>,
+    /// Downstream TLS termination, when the server terminates TLS.
+    pub tls: Option<DownstreamTlsContext>,
+    /// The network filter.
+    pub action: ChainAction,
+}
+
+/// Builds the listener `0.0.0.0_<port>` from its chains. Chains claiming an SNI name (or the catch-all)
+/// already claimed by an earlier chain lose that name, as Istio keeps the first server on conflicts;
+/// a chain left with nothing to match is dropped.
+pub fn listener(port: u32, chains: Vec<Chain>) -> Listener {
+    let name = naming::listener(port);
+    let mut claimed: Vec<String> = Vec::new();
+    let mut catch_all = false;
+    let mut filter_chains = Vec::new();
+    let mut needs_inspector = false;
+    for chain in chains {
+        let server_names = if chain.server_names.is_empty() {
+            if catch_all {
+                continue;
+            }
+            catch_all = true;
+            Vec::new()
+        } else {
+            let fresh: Vec<String> = chain
+                .server_names
+                .iter()
+                .filter(|n| !claimed.contains(n))
+                .cloned()
+                .collect();
+            if fresh.is_empty() {
+                continue;
+            }
+            claimed.extend(fresh.iter().cloned());
+            fresh
+        };
+        needs_inspector |= !server_names.is_empty() || chain.tls.is_some();
+        filter_chains.push(filter_chain(port, server_names, chain.tls, chain.action));
+    }
+    let listener_filters = if needs_inspector {
+        vec![ListenerFilter {
+            name: TLS_INSPECTOR.into(),
+            config_type: Some(listener_filter::ConfigType::TypedConfig(any(
+                TlsInspector::default(),
+            ))),
+            ..Default::default()
+        }]
+    } else {
+        Vec::new()
+    };
+    Listener {
+        name,
+        address: Some(socket_address("0.0.0.0", port)),
+        filter_chains,
+        listener_filters,
+        traffic_direction: TrafficDirection::Outbound as i32,
+        ..Default::default()
+    }
+}
+
+fn filter_chain(
+    port: u32,
+    server_names: Vec<String>,
+    tls: Option<DownstreamTlsContext>,
+    action: ChainAction,
+) -> FilterChain {
+    let filter = match action {
+        ChainAction::Http { route_config } => http_connection_manager(port, &route_config),
+        ChainAction::Tcp { clusters } => tcp_proxy(&clusters),
+    };
+    let filter_chain_match = (!server_names.is_empty()).then(|| FilterChainMatch {
+        server_names,
+        ..Default::default()
+    });
+    FilterChain {
+        filter_chain_match,
+        filters: vec![filter],
+        transport_socket: tls.map(|context| TransportSocket {
+            name: TLS_TRANSPORT.into(),
+            config_type: Some(transport_socket::ConfigType::TypedConfig(any(context))),
+        }),
+        ..Default::default()
+    }
+}
+
+/// Builds the HTTP connection manager Istio puts on gateway listeners, with routes from RDS.
+pub fn http_connection_manager(port: u32, route_config: &str) -> Filter {
+    let http_filters = HTTP_FILTERS
+        .iter()
+        .map(|name| HttpFilter {
+            name: (*name).to_string(),
+            config_type: Some(http_filter::ConfigType::TypedConfig(match *name {
+                "envoy.filters.http.cors" => any(Cors::default()),
+                "envoy.filters.http.fault" => any(HttpFault::default()),
+                _ => any(Router::default()),
+            })),
+            ..Default::default()
+        })
+        .collect();
+    let hcm = HttpConnectionManager {
+        stat_prefix: format!("outbound_0.0.0.0_{port}"),
+        codec_type: http_connection_manager::CodecType::Auto as i32,
+        http_filters,
+        use_remote_address: Some(BoolValue { value: true }),
+        normalize_path: Some(BoolValue { value: true }),
+        path_with_escaped_slashes_action:
+            http_connection_manager::PathWithEscapedSlashesAction::KeepUnchanged as i32,
+        forward_client_cert_details: http_connection_manager::ForwardClientCertDetails::SanitizeSet
+            as i32,
+        upgrade_configs: vec![http_connection_manager::UpgradeConfig {
+            upgrade_type: "websocket".into(),
+            ..Default::default()
+        }],
+        stream_idle_timeout: Some(millis(0)),
+        server_name: "istio-envoy".into(),
+        route_specifier: Some(http_connection_manager::RouteSpecifier::Rds(Rds {
+            config_source: Some(ads()),
+            route_config_name: route_config.to_string(),
+        })),
+        ..Default::default()
+    };
+    Filter {
+        name: HCM.into(),
+        config_type: Some(filter::ConfigType::TypedConfig(any(hcm))),
+    }
+}
+
+/// Builds a TCP proxy to one cluster or to weighted clusters; the stat prefix is the (first) cluster name.
+pub fn tcp_proxy(clusters: &[(String, u32)]) -> Filter {
+    let specifier = match clusters {
+        [(cluster, _)] => tcp_proxy::ClusterSpecifier::Cluster(cluster.clone()),
+        _ => tcp_proxy::ClusterSpecifier::WeightedClusters(tcp_proxy::WeightedCluster {
+            clusters: clusters
+                .iter()
+                .map(
+                    |(name, weight)| tcp_proxy::weighted_cluster::ClusterWeight {
+                        name: name.clone(),
+                        weight: *weight,
+                        ..Default::default()
+                    },
+                )
+                .collect(),
+        }),
+    };
+    let proxy = TcpProxy {
+        stat_prefix: clusters
+            .first()
+            .map(|(name, _)| name.clone())
+            .unwrap_or_default(),
+        cluster_specifier: Some(specifier),
+        ..Default::default()
+    };
+    Filter {
+        name: TCP_PROXY.into(),
+        config_type: Some(filter::ConfigType::TypedConfig(any(proxy))),
+    }
+}

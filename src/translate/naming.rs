@@ -1,0 +1,90 @@
+//! Envoy resource names (pure): takes ports, hosts, subsets and gateway identities and yields the names Istio
+//! gives the matching resources, so EnvoyFilters written for Istio/Higress gateways match unchanged.
+
+/// Cluster-local DNS suffix of Kubernetes Services (Istio's default `cluster.local`).
+pub const DEFAULT_DOMAIN_SUFFIX: &str = "cluster.local";
+
+/// Returns the listener name for a gateway port: `0.0.0.0_<port>`.
+pub fn listener(port: u32) -> String {
+    format!("0.0.0.0_{port}")
+}
+
+/// Returns the RDS name shared by every plain-HTTP server on a port: `http.<port>`.
+pub fn http_route_config(port: u32) -> String {
+    format!("http.{port}")
+}
+
+/// Returns the RDS name of one HTTPS server: `https.<port>.<portName>.<gatewayName>.<gatewayNamespace>`.
+pub fn https_route_config(port: u32, port_name: &str, gateway: &str, namespace: &str) -> String {
+    format!("https.{port}.{port_name}.{gateway}.{namespace}")
+}
+
+/// Returns an outbound cluster name: `outbound|<port>|<subset>|<host>`.
+pub fn cluster(port: u32, subset: &str, host: &str) -> String {
+    format!("outbound|{port}|{subset}|{host}")
+}
+
+/// Returns a virtual host name: `<host>:<port>`.
+pub fn virtual_host(host: &str, port: u32) -> String {
+    format!("{host}:{port}")
+}
+
+/// Returns the SDS name of a gateway credential: `kubernetes://<credentialName>`.
+pub fn credential_secret(credential_name: &str) -> String {
+    format!("kubernetes://{credential_name}")
+}
+
+/// Returns the SDS name of a credential's CA bundle: `kubernetes://<credentialName>-cacert`.
+pub fn credential_ca_secret(credential_name: &str) -> String {
+    format!("kubernetes://{credential_name}-cacert")
+}
+
+/// Returns the fully qualified name of a Kubernetes Service: `<name>.<namespace>.svc.<suffix>`.
+pub fn service_fqdn(name: &str, namespace: &str, domain_suffix: &str) -> String {
+    format!("{name}.{namespace}.svc.{domain_suffix}")
+}
+
+/// Resolves a host as Istio does for VirtualService destinations and DestinationRule hosts: a name without
+/// dots (`reviews`) is a Service in `namespace`; anything else (FQDN, wildcard, ServiceEntry host) is kept.
+pub fn resolve_short_name(host: &str, namespace: &str, domain_suffix: &str) -> String {
+    if host.contains('.') || host.starts_with('*') {
+        host.to_string()
+    } else {
+        service_fqdn(host, namespace, domain_suffix)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn names_follow_istio() {
+        assert_eq!(listener(8443), "0.0.0.0_8443");
+        assert_eq!(http_route_config(80), "http.80");
+        assert_eq!(
+            https_route_config(443, "https", "gw", "istio-system"),
+            "https.443.https.gw.istio-system"
+        );
+        assert_eq!(
+            cluster(9080, "v1", "reviews.default.svc.cluster.local"),
+            "outbound|9080|v1|reviews.default.svc.cluster.local"
+        );
+        assert_eq!(cluster(80, "", "a.b"), "outbound|80||a.b");
+        assert_eq!(virtual_host("*.example.com", 443), "*.example.com:443");
+        assert_eq!(credential_ca_secret("cert"), "kubernetes://cert-cacert");
+    }
+
+    #[test]
+    fn short_names_resolve_in_namespace() {
+        assert_eq!(
+            resolve_short_name("reviews", "shop", DEFAULT_DOMAIN_SUFFIX),
+            "reviews.shop.svc.cluster.local"
+        );
+        assert_eq!(
+            resolve_short_name("api.example.com", "shop", DEFAULT_DOMAIN_SUFFIX),
+            "api.example.com"
+        );
+        assert_eq!(resolve_short_name("*", "shop", DEFAULT_DOMAIN_SUFFIX), "*");
+    }
+}

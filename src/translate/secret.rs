@@ -1,0 +1,115 @@
+//! SDS secrets (pure): takes the Kubernetes Secret a Gateway server names in `credentialName` and yields the
+//! Envoy `Secret`s (`kubernetes://<name>` certificate + key, `kubernetes://<name>-cacert` CA bundle).
+
+use envoy_types::pb::envoy::config::core::v3::{data_source, DataSource};
+use envoy_types::pb::envoy::extensions::transport_sockets::tls::v3::{
+    secret, CertificateValidationContext, Secret, TlsCertificate,
+};
+use k8s_openapi::api::core::v1::Secret as KubeSecret;
+
+use super::naming;
+
+/// Keys holding the certificate chain, in lookup order (kubernetes.io/tls first, then Istio's generic keys).
+const CERT_KEYS: [&str; 2] = ["tls.crt", "cert"];
+/// Keys holding the private key.
+const KEY_KEYS: [&str; 2] = ["tls.key", "key"];
+/// Keys holding the CA bundle for client certificate validation.
+const CA_KEYS: [&str; 2] = ["ca.crt", "cacert"];
+
+/// Reads the first present key of a Secret from `data` (decoded bytes) or `stringData`.
+fn read(secret: &KubeSecret, keys: &[&str]) -> Option<Vec<u8>> {
+    keys.iter().find_map(|key| {
+        secret
+            .data
+            .as_ref()
+            .and_then(|data| data.get(*key))
+            .map(|bytes| bytes.0.clone())
+            .or_else(|| {
+                secret
+                    .string_data
+                    .as_ref()
+                    .and_then(|data| data.get(*key))
+                    .map(|text| text.clone().into_bytes())
+            })
+            .filter(|bytes| !bytes.is_empty())
+    })
+}
+
+fn inline(bytes: Vec<u8>) -> DataSource {
+    DataSource {
+        specifier: Some(data_source::Specifier::InlineBytes(bytes)),
+        ..Default::default()
+    }
+}
+
+/// Builds `kubernetes://<credential>` from the Secret's certificate and key; `None` when either is missing.
+pub fn certificate(credential: &str, secret: &KubeSecret) -> Option<Secret> {
+    let chain = read(secret, &CERT_KEYS)?;
+    let key = read(secret, &KEY_KEYS)?;
+    Some(Secret {
+        name: naming::credential_secret(credential),
+        r#type: Some(secret::Type::TlsCertificate(TlsCertificate {
+            certificate_chain: Some(inline(chain)),
+            private_key: Some(inline(key)),
+            ..Default::default()
+        })),
+    })
+}
+
+/// Builds `kubernetes://<credential>-cacert` from `ca.crt` of the credential Secret, or else of the separate
+/// `<credential>-cacert` Secret (both layouts are Istio's); `None` when neither holds a CA bundle.
+pub fn ca_bundle(
+    credential: &str,
+    secret: &KubeSecret,
+    separate: Option<&KubeSecret>,
+) -> Option<Secret> {
+    let ca = read(secret, &CA_KEYS).or_else(|| separate.and_then(|s| read(s, &CA_KEYS)))?;
+    Some(Secret {
+        name: naming::credential_ca_secret(credential),
+        r#type: Some(secret::Type::ValidationContext(
+            CertificateValidationContext {
+                trusted_ca: Some(inline(ca)),
+                ..Default::default()
+            },
+        )),
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use std::collections::BTreeMap;
+
+    use k8s_openapi::ByteString;
+
+    use super::*;
+
+    fn kube(pairs: &[(&str, &str)]) -> KubeSecret {
+        KubeSecret {
+            data: Some(
+                pairs
+                    .iter()
+                    .map(|(k, v)| ((*k).to_string(), ByteString(v.as_bytes().to_vec())))
+                    .collect::<BTreeMap<_, _>>(),
+            ),
+            ..Default::default()
+        }
+    }
+
+    #[test]
+    fn builds_certificate_and_ca() {
+        let s = kube(&[("tls.crt", "C"), ("tls.key", "K"), ("ca.crt", "A")]);
+        let cert = certificate("gw-cert", &s).unwrap();
+        assert_eq!(cert.name, "kubernetes://gw-cert");
+        let ca = ca_bundle("gw-cert", &s, None).unwrap();
+        assert_eq!(ca.name, "kubernetes://gw-cert-cacert");
+    }
+
+    #[test]
+    fn missing_key_yields_nothing() {
+        let s = kube(&[("tls.crt", "C")]);
+        assert!(certificate("x", &s).is_none());
+        assert!(ca_bundle("x", &s, None).is_none());
+        let sep = kube(&[("cacert", "A")]);
+        assert!(ca_bundle("x", &s, Some(&sep)).is_some());
+    }
+}

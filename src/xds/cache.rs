@@ -1,0 +1,203 @@
+//! Per-group configuration cache: takes the snapshot watch channel and a translate function, yields one
+//! `watch` channel of [`GroupConfig`] per proxy group. Each snapshot is translated once per group; groups whose
+//! content did not change are not woken; slow readers only ever see the latest value (watch coalescing).
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+use std::time::Instant;
+
+use tokio::sync::watch;
+
+use super::resources::GroupConfig;
+use crate::model::Snapshot;
+use crate::translate::{GatewayResources, Proxy};
+
+/// The translation the server runs for each proxy group (normally [`crate::translate::translate`]).
+pub type TranslateFn = Arc<dyn Fn(&Snapshot, &Proxy) -> GatewayResources + Send + Sync>;
+
+/// Latest encoded configuration of every proxy group that has at least one connected stream.
+pub struct ConfigCache {
+    snapshots: watch::Receiver<Arc<Snapshot>>,
+    translate: TranslateFn,
+    groups: Mutex<HashMap<Proxy, watch::Sender<Arc<GroupConfig>>>>,
+}
+
+impl std::fmt::Debug for ConfigCache {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ConfigCache")
+            .field("groups", &self.lock().len())
+            .finish_non_exhaustive()
+    }
+}
+
+impl ConfigCache {
+    /// Creates the cache; call [`ConfigCache::run`] to follow snapshot changes.
+    pub fn new(snapshots: watch::Receiver<Arc<Snapshot>>, translate: TranslateFn) -> Arc<Self> {
+        Arc::new(ConfigCache {
+            snapshots,
+            translate,
+            groups: Mutex::new(HashMap::new()),
+        })
+    }
+
+    fn lock(&self) -> MutexGuard<'_, HashMap<Proxy, watch::Sender<Arc<GroupConfig>>>> {
+        self.groups.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// Joins a proxy group. The group's configuration is brought up to the latest snapshot first (translating
+    /// it if the group is new or the dispatcher has not got to it yet), so a new stream never starts stale.
+    pub fn subscribe(&self, proxy: &Proxy) -> watch::Receiver<Arc<GroupConfig>> {
+        let mut groups = self.lock();
+        let snapshot = self.snapshots.borrow().clone();
+        if let Some(sender) = groups.get(proxy) {
+            let previous = sender.borrow().clone();
+            if previous.snapshot_version != snapshot.version {
+                self.refresh_group(sender, &snapshot, proxy, Instant::now());
+            }
+            return sender.subscribe();
+        }
+        groups.retain(|_, sender| sender.receiver_count() > 0);
+        let resources = (self.translate)(&snapshot, proxy);
+        let config = GroupConfig::encode(&resources, snapshot.version, Instant::now(), None);
+        let (sender, receiver) = watch::channel(Arc::new(config));
+        groups.insert(proxy.clone(), sender);
+        receiver
+    }
+
+    /// Re-translates one group; returns whether its content changed (and was published).
+    fn refresh_group(
+        &self,
+        sender: &watch::Sender<Arc<GroupConfig>>,
+        snapshot: &Snapshot,
+        proxy: &Proxy,
+        published: Instant,
+    ) -> bool {
+        let previous = sender.borrow().clone();
+        let resources = (self.translate)(snapshot, proxy);
+        let config = GroupConfig::encode(&resources, snapshot.version, published, Some(&previous));
+        if config.same_content(&previous) {
+            // Record the version without waking anyone.
+            sender.send_if_modified(|current| {
+                *current = Arc::new(GroupConfig {
+                    snapshot_version: snapshot.version,
+                    ..(**current).clone()
+                });
+                false
+            });
+            return false;
+        }
+        sender.send_replace(Arc::new(config));
+        true
+    }
+
+    /// Number of proxy groups with connected streams.
+    pub fn group_count(&self) -> usize {
+        self.lock()
+            .values()
+            .filter(|sender| sender.receiver_count() > 0)
+            .count()
+    }
+
+    /// Follows snapshot changes until the snapshot sender goes away or `shutdown` fires, re-translating every
+    /// live group (off the async workers) and publishing the groups whose content changed.
+    pub async fn run(self: Arc<Self>, mut shutdown: watch::Receiver<bool>) {
+        let mut snapshots = self.snapshots.clone();
+        loop {
+            tokio::select! {
+                changed = snapshots.changed() => if changed.is_err() { break },
+                _ = shutdown.changed() => break,
+            }
+            let published = Instant::now();
+            let snapshot = snapshots.borrow_and_update().clone();
+            let cache = self.clone();
+            if let Err(error) =
+                tokio::task::spawn_blocking(move || cache.refresh(&snapshot, published)).await
+            {
+                tracing::error!(%error, "xDS translation task failed; keeping the previous configuration");
+            }
+        }
+    }
+
+    /// Re-translates every live group for `snapshot`; returns how many groups changed.
+    pub fn refresh(&self, snapshot: &Snapshot, published: Instant) -> usize {
+        let mut groups = self.lock();
+        groups.retain(|_, sender| sender.receiver_count() > 0);
+        let mut changed = 0;
+        for (proxy, sender) in groups.iter() {
+            if sender.borrow().snapshot_version == snapshot.version {
+                continue;
+            }
+            if self.refresh_group(sender, snapshot, proxy, published) {
+                changed += 1;
+            }
+        }
+        tracing::debug!(
+            version = snapshot.version,
+            groups = groups.len(),
+            changed,
+            "translated snapshot for xDS"
+        );
+        changed
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::xds::resources::ResourceType;
+    use envoy_types::pb::envoy::config::cluster::v3::Cluster;
+    use std::sync::atomic::{AtomicUsize, Ordering};
+
+    fn proxy(ns: &str) -> Proxy {
+        Proxy {
+            namespace: ns.into(),
+            labels: Default::default(),
+        }
+    }
+
+    #[test]
+    fn one_translation_per_group_and_unchanged_groups_not_woken() {
+        let calls = Arc::new(AtomicUsize::new(0));
+        let counter = calls.clone();
+        let translate: TranslateFn = Arc::new(move |snapshot: &Snapshot, proxy: &Proxy| {
+            counter.fetch_add(1, Ordering::SeqCst);
+            // Namespace "a" sees the snapshot version; "b" always gets the same cluster.
+            let name = if proxy.namespace == "a" {
+                format!("c{}", snapshot.version)
+            } else {
+                "fixed".to_string()
+            };
+            GatewayResources {
+                clusters: vec![Cluster {
+                    name,
+                    ..Default::default()
+                }],
+                ..Default::default()
+            }
+        });
+        let (tx, rx) = watch::channel(Arc::new(Snapshot::default()));
+        let cache = ConfigCache::new(rx, translate);
+        let mut a1 = cache.subscribe(&proxy("a"));
+        let _a2 = cache.subscribe(&proxy("a"));
+        let mut b = cache.subscribe(&proxy("b"));
+        assert_eq!(calls.load(Ordering::SeqCst), 2);
+        assert_eq!(cache.group_count(), 2);
+        a1.mark_unchanged();
+        b.mark_unchanged();
+
+        let next = Arc::new(Snapshot {
+            version: 1,
+            ..Default::default()
+        });
+        tx.send_replace(next.clone());
+        assert_eq!(cache.refresh(&next, Instant::now()), 1);
+        assert_eq!(calls.load(Ordering::SeqCst), 4);
+        assert!(a1.has_changed().unwrap());
+        assert!(!b.has_changed().unwrap());
+        let config = a1.borrow_and_update().clone();
+        assert!(config.of(ResourceType::Cluster).by_name.contains_key("c1"));
+
+        drop(b);
+        assert_eq!(cache.group_count(), 1);
+    }
+}

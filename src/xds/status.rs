@@ -1,0 +1,184 @@
+//! Sync status: stream handlers record what they sent, what was ACKed and the last NACK per type; this module
+//! keeps that per connected proxy and serves it as JSON on `/debug/syncz` (an axum router for the admin port).
+
+use std::collections::BTreeMap;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+use std::time::{SystemTime, UNIX_EPOCH};
+
+use axum::extract::State;
+use axum::routing::get;
+use axum::{Json, Router};
+use serde::Serialize;
+
+use super::metrics::Api;
+use super::node::NodeIdentity;
+use super::resources::ResourceType;
+
+/// What one connection has been sent and has acknowledged for one resource type.
+#[derive(Debug, Clone, Default, Serialize, PartialEq)]
+pub struct TypeStatus {
+    /// Version of the last response sent (SotW: content hash of the response; Delta: snapshot version).
+    pub sent_version: Option<String>,
+    /// Nonce of the last response sent.
+    pub sent_nonce: Option<String>,
+    /// Version of the last response the client ACKed.
+    pub acked_version: Option<String>,
+    /// Resources the client holds according to the server (ACKed or in flight).
+    pub resources: usize,
+    /// The client subscribed to every resource of this type.
+    pub wildcard: bool,
+    /// Resource names the client subscribed to explicitly.
+    pub subscribed: usize,
+    /// The last rejection, if any.
+    pub last_nack: Option<NackStatus>,
+}
+
+/// A rejected response.
+#[derive(Debug, Clone, Serialize, PartialEq)]
+pub struct NackStatus {
+    /// Version that was rejected.
+    pub version: String,
+    /// The client's error message.
+    pub message: String,
+    /// Rejected resource names (Delta only; empty for SotW).
+    pub resources: Vec<String>,
+    /// Seconds since the Unix epoch.
+    pub at_unix: u64,
+}
+
+/// One connected proxy stream.
+#[derive(Debug, Clone, Serialize, PartialEq)]
+pub struct ConnectionStatus {
+    /// Server-assigned connection id (`<node id>-<n>`).
+    pub connection: String,
+    /// The node id the client sent.
+    pub node_id: String,
+    /// Group namespace.
+    pub namespace: String,
+    /// Group labels.
+    pub labels: BTreeMap<String, String>,
+    /// `sotw` or `delta`.
+    pub api: &'static str,
+    /// Seconds since the Unix epoch.
+    pub connected_unix: u64,
+    /// Snapshot version of the proxy group's configuration last considered for this stream.
+    pub snapshot_version: u64,
+    /// Per resource type (`cds`, `eds`, `lds`, `rds`, …).
+    pub types: BTreeMap<&'static str, TypeStatus>,
+}
+
+/// All connected streams, shared between the stream handlers and `/debug/syncz`.
+#[derive(Debug, Default)]
+pub struct StatusRegistry {
+    next_id: AtomicU64,
+    connections: Mutex<BTreeMap<u64, Arc<Mutex<ConnectionStatus>>>>,
+}
+
+fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
+    mutex.lock().unwrap_or_else(PoisonError::into_inner)
+}
+
+pub(crate) fn unix_now() -> u64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map(|d| d.as_secs())
+        .unwrap_or_default()
+}
+
+impl StatusRegistry {
+    /// Registers a new stream; it is removed when the returned handle drops.
+    pub fn open(self: &Arc<Self>, identity: &NodeIdentity, api: Api) -> ConnectionHandle {
+        let id = self.next_id.fetch_add(1, Ordering::Relaxed);
+        let status = Arc::new(Mutex::new(ConnectionStatus {
+            connection: format!("{}-{id}", identity.id),
+            node_id: identity.id.clone(),
+            namespace: identity.proxy.namespace.clone(),
+            labels: identity.proxy.labels.clone(),
+            api: api.as_str(),
+            connected_unix: unix_now(),
+            snapshot_version: 0,
+            types: BTreeMap::new(),
+        }));
+        lock(&self.connections).insert(id, status.clone());
+        ConnectionHandle {
+            registry: self.clone(),
+            id,
+            status,
+        }
+    }
+
+    /// A copy of every connection's status, in connection order.
+    pub fn list(&self) -> Vec<ConnectionStatus> {
+        let connections: Vec<_> = lock(&self.connections).values().cloned().collect();
+        connections.iter().map(|c| lock(c).clone()).collect()
+    }
+
+    /// The `/debug/syncz` route.
+    pub fn router(self: &Arc<Self>) -> Router {
+        Router::new()
+            .route("/debug/syncz", get(syncz))
+            .with_state(self.clone())
+    }
+}
+
+async fn syncz(State(registry): State<Arc<StatusRegistry>>) -> Json<Vec<ConnectionStatus>> {
+    Json(registry.list())
+}
+
+/// A stream's entry in the registry; updates go through it and dropping it removes the entry.
+#[derive(Debug)]
+pub struct ConnectionHandle {
+    registry: Arc<StatusRegistry>,
+    id: u64,
+    status: Arc<Mutex<ConnectionStatus>>,
+}
+
+impl ConnectionHandle {
+    /// The connection id (`<node id>-<n>`), used in logs.
+    pub fn name(&self) -> String {
+        lock(&self.status).connection.clone()
+    }
+
+    /// Records the snapshot version the stream last saw.
+    pub fn set_snapshot_version(&self, version: u64) {
+        lock(&self.status).snapshot_version = version;
+    }
+
+    /// Changes the status of one type.
+    pub fn update(&self, kind: ResourceType, change: impl FnOnce(&mut TypeStatus)) {
+        let mut status = lock(&self.status);
+        change(status.types.entry(kind.short_name()).or_default());
+    }
+}
+
+impl Drop for ConnectionHandle {
+    fn drop(&mut self) {
+        lock(&self.registry.connections).remove(&self.id);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::translate::Proxy;
+
+    #[test]
+    fn handles_register_update_and_unregister() {
+        let registry = Arc::new(StatusRegistry::default());
+        let identity = NodeIdentity {
+            id: "gw-1".into(),
+            proxy: Proxy::default(),
+        };
+        let handle = registry.open(&identity, Api::Sotw);
+        handle.update(ResourceType::Cluster, |t| {
+            t.sent_version = Some("v1".into());
+        });
+        let list = registry.list();
+        assert_eq!(list.len(), 1);
+        assert_eq!(list[0].connection, "gw-1-0");
+        assert_eq!(list[0].types["cds"].sent_version.as_deref(), Some("v1"));
+        drop(handle);
+        assert!(registry.list().is_empty());
+    }
+}

@@ -1,0 +1,389 @@
+//! The Helm chart (`charts/admitpilot`), checked with the real Helm CLI, `kubernetes-validate` and Envoy:
+//! lint, renders of several value sets, a golden of the default render, the webhook rules and RBAC it grants,
+//! the values schema, and the gateway's Envoy bootstrap. Tools come from `scripts/setup-tools`; a test whose tool is
+//! missing prints why and passes without checking.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+use serde_json::Value;
+
+const CHART: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/charts/admitpilot");
+const GOLDEN: &str = concat!(
+    env!("CARGO_MANIFEST_DIR"),
+    "/tests/golden/chart/default.yaml"
+);
+
+/// Finds a tool through its environment variable, else at its place under the project folder.
+fn tool(var: &str, fallback: &str) -> Option<PathBuf> {
+    let path = std::env::var_os(var)
+        .map(PathBuf::from)
+        .unwrap_or_else(|| Path::new(env!("CARGO_MANIFEST_DIR")).join(fallback));
+    if path.exists() {
+        Some(path)
+    } else {
+        eprintln!(
+            "skipping: {} not found (run scripts/setup-tools)",
+            path.display()
+        );
+        None
+    }
+}
+
+fn helm() -> Option<PathBuf> {
+    tool("ADMITPILOT_HELM", "tools/bin/helm")
+}
+
+fn run_helm(helm: &Path, args: &[&str]) -> Output {
+    let home = tempfile::tempdir().unwrap();
+    Command::new(helm)
+        .args(args)
+        .env("HELM_CACHE_HOME", home.path().join("cache"))
+        .env("HELM_CONFIG_HOME", home.path().join("config"))
+        .env("HELM_DATA_HOME", home.path().join("data"))
+        .output()
+        .expect("run helm")
+}
+
+/// Renders the chart with `--set` values; returns the raw YAML.
+fn render_yaml(helm: &Path, sets: &[&str]) -> String {
+    let mut args = vec!["template", "ap", CHART, "--namespace", "higress-system"];
+    for set in sets {
+        args.extend(["--set", set]);
+    }
+    let output = run_helm(helm, &args);
+    assert!(
+        output.status.success(),
+        "helm template {sets:?} failed: {}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    String::from_utf8(output.stdout).unwrap()
+}
+
+fn render(helm: &Path, sets: &[&str]) -> Vec<Value> {
+    admitpilot::model::document::parse_documents(&render_yaml(helm, sets))
+        .into_iter()
+        .map(|d| d.value.expect("rendered YAML parses"))
+        .collect()
+}
+
+fn find<'a>(docs: &'a [Value], kind: &str, name: &str) -> &'a Value {
+    docs.iter()
+        .find(|d| d["kind"] == kind && d["metadata"]["name"] == name)
+        .unwrap_or_else(|| panic!("no {kind} {name}"))
+}
+
+#[test]
+fn lint_is_clean_in_strict_mode() {
+    let Some(helm) = helm() else { return };
+    let output = run_helm(&helm, &["lint", "--strict", CHART]);
+    assert!(
+        output.status.success(),
+        "{}",
+        String::from_utf8_lossy(&output.stdout)
+    );
+}
+
+#[test]
+fn default_render_matches_golden() {
+    let Some(helm) = helm() else { return };
+    let rendered = render_yaml(&helm, &[]);
+    if std::env::var_os("UPDATE_GOLDEN").is_some() {
+        std::fs::write(GOLDEN, &rendered).unwrap();
+    }
+    let golden =
+        std::fs::read_to_string(GOLDEN).expect("golden exists (UPDATE_GOLDEN=1 writes it)");
+    assert_eq!(
+        rendered, golden,
+        "default render changed; rerun with UPDATE_GOLDEN=1 if intended"
+    );
+}
+
+#[test]
+fn every_value_combination_passes_kubernetes_validate() {
+    let Some(helm) = helm() else { return };
+    let Some(checker) = tool(
+        "ADMITPILOT_KUBERNETES_VALIDATE",
+        ".venv/bin/kubernetes-validate",
+    ) else {
+        return;
+    };
+    let combinations: [&[&str]; 5] = [
+        &[],
+        &[
+            "gateway.enabled=true",
+            "tlsGateways=true",
+            "watchNamespaces={shop,web}",
+        ],
+        &[
+            "webhook.url=https://10.0.0.1:15017/validate",
+            "webhook.failurePolicy=Ignore",
+        ],
+        &[
+            "webhook.enabled=false",
+            "podDisruptionBudget.enabled=false",
+            "replicaCount=1",
+        ],
+        &[
+            "serviceMonitor.enabled=true",
+            "gateway.enabled=true",
+            "gateway.xdsApiType=GRPC",
+        ],
+    ];
+    let dir = tempfile::tempdir().unwrap();
+    for (i, sets) in combinations.iter().enumerate() {
+        let file = dir.path().join(format!("render-{i}.yaml"));
+        std::fs::write(&file, render_yaml(&helm, sets)).unwrap();
+        let output = Command::new(&checker)
+            .args(["--strict", "-k", "1.30.0"])
+            .arg(&file)
+            .output()
+            .expect("run kubernetes-validate");
+        assert!(
+            output.status.success(),
+            "{sets:?}: {}{}",
+            String::from_utf8_lossy(&output.stdout),
+            String::from_utf8_lossy(&output.stderr)
+        );
+    }
+}
+
+#[test]
+fn webhooks_cover_the_istio_and_higress_groups_and_only_higress_config() {
+    let Some(helm) = helm() else { return };
+    let docs = render(&helm, &[]);
+    let vwc = find(&docs, "ValidatingWebhookConfiguration", "ap-admitpilot");
+    let webhooks = vwc["webhooks"].as_array().unwrap();
+    assert_eq!(webhooks.len(), 2);
+    for webhook in webhooks {
+        assert_eq!(webhook["sideEffects"], "None");
+        assert_eq!(webhook["failurePolicy"], "Fail");
+        assert_eq!(webhook["timeoutSeconds"], 10);
+        assert_eq!(
+            webhook["admissionReviewVersions"],
+            serde_json::json!(["v1", "v1beta1"])
+        );
+        assert_eq!(webhook["clientConfig"]["service"]["path"], "/validate");
+        assert_eq!(
+            webhook["rules"][0]["operations"],
+            serde_json::json!(["CREATE", "UPDATE"])
+        );
+    }
+    let groups = &webhooks[0]["rules"][0]["apiGroups"];
+    for group in [
+        "networking.istio.io",
+        "security.istio.io",
+        "telemetry.istio.io",
+        "extensions.istio.io",
+        "networking.higress.io",
+        "extensions.higress.io",
+    ] {
+        assert!(
+            groups.as_array().unwrap().iter().any(|g| g == group),
+            "{group}"
+        );
+    }
+    let config_maps = &webhooks[1];
+    assert_eq!(
+        config_maps["rules"][0]["resources"],
+        serde_json::json!(["configmaps"])
+    );
+    assert_eq!(
+        config_maps["namespaceSelector"]["matchLabels"]["kubernetes.io/metadata.name"],
+        "higress-system"
+    );
+    assert_eq!(
+        config_maps["matchConditions"][0]["expression"],
+        "object.metadata.name == 'higress-config'"
+    );
+
+    let docs = render(
+        &helm,
+        &[
+            "webhook.url=https://10.0.0.1:15017/validate",
+            "webhook.failurePolicy=Ignore",
+        ],
+    );
+    let vwc = find(&docs, "ValidatingWebhookConfiguration", "ap-admitpilot");
+    assert_eq!(
+        vwc["webhooks"][0]["clientConfig"]["url"],
+        "https://10.0.0.1:15017/validate"
+    );
+    assert!(vwc["webhooks"][0]["clientConfig"]["service"].is_null());
+    assert_eq!(vwc["webhooks"][1]["failurePolicy"], "Ignore");
+}
+
+/// Collects `(apiGroup, resource, verb)` triples a Role or ClusterRole grants.
+fn grants(role: &Value) -> Vec<(String, String, String)> {
+    let mut out = Vec::new();
+    for rule in role["rules"].as_array().unwrap() {
+        for group in rule["apiGroups"].as_array().unwrap() {
+            for resource in rule["resources"].as_array().unwrap() {
+                for verb in rule["verbs"].as_array().unwrap() {
+                    out.push((
+                        group.as_str().unwrap().to_string(),
+                        resource.as_str().unwrap().to_string(),
+                        verb.as_str().unwrap().to_string(),
+                    ));
+                }
+            }
+        }
+    }
+    out
+}
+
+#[test]
+fn rbac_is_least_privilege() {
+    let Some(helm) = helm() else { return };
+    let docs = render(&helm, &[]);
+    let controller = grants(find(&docs, "ClusterRole", "ap-admitpilot"));
+    for (group, resource, verb) in &controller {
+        let allowed = if resource == "events" {
+            ["create", "patch"].contains(&verb.as_str())
+        } else {
+            ["get", "list", "watch"].contains(&verb.as_str())
+        };
+        assert!(allowed, "controller may {verb} {group}/{resource}");
+        assert_ne!(resource, "secrets", "secrets only with tlsGateways");
+        assert_ne!(
+            resource, "configmaps",
+            "configmaps only in the Higress namespace"
+        );
+    }
+    let config_role = find(&docs, "Role", "ap-admitpilot-higress-config");
+    assert_eq!(config_role["metadata"]["namespace"], "higress-system");
+    assert_eq!(
+        config_role["rules"][0]["resourceNames"],
+        serde_json::json!(["higress-config"])
+    );
+    assert!(docs
+        .iter()
+        .any(|d| d["kind"] == "ClusterRoleBinding" && d["metadata"]["name"] == "ap-admitpilot"));
+
+    let certs = find(&docs, "ClusterRole", "ap-admitpilot-certs-gen");
+    assert_eq!(
+        certs["rules"][0]["resourceNames"],
+        serde_json::json!(["ap-admitpilot"])
+    );
+    assert_eq!(
+        grants(certs),
+        [
+            (
+                "admissionregistration.k8s.io".into(),
+                "validatingwebhookconfigurations".into(),
+                "get".into()
+            ),
+            (
+                "admissionregistration.k8s.io".into(),
+                "validatingwebhookconfigurations".into(),
+                "patch".into()
+            ),
+        ]
+    );
+    let secret_role = find(&docs, "Role", "ap-admitpilot-certs-gen");
+    assert!(grants(secret_role).iter().all(|(_, r, _)| r == "secrets"));
+
+    let docs = render(&helm, &["tlsGateways=true", "watchNamespaces={shop,web}"]);
+    let controller = grants(find(&docs, "ClusterRole", "ap-admitpilot"));
+    assert!(controller.contains(&("".into(), "secrets".into(), "watch".into())));
+    let bindings: Vec<_> = docs
+        .iter()
+        .filter(|d| d["kind"] == "RoleBinding" && d["metadata"]["name"] == "ap-admitpilot")
+        .map(|d| d["metadata"]["namespace"].as_str().unwrap())
+        .collect();
+    assert_eq!(bindings, ["shop", "web"]);
+    assert!(!docs
+        .iter()
+        .any(|d| d["kind"] == "ClusterRoleBinding" && d["metadata"]["name"] == "ap-admitpilot"));
+}
+
+#[test]
+fn pods_run_non_root_with_a_read_only_root() {
+    let Some(helm) = helm() else { return };
+    let docs = render(&helm, &["gateway.enabled=true"]);
+    for doc in docs
+        .iter()
+        .filter(|d| d["kind"] == "Deployment" || d["kind"] == "Job")
+    {
+        let pod = &doc["spec"]["template"]["spec"];
+        assert_eq!(
+            pod["securityContext"]["runAsNonRoot"], true,
+            "{}",
+            doc["metadata"]["name"]
+        );
+        for container in pod["containers"].as_array().unwrap() {
+            assert_eq!(container["securityContext"]["readOnlyRootFilesystem"], true);
+            assert_eq!(
+                container["securityContext"]["allowPrivilegeEscalation"],
+                false
+            );
+            assert!(container["resources"]["limits"].is_object());
+        }
+    }
+    let deployment = find(&docs, "Deployment", "ap-admitpilot");
+    let probes = &deployment["spec"]["template"]["spec"]["containers"][0];
+    assert_eq!(probes["livenessProbe"]["httpGet"]["path"], "/healthz");
+    assert_eq!(probes["readinessProbe"]["httpGet"]["path"], "/readyz");
+    assert_eq!(deployment["spec"]["replicas"], 2);
+}
+
+#[test]
+fn schema_rejects_bad_values_with_the_field_named() {
+    let Some(helm) = helm() else { return };
+    for (set, field) in [
+        ("webhook.failurePolicy=Sometimes", "/webhook/failurePolicy"),
+        ("xds.port=70000", "/xds/port"),
+        ("higressNamespace=Not_A_Namespace", "/higressNamespace"),
+        ("gateway.xdsApiType=REST", "/gateway/xdsApiType"),
+        ("replicaCount=0", "/replicaCount"),
+        ("unknownKey=1", "unknownKey"),
+    ] {
+        let output = run_helm(&helm, &["template", "ap", CHART, "--set", set]);
+        assert!(!output.status.success(), "{set} was accepted");
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        assert!(
+            stderr.contains(field),
+            "{set}: message does not name {field}: {stderr}"
+        );
+    }
+}
+
+#[test]
+fn gateway_bootstrap_is_accepted_by_envoy() {
+    let Some(helm) = helm() else { return };
+    let Some(envoy) = tool("ADMITPILOT_ENVOY", ".venv/bin/envoy") else {
+        return;
+    };
+    for api_type in ["DELTA_GRPC", "GRPC"] {
+        let docs = render(
+            &helm,
+            &[
+                "gateway.enabled=true",
+                &format!("gateway.xdsApiType={api_type}"),
+            ],
+        );
+        let bootstrap = find(&docs, "ConfigMap", "ap-admitpilot-gateway-bootstrap")["data"]
+            ["envoy.yaml"]
+            .as_str()
+            .unwrap()
+            .to_string();
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("envoy.yaml");
+        std::fs::write(&file, bootstrap).unwrap();
+        let output = Command::new(&envoy)
+            .args(["--mode", "validate", "--disable-hot-restart", "-c"])
+            .arg(&file)
+            .args([
+                "--service-node",
+                "router~10.1.2.3~gw-0.higress-system~higress-system.svc.cluster.local",
+            ])
+            .output()
+            .expect("run envoy");
+        assert!(
+            output.status.success(),
+            "{api_type}: {}",
+            String::from_utf8_lossy(&output.stderr)
+        );
+    }
+}

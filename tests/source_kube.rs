@@ -1,0 +1,380 @@
+//! Kubernetes source end to end against `support::apiserver`, a small, faithful double of the API server over HTTP
+//! (real JSON list and watch streams with resourceVersions, BOOKMARK events, 410 Gone on expired watches, plain
+//! 404 for resources that are not installed, Event creation recorded). A real `kube::Client` is pointed at it
+//! through a `kube::Config` whose cluster URL is the double. Every wait polls with a deadline.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+mod support;
+
+use std::time::Duration;
+
+use admitpilot::model::{Kind, ObjectKey, Snapshot};
+use admitpilot::source::kubernetes::{Backoff, KubeConfig, DEFAULT_KINDS};
+use admitpilot::source::metrics::RejectLabels;
+use admitpilot::source::{self, SourceConfig, SourceMetrics, Sources, StoreConfig};
+use serde_json::{json, Value};
+use support::apiserver::ApiServer;
+use support::{eventually, wait_for};
+
+const ISTIO: &str = "networking.istio.io";
+
+fn install_all(api: &ApiServer, except: &[Kind]) {
+    let kinds = DEFAULT_KINDS.into_iter().chain([
+        Kind::Service,
+        Kind::EndpointSlice,
+        Kind::Secret,
+        Kind::HigressConfig,
+    ]);
+    for kind in kinds.filter(|k| !except.contains(k)) {
+        let info = kind.info();
+        api.install(info.group, info.plural, info.kind, info.versions);
+    }
+}
+
+fn vs(ns: &str, name: &str, label: &str) -> Value {
+    json!({"apiVersion": "networking.istio.io/v1", "kind": "VirtualService",
+        "metadata": {"name": name, "namespace": ns, "labels": {"v": label}},
+        "spec": {"hosts": ["example.com"],
+            "http": [{"route": [{"destination": {"host": "web.a.svc.cluster.local"}}]}]}})
+}
+
+fn start(api: &ApiServer, namespaces: &[&str]) -> (Sources, SourceMetrics) {
+    let mut kube = KubeConfig::new(api.client());
+    kube.namespaces = namespaces.iter().map(|n| n.to_string()).collect();
+    kube.backoff = Backoff {
+        min: Duration::from_millis(20),
+        max: Duration::from_millis(200),
+    };
+    let config = SourceConfig {
+        kube: Some(kube),
+        store: StoreConfig {
+            debounce: Duration::from_millis(5),
+            debounce_max: Duration::from_millis(50),
+        },
+        ..SourceConfig::default()
+    };
+    let metrics = SourceMetrics::default();
+    (source::start(config, metrics.clone()).unwrap(), metrics)
+}
+
+fn key(kind: Kind, ns: &str, name: &str) -> ObjectKey {
+    ObjectKey::new(kind, ns, name)
+}
+
+fn label(snapshot: &Snapshot, key: &ObjectKey) -> Option<String> {
+    snapshot
+        .get(key)
+        .and_then(|o| o.metadata.labels.get("v").cloned())
+}
+
+async fn synced(sources: &Sources) {
+    let mut synced = sources.synced.clone();
+    tokio::time::timeout(support::DEADLINE, synced.wait_for(|s| *s))
+        .await
+        .expect("sources never synced")
+        .unwrap();
+}
+
+#[tokio::test]
+async fn lists_then_follows_watch_events() {
+    let api = ApiServer::start(Duration::from_millis(50)).await;
+    install_all(&api, &[]);
+    api.apply(ISTIO, "virtualservices", vs("a", "web", "1"));
+    api.apply(
+        "",
+        "services",
+        json!({"apiVersion": "v1", "kind": "Service", "metadata": {"name": "web", "namespace": "a"},
+            "spec": {"ports": [{"port": 80}]}}),
+    );
+    api.apply(
+        "",
+        "secrets",
+        json!({"apiVersion": "v1", "kind": "Secret", "metadata": {"name": "cert", "namespace": "a"},
+            "type": "kubernetes.io/tls", "data": {"tls.crt": "Y2VydA==", "tls.key": "a2V5"}}),
+    );
+    api.apply(
+        "",
+        "secrets",
+        json!({"apiVersion": "v1", "kind": "Secret", "metadata": {"name": "opaque", "namespace": "a"},
+            "type": "Opaque", "data": {"x": "eA=="}}),
+    );
+    api.apply(
+        "",
+        "configmaps",
+        json!({"apiVersion": "v1", "kind": "ConfigMap",
+            "metadata": {"name": "higress-config", "namespace": "higress-system"}, "data": {"higress": ""}}),
+    );
+    api.apply(
+        "",
+        "configmaps",
+        json!({"apiVersion": "v1", "kind": "ConfigMap",
+            "metadata": {"name": "other", "namespace": "higress-system"}, "data": {}}),
+    );
+    let (sources, _metrics) = start(&api, &[]);
+    let mut rx = sources.snapshots.clone();
+    synced(&sources).await;
+    let snapshot = wait_for(&mut rx, |s| s.version >= 1).await;
+    let keys: Vec<String> = snapshot.objects.keys().map(ToString::to_string).collect();
+    assert_eq!(
+        keys,
+        [
+            "VirtualService a/web",
+            "ConfigMap higress-system/higress-config",
+            "Service a/web",
+            "Secret a/cert",
+        ]
+    );
+    let requests = api.requests();
+    assert!(
+        requests.iter().any(|r| r.contains("/configmaps?")
+            && r.contains("fieldSelector=metadata.name%3Dhigress-config")),
+        "{requests:?}"
+    );
+
+    let web = key(Kind::VirtualService, "a", "web");
+    api.apply(ISTIO, "virtualservices", vs("a", "web", "2"));
+    wait_for(&mut rx, |s| label(s, &web).as_deref() == Some("2")).await;
+    api.apply(
+        ISTIO,
+        "gateways",
+        json!({"apiVersion": "networking.istio.io/v1", "kind": "Gateway",
+            "metadata": {"name": "gw", "namespace": "b"},
+            "spec": {"servers": [{"port": {"number": 80, "name": "http", "protocol": "HTTP"}, "hosts": ["*"]}]}}),
+    );
+    api.delete(ISTIO, "virtualservices", "a", "web");
+    let snapshot = wait_for(&mut rx, |s| {
+        s.get(&web).is_none() && s.get(&key(Kind::Gateway, "b", "gw")).is_some()
+    })
+    .await;
+    // Managed fields are dropped before objects are stored.
+    let secret = snapshot.get(&key(Kind::Secret, "a", "cert")).unwrap();
+    assert!(secret.metadata.uid.is_some());
+    // The watches asked for bookmarks (the double then sends one every 50 ms, which the watcher consumes).
+    assert!(requests
+        .iter()
+        .any(|r| r.contains("allowWatchBookmarks=true")));
+}
+
+#[tokio::test]
+async fn watch_namespaces_limit_the_scope() {
+    let api = ApiServer::start(Duration::from_millis(50)).await;
+    install_all(&api, &[]);
+    api.apply(ISTIO, "virtualservices", vs("a", "in", "1"));
+    api.apply(ISTIO, "virtualservices", vs("c", "out", "1"));
+    let (sources, _metrics) = start(&api, &["a", "b"]);
+    let mut rx = sources.snapshots.clone();
+    synced(&sources).await;
+    let snapshot = wait_for(&mut rx, |s| s.version >= 1).await;
+    let keys: Vec<String> = snapshot.objects.keys().map(ToString::to_string).collect();
+    assert_eq!(keys, ["VirtualService a/in"]);
+    assert!(api
+        .requests()
+        .iter()
+        .all(|r| !r.contains("/virtualservices")
+            || r.contains("/namespaces/a/")
+            || r.contains("/namespaces/b/")));
+}
+
+#[tokio::test]
+async fn relists_after_410_gone_without_losing_state() {
+    let api = ApiServer::start(Duration::from_millis(50)).await;
+    install_all(&api, &[]);
+    api.apply(ISTIO, "virtualservices", vs("a", "old", "1"));
+    api.apply(
+        "",
+        "services",
+        json!({"apiVersion": "v1", "kind": "Service", "metadata": {"name": "svc", "namespace": "a"}, "spec": {}}),
+    );
+    let (sources, _metrics) = start(&api, &[]);
+    let mut rx = sources.snapshots.clone();
+    synced(&sources).await;
+    wait_for(&mut rx, |s| s.objects.len() == 2).await;
+    let lists_before = api.lists_of("virtualservices");
+
+    // These changes never reach the open watches; only a relist can find them.
+    api.hold_events(true);
+    api.delete(ISTIO, "virtualservices", "a", "old");
+    api.apply(ISTIO, "virtualservices", vs("a", "new", "1"));
+    api.hold_events(false);
+    api.expire_watches();
+
+    let old = key(Kind::VirtualService, "a", "old");
+    let new = key(Kind::VirtualService, "a", "new");
+    let svc = key(Kind::Service, "a", "svc");
+    let snapshot = wait_for(&mut rx, |s| {
+        // Every snapshot on the way keeps the untouched Service.
+        assert!(
+            s.get(&svc).is_some(),
+            "the Service vanished during the relist"
+        );
+        s.get(&new).is_some() && s.get(&old).is_none()
+    })
+    .await;
+    assert_eq!(snapshot.objects.len(), 2);
+    eventually(|| api.lists_of("virtualservices") > lists_before).await;
+}
+
+#[tokio::test]
+async fn resumes_a_dropped_watch_from_its_resource_version() {
+    let api = ApiServer::start(Duration::from_millis(50)).await;
+    install_all(&api, &[]);
+    let (sources, _metrics) = start(&api, &[]);
+    let mut rx = sources.snapshots.clone();
+    synced(&sources).await;
+    let lists_before = api.lists_of("virtualservices");
+    api.drop_watches();
+    api.apply(ISTIO, "virtualservices", vs("a", "after-drop", "1"));
+    wait_for(&mut rx, |s| {
+        s.get(&key(Kind::VirtualService, "a", "after-drop"))
+            .is_some()
+    })
+    .await;
+    // The watch resumed; no relist was needed.
+    assert_eq!(api.lists_of("virtualservices"), lists_before);
+}
+
+#[tokio::test]
+async fn missing_crds_are_retried_while_the_rest_works() {
+    let api = ApiServer::start(Duration::from_millis(50)).await;
+    // An older Istio: VirtualService only at v1beta1; EnvoyFilter not installed at all.
+    install_all(&api, &[Kind::VirtualService, Kind::EnvoyFilter]);
+    api.install(ISTIO, "virtualservices", "VirtualService", &["v1beta1"]);
+    api.apply(ISTIO, "virtualservices", vs("a", "web", "1"));
+    let (sources, _metrics) = start(&api, &[]);
+    let mut rx = sources.snapshots.clone();
+    synced(&sources).await;
+    wait_for(&mut rx, |s| {
+        s.get(&key(Kind::VirtualService, "a", "web"))
+            .is_some_and(|o| o.api_version == "networking.istio.io/v1beta1")
+    })
+    .await;
+    assert!(api.requests().iter().any(|r| r
+        .starts_with("GET /apis/networking.istio.io/v1/envoyfilters")
+        || r.starts_with("GET /apis/networking.istio.io/v1alpha3/envoyfilters")));
+
+    // The CRD appears later: the retry picks it up.
+    api.install(ISTIO, "envoyfilters", "EnvoyFilter", &["v1alpha3"]);
+    api.apply(
+        ISTIO,
+        "envoyfilters",
+        json!({"apiVersion": "networking.istio.io/v1alpha3", "kind": "EnvoyFilter",
+            "metadata": {"name": "ef", "namespace": "a"}, "spec": {}}),
+    );
+    wait_for(&mut rx, |s| {
+        s.get(&key(Kind::EnvoyFilter, "a", "ef")).is_some()
+    })
+    .await;
+}
+
+#[tokio::test]
+async fn invalid_objects_are_excluded_and_reported_with_an_event() {
+    let api = ApiServer::start(Duration::from_millis(50)).await;
+    install_all(&api, &[]);
+    api.apply(ISTIO, "virtualservices", vs("a", "web", "good"));
+    let (sources, metrics) = start(&api, &[]);
+    let mut rx = sources.snapshots.clone();
+    synced(&sources).await;
+    let web = key(Kind::VirtualService, "a", "web");
+    wait_for(&mut rx, |s| label(s, &web).as_deref() == Some("good")).await;
+
+    // An update that does not validate: the last good version stays.
+    let mut bad = vs("a", "web", "bad");
+    bad["spec"] = json!("not-an-object");
+    api.apply(ISTIO, "virtualservices", bad);
+    // A new object that never was valid: never served.
+    api.apply(
+        ISTIO,
+        "gateways",
+        json!({"apiVersion": "networking.istio.io/v1", "kind": "Gateway",
+            "metadata": {"name": "gw", "namespace": "a"}, "spec": 7}),
+    );
+    // A later valid change shows that the bad ones were processed before it.
+    api.apply(ISTIO, "virtualservices", vs("a", "marker", "1"));
+    let snapshot = wait_for(&mut rx, |s| {
+        s.get(&key(Kind::VirtualService, "a", "marker")).is_some()
+    })
+    .await;
+    assert_eq!(label(&snapshot, &web).as_deref(), Some("good"));
+    assert!(snapshot.get(&key(Kind::Gateway, "a", "gw")).is_none());
+
+    eventually(|| api.events().len() >= 2).await;
+    let events = api.events();
+    let web_event = events
+        .iter()
+        .find(|e| e["regarding"]["name"] == "web")
+        .expect("no Event for the VirtualService");
+    assert_eq!(web_event["type"], "Warning");
+    assert_eq!(web_event["reason"], "InvalidConfig");
+    assert_eq!(web_event["reportingController"], "admitpilot");
+    assert_eq!(web_event["regarding"]["kind"], "VirtualService");
+    assert_eq!(web_event["regarding"]["uid"], "uid-1");
+    assert_eq!(web_event["metadata"]["namespace"], "a");
+    assert!(web_event["note"].as_str().unwrap().contains("spec"));
+    assert!(events.iter().any(|e| e["regarding"]["name"] == "gw"));
+    assert!(api
+        .requests()
+        .iter()
+        .any(|r| r.starts_with("POST /apis/events.k8s.io/v1/namespaces/a/events")));
+    let rejected = metrics
+        .rejected
+        .get_or_create(&RejectLabels {
+            kind: "VirtualService".into(),
+            reason: "undecodable".into(),
+        })
+        .get();
+    assert_eq!(rejected, 1);
+}
+
+#[tokio::test]
+async fn higress_config_items_are_merged_with_their_last_good_values() {
+    let api = ApiServer::start(Duration::from_millis(50)).await;
+    install_all(&api, &[]);
+    let config_map = |higress: &str| {
+        json!({"apiVersion": "v1", "kind": "ConfigMap",
+            "metadata": {"name": "higress-config", "namespace": "higress-system"},
+            "data": {"higress": higress}})
+    };
+    api.apply(
+        "",
+        "configmaps",
+        config_map("gzip:\n  minContentLength: 2048\n"),
+    );
+    let (sources, metrics) = start(&api, &[]);
+    let mut rx = sources.snapshots.clone();
+    synced(&sources).await;
+    let gzip_min = |s: &Snapshot| {
+        s.higress_config()
+            .and_then(|c| c.gzip.as_ref())
+            .map(|g| g.min_content_length)
+    };
+    wait_for(&mut rx, |s| gzip_min(s) == Some(2048)).await;
+
+    // gzip turns invalid, a global option changes: the global option applies, gzip keeps its last good value.
+    api.apply(
+        "",
+        "configmaps",
+        config_map("gzip:\n  minContentLength: 4096\n  memoryLevel: 0\naddXRealIpHeader: true\n"),
+    );
+    let snapshot = wait_for(&mut rx, |s| {
+        s.higress_config().is_some_and(|c| c.add_x_real_ip_header)
+    })
+    .await;
+    assert_eq!(gzip_min(&snapshot), Some(2048));
+    eventually(|| !api.events().is_empty()).await;
+    let event = &api.events()[0];
+    assert_eq!(event["regarding"]["name"], "higress-config");
+    assert!(event["note"]
+        .as_str()
+        .unwrap()
+        .contains("data.higress.gzip.memoryLevel"));
+    assert_eq!(
+        metrics
+            .rejected
+            .get_or_create(&RejectLabels {
+                kind: "ConfigMap".into(),
+                reason: "invalid".into(),
+            })
+            .get(),
+        1
+    );
+}

@@ -1,0 +1,242 @@
+//! Delta ADS protocol tests against an in-process server with hand-built resources.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+#[path = "support/xds_harness.rs"]
+mod harness;
+
+use std::collections::HashMap;
+
+use admitpilot::translate::GatewayResources;
+use admitpilot::xds::resources::ResourceType;
+use envoy_types::pb::envoy::service::discovery::v3::DeltaDiscoveryRequest;
+use envoy_types::pb::google::rpc::Status as RpcStatus;
+use harness::*;
+
+fn base() -> GatewayResources {
+    GatewayResources {
+        clusters: vec![eds_cluster("a"), eds_cluster("b")],
+        endpoints: vec![endpoints("a", &[1001]), endpoints("b", &[1002])],
+        listeners: vec![http_listener("l1", 10080, "r1")],
+        route_configs: vec![route_config("r1", &[("/api", "a")])],
+        ..Default::default()
+    }
+}
+
+fn subscribe(node_id: Option<&str>, type_url: &str, names: &[&str]) -> DeltaDiscoveryRequest {
+    DeltaDiscoveryRequest {
+        node: node_id.map(node),
+        type_url: type_url.into(),
+        resource_names_subscribe: names.iter().map(|n| n.to_string()).collect(),
+        ..Default::default()
+    }
+}
+
+#[tokio::test]
+async fn wildcard_push_sends_only_changes_and_removals() {
+    let server = TestServer::start(base()).await;
+    let mut client = DeltaClient::connect(&server.endpoint()).await;
+    client.send(subscribe(Some("d-1"), CDS, &[])).await;
+    let first = client.next().await;
+    assert_eq!(delta_names(&first), ["a", "b"]);
+    assert!(first.removed_resources.is_empty());
+    client.ack(&first).await;
+    wait_acked(&server, "d-1", "cds", &first.system_version_info).await;
+
+    server.update(|r| {
+        r.clusters[0].connect_timeout = Some(envoy_types::pb::google::protobuf::Duration {
+            seconds: 5,
+            nanos: 0,
+        });
+        r.clusters.retain(|c| c.name != "b");
+        r.clusters.push(eds_cluster("c"));
+    });
+    let push = client.next().await;
+    assert_eq!(delta_names(&push), ["a", "c"]);
+    assert_eq!(push.removed_resources, ["b"]);
+    client.ack(&push).await;
+
+    // A snapshot that changes nothing for this group sends nothing: the next response is the LDS answer.
+    server.update(|_| {});
+    client.send(subscribe(None, LDS, &[])).await;
+    let lds = client.next().await;
+    assert_eq!(lds.type_url, LDS);
+    assert_eq!(delta_names(&lds), ["l1"]);
+    let status = server.server.status().list();
+    assert_eq!(status[0].api, "delta");
+    assert_eq!(status[0].types["cds"].resources, 2);
+    server.shutdown().await;
+}
+
+#[tokio::test]
+async fn explicit_subscribe_and_unsubscribe() {
+    let server = TestServer::start(base()).await;
+    let mut client = DeltaClient::connect(&server.endpoint()).await;
+    client.send(subscribe(Some("d-2"), EDS, &["a"])).await;
+    let first = client.next().await;
+    assert_eq!(delta_names(&first), ["a"]);
+    client.ack(&first).await;
+
+    client.send(subscribe(None, EDS, &["b", "missing"])).await;
+    let second = client.next().await;
+    assert_eq!(delta_names(&second), ["b"]);
+    client.ack(&second).await;
+
+    client
+        .send(DeltaDiscoveryRequest {
+            type_url: EDS.into(),
+            resource_names_unsubscribe: vec!["a".into()],
+            ..Default::default()
+        })
+        .await;
+    wait_until("the unsubscription is applied", || {
+        server.server.status().list()[0].types["eds"].subscribed == 2
+    })
+    .await;
+    // Unsubscribed resources are not pushed any more; subscribed ones are.
+    server.update(|r| {
+        r.endpoints = vec![endpoints("a", &[2001]), endpoints("b", &[2002])];
+    });
+    let push = client.next().await;
+    assert_eq!(delta_names(&push), ["b"]);
+    assert!(push.removed_resources.is_empty());
+
+    // Removing a subscribed resource reports it removed.
+    client.ack(&push).await;
+    server.update(|r| r.endpoints.retain(|e| e.cluster_name != "b"));
+    let removed = client.next().await;
+    assert!(removed.resources.is_empty());
+    assert_eq!(removed.removed_resources, ["b"]);
+    server.shutdown().await;
+}
+
+#[tokio::test]
+async fn nack_is_tracked_per_resource_and_not_resent() {
+    let server = TestServer::start(base()).await;
+    let mut client = DeltaClient::connect(&server.endpoint()).await;
+    client.send(subscribe(Some("d-3"), CDS, &[])).await;
+    let first = client.next().await;
+    client.ack(&first).await;
+    wait_acked(&server, "d-3", "cds", &first.system_version_info).await;
+
+    server.update(|r| r.clusters.push(eds_cluster("bad")));
+    let push = client.next().await;
+    assert_eq!(delta_names(&push), ["bad"]);
+    client
+        .send(DeltaDiscoveryRequest {
+            type_url: CDS.into(),
+            response_nonce: push.nonce.clone(),
+            error_detail: Some(RpcStatus {
+                code: 3,
+                message: "bad cluster".into(),
+                details: vec![],
+            }),
+            ..Default::default()
+        })
+        .await;
+    // Same content again: nothing resent (the LDS answer comes first).
+    server.update(|_| {});
+    client.send(subscribe(None, LDS, &[])).await;
+    assert_eq!(client.next().await.type_url, LDS);
+    assert_eq!(server.metrics.nack_count(ResourceType::Cluster), 1);
+    let status = server.server.status().list();
+    let nack = status[0].types["cds"].last_nack.clone().unwrap();
+    assert_eq!(nack.resources, ["bad"]);
+    assert_eq!(nack.message, "bad cluster");
+
+    // A changed version of the rejected resource is sent.
+    server.update(|r| {
+        r.clusters.last_mut().unwrap().connect_timeout =
+            Some(envoy_types::pb::google::protobuf::Duration {
+                seconds: 2,
+                nanos: 0,
+            });
+    });
+    let fixed = client.next().await;
+    assert_eq!(delta_names(&fixed), ["bad"]);
+    server.shutdown().await;
+}
+
+#[tokio::test]
+async fn reconnect_with_initial_resource_versions() {
+    let server = TestServer::start(base()).await;
+    let mut client = DeltaClient::connect(&server.endpoint()).await;
+    client.send(subscribe(Some("d-4"), CDS, &[])).await;
+    let first = client.next().await;
+    let versions: HashMap<String, String> = first
+        .resources
+        .iter()
+        .map(|r| (r.name.clone(), r.version.clone()))
+        .collect();
+    drop(client);
+
+    // While disconnected, "b" changes.
+    server.update(|r| {
+        r.clusters[1].connect_timeout = Some(envoy_types::pb::google::protobuf::Duration {
+            seconds: 9,
+            nanos: 0,
+        });
+    });
+    let mut again = DeltaClient::connect(&server.endpoint()).await;
+    let mut initial = versions.clone();
+    initial.insert("gone".into(), "0123".into());
+    again
+        .send(DeltaDiscoveryRequest {
+            node: Some(node("d-4")),
+            type_url: CDS.into(),
+            initial_resource_versions: initial,
+            ..Default::default()
+        })
+        .await;
+    let response = again.next().await;
+    assert_eq!(
+        delta_names(&response),
+        ["b"],
+        "a is unchanged, so not resent"
+    );
+    assert_eq!(response.removed_resources, ["gone"]);
+    assert_ne!(response.resources[0].version, versions["b"]);
+
+    // A reconnect that already holds everything gets an empty answer (initial fetch completes).
+    let mut third = DeltaClient::connect(&server.endpoint()).await;
+    let current: HashMap<String, String> = [
+        ("a".to_string(), versions["a"].clone()),
+        ("b".to_string(), response.resources[0].version.clone()),
+    ]
+    .into_iter()
+    .collect();
+    third
+        .send(DeltaDiscoveryRequest {
+            node: Some(node("d-4")),
+            type_url: CDS.into(),
+            initial_resource_versions: current,
+            ..Default::default()
+        })
+        .await;
+    let empty = third.next().await;
+    assert!(empty.resources.is_empty() && empty.removed_resources.is_empty());
+    server.shutdown().await;
+}
+
+#[tokio::test]
+async fn stale_nonce_answer_is_ignored() {
+    let server = TestServer::start(base()).await;
+    let mut client = DeltaClient::connect(&server.endpoint()).await;
+    client.send(subscribe(Some("d-5"), CDS, &[])).await;
+    let first = client.next().await;
+    client
+        .send(DeltaDiscoveryRequest {
+            type_url: CDS.into(),
+            response_nonce: "999".into(),
+            error_detail: Some(RpcStatus {
+                code: 3,
+                message: "late".into(),
+                details: vec![],
+            }),
+            ..Default::default()
+        })
+        .await;
+    client.ack(&first).await;
+    wait_acked(&server, "d-5", "cds", &first.system_version_info).await;
+    assert_eq!(server.metrics.nack_count(ResourceType::Cluster), 0);
+    server.shutdown().await;
+}

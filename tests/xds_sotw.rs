@@ -1,0 +1,237 @@
+//! SotW ADS protocol tests against an in-process server with hand-built resources.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+#[path = "support/xds_harness.rs"]
+mod harness;
+
+use admitpilot::translate::GatewayResources;
+use admitpilot::xds::resources::ResourceType;
+use envoy_types::pb::google::rpc::Status as RpcStatus;
+use harness::*;
+
+fn base() -> GatewayResources {
+    GatewayResources {
+        clusters: vec![eds_cluster("a"), eds_cluster("b")],
+        endpoints: vec![endpoints("a", &[1001]), endpoints("b", &[1002])],
+        listeners: vec![http_listener("l1", 10080, "r1")],
+        route_configs: vec![route_config("r1", &[("/api", "a")])],
+        ..Default::default()
+    }
+}
+
+#[tokio::test]
+async fn initial_push_ack_and_subscriptions() {
+    let server = TestServer::start(base()).await;
+    let mut client = SotwClient::connect(&server.endpoint()).await;
+
+    client.request(Some(node("gw-1")), CDS, &[], "", "").await;
+    let cds = client.next().await;
+    assert_eq!(cds.type_url, CDS);
+    assert_eq!(sotw_names(&cds), ["a", "b"]);
+    assert!(!cds.nonce.is_empty());
+    client.ack(&cds, &[]).await;
+
+    // EDS only returns subscribed names.
+    client.request(None, EDS, &["a"], "", "").await;
+    let eds = client.next().await;
+    assert_eq!(sotw_names(&eds), ["a"]);
+    client.ack(&eds, &["a"]).await;
+
+    // Growing the subscription answers with the full subscribed set.
+    client
+        .request(None, EDS, &["a", "b"], &eds.version_info, &eds.nonce)
+        .await;
+    // (The ACK above produced no response, so eds.nonce is still the current nonce.)
+    let eds2 = client.next().await;
+    assert_eq!(sotw_names(&eds2), ["a", "b"]);
+    assert_ne!(eds2.version_info, eds.version_info);
+    client.ack(&eds2, &["a", "b"]).await;
+
+    // Explicit wildcard for EDS: a subscription change is always answered.
+    client
+        .request(None, EDS, &["*"], &eds2.version_info, &eds2.nonce)
+        .await;
+    let eds3 = client.next().await;
+    assert_eq!(sotw_names(&eds3), ["a", "b"]);
+    assert_eq!(eds3.version_info, eds2.version_info);
+    client.ack(&eds3, &["*"]).await;
+    // An ACK without change gets no response: the next one is the LDS answer.
+    client.request(None, LDS, &[], "", "").await;
+    let lds = client.next().await;
+    assert_eq!(lds.type_url, LDS);
+    assert_eq!(sotw_names(&lds), ["l1"]);
+
+    let status = server.server.status().list();
+    assert_eq!(status.len(), 1);
+    assert_eq!(status[0].node_id, "gw-1");
+    assert_eq!(status[0].namespace, "default");
+    assert_eq!(
+        status[0].types["cds"].acked_version.as_deref(),
+        Some(cds.version_info.as_str())
+    );
+    drop(client);
+    server.shutdown().await;
+}
+
+#[tokio::test]
+async fn push_in_warming_order_and_only_changed_types() {
+    let server = TestServer::start(base()).await;
+    let mut client = SotwClient::connect(&server.endpoint()).await;
+    client.request(Some(node("gw-1")), CDS, &[], "", "").await;
+    let cds = client.next().await;
+    client.ack(&cds, &[]).await;
+    client.request(None, EDS, &["a", "b"], "", "").await;
+    let eds = client.next().await;
+    client.ack(&eds, &["a", "b"]).await;
+    client.request(None, LDS, &[], "", "").await;
+    let lds = client.next().await;
+    client.ack(&lds, &[]).await;
+    client.request(None, RDS, &["r1"], "", "").await;
+    let rds = client.next().await;
+    client.ack(&rds, &["r1"]).await;
+    wait_acked(&server, "gw-1", "rds", &rds.version_info).await;
+
+    // Change a cluster, its endpoints and the route at once.
+    server.update(|r| {
+        r.clusters.push(eds_cluster("c"));
+        r.endpoints[0] = endpoints("a", &[2001]);
+        r.route_configs[0] = route_config("r1", &[("/api", "c")]);
+    });
+    let first = client.next().await;
+    assert_eq!(first.type_url, CDS);
+    assert_eq!(sotw_names(&first), ["a", "b", "c"]);
+    let second = client.next().await;
+    assert_eq!(second.type_url, EDS);
+    let third = client.next().await;
+    assert_eq!(
+        third.type_url, RDS,
+        "LDS did not change, so it is not resent"
+    );
+    for response in [&first, &second, &third] {
+        client.ack(response, &[]).await;
+    }
+    server.shutdown().await;
+}
+
+#[tokio::test]
+async fn nack_is_recorded_and_not_resent_until_change() {
+    let server = TestServer::start(base()).await;
+    let mut client = SotwClient::connect(&server.endpoint()).await;
+    client
+        .request(Some(node("gw-nack")), CDS, &[], "", "")
+        .await;
+    let cds = client.next().await;
+    client.ack(&cds, &[]).await;
+    wait_acked(&server, "gw-nack", "cds", &cds.version_info).await;
+
+    server.update(|r| r.clusters.push(eds_cluster("bad")));
+    let pushed = client.next().await;
+    assert_eq!(sotw_names(&pushed), ["a", "b", "bad"]);
+    // NACK: previous version + error detail.
+    client
+        .send(
+            envoy_types::pb::envoy::service::discovery::v3::DiscoveryRequest {
+                type_url: CDS.into(),
+                version_info: cds.version_info.clone(),
+                response_nonce: pushed.nonce.clone(),
+                error_detail: Some(RpcStatus {
+                    code: 3,
+                    message: "cluster bad: rejected by test".into(),
+                    details: vec![],
+                }),
+                ..Default::default()
+            },
+        )
+        .await;
+    // The next response must be the LDS answer, not a CDS resend.
+    client.request(None, LDS, &[], "", "").await;
+    let next = client.next().await;
+    assert_eq!(next.type_url, LDS);
+    assert_eq!(server.metrics.nack_count(ResourceType::Cluster), 1);
+    let status = server.server.status().list();
+    let cds_status = &status[0].types["cds"];
+    assert_eq!(
+        cds_status.acked_version.as_deref(),
+        Some(cds.version_info.as_str())
+    );
+    let nack = cds_status.last_nack.as_ref().unwrap();
+    assert_eq!(nack.message, "cluster bad: rejected by test");
+    assert_eq!(nack.version, pushed.version_info);
+
+    // A new snapshot with the same (rejected) content is not resent; a fix is.
+    server.update(|_| {});
+    server.update(|r| {
+        r.clusters.pop();
+    });
+    let fixed = client.next().await;
+    assert_eq!(fixed.type_url, CDS);
+    assert_eq!(sotw_names(&fixed), ["a", "b"]);
+    assert_eq!(
+        fixed.version_info, cds.version_info,
+        "content hash versions"
+    );
+    server.shutdown().await;
+}
+
+#[tokio::test]
+async fn stale_nonce_is_ignored() {
+    let server = TestServer::start(base()).await;
+    let mut client = SotwClient::connect(&server.endpoint()).await;
+    client
+        .request(Some(node("gw-stale")), EDS, &["a"], "", "")
+        .await;
+    let first = client.next().await;
+    client.ack(&first, &["a"]).await;
+    wait_acked(&server, "gw-stale", "eds", &first.version_info).await;
+    server.update(|r| r.endpoints[0] = endpoints("a", &[3001]));
+    let second = client.next().await;
+    assert_ne!(first.nonce, second.nonce);
+    // A request answering the old nonce, asking for more names: ignored entirely.
+    client
+        .request(None, EDS, &["a", "b"], &first.version_info, &first.nonce)
+        .await;
+    client.request(None, LDS, &[], "", "").await;
+    assert_eq!(client.next().await.type_url, LDS);
+    // The same request with the current nonce is served.
+    client
+        .request(None, EDS, &["a", "b"], &second.version_info, &second.nonce)
+        .await;
+    let third = client.next().await;
+    assert_eq!(sotw_names(&third), ["a", "b"]);
+    server.shutdown().await;
+}
+
+#[tokio::test]
+async fn removed_resources_leave_the_state_of_the_world() {
+    let server = TestServer::start(base()).await;
+    let mut client = SotwClient::connect(&server.endpoint()).await;
+    client.request(Some(node("gw-rm")), CDS, &[], "", "").await;
+    let cds = client.next().await;
+    client.ack(&cds, &[]).await;
+    wait_acked(&server, "gw-rm", "cds", &cds.version_info).await;
+    server.update(|r| {
+        r.clusters.retain(|c| c.name != "b");
+    });
+    let next = client.next().await;
+    assert_eq!(sotw_names(&next), ["a"]);
+    server.shutdown().await;
+}
+
+#[tokio::test]
+async fn shutdown_ends_streams() {
+    let server = TestServer::start(base()).await;
+    let mut client = SotwClient::connect(&server.endpoint()).await;
+    client.request(Some(node("gw-end")), CDS, &[], "", "").await;
+    client.next().await;
+    server.shutdown().await;
+    assert!(client.closed().await);
+}
+
+#[tokio::test]
+async fn first_request_without_node_is_refused() {
+    let server = TestServer::start(base()).await;
+    let mut client = SotwClient::connect(&server.endpoint()).await;
+    client.request(None, CDS, &[], "", "").await;
+    assert!(client.closed().await);
+    server.shutdown().await;
+}
