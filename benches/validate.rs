@@ -90,8 +90,12 @@ fn bench_stages(c: &mut Criterion) {
     group.bench_function("parse_json", |b| {
         b.iter(|| black_box(serde_json::from_slice::<Value>(black_box(bytes)).is_ok()))
     });
-    group.bench_function("decode", |b| b.iter(|| black_box(decode(black_box(&doc), &options))));
-    group.bench_function("rules", |b| b.iter(|| black_box(validate_object(black_box(&object)))));
+    group.bench_function("decode", |b| {
+        b.iter(|| black_box(decode(black_box(&doc), &options)))
+    });
+    group.bench_function("rules", |b| {
+        b.iter(|| black_box(validate_object(black_box(&object))))
+    });
     group.finish();
 }
 
