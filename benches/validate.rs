@@ -5,8 +5,8 @@
 use std::hint::black_box;
 use std::path::{Path, PathBuf};
 
-use admitpilot::model::decode::DecodeOptions;
-use admitpilot::validate::validate_document;
+use admitpilot::model::decode::{decode, DecodeOptions, Decoded};
+use admitpilot::validate::{validate_document, validate_object};
 use criterion::{criterion_group, criterion_main, Criterion, Throughput};
 use serde_json::Value;
 
@@ -77,6 +77,28 @@ fn bench_typical(c: &mut Criterion) {
     });
 }
 
+/// The same document split into its stages, to see where the time goes.
+fn bench_stages(c: &mut Criterion) {
+    let options = DecodeOptions::default();
+    let bytes = TYPICAL_VIRTUAL_SERVICE.as_bytes();
+    let doc: Value = serde_json::from_slice(bytes).unwrap_or(Value::Null);
+    let Decoded::Object { object, .. } = decode(&doc, &options) else {
+        println!("skipping stage benchmarks: the typical VirtualService did not decode");
+        return;
+    };
+    let mut group = c.benchmark_group("virtual_service_stages");
+    group.bench_function("parse_json", |b| {
+        b.iter(|| black_box(serde_json::from_slice::<Value>(black_box(bytes)).is_ok()))
+    });
+    group.bench_function("decode", |b| {
+        b.iter(|| black_box(decode(black_box(&doc), &options)))
+    });
+    group.bench_function("rules", |b| {
+        b.iter(|| black_box(validate_object(black_box(&object))))
+    });
+    group.finish();
+}
+
 fn bench_corpus(c: &mut Criterion) {
     let docs = corpus_documents();
     if docs.is_empty() {
@@ -101,5 +123,5 @@ fn bench_corpus(c: &mut Criterion) {
     group.finish();
 }
 
-criterion_group!(benches, bench_typical, bench_corpus);
+criterion_group!(benches, bench_typical, bench_stages, bench_corpus);
 criterion_main!(benches);

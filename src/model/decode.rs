@@ -220,11 +220,40 @@ fn decode_crd_spec(kind: Kind, spec: &Value, findings: &mut Vec<Finding>) -> Opt
     })
 }
 
-/// Decodes a CRD spec: a missing spec decodes as the empty spec; unknown fields become warnings.
+/// Decodes a CRD spec: a missing spec decodes as the empty spec; unknown fields become warnings. Object fields set
+/// to `null` are dropped first, as the API server prunes them from CRD objects (none of the Istio/Higress schemas
+/// is nullable), so `egress:` with no value means "unset" rather than a type error.
 fn decode_spec<T: DeserializeOwned>(spec: &Value, findings: &mut Vec<Finding>) -> Option<T> {
     let empty = Value::Object(serde_json::Map::new());
     let spec = if spec.is_null() { &empty } else { spec };
-    decode_lenient(spec, "spec", findings, true)
+    if has_null_fields(spec) {
+        let mut pruned = spec.clone();
+        prune_null_fields(&mut pruned);
+        decode_lenient(&pruned, "spec", findings, true)
+    } else {
+        decode_lenient(spec, "spec", findings, true)
+    }
+}
+
+/// Tells whether any object inside `value` has a field whose value is `null`.
+fn has_null_fields(value: &Value) -> bool {
+    match value {
+        Value::Object(fields) => fields.values().any(|v| v.is_null() || has_null_fields(v)),
+        Value::Array(items) => items.iter().any(has_null_fields),
+        _ => false,
+    }
+}
+
+/// Removes every object field whose value is `null` (array items are kept, so indexes in paths stay right).
+fn prune_null_fields(value: &mut Value) {
+    match value {
+        Value::Object(fields) => {
+            fields.retain(|_, v| !v.is_null());
+            fields.values_mut().for_each(prune_null_fields);
+        }
+        Value::Array(items) => items.iter_mut().for_each(prune_null_fields),
+        _ => {}
+    }
 }
 
 /// Decodes a Kubernetes built-in part strictly as k8s-openapi defines it (unknown fields ignored silently).
@@ -283,6 +312,16 @@ fn join_path(prefix: &str, path: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn null_spec_fields_are_pruned_but_array_items_kept() {
+        let mut v =
+            serde_json::json!({"a": null, "b": [null, {"c": null, "d": 1}], "e": {"f": null}});
+        assert!(has_null_fields(&v));
+        prune_null_fields(&mut v);
+        assert_eq!(v, serde_json::json!({"b": [null, {"d": 1}], "e": {}}));
+        assert!(!has_null_fields(&v));
+    }
 
     #[test]
     fn joins_paths() {
