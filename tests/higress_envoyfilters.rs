@@ -1,5 +1,5 @@
 //! Golden test of the EnvoyFilters built from higress-config: each config below goes through the real decoder
-//! and `translate::higress::envoy_filters`, and the filters of one item must equal the JSON in
+//! and `translate::higress::higress_envoy_filters`, and the filters of one item must equal the JSON in
 //! `shared/corpus/higress/expected/` (derived from Higress's templates and unit tests), compared structurally.
 //!
 //! The one allowed difference: Higress's gzip filter writes the zlib chunk size as `check_size`, a field Envoy's
@@ -9,7 +9,7 @@
 use std::path::{Path, PathBuf};
 
 use admitpilot::model::higress_config::decode_configmap;
-use admitpilot::translate::higress::envoy_filters;
+use admitpilot::translate::higress::higress_envoy_filters;
 use serde_json::{json, Value};
 
 fn expected_dir() -> Option<PathBuf> {
@@ -29,7 +29,7 @@ fn filters(higress: &str, namespace: &str, prefix: &str) -> Vec<Value> {
         "{:?}",
         decoded.findings
     );
-    envoy_filters(&decoded.config, namespace)
+    higress_envoy_filters(&decoded.config, namespace)
         .into_iter()
         .filter(|f| f["metadata"]["name"].as_str().unwrap().starts_with(prefix))
         .collect()

@@ -193,3 +193,19 @@ fn every_option_reaches_the_proxy() {
         assert_eq!(options.idle_timeout.unwrap().seconds, 20);
     }
 }
+
+/// An enabled mcpServer is not served (its golang filter config cannot be encoded): neither the HTTP filter
+/// nor its ECDS config reaches the proxy, so no listener waits for a config that never comes.
+#[test]
+fn mcp_server_filters_are_left_out_whole() {
+    let out = resources("mcpServer: {enable: true, redis: {address: 'redis:6379'}}\n");
+    let hcm = hcm(&out);
+    assert!(
+        hcm.http_filters
+            .iter()
+            .all(|f| !f.name.starts_with("golang-filter-")),
+        "{:?}",
+        hcm.http_filters
+    );
+    assert!(out.extension_configs.is_empty());
+}

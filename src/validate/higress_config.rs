@@ -8,9 +8,10 @@
 
 use serde_json::Value;
 
+use crate::envoy_proto::pool;
 use crate::model::higress_config::{
     decode_configmap, DecodedConfigMap, Downstream, Gzip, HigressConfig, Item, McpServer, Tracing,
-    HIGRESS_PATH,
+    HIGRESS_PATH, MCP_FILTER_CONFIG_TYPE,
 };
 use crate::model::{Finding, Findings};
 use crate::validate::common::{check_port, check_regex};
@@ -259,6 +260,15 @@ fn validate_downstream(d: &Downstream, out: &mut Findings) {
 
 /// Higress's `validMcpServer` (it applies whether or not the MCP server is enabled).
 fn validate_mcp_server(m: &McpServer, out: &mut Findings) {
+    if m.enable && pool().get_message_by_name(MCP_FILTER_CONFIG_TYPE).is_none() {
+        out.warning(
+            path("mcpServer.enable"),
+            format!(
+                "the MCP filters are not served: they need Envoy's contrib golang filter \
+                 ({MCP_FILTER_CONFIG_TYPE}), which admitpilot's Envoy descriptor set does not include"
+            ),
+        );
+    }
     if let Some(secret) = m.redis.as_ref().and_then(|r| r.password_secret.as_ref()) {
         if secret.name.is_empty() {
             out.error(
@@ -488,7 +498,7 @@ mod tests {
         let decoded = decode(
             "tracing: {zipkin: {service: z, port: http}, skywalking: {service: s, port: 70000}}\n\
              downstream: {http2: null}\n\
-             mcpServer: {match_list: [{match_rule_type: regex, match_rule_path: '(unclosed'}]}\n",
+             mcpServer: {enable: true, match_list: [{match_rule_type: regex, match_rule_path: '(unclosed'}]}\n",
         );
         let mut out = Findings::default();
         validate(&decoded.config, &mut out);
@@ -501,6 +511,7 @@ mod tests {
                 "data.higress.tracing.zipkin.port",
                 "data.higress.tracing.skywalking.port",
                 "data.higress.downstream.http2",
+                "data.higress.mcpServer.enable",
                 "data.higress.mcpServer.match_list[0].match_rule_path",
             ]
         );

@@ -6,6 +6,10 @@ use serde_json::{Map, Value};
 
 use super::gojson::go_struct;
 
+/// Protobuf type of the MCP filters' config: Envoy's golang HTTP filter, a contrib extension that upstream
+/// Envoy builds (and admitpilot's descriptor set) do not include.
+pub const MCP_FILTER_CONFIG_TYPE: &str = "envoy.extensions.filters.http.golang.v3alpha.Config";
+
 go_struct! {
     /// `mcpServer`: the MCP session and server golang filters.
     #[derive(Default)]

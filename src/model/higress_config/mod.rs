@@ -31,6 +31,7 @@ pub use self::global_option::{Downstream, EffectiveGlobal, GlobalOption, Http2, 
 pub use self::gzip::{Gzip, DEFAULT_CONTENT_TYPES};
 pub use self::mcp_server::{
     MatchRule, McpServer, RateLimit, RedisConfig, SecretKeyReference, SseServer,
+    MCP_FILTER_CONFIG_TYPE,
 };
 pub use self::tracing::{OpenTelemetry, Skywalking, Tracing, Zipkin};
 

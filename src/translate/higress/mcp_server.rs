@@ -8,18 +8,16 @@
 //! registries are not added here.
 //!
 //! The golang HTTP filter is an Envoy contrib extension: serving these filters needs a contrib Envoy build with
-//! Higress's `golang-filter.so`, and its config type (`envoy.extensions.filters.http.golang.v3alpha.Config`) is
-//! not in the descriptor pool of `envoy_proto`, so the EnvoyFilter validator reports that reference.
+//! Higress's `golang-filter.so`, and its config type ([`MCP_FILTER_CONFIG_TYPE`]) is not in the descriptor pool
+//! of `envoy_proto`, so [`super::envoy_filters`] leaves them out (see there).
 
 use serde_json::{json, Map, Value};
 
 use super::{document, http_filter, patch, CORS, ROUTER};
-use crate::model::higress_config::{McpServer, RedisConfig};
+use crate::model::higress_config::{McpServer, RedisConfig, MCP_FILTER_CONFIG_TYPE};
 
 /// Name of the session EnvoyFilter; the server EnvoyFilter adds `-server`.
 const NAME: &str = "higress-config-mcp-server";
-/// Type URL of the golang filter config.
-const GOLANG_TYPE: &str = "type.googleapis.com/envoy.extensions.filters.http.golang.v3alpha.Config";
 /// Where the golang filter library lives in the gateway image.
 const LIBRARY_PATH: &str = "/var/lib/istio/envoy/golang-filter.so";
 
@@ -68,7 +66,7 @@ fn ecds_filter(
                 operation,
                 json!({"name": filter, "config_discovery": {
                     "config_source": {"ads": {}},
-                    "type_urls": [GOLANG_TYPE],
+                    "type_urls": [format!("type.googleapis.com/{MCP_FILTER_CONFIG_TYPE}")],
                 }}),
             ),
             patch(
@@ -84,7 +82,7 @@ fn ecds_filter(
 /// A golang filter config for plugin `plugin` with `value` as its TypedStruct.
 fn golang_config(plugin: &str, value: Value) -> Value {
     json!({
-        "@type": GOLANG_TYPE,
+        "@type": format!("type.googleapis.com/{MCP_FILTER_CONFIG_TYPE}"),
         "library_id": plugin,
         "library_path": LIBRARY_PATH,
         "plugin_name": plugin,

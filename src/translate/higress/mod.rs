@@ -8,7 +8,7 @@
 //! type or password stays part of the value (Higress formats JSON text with `fmt.Sprintf` and breaks there).
 //! Deliberate differences from Higress, each documented where it is made: gzip emits Envoy's `chunk_size`
 //! (Higress writes a non-existent `check_size`), and tracing keeps a `sampling` of 0 (Higress's stored copy
-//! turns it into 100).
+//! turns it into 100), and [`envoy_filters`] leaves out filters whose extension config cannot be encoded.
 
 mod global_option;
 mod gzip;
@@ -17,6 +17,7 @@ mod tracing;
 
 use serde_json::{json, Value};
 
+use crate::envoy_proto::pool;
 use crate::model::higress_config::HigressConfig;
 
 /// Name of the HTTP connection manager network filter.
@@ -31,9 +32,9 @@ const HCM_TYPE: &str =
 /// Type URL of the router filter.
 const ROUTER_TYPE: &str = "type.googleapis.com/envoy.extensions.filters.http.router.v3.Router";
 
-/// Builds every EnvoyFilter of `config`, in Higress's order. With Higress's defaults these are `global-option`
-/// and `higress-config-gzip`.
-pub fn envoy_filters(config: &HigressConfig, namespace: &str) -> Vec<Value> {
+/// Builds every EnvoyFilter Higress builds for `config`, in Higress's order. With Higress's defaults these are
+/// `global-option` and `higress-config-gzip`.
+pub fn higress_envoy_filters(config: &HigressConfig, namespace: &str) -> Vec<Value> {
     let mut out = Vec::new();
     out.extend(tracing::envoy_filter(
         &config.tracing.clone().unwrap_or_default(),
@@ -52,6 +53,32 @@ pub fn envoy_filters(config: &HigressConfig, namespace: &str) -> Vec<Value> {
         namespace,
     ));
     out
+}
+
+/// The EnvoyFilters admitpilot serves for `config`: [`higress_envoy_filters`] minus any filter with an
+/// EXTENSION_CONFIG whose config type the Envoy descriptor pool cannot encode. Serving only the HTTP filter half
+/// of such a pair would leave Envoy waiting for an ECDS config that never comes; today this drops the MCP
+/// filters (Envoy's contrib golang filter), and `validate` warns when `mcpServer.enable` is set.
+pub fn envoy_filters(config: &HigressConfig, namespace: &str) -> Vec<Value> {
+    higress_envoy_filters(config, namespace)
+        .into_iter()
+        .filter(encodable_extension_configs)
+        .collect()
+}
+
+/// Tells whether every EXTENSION_CONFIG of an EnvoyFilter names a config type the descriptor pool knows.
+fn encodable_extension_configs(filter: &Value) -> bool {
+    filter["spec"]["configPatches"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter(|patch| patch["applyTo"] == "EXTENSION_CONFIG")
+        .all(|patch| {
+            patch["patch"]["value"]["typed_config"]["@type"]
+                .as_str()
+                .and_then(|url| url.rsplit_once('/'))
+                .is_some_and(|(_, name)| pool().get_message_by_name(name).is_some())
+        })
 }
 
 /// An EnvoyFilter document in the Higress namespace, without workload selector or priority.
@@ -132,7 +159,16 @@ mod tests {
             }),
             ..HigressConfig::default()
         };
-        let filters = envoy_filters(&config, "ns");
+        assert_eq!(
+            names(&envoy_filters(&config, "ns")),
+            [
+                "higress-config-tracing",
+                "higress-config-gzip",
+                "global-option"
+            ],
+            "the MCP filters need the contrib golang filter"
+        );
+        let filters = higress_envoy_filters(&config, "ns");
         assert_eq!(
             names(&filters),
             [
@@ -178,11 +214,9 @@ mod proto_tests {
     use prost_reflect::{DeserializeOptions, DynamicMessage};
     use serde_json::{json, Value};
 
-    use super::envoy_filters;
+    use super::higress_envoy_filters;
     use crate::envoy_proto::pool;
-    use crate::model::higress_config::decode_configmap;
-
-    const GOLANG: &str = "envoy.extensions.filters.http.golang.v3alpha.Config";
+    use crate::model::higress_config::{decode_configmap, MCP_FILTER_CONFIG_TYPE as GOLANG};
 
     /// The Envoy message an EnvoyFilter patch value of `apply_to` must be.
     fn message_for(apply_to: &str) -> &'static str {
@@ -229,7 +263,7 @@ mod proto_tests {
         let options = DeserializeOptions::new().deny_unknown_fields(true);
         let mut checked = 0;
         for config in &variants {
-            for filter in envoy_filters(config, "ns") {
+            for filter in higress_envoy_filters(config, "ns") {
                 for patch in filter["spec"]["configPatches"].as_array().unwrap() {
                     let apply_to = patch["applyTo"].as_str().unwrap();
                     let descriptor = pool().get_message_by_name(message_for(apply_to)).unwrap();
