@@ -146,7 +146,7 @@ fn bench(c: &mut Criterion) {
         let resources = Translator::new(Options::default()).translate(&snap, &proxy);
         let grown = rss().saturating_sub(before);
         assert_eq!(route_count(&resources), routes);
-        println!(
+        eprintln!(
             "routes={routes}: clusters={} rss_growth={:.1}MiB encoded_output={:.1}MiB",
             resources.clusters.len(),
             grown as f64 / 1_048_576.0,

@@ -83,7 +83,7 @@ fn bench_stages(c: &mut Criterion) {
     let bytes = TYPICAL_VIRTUAL_SERVICE.as_bytes();
     let doc: Value = serde_json::from_slice(bytes).unwrap_or(Value::Null);
     let Decoded::Object { object, .. } = decode(&doc, &options) else {
-        println!("skipping stage benchmarks: the typical VirtualService did not decode");
+        eprintln!("skipping stage benchmarks: the typical VirtualService did not decode");
         return;
     };
     let mut group = c.benchmark_group("virtual_service_stages");
@@ -102,7 +102,7 @@ fn bench_stages(c: &mut Criterion) {
 fn bench_corpus(c: &mut Criterion) {
     let docs = corpus_documents();
     if docs.is_empty() {
-        println!("skipping corpus throughput: no Istio corpus at ../shared/corpus/istio");
+        eprintln!("skipping corpus throughput: no Istio corpus at ../shared/corpus/istio");
         return;
     }
     let options = DecodeOptions::default();

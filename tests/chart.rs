@@ -12,7 +12,7 @@ use serde_json::Value;
 const CHART: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/charts/admitpilot");
 const GOLDEN: &str = concat!(
     env!("CARGO_MANIFEST_DIR"),
-    "/tests/golden/chart/default.yaml"
+    "/tests/chart/default-render.yaml"
 );
 
 /// Finds a tool through its environment variable, else at its place under the project folder.
