@@ -284,7 +284,22 @@ fn rbac_is_least_privilege() {
     let secret_role = find(&docs, "Role", "ap-admitpilot-certs-gen");
     assert!(grants(secret_role).iter().all(|(_, r, _)| r == "secrets"));
 
+    let args = &find(&docs, "Deployment", "ap-admitpilot")["spec"]["template"]["spec"]
+        ["containers"][0]["args"];
+    assert!(args
+        .as_array()
+        .unwrap()
+        .iter()
+        .any(|a| a == "--no-tls-secrets"));
+
     let docs = render(&helm, &["tlsGateways=true", "watchNamespaces={shop,web}"]);
+    let args = &find(&docs, "Deployment", "ap-admitpilot")["spec"]["template"]["spec"]
+        ["containers"][0]["args"];
+    assert!(!args
+        .as_array()
+        .unwrap()
+        .iter()
+        .any(|a| a == "--no-tls-secrets"));
     let controller = grants(find(&docs, "ClusterRole", "ap-admitpilot"));
     assert!(controller.contains(&("".into(), "secrets".into(), "watch".into())));
     let bindings: Vec<_> = docs

@@ -74,6 +74,11 @@ pub struct ServeArgs {
     #[arg(long, value_delimiter = ',')]
     watch_namespaces: Vec<String>,
 
+    /// Do not watch TLS Secrets (Gateways with credentialName then get no certificate): for clusters where
+    /// admitpilot is not allowed to read Secrets.
+    #[arg(long)]
+    no_tls_secrets: bool,
+
     /// Namespace given to config objects that name none.
     #[arg(long, default_value = admitpilot::source::DEFAULT_NAMESPACE)]
     default_namespace: String,
@@ -149,6 +154,7 @@ impl ServeArgs {
                 .filter(|ns| !ns.is_empty())
                 .collect(),
             instance: std::env::var("POD_NAME").ok(),
+            tls_secrets: !self.no_tls_secrets,
             admit: Some(AdmitOptions {
                 decode: DecodeOptions {
                     higress_namespace: self.higress_namespace.clone(),

@@ -127,6 +127,8 @@ pub struct KubeConfig {
     pub backoff: Backoff,
     /// Events' `reportingInstance` (pod name); `None` uses the controller name.
     pub instance: Option<String>,
+    /// Watch TLS Secrets (for Gateways' `credentialName`); off where RBAC grants no Secret reads.
+    pub tls_secrets: bool,
 }
 
 impl std::fmt::Debug for KubeConfig {
@@ -148,6 +150,7 @@ impl KubeConfig {
             kinds: DEFAULT_KINDS.to_vec(),
             backoff: Backoff::default(),
             instance: None,
+            tls_secrets: true,
         }
     }
 }
@@ -186,7 +189,8 @@ fn watch_specs(config: &KubeConfig, options: &AdmitOptions) -> Vec<WatchSpec> {
         .iter()
         .copied()
         .filter(|k| *k != Kind::HigressConfig)
-        .chain([Kind::Service, Kind::EndpointSlice, Kind::Secret]);
+        .chain([Kind::Service, Kind::EndpointSlice])
+        .chain(config.tls_secrets.then_some(Kind::Secret));
     for kind in kinds {
         for namespace in &namespaces {
             specs.push(WatchSpec {
@@ -542,6 +546,25 @@ fn report(shared: &Shared, reference: ObjectReference, errors: &[Finding]) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[tokio::test]
+    async fn tls_secrets_are_watched_only_when_asked() {
+        let url = "http://127.0.0.1:9".parse().expect("a URL");
+        let client = Client::try_from(kube::Config::new(url)).expect("a client");
+        let mut config = KubeConfig::new(client);
+        let options = AdmitOptions {
+            decode: crate::model::decode::DecodeOptions::default(),
+            default_namespace: "default".into(),
+        };
+        let watches_secrets = |c: &KubeConfig| {
+            watch_specs(c, &options)
+                .iter()
+                .any(|w| w.kind == Kind::Secret)
+        };
+        assert!(watches_secrets(&config));
+        config.tls_secrets = false;
+        assert!(!watches_secrets(&config));
+    }
 
     #[test]
     fn builds_api_resources_from_kind_info() {

@@ -130,6 +130,8 @@ pub struct SourceSettings {
     pub watch_namespaces: Vec<String>,
     /// `reportingInstance` of Events (the pod name).
     pub instance: Option<String>,
+    /// Watch TLS Secrets in the watched namespaces (Kubernetes source only).
+    pub tls_secrets: bool,
     /// Decoding and default namespace.
     pub admit: Option<AdmitOptions>,
     /// Debounce settings.
@@ -150,6 +152,7 @@ impl SourceSettings {
             let mut kube = kubernetes::KubeConfig::new(client);
             kube.namespaces = self.watch_namespaces;
             kube.instance = self.instance;
+            kube.tls_secrets = self.tls_secrets;
             Some(kube)
         } else {
             None
