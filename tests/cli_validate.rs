@@ -130,3 +130,43 @@ fn unknown_kinds_are_skipped_with_a_warning() {
     assert_eq!(output.status.code(), Some(0));
     assert!(stdout(&output).contains("is not a kind admitpilot validates"));
 }
+
+#[test]
+fn every_wrongly_typed_field_is_listed_in_json_output() {
+    let doc = "apiVersion: networking.istio.io/v1
+kind: VirtualService
+metadata: {name: typos, namespace: shop}
+spec:
+  hosts: [typos, 7]
+  http:
+  - timeout: 5
+    route:
+    - destination: {host: typos, port: {number: eighty}}
+  - route:
+    - destination: {host: ''}
+";
+    let output = admitpilot(&["validate", "--output", "json", "-"], Some(doc));
+    assert_eq!(output.status.code(), Some(1), "{}", stdout(&output));
+    let results: serde_json::Value = serde_json::from_slice(&output.stdout).expect("JSON output");
+    let findings = results[0]["findings"].as_array().expect("findings");
+    let fields: Vec<&str> = findings
+        .iter()
+        .filter(|f| f["severity"] == "error")
+        .map(|f| f["field"].as_str().unwrap())
+        .collect();
+    // The three decode errors, then the rules' verdict on the rest (the empty host of the second route).
+    assert_eq!(
+        fields,
+        [
+            "spec.hosts[1]",
+            "spec.http[0].route[0].destination.port.number",
+            "spec.http[0].timeout",
+            "spec.http[1].route[0].destination.host",
+        ],
+        "{findings:?}"
+    );
+    assert_eq!(
+        findings[0]["message"],
+        "invalid type: integer `7`, expected a string"
+    );
+}

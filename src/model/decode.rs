@@ -2,11 +2,14 @@
 //! yields a typed [`ConfigObject`], or findings that say exactly which field did not decode.
 //!
 //! Like Istio's webhook, unknown fields inside `spec` are tolerated (each becomes a warning) and unknown
-//! top-level fields are rejected.
+//! top-level fields are rejected. Every field that does not decode is reported, not just the first
+//! ([`super::value_de`]); the object is then invalid, but a stand-in with zero values in those fields is handed
+//! on so the per-kind rules can still check the rest.
 
 use serde::de::DeserializeOwned;
 use serde_json::Value;
 
+use super::value_de::{self, Outcome};
 use super::{higress_config, ConfigObject, Finding, Kind, ObjectMeta, Spec};
 
 /// Where the higress-config ConfigMap lives; other ConfigMaps are not admitpilot's business.
@@ -73,6 +76,10 @@ pub enum Decoded {
         kind: Option<Kind>,
         /// At least one error.
         findings: Vec<Finding>,
+        /// The object with a zero value in each field that did not decode, when everything else did: for running
+        /// the per-kind rules on the rest of it, never for use (`None` for higress-config, whose items are checked
+        /// on their own).
+        stand_in: Option<ConfigObject>,
     },
     /// A kind admitpilot does not handle, or a ConfigMap other than the configured higress-config.
     Unrecognized {
@@ -92,6 +99,7 @@ pub fn decode(doc: &Value, options: &DecodeOptions) -> Decoded {
             header,
             kind: None,
             findings: vec![Finding::error("", "document is not an object")],
+            stand_in: None,
         };
     };
     if header.kind.is_empty() || header.api_version.is_empty() {
@@ -99,6 +107,7 @@ pub fn decode(doc: &Value, options: &DecodeOptions) -> Decoded {
             header,
             kind: None,
             findings: vec![Finding::error("", "document must have apiVersion and kind")],
+            stand_in: None,
         };
     }
     let (group, _version) = Kind::split_api_version(&header.api_version);
@@ -127,33 +136,34 @@ pub fn decode(doc: &Value, options: &DecodeOptions) -> Decoded {
             decode_crd_spec(kind, doc.get("spec").unwrap_or(&Value::Null), &mut findings)
         }
     };
-    match (metadata, spec) {
-        (Some(metadata), Some(spec)) if !findings.iter().any(Finding::is_error) => {
-            Decoded::Object {
-                object: ConfigObject {
-                    api_version: header.api_version,
-                    metadata,
-                    spec,
-                },
-                findings,
-            }
-        }
-        _ => {
-            if !findings.iter().any(Finding::is_error) {
+    let has_errors = findings.iter().any(Finding::is_error);
+    let object = match (metadata, spec) {
+        (Some(metadata), Some(spec)) => Some(ConfigObject {
+            api_version: header.api_version.clone(),
+            metadata,
+            spec,
+        }),
+        _ => None,
+    };
+    match object {
+        Some(object) if !has_errors => Decoded::Object { object, findings },
+        object => {
+            if !has_errors {
                 findings.push(Finding::error("", "document could not be decoded"));
             }
             Decoded::Invalid {
                 header,
                 kind: Some(kind),
                 findings,
+                stand_in: object.filter(|_| kind != Kind::HigressConfig),
             }
         }
     }
 }
 
 fn decode_metadata(doc: &Value, findings: &mut Vec<Finding>) -> Option<ObjectMeta> {
-    let meta: ObjectMeta = decode_lenient(&doc["metadata"], "metadata", findings, false)?;
-    if meta.name.is_empty() {
+    let meta: ObjectMeta = decode_usable(&doc["metadata"], "metadata", findings, PLAIN)?;
+    if meta.name.is_empty() && !findings.iter().any(|f| f.field == "metadata.name") {
         findings.push(Finding::error("metadata.name", "name is required"));
     }
     Some(meta)
@@ -221,114 +231,70 @@ fn decode_crd_spec(kind: Kind, spec: &Value, findings: &mut Vec<Finding>) -> Opt
 }
 
 /// Decodes a CRD spec: a missing spec decodes as the empty spec; unknown fields become warnings. Object fields set
-/// to `null` are dropped first, as the API server prunes them from CRD objects (none of the Istio/Higress schemas
-/// is nullable), so `egress:` with no value means "unset" rather than a type error.
+/// to `null` are skipped, as the API server prunes them from CRD objects (none of the Istio/Higress schemas is
+/// nullable), so `egress:` with no value means "unset" rather than a type error.
 fn decode_spec<T: DeserializeOwned>(spec: &Value, findings: &mut Vec<Finding>) -> Option<T> {
-    let empty = Value::Object(serde_json::Map::new());
-    let spec = if spec.is_null() { &empty } else { spec };
-    if has_null_fields(spec) {
-        let mut pruned = spec.clone();
-        prune_null_fields(&mut pruned);
-        decode_lenient(&pruned, "spec", findings, true)
-    } else {
-        decode_lenient(spec, "spec", findings, true)
+    let options = value_de::Options {
+        warn_unknown: true,
+        skip_null_fields: true,
+    };
+    match spec {
+        Value::Null => decode_usable(&Value::Object(serde_json::Map::new()), "spec", findings, options),
+        spec => decode_usable(spec, "spec", findings, options),
     }
 }
 
-/// Tells whether any object inside `value` has a field whose value is `null`.
-fn has_null_fields(value: &Value) -> bool {
-    match value {
-        Value::Object(fields) => fields.values().any(|v| v.is_null() || has_null_fields(v)),
-        Value::Array(items) => items.iter().any(has_null_fields),
-        _ => false,
-    }
-}
+/// Kubernetes parts and metadata: unknown fields ignored silently, `null` fields decoded as written.
+const PLAIN: value_de::Options = value_de::Options {
+    warn_unknown: false,
+    skip_null_fields: false,
+};
 
-/// Removes every object field whose value is `null` (array items are kept, so indexes in paths stay right).
-fn prune_null_fields(value: &mut Value) {
-    match value {
-        Value::Object(fields) => {
-            fields.retain(|_, v| !v.is_null());
-            fields.values_mut().for_each(prune_null_fields);
-        }
-        Value::Array(items) => items.iter_mut().for_each(prune_null_fields),
-        _ => {}
-    }
-}
-
-/// Decodes a Kubernetes built-in part strictly as k8s-openapi defines it (unknown fields ignored silently).
+/// Decodes a Kubernetes built-in part as k8s-openapi defines it (unknown fields ignored silently).
 fn decode_part<T: DeserializeOwned>(
     value: &Value,
     prefix: &str,
     findings: &mut Vec<Finding>,
 ) -> Option<T> {
-    decode_lenient(value, prefix, findings, false)
+    decode_usable(value, prefix, findings, PLAIN)
 }
 
-/// Deserializes `value` as `T`, turning a type error into an error finding at its exact field path and,
-/// when `warn_unknown` is set, each ignored (unknown) field into a warning.
+/// Decodes `value` as `T`, recording every error; yields the value even when stand-ins replaced bad fields (the
+/// recorded errors then make the document invalid).
+fn decode_usable<T: DeserializeOwned>(
+    value: &Value,
+    prefix: &str,
+    findings: &mut Vec<Finding>,
+    options: value_de::Options,
+) -> Option<T> {
+    match value_de::deserialize(value, prefix, options, findings) {
+        Outcome::Clean(decoded) | Outcome::Patched(decoded) => Some(decoded),
+        Outcome::Failed => None,
+    }
+}
+
+/// Deserializes `value` as `T`, turning every type error into an error finding at its exact field path and,
+/// when `warn_unknown` is set, each ignored (unknown) field into a warning. Yields the value only when it
+/// decoded without errors.
 pub fn decode_lenient<T: DeserializeOwned>(
     value: &Value,
     prefix: &str,
     findings: &mut Vec<Finding>,
     warn_unknown: bool,
 ) -> Option<T> {
-    let mut unknown = Vec::new();
-    let mut record = |path: serde_ignored::Path<'_>| unknown.push(path.to_string());
-    let ignored = serde_ignored::Deserializer::new(value, &mut record);
-    let result: Result<T, _> = serde_path_to_error::deserialize(ignored);
-    if warn_unknown {
-        for path in unknown {
-            findings.push(Finding::warning(
-                join_path(prefix, &path),
-                "unknown field (ignored)",
-            ));
-        }
-    }
-    match result {
-        Ok(decoded) => Some(decoded),
-        Err(error) => {
-            let path = error.path().to_string();
-            let path = if path == "." { String::new() } else { path };
-            findings.push(Finding::error(
-                join_path(prefix, &path),
-                error.into_inner().to_string(),
-            ));
-            None
-        }
-    }
-}
-
-/// Joins a prefix and a serde path (`a.b[0]` style) into one field path.
-fn join_path(prefix: &str, path: &str) -> String {
-    match (prefix.is_empty(), path.is_empty() || path == "?") {
-        (_, true) => prefix.to_string(),
-        (true, false) => path.to_string(),
-        (false, false) if path.starts_with('[') => format!("{prefix}{path}"),
-        (false, false) => format!("{prefix}.{path}"),
+    let options = value_de::Options {
+        warn_unknown,
+        skip_null_fields: false,
+    };
+    match value_de::deserialize(value, prefix, options, findings) {
+        Outcome::Clean(decoded) => Some(decoded),
+        Outcome::Patched(_) | Outcome::Failed => None,
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn null_spec_fields_are_pruned_but_array_items_kept() {
-        let mut v =
-            serde_json::json!({"a": null, "b": [null, {"c": null, "d": 1}], "e": {"f": null}});
-        assert!(has_null_fields(&v));
-        prune_null_fields(&mut v);
-        assert_eq!(v, serde_json::json!({"b": [null, {"d": 1}], "e": {}}));
-        assert!(!has_null_fields(&v));
-    }
-
-    #[test]
-    fn joins_paths() {
-        assert_eq!(join_path("spec", "http[0].route"), "spec.http[0].route");
-        assert_eq!(join_path("spec", ""), "spec");
-        assert_eq!(join_path("", "a"), "a");
-    }
 
     #[test]
     fn unknown_group_kind_is_unrecognized() {

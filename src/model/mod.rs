@@ -10,6 +10,7 @@ pub mod istio;
 pub mod kind;
 pub mod object;
 pub mod snapshot;
+pub mod value_de;
 
 pub use finding::{Finding, Findings, Severity};
 pub use kind::{Kind, KindInfo};

@@ -80,9 +80,22 @@ pub fn validate_document(doc: &Value, options: &DecodeOptions) -> Report {
             header,
             kind,
             mut findings,
+            stand_in,
         } => {
             if kind == Some(Kind::HigressConfig) {
                 findings.extend(higress_config::rules_of_decoded_items(doc));
+            }
+            if let Some(object) = stand_in {
+                let decode_errors: Vec<&str> = findings
+                    .iter()
+                    .filter(|f| f.is_error())
+                    .map(|f| f.field.as_str())
+                    .collect();
+                let rules: Vec<Finding> = validate_object(&object)
+                    .into_iter()
+                    .filter(|f| !decode_errors.iter().any(|e| touches(&f.field, e)))
+                    .collect();
+                findings.extend(rules);
             }
             Report {
                 header,
@@ -100,6 +113,17 @@ pub fn validate_document(doc: &Value, options: &DecodeOptions) -> Report {
             unrecognized: true,
         },
     }
+}
+
+/// Tells whether a rule finding at `rule` may stem from a stand-in put where a field failed to decode (at
+/// `error`): it is about that field, something inside it, or the object holding it (whose cross-field checks
+/// saw the stand-in). Findings about the top-level parts as a whole (`spec`, `metadata`) are kept.
+fn touches(rule: &str, error: &str) -> bool {
+    fn inside(path: &str, parent: &str) -> bool {
+        path.strip_prefix(parent)
+            .is_some_and(|rest| rest.starts_with('.') || rest.starts_with('['))
+    }
+    rule == error || inside(rule, error) || (inside(error, rule) && rule.contains(['.', '[']))
 }
 
 /// Runs the rules of the object's kind and returns their findings (decode findings are not included).
@@ -130,4 +154,48 @@ pub fn validate_object(object: &ConfigObject) -> Vec<Finding> {
         Spec::Service(_) | Spec::EndpointSlice(_) | Spec::Secret(_) => {}
     }
     out.into_vec()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn rule_findings_near_a_decode_error_are_dropped() {
+        let error = "spec.http[0].timeout";
+        assert!(touches("spec.http[0].timeout", error));
+        assert!(touches("spec.http[0].timeout.seconds", error));
+        assert!(touches("spec.http[0]", error));
+        assert!(!touches("spec", error));
+        assert!(!touches("spec.http[1]", error));
+        assert!(!touches("spec.http[0].timeoutx", error));
+        assert!(!touches("spec.hosts[0]", error));
+    }
+
+    #[test]
+    fn decode_errors_and_rule_errors_on_the_rest_are_all_reported() {
+        let doc = serde_json::json!({
+            "apiVersion": "networking.istio.io/v1", "kind": "VirtualService",
+            "metadata": {"name": "vs", "namespace": "ns"},
+            "spec": {"hosts": ["a", 7], "http": [
+                {"timeout": 5, "route": [{"destination": {"host": "a", "port": {"number": "80"}}}]},
+                {"route": [{"destination": {"host": "a"}, "weight": 30}], "retries": {"attempts": -1}}
+            ]}
+        });
+        let report = validate_document(&doc, &DecodeOptions::default());
+        assert!(!report.is_valid());
+        assert!(report.object.is_none());
+        let fields: Vec<&str> = report.errors().map(|f| f.field.as_str()).collect();
+        assert_eq!(
+            fields,
+            [
+                "spec.hosts[1]",
+                "spec.http[0].route[0].destination.port.number",
+                "spec.http[0].timeout",
+                "spec.http[1].retries.attempts",
+            ],
+            "{:?}",
+            report.findings
+        );
+    }
 }
