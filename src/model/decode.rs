@@ -239,7 +239,12 @@ fn decode_spec<T: DeserializeOwned>(spec: &Value, findings: &mut Vec<Finding>) -
         skip_null_fields: true,
     };
     match spec {
-        Value::Null => decode_usable(&Value::Object(serde_json::Map::new()), "spec", findings, options),
+        Value::Null => decode_usable(
+            &Value::Object(serde_json::Map::new()),
+            "spec",
+            findings,
+            options,
+        ),
         spec => decode_usable(spec, "spec", findings, options),
     }
 }

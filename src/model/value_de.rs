@@ -527,10 +527,8 @@ impl<'de> de::Deserializer<'de> for De<'_, 'de> {
     /// Called for fields the target does not know: they are reported (when asked for) and skipped.
     fn deserialize_ignored_any<V: Visitor<'de>>(self, visitor: V) -> Result<V::Value> {
         if self.ctx.options.warn_unknown {
-            let finding = Finding::warning(
-                self.path.render(self.ctx.prefix),
-                "unknown field (ignored)",
-            );
+            let finding =
+                Finding::warning(self.path.render(self.ctx.prefix), "unknown field (ignored)");
             self.ctx.warnings.borrow_mut().push(finding);
         }
         visitor.visit_unit()
@@ -548,7 +546,7 @@ impl<'de> De<'_, 'de> {
             return Err(Error::abandoned());
         };
         visitor.visit_enum(Variant {
-            name: *first,
+            name: first,
             content: None,
             at: self,
             stand_in: true,
@@ -648,7 +646,10 @@ impl<'de> Key<'_, 'de> {
     }
 
     fn unsigned<V: Visitor<'de>>(self, max: u64, visitor: V) -> Result<V::Value> {
-        match self.parsed(&visitor).and_then(|n| fit_unsigned(&n, max, &visitor)) {
+        match self
+            .parsed(&visitor)
+            .and_then(|n| fit_unsigned(&n, max, &visitor))
+        {
             Ok(u) => self.at.locate(visitor.visit_u64(u)),
             Err(error) => {
                 self.at.record(error);
@@ -658,7 +659,10 @@ impl<'de> Key<'_, 'de> {
     }
 
     fn signed<V: Visitor<'de>>(self, min: i64, max: i64, visitor: V) -> Result<V::Value> {
-        match self.parsed(&visitor).and_then(|n| fit_signed(&n, min, max, &visitor)) {
+        match self
+            .parsed(&visitor)
+            .and_then(|n| fit_signed(&n, min, max, &visitor))
+        {
             Ok(i) => self.at.locate(visitor.visit_i64(i)),
             Err(error) => {
                 self.at.record(error);
@@ -756,10 +760,8 @@ impl<'de> VariantAccess<'de> for Variant<'_, 'de> {
     fn unit_variant(self) -> Result<()> {
         match self.content {
             Some(value) if !value.is_null() => {
-                self.at.record(de::Error::invalid_type(
-                    unexpected(value),
-                    &"unit variant",
-                ));
+                self.at
+                    .record(de::Error::invalid_type(unexpected(value), &"unit variant"));
                 Ok(())
             }
             _ => Ok(()),
@@ -856,13 +858,28 @@ mod tests {
         assert_eq!(
             errors(&findings),
             [
-                ("spec.mode", "unknown variant `Sideways`, expected `Off` or `On`"),
+                (
+                    "spec.mode",
+                    "unknown variant `Sideways`, expected `Off` or `On`"
+                ),
                 ("spec.name", "invalid type: integer `5`, expected a string"),
-                ("spec.nested[0].on", "invalid type: string \"yes\", expected a boolean"),
-                ("spec.nested[1].weight", "invalid type: floating point `1.5`, expected i32"),
-                ("spec.nested[2].weight", "invalid value: integer `3000000000`, expected i32"),
+                (
+                    "spec.nested[0].on",
+                    "invalid type: string \"yes\", expected a boolean"
+                ),
+                (
+                    "spec.nested[1].weight",
+                    "invalid type: floating point `1.5`, expected i32"
+                ),
+                (
+                    "spec.nested[2].weight",
+                    "invalid value: integer `3000000000`, expected i32"
+                ),
                 ("spec.port", "invalid value: integer `-1`, expected u32"),
-                ("spec.ports", "invalid value: integer `70000000000`, expected u32"),
+                (
+                    "spec.ports",
+                    "invalid value: integer `70000000000`, expected u32"
+                ),
                 ("spec.ports", "invalid type: string \"abc\", expected u32"),
             ]
             .map(|(f, m)| (f.to_string(), m.to_string()))
@@ -911,7 +928,8 @@ mod tests {
 
     #[test]
     fn unknown_fields_are_warnings_with_readable_paths() {
-        let value = json!({"bogus": 1, "nested": [{}, {"extra": {"deep": 1}}], "config": {"free": 1}});
+        let value =
+            json!({"bogus": 1, "nested": [{}, {"extra": {"deep": 1}}], "config": {"free": 1}});
         let (outcome, findings) = run::<Sample>(value.clone(), SPEC);
         assert!(matches!(outcome, Outcome::Clean(_)));
         let warnings: Vec<&str> = findings.iter().map(|f| f.field.as_str()).collect();
@@ -956,8 +974,7 @@ mod tests {
     #[test]
     fn an_empty_prefix_starts_paths_at_the_first_key() {
         let mut findings = Vec::new();
-        let outcome: Outcome<Sample> =
-            deserialize(&json!({"name": 1}), "", SPEC, &mut findings);
+        let outcome: Outcome<Sample> = deserialize(&json!({"name": 1}), "", SPEC, &mut findings);
         assert!(matches!(outcome, Outcome::Patched(_)));
         assert_eq!(findings[0].field, "name");
     }

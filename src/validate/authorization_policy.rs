@@ -535,8 +535,6 @@ mod tests {
             let _ = check_port_string(&s);
         }
     }
-    use crate::model::decode::DecodeOptions;
-    use crate::validate::validate_document;
     use serde_json::json;
 
     fn findings(spec: serde_json::Value) -> Vec<(String, bool)> {
@@ -544,21 +542,16 @@ mod tests {
     }
 
     fn findings_with_meta(spec: serde_json::Value, meta: serde_json::Value) -> Vec<(String, bool)> {
-        let doc = json!({"apiVersion": "security.istio.io/v1", "kind": "AuthorizationPolicy",
-            "metadata": meta, "spec": spec});
-        validate_document(&doc, &DecodeOptions::default())
-            .findings
-            .into_iter()
-            .map(|f| (f.field.clone(), f.is_error()))
-            .collect()
+        crate::validate::testing::findings_of(
+            "security.istio.io/v1",
+            "AuthorizationPolicy",
+            meta,
+            spec,
+        )
     }
 
     fn error_paths(spec: serde_json::Value) -> Vec<String> {
-        findings(spec)
-            .into_iter()
-            .filter(|(_, e)| *e)
-            .map(|(p, _)| p)
-            .collect()
+        crate::validate::testing::error_fields(findings(spec))
     }
 
     #[test]

@@ -704,21 +704,11 @@ mod tests {
     use serde_json::json;
 
     fn run(spec: serde_json::Value) -> (Vec<String>, Vec<String>) {
-        let dr: DestinationRule = serde_json::from_value(spec).unwrap();
-        let meta = ObjectMeta {
-            name: "dr".into(),
-            namespace: "ns1".into(),
-            ..ObjectMeta::default()
-        };
-        let mut out = Findings::default();
-        validate(&dr, &meta, &mut out);
-        let (e, w): (Vec<_>, Vec<_>) = out.0.into_iter().partition(|f| f.is_error());
-        let show = |v: Vec<crate::model::Finding>| {
-            v.into_iter()
-                .map(|f| format!("{}: {}", f.field, f.message))
-                .collect()
-        };
-        (show(e), show(w))
+        crate::validate::testing::run_rules(
+            spec,
+            &crate::validate::testing::meta("dr", "ns1"),
+            validate,
+        )
     }
 
     #[test]

@@ -122,18 +122,15 @@ fn check_service(service: &str) -> Result<(), String> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::model::decode::DecodeOptions;
-    use crate::validate::validate_document;
     use serde_json::json;
 
     fn findings(spec: serde_json::Value) -> Vec<(String, bool)> {
-        let doc = json!({"apiVersion": "extensions.higress.io/v1alpha1", "kind": "WasmPlugin",
-            "metadata": {"name": "key-auth", "namespace": "higress-system"}, "spec": spec});
-        validate_document(&doc, &DecodeOptions::default())
-            .findings
-            .iter()
-            .map(|f| (f.field.clone(), f.is_error()))
-            .collect()
+        crate::validate::testing::findings_of(
+            "extensions.higress.io/v1alpha1",
+            "WasmPlugin",
+            json!({"name": "key-auth", "namespace": "higress-system"}),
+            spec,
+        )
     }
 
     #[test]

@@ -124,18 +124,15 @@ fn validate_method(method: &DubboMethod, path: &str, out: &mut Findings) {
 
 #[cfg(test)]
 mod tests {
-    use crate::model::decode::DecodeOptions;
-    use crate::validate::validate_document;
     use serde_json::json;
 
     fn findings(spec: serde_json::Value) -> Vec<(String, bool)> {
-        let doc = json!({"apiVersion": "networking.higress.io/v1", "kind": "Http2Rpc",
-            "metadata": {"name": "h", "namespace": "higress-system"}, "spec": spec});
-        validate_document(&doc, &DecodeOptions::default())
-            .findings
-            .iter()
-            .map(|f| (f.field.clone(), f.is_error()))
-            .collect()
+        crate::validate::testing::findings_of(
+            "networking.higress.io/v1",
+            "Http2Rpc",
+            json!({"name": "h", "namespace": "higress-system"}),
+            spec,
+        )
     }
 
     #[test]

@@ -433,21 +433,16 @@ mod tests {
     use serde_json::json;
 
     fn findings(spec: serde_json::Value) -> Vec<(String, bool)> {
-        let doc = json!({"apiVersion": "networking.higress.io/v1", "kind": "McpBridge",
-            "metadata": {"name": "default", "namespace": "higress-system"}, "spec": spec});
-        validate_document(&doc, &DecodeOptions::default())
-            .findings
-            .iter()
-            .map(|f| (f.field.clone(), f.is_error()))
-            .collect()
+        crate::validate::testing::findings_of(
+            "networking.higress.io/v1",
+            "McpBridge",
+            json!({"name": "default", "namespace": "higress-system"}),
+            spec,
+        )
     }
 
     fn error_paths(spec: serde_json::Value) -> Vec<String> {
-        findings(spec)
-            .into_iter()
-            .filter(|(_, e)| *e)
-            .map(|(p, _)| p)
-            .collect()
+        crate::validate::testing::error_fields(findings(spec))
     }
 
     #[test]

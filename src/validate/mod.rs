@@ -17,6 +17,8 @@ mod request_authentication;
 mod service_entry;
 mod sidecar;
 mod telemetry;
+#[cfg(test)]
+mod testing;
 mod traffic_extension;
 mod virtual_service;
 mod wasm_plugin;

@@ -37,17 +37,16 @@ pub fn validate(spec: &PeerAuthentication, _meta: &ObjectMeta, out: &mut Finding
 
 #[cfg(test)]
 mod tests {
-    use crate::model::decode::DecodeOptions;
-    use crate::validate::validate_document;
     use serde_json::json;
 
     fn error_paths(spec: serde_json::Value) -> Vec<String> {
-        let doc = json!({"apiVersion": "security.istio.io/v1", "kind": "PeerAuthentication",
-            "metadata": {"name": "p"}, "spec": spec});
-        validate_document(&doc, &DecodeOptions::default())
-            .errors()
-            .map(|f| f.field.clone())
-            .collect()
+        let findings = crate::validate::testing::findings_of(
+            "security.istio.io/v1",
+            "PeerAuthentication",
+            json!({"name": "p"}),
+            spec,
+        );
+        crate::validate::testing::error_fields(findings)
     }
 
     #[test]

@@ -207,26 +207,19 @@ mod tests {
             check_jwks(&s, "p", &mut Findings::default());
         }
     }
-    use crate::model::decode::DecodeOptions;
-    use crate::validate::validate_document;
     use serde_json::json;
 
     fn findings(spec: serde_json::Value) -> Vec<(String, bool)> {
-        let doc = json!({"apiVersion": "security.istio.io/v1", "kind": "RequestAuthentication",
-            "metadata": {"name": "r"}, "spec": spec});
-        validate_document(&doc, &DecodeOptions::default())
-            .findings
-            .iter()
-            .map(|f| (f.field.clone(), f.is_error()))
-            .collect()
+        crate::validate::testing::findings_of(
+            "security.istio.io/v1",
+            "RequestAuthentication",
+            json!({"name": "r"}),
+            spec,
+        )
     }
 
     fn error_paths(spec: serde_json::Value) -> Vec<String> {
-        findings(spec)
-            .into_iter()
-            .filter(|(_, e)| *e)
-            .map(|(p, _)| p)
-            .collect()
+        crate::validate::testing::error_fields(findings(spec))
     }
 
     #[test]

@@ -177,26 +177,19 @@ fn validate_access_logging(logging: &AccessLogging, path: &str, out: &mut Findin
 
 #[cfg(test)]
 mod tests {
-    use crate::model::decode::DecodeOptions;
-    use crate::validate::validate_document;
     use serde_json::json;
 
     fn findings(spec: serde_json::Value) -> Vec<(String, bool)> {
-        let doc = json!({"apiVersion": "telemetry.istio.io/v1", "kind": "Telemetry",
-            "metadata": {"name": "t"}, "spec": spec});
-        validate_document(&doc, &DecodeOptions::default())
-            .findings
-            .iter()
-            .map(|f| (f.field.clone(), f.is_error()))
-            .collect()
+        crate::validate::testing::findings_of(
+            "telemetry.istio.io/v1",
+            "Telemetry",
+            json!({"name": "t"}),
+            spec,
+        )
     }
 
     fn error_paths(spec: serde_json::Value) -> Vec<String> {
-        findings(spec)
-            .into_iter()
-            .filter(|(_, e)| *e)
-            .map(|(p, _)| p)
-            .collect()
+        crate::validate::testing::error_fields(findings(spec))
     }
 
     #[test]

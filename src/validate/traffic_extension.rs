@@ -47,16 +47,16 @@ pub fn validate(spec: &TrafficExtension, _meta: &ObjectMeta, out: &mut Findings)
 
 #[cfg(test)]
 mod tests {
-    use crate::model::decode::DecodeOptions;
-    use crate::validate::validate_document;
     use serde_json::json;
 
     fn error_paths(spec: serde_json::Value) -> Vec<String> {
-        let doc = json!({"apiVersion": "extensions.istio.io/v1alpha1", "kind": "TrafficExtension",
-            "metadata": {"name": "t"}, "spec": spec});
-        let report = validate_document(&doc, &DecodeOptions::default());
-        assert!(!report.unrecognized);
-        report.errors().map(|f| f.field.clone()).collect()
+        let findings = crate::validate::testing::findings_of(
+            "extensions.istio.io/v1alpha1",
+            "TrafficExtension",
+            json!({"name": "t"}),
+            spec,
+        );
+        crate::validate::testing::error_fields(findings)
     }
 
     #[test]

@@ -1400,16 +1400,7 @@ mod tests {
     }
 
     fn run_with(spec: serde_json::Value, meta: ObjectMeta) -> (Vec<String>, Vec<String>) {
-        let vs: VirtualService = serde_json::from_value(spec).unwrap();
-        let mut out = Findings::default();
-        validate(&vs, &meta, &mut out);
-        let (errors, warnings): (Vec<_>, Vec<_>) = out.0.into_iter().partition(|f| f.is_error());
-        let show = |v: Vec<crate::model::Finding>| {
-            v.into_iter()
-                .map(|f| format!("{}: {}", f.field, f.message))
-                .collect()
-        };
-        (show(errors), show(warnings))
+        crate::validate::testing::run_rules(spec, &meta, validate)
     }
 
     fn simple_route() -> serde_json::Value {

@@ -302,17 +302,16 @@ mod tests {
             let _ = check_wasm_url(&s);
         }
     }
-    use crate::model::decode::DecodeOptions;
-    use crate::validate::validate_document;
     use serde_json::json;
 
     fn error_paths(spec: serde_json::Value) -> Vec<String> {
-        let doc = json!({"apiVersion": "extensions.istio.io/v1alpha1", "kind": "WasmPlugin",
-            "metadata": {"name": "w"}, "spec": spec});
-        validate_document(&doc, &DecodeOptions::default())
-            .errors()
-            .map(|f| f.field.clone())
-            .collect()
+        let findings = crate::validate::testing::findings_of(
+            "extensions.istio.io/v1alpha1",
+            "WasmPlugin",
+            json!({"name": "w"}),
+            spec,
+        );
+        crate::validate::testing::error_fields(findings)
     }
 
     #[test]
