@@ -694,14 +694,6 @@ impl<'de> de::Deserializer<'de> for Key<'_, 'de> {
     unsigned!(deserialize_u8: u8, deserialize_u16: u16, deserialize_u32: u32, deserialize_u64: u64);
     signed!(deserialize_i8: i8, deserialize_i16: i16, deserialize_i32: i32, deserialize_i64: i64);
 
-    fn deserialize_newtype_struct<V: Visitor<'de>>(
-        self,
-        _name: &'static str,
-        visitor: V,
-    ) -> Result<V::Value> {
-        visitor.visit_newtype_struct(self)
-    }
-
     fn deserialize_enum<V: Visitor<'de>>(
         self,
         _name: &'static str,
@@ -712,8 +704,8 @@ impl<'de> de::Deserializer<'de> for Key<'_, 'de> {
     }
 
     serde::forward_to_deserialize_any! {
-        u128 i128 f32 f64 char str string bytes byte_buf option unit unit_struct seq tuple tuple_struct map struct
-        identifier ignored_any
+        u128 i128 f32 f64 char str string bytes byte_buf option unit unit_struct newtype_struct seq tuple
+        tuple_struct map struct identifier ignored_any
     }
 }
 

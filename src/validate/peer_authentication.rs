@@ -40,13 +40,12 @@ mod tests {
     use serde_json::json;
 
     fn error_paths(spec: serde_json::Value) -> Vec<String> {
-        let findings = crate::validate::testing::findings_of(
+        crate::validate::testing::errors_of(
             "security.istio.io/v1",
             "PeerAuthentication",
             json!({"name": "p"}),
             spec,
-        );
-        crate::validate::testing::error_fields(findings)
+        )
     }
 
     #[test]

@@ -7,10 +7,10 @@ use super::common::{self, FieldPath, NsHostContext, Protocol};
 use super::destination_rule::validate_connection_pool;
 use super::gateway::{validate_server_tls, UNIX_PREFIX};
 use super::virtual_service::validate_destination;
-use crate::model::istio::gateway::ServerTlsMode;
+use crate::model::istio::gateway::{Port, ServerTlsMode};
 use crate::model::istio::sidecar::{
     CaptureMode, IstioEgressListener, IstioIngressListener, OutboundTrafficMode,
-    OutboundTrafficPolicy, SidecarPort,
+    OutboundTrafficPolicy,
 };
 use crate::model::{istio::Sidecar, Findings, ObjectMeta};
 
@@ -51,7 +51,7 @@ pub fn validate(spec: &Sidecar, meta: &ObjectMeta, out: &mut Findings) {
     }
 }
 
-fn validate_listener_port(port: &SidecarPort, bind: &str, p: &mut FieldPath, out: &mut Findings) {
+fn validate_listener_port(port: &Port, bind: &str, p: &mut FieldPath, out: &mut Findings) {
     if !port.name.is_empty() {
         common::validate_port_name(&port.name, &p.child("port.name"), out);
     }
@@ -244,7 +244,7 @@ fn validate_egress_listeners(
 }
 
 fn validate_egress_port(
-    port: &SidecarPort,
+    port: &Port,
     listener: &IstioEgressListener,
     p: &mut FieldPath,
     out: &mut Findings,

@@ -26,6 +26,16 @@ pub(crate) fn findings_of(
         .collect()
 }
 
+/// The fields of the errors [`findings_of`] yields.
+pub(crate) fn errors_of(
+    api_version: &str,
+    kind: &str,
+    metadata: Value,
+    spec: Value,
+) -> Vec<String> {
+    error_fields(findings_of(api_version, kind, metadata, spec))
+}
+
 /// The fields of the errors among `findings`.
 pub(crate) fn error_fields(findings: Vec<(String, bool)>) -> Vec<String> {
     findings

@@ -305,13 +305,12 @@ mod tests {
     use serde_json::json;
 
     fn error_paths(spec: serde_json::Value) -> Vec<String> {
-        let findings = crate::validate::testing::findings_of(
+        crate::validate::testing::errors_of(
             "extensions.istio.io/v1alpha1",
             "WasmPlugin",
             json!({"name": "w"}),
             spec,
-        );
-        crate::validate::testing::error_fields(findings)
+        )
     }
 
     #[test]

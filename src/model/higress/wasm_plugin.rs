@@ -4,40 +4,23 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::model::istio::wasm_plugin::{FailStrategy, PluginPhase, PullPolicy, VmConfig};
+use crate::model::istio::wasm_plugin::{wasm_module_struct, PluginPhase};
 
-/// The `spec` of an extensions.higress.io WasmPlugin.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase", default)]
-pub struct WasmPlugin {
-    /// Module location: `oci://` (default when no scheme), `file://`, `http://` or `https://`; required.
-    pub url: Option<String>,
-    /// Expected SHA-256 of the module, 64 lower-case hex digits.
-    pub sha256: Option<String>,
-    /// OCI pull policy.
-    pub image_pull_policy: Option<PullPolicy>,
-    /// Name of the docker pull secret in the plugin's namespace.
-    pub image_pull_secret: Option<String>,
-    /// PEM public key used to verify signed modules.
-    pub verification_key: Option<String>,
-    /// Configuration handed to the plugin as is; when set, `defaultConfig` and `matchRules` are ignored.
-    pub plugin_config: Option<serde_json::Map<String, serde_json::Value>>,
-    /// Plugin (root) name inside the module.
-    pub plugin_name: Option<String>,
-    /// Where in the filter chain the plugin goes.
-    pub phase: Option<PluginPhase>,
-    /// Order within a phase (higher first).
-    pub priority: Option<i32>,
-    /// Behaviour on fatal plugin errors (FAIL_CLOSE or FAIL_OPEN).
-    pub fail_strategy: Option<FailStrategy>,
-    /// VM settings.
-    pub vm_config: Option<VmConfig>,
-    /// Configuration applied everywhere no match rule applies.
-    pub default_config: Option<serde_json::Map<String, serde_json::Value>>,
-    /// Per-route/domain/service configuration.
-    pub match_rules: Vec<MatchRule>,
-    /// Turn the default configuration off (the plugin then runs only where a match rule applies).
-    pub default_config_disable: Option<bool>,
+wasm_module_struct! {
+    /// The `spec` of an extensions.higress.io WasmPlugin. When `pluginConfig` is set, `defaultConfig` and
+    /// `matchRules` are ignored.
+    pub struct WasmPlugin {
+        /// Where in the filter chain the plugin goes.
+        pub phase: Option<PluginPhase>,
+        /// Order within a phase (higher first).
+        pub priority: Option<i32>,
+        /// Configuration applied everywhere no match rule applies.
+        pub default_config: Option<serde_json::Map<String, serde_json::Value>>,
+        /// Per-route/domain/service configuration.
+        pub match_rules: Vec<MatchRule>,
+        /// Turn the default configuration off (the plugin then runs only where a match rule applies).
+        pub default_config_disable: Option<bool>,
+    }
 }
 
 /// Configuration for the routes of some ingresses, some domains or some services.

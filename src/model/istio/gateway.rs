@@ -1,5 +1,6 @@
 //! Istio `Gateway` spec: takes Kubernetes camelCase JSON, yields the servers (port, hosts, TLS) a gateway proxy
-//! listens with. Also defines [`ServerTlsSettings`] (reused by Sidecar ingress) and [`Port`].
+//! listens with. Also defines [`ServerTlsSettings`] (reused by Sidecar ingress) and [`Port`] (reused by Sidecar
+//! listeners and ServiceEntry).
 
 use std::collections::BTreeMap;
 
@@ -41,7 +42,7 @@ pub struct Server {
     pub name: String,
 }
 
-/// A listening port.
+/// A port: the Gateway server port, and the same message as Sidecar listener port and ServiceEntry port.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase", default)]
 pub struct Port {
@@ -54,7 +55,7 @@ pub struct Port {
     /// Port name (required).
     #[serde(skip_serializing_if = "String::is_empty")]
     pub name: String,
-    /// Deprecated target port.
+    /// Port on the endpoints (ServiceEntry); deprecated elsewhere.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub target_port: Option<u32>,
 }

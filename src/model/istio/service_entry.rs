@@ -3,6 +3,7 @@
 
 use serde::{Deserialize, Serialize};
 
+use super::gateway::Port;
 use super::sidecar::WorkloadSelector;
 use super::workload_entry::WorkloadEntry;
 
@@ -44,7 +45,7 @@ pub struct ServiceEntry {
     pub addresses: Vec<String>,
     /// Service ports.
     #[serde(skip_serializing_if = "Vec::is_empty")]
-    pub ports: Vec<ServicePort>,
+    pub ports: Vec<Port>,
     /// Mesh location.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub location: Option<Location>,
@@ -63,22 +64,4 @@ pub struct ServiceEntry {
     /// Accepted server SANs.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub subject_alt_names: Vec<String>,
-}
-
-/// A service port.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase", default)]
-pub struct ServicePort {
-    /// Port number (required).
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub number: Option<u32>,
-    /// Protocol.
-    #[serde(skip_serializing_if = "String::is_empty")]
-    pub protocol: String,
-    /// Port name (required).
-    #[serde(skip_serializing_if = "String::is_empty")]
-    pub name: String,
-    /// Port on the endpoints.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub target_port: Option<u32>,
 }

@@ -6,7 +6,7 @@ use std::collections::BTreeMap;
 use serde::{Deserialize, Serialize};
 
 use super::destination_rule::ConnectionPoolSettings;
-use super::gateway::ServerTlsSettings;
+use super::gateway::{Port, ServerTlsSettings};
 use super::virtual_service::Destination;
 
 /// A workload selector in the networking form (`labels`).
@@ -57,7 +57,7 @@ pub enum CaptureMode {
 pub struct IstioIngressListener {
     /// Port (required).
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub port: Option<SidecarPort>,
+    pub port: Option<Port>,
     /// Bind address.
     #[serde(skip_serializing_if = "String::is_empty")]
     pub bind: String,
@@ -81,7 +81,7 @@ pub struct IstioIngressListener {
 pub struct IstioEgressListener {
     /// Port; none for the catch-all listener.
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub port: Option<SidecarPort>,
+    pub port: Option<Port>,
     /// Bind address.
     #[serde(skip_serializing_if = "String::is_empty")]
     pub bind: String,
@@ -113,22 +113,4 @@ pub struct OutboundTrafficPolicy {
     /// Proxy for unknown destinations (ALLOW_ANY only).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub egress_proxy: Option<Destination>,
-}
-
-/// A sidecar listener port.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase", default)]
-pub struct SidecarPort {
-    /// Port number.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub number: Option<u32>,
-    /// Protocol.
-    #[serde(skip_serializing_if = "String::is_empty")]
-    pub protocol: String,
-    /// Port name.
-    #[serde(skip_serializing_if = "String::is_empty")]
-    pub name: String,
-    /// Deprecated target port.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub target_port: Option<u32>,
 }

@@ -5,7 +5,7 @@ use serde::{Deserialize, Serialize};
 
 use super::proxy_config::TypeWorkloadSelector;
 use super::types::PolicyTargetReference;
-use super::wasm_plugin::{FailStrategy, PluginType, PullPolicy, TrafficSelector, VmConfig};
+use super::wasm_plugin::{wasm_module_struct, PluginType, TrafficSelector};
 
 /// The `spec` of a TrafficExtension: exactly one of `wasm` and `lua`.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
@@ -43,31 +43,13 @@ pub enum ExecutionPhase {
     Stats,
 }
 
-/// A Wasm module and its settings.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase", default)]
-pub struct WasmConfig {
-    /// Module location: `oci://` (default when no scheme), `file://`, `http://` or `https://`; required.
-    pub url: Option<String>,
-    /// Expected SHA-256 of the module.
-    pub sha256: Option<String>,
-    /// OCI pull policy.
-    pub image_pull_policy: Option<PullPolicy>,
-    /// Name of the docker pull secret.
-    pub image_pull_secret: Option<String>,
-    /// PEM public key used to verify signed modules.
-    pub verification_key: Option<String>,
-    /// Configuration handed to the plugin.
-    pub plugin_config: Option<serde_json::Map<String, serde_json::Value>>,
-    /// Plugin (root) name inside the module.
-    pub plugin_name: Option<String>,
-    /// Behaviour on fatal plugin errors.
-    pub fail_strategy: Option<FailStrategy>,
-    /// VM settings.
-    pub vm_config: Option<VmConfig>,
-    /// HTTP or network filter.
-    #[serde(rename = "type")]
-    pub type_: Option<PluginType>,
+wasm_module_struct! {
+    /// A Wasm module and its settings.
+    pub struct WasmConfig {
+        /// HTTP or network filter.
+        #[serde(rename = "type")]
+        pub type_: Option<PluginType>,
+    }
 }
 
 /// Inline Lua code.

@@ -6,44 +6,64 @@ use serde::{Deserialize, Serialize};
 use super::proxy_config::TypeWorkloadSelector;
 use super::types::{PolicyTargetReference, PortSelector, WorkloadMode};
 
-/// The `spec` of an extensions.istio.io WasmPlugin.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase", default)]
-pub struct WasmPlugin {
-    /// Workloads the plugin applies to.
-    pub selector: Option<TypeWorkloadSelector>,
-    /// Single resource the plugin attaches to.
-    pub target_ref: Option<PolicyTargetReference>,
-    /// Resources the plugin attaches to.
-    pub target_refs: Vec<PolicyTargetReference>,
-    /// Module location: `oci://` (default when no scheme), `file://`, `http://` or `https://`; required.
-    pub url: Option<String>,
-    /// Expected SHA-256 of the module, 64 lower-case hex digits.
-    pub sha256: Option<String>,
-    /// OCI pull policy.
-    pub image_pull_policy: Option<PullPolicy>,
-    /// Name of the docker pull secret in the plugin's namespace.
-    pub image_pull_secret: Option<String>,
-    /// PEM public key used to verify signed modules.
-    pub verification_key: Option<String>,
-    /// Configuration handed to the plugin.
-    pub plugin_config: Option<serde_json::Map<String, serde_json::Value>>,
-    /// Plugin (root) name inside the module.
-    pub plugin_name: Option<String>,
-    /// Where in the filter chain the plugin goes.
-    pub phase: Option<PluginPhase>,
-    /// Order within a phase (higher first).
-    pub priority: Option<i32>,
-    /// Behaviour on fatal plugin errors.
-    pub fail_strategy: Option<FailStrategy>,
-    /// VM settings.
-    pub vm_config: Option<VmConfig>,
-    /// Traffic the plugin applies to; empty means all.
-    #[serde(rename = "match")]
-    pub match_: Vec<TrafficSelector>,
-    /// HTTP or network filter.
-    #[serde(rename = "type")]
-    pub type_: Option<PluginType>,
+/// Declares a struct holding the fields every Wasm module reference shares (Istio's WasmPlugin, its
+/// TrafficExtension `wasm`, Higress's WasmPlugin: location, pull settings, plugin name and config, failure
+/// strategy, VM settings), followed by the struct's own fields.
+macro_rules! wasm_module_struct {
+    (
+        $(#[$meta:meta])*
+        pub struct $name:ident {
+            $($(#[$field_meta:meta])* pub $field:ident: $ty:ty,)*
+        }
+    ) => {
+        $(#[$meta])*
+        #[derive(Debug, Clone, Default, PartialEq, serde::Serialize, serde::Deserialize)]
+        #[serde(rename_all = "camelCase", default)]
+        pub struct $name {
+            /// Module location: `oci://` (default when no scheme), `file://`, `http://` or `https://`; required.
+            pub url: Option<String>,
+            /// Expected SHA-256 of the module, 64 lower-case hex digits.
+            pub sha256: Option<String>,
+            /// OCI pull policy.
+            pub image_pull_policy: Option<$crate::model::istio::wasm_plugin::PullPolicy>,
+            /// Name of the docker pull secret in the plugin's namespace.
+            pub image_pull_secret: Option<String>,
+            /// PEM public key used to verify signed modules.
+            pub verification_key: Option<String>,
+            /// Configuration handed to the plugin as is.
+            pub plugin_config: Option<serde_json::Map<String, serde_json::Value>>,
+            /// Plugin (root) name inside the module.
+            pub plugin_name: Option<String>,
+            /// Behaviour on fatal plugin errors (FAIL_CLOSE or FAIL_OPEN).
+            pub fail_strategy: Option<$crate::model::istio::wasm_plugin::FailStrategy>,
+            /// VM settings.
+            pub vm_config: Option<$crate::model::istio::wasm_plugin::VmConfig>,
+            $($(#[$field_meta])* pub $field: $ty,)*
+        }
+    };
+}
+pub(crate) use wasm_module_struct;
+
+wasm_module_struct! {
+    /// The `spec` of an extensions.istio.io WasmPlugin.
+    pub struct WasmPlugin {
+        /// Workloads the plugin applies to.
+        pub selector: Option<TypeWorkloadSelector>,
+        /// Single resource the plugin attaches to.
+        pub target_ref: Option<PolicyTargetReference>,
+        /// Resources the plugin attaches to.
+        pub target_refs: Vec<PolicyTargetReference>,
+        /// Where in the filter chain the plugin goes.
+        pub phase: Option<PluginPhase>,
+        /// Order within a phase (higher first).
+        pub priority: Option<i32>,
+        /// Traffic the plugin applies to; empty means all.
+        #[serde(rename = "match")]
+        pub match_: Vec<TrafficSelector>,
+        /// HTTP or network filter.
+        #[serde(rename = "type")]
+        pub type_: Option<PluginType>,
+    }
 }
 
 /// Restricts a plugin to a traffic direction and ports.
