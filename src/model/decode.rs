@@ -63,6 +63,8 @@ impl DocumentHeader {
 pub enum Decoded {
     /// The document decoded; `findings` holds warnings only.
     Object {
+        /// Header fields, for reporting.
+        header: DocumentHeader,
         /// The typed object.
         object: ConfigObject,
         /// Warnings (unknown spec fields and the like).
@@ -146,7 +148,11 @@ pub fn decode(doc: &Value, options: &DecodeOptions) -> Decoded {
         _ => None,
     };
     match object {
-        Some(object) if !has_errors => Decoded::Object { object, findings },
+        Some(object) if !has_errors => Decoded::Object {
+            header,
+            object,
+            findings,
+        },
         object => {
             if !has_errors {
                 findings.push(Finding::error("", "document could not be decoded"));

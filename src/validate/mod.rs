@@ -66,12 +66,13 @@ impl Report {
 pub fn validate_document(doc: &Value, options: &DecodeOptions) -> Report {
     match decode(doc, options) {
         Decoded::Object {
+            header,
             object,
             mut findings,
         } => {
             findings.extend(validate_object(&object));
             Report {
-                header: DocumentHeader::read(doc),
+                header,
                 kind: Some(object.kind()),
                 object: Some(object),
                 findings,

@@ -468,7 +468,9 @@ mod tests {
                 "patch": {"operation": "MERGE_AND_REPLACE_LIST", "value": {}}},
               {"applyTo": "CLUSTER", "match": {"cluster": {"service": "s.ns.svc.cluster.local", "portNumber": 80, "subset": "v1"}},
                 "patch": {"operation": "REMOVE"}}]});
-        let Decoded::Object { object, findings } = decode(&doc(spec), &DecodeOptions::default())
+        let Decoded::Object {
+            object, findings, ..
+        } = decode(&doc(spec), &DecodeOptions::default())
         else {
             panic!("did not decode")
         };
