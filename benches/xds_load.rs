@@ -1,7 +1,10 @@
 //! xDS load benchmark (`harness = false`): runs the xDS server in a child process (so its CPU and RSS can be
 //! read from /proc) and N simulated Envoy clients (SotW or Delta ADS streams that subscribe to CDS, EDS, LDS and
 //! RDS and ACK every response) in this process. Measures, per config change, the time until every client has
-//! received and ACKed the change, plus server CPU time and RSS; `--idle N` measures RSS with N idle streams.
+//! received and ACKed the change, plus server CPU time and RSS; `--idle N` measures RSS with N idle streams (every
+//! client has ACKed its initial CDS/EDS/LDS/RDS responses and the server's CPU time has stopped growing).
+//! `scripts/bench-xds` runs the whole table; `XDS_LOAD_SERVER_WRAPPER=heaptrack` (or `valgrind --tool=callgrind`)
+//! runs the server under a profiler.
 //!
 //! ```text
 //! cargo bench --bench xds_load -- --api sotw --clients 100 --routes 1000 --clusters 100 --rounds 20
