@@ -7,7 +7,6 @@
 //! way to say "does not exist" (Envoy waits for its `initial_fetch_timeout` on a missing EDS/RDS resource),
 //! and a resource that appears later is pushed as soon as it exists.
 
-use std::collections::BTreeSet;
 use std::sync::Arc;
 use std::time::Instant;
 
@@ -33,8 +32,9 @@ struct TypeState {
     /// The client has asked for this type at least once.
     requested: bool,
     wildcard: bool,
-    /// Subscribed names; the group's own `Arc`s where the resource exists.
-    names: BTreeSet<Arc<str>>,
+    /// Subscribed names, sorted and unique; the group's own `Arc`s where the resource exists. A boxed slice
+    /// (every request replaces the whole set) is half the size of a `BTreeSet`.
+    names: Box<[Arc<str>]>,
     /// Nonce of the last response (0: none yet).
     last_nonce: u64,
     sent_version: Option<u64>,
@@ -55,22 +55,34 @@ impl TypeState {
                 self.wildcard && self.names.is_empty() || first && kind.wildcard_by_default();
             let grew = wildcard && !self.wildcard;
             self.wildcard = wildcard;
-            self.names.clear();
+            self.names = Box::default();
             return grew;
         }
         let wildcard = names.iter().any(|n| n == WILDCARD);
-        let mut grew = wildcard && !self.wildcard;
-        let mut new = BTreeSet::new();
-        for name in names.iter().filter(|n| *n != WILDCARD) {
-            let shared = self.names.get(name.as_str()).cloned().or_else(|| {
-                grew = true;
-                all.shared_name(name)
-            });
-            new.insert(shared.unwrap_or_else(|| Arc::from(name.as_str())));
-        }
+        let mut new: Vec<Arc<str>> = names
+            .iter()
+            .filter(|n| *n != WILDCARD)
+            .map(|name| match self.find(name) {
+                Some(known) => known.clone(),
+                None => all
+                    .shared_name(name)
+                    .unwrap_or_else(|| Arc::from(name.as_str())),
+            })
+            .collect();
+        new.sort_unstable();
+        new.dedup();
+        let grew = (wildcard && !self.wildcard) || new.iter().any(|name| self.find(name).is_none());
         self.wildcard = wildcard;
-        self.names = new;
+        self.names = new.into_boxed_slice();
         grew
+    }
+
+    /// The subscribed name equal to `name`.
+    fn find(&self, name: &str) -> Option<&Arc<str>> {
+        self.names
+            .binary_search_by(|known| (**known).cmp(name))
+            .ok()
+            .map(|index| &self.names[index])
     }
 
     /// The resources the subscription gets now, in name order, and their version.

@@ -129,7 +129,7 @@ impl StreamBase {
             at_unix: unix_now(),
         };
         self.connection
-            .update(kind, |status| status.last_nack = Some(nack));
+            .update(kind, |status| status.last_nack = Some(Box::new(nack)));
     }
 
     /// Records a request answering a nonce this stream is not waiting for.
