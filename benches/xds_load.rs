@@ -1,7 +1,10 @@
 //! xDS load benchmark (`harness = false`): runs the xDS server in a child process (so its CPU and RSS can be
 //! read from /proc) and N simulated Envoy clients (SotW or Delta ADS streams that subscribe to CDS, EDS, LDS and
 //! RDS and ACK every response) in this process. Measures, per config change, the time until every client has
-//! received and ACKed the change, plus server CPU time and RSS; `--idle N` measures RSS with N idle streams.
+//! received and ACKed the change, plus server CPU time and RSS; `--idle N` measures RSS with N idle streams (every
+//! client has ACKed its initial CDS/EDS/LDS/RDS responses and the server's CPU time has stopped growing).
+//! `scripts/bench-xds` runs the whole table; `XDS_LOAD_SERVER_WRAPPER=heaptrack` (or `valgrind --tool=callgrind`)
+//! runs the server under a profiler.
 //!
 //! ```text
 //! cargo bench --bench xds_load -- --api sotw --clients 100 --routes 1000 --clusters 100 --rounds 20
@@ -148,19 +151,25 @@ struct ServerProcess {
 }
 
 impl ServerProcess {
+    /// Starts the server child; `XDS_LOAD_SERVER_WRAPPER` (e.g. `heaptrack` or `valgrind --tool=callgrind`)
+    /// runs it under a profiler.
     fn start(options: &Options) -> ServerProcess {
-        let mut child = Command::new(std::env::current_exe().unwrap())
+        let wrapper = std::env::var("XDS_LOAD_SERVER_WRAPPER").unwrap_or_default();
+        let mut words: Vec<String> = wrapper.split_whitespace().map(String::from).collect();
+        words.push(std::env::current_exe().unwrap().display().to_string());
+        let mut child = Command::new(&words[0])
+            .args(&words[1..])
             .args(["--serve", "--routes", &options.routes.to_string()])
             .args(["--clusters", &options.clusters.to_string()])
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
             .spawn()
             .unwrap();
-        let mut line = String::new();
-        BufReader::new(child.stdout.take().unwrap())
-            .read_line(&mut line)
-            .unwrap();
-        let port = line.trim().strip_prefix("READY ").unwrap().parse().unwrap();
+        // A profiler wrapper may print its own lines first.
+        let port = BufReader::new(child.stdout.take().unwrap())
+            .lines()
+            .find_map(|line| line.unwrap().trim().strip_prefix("READY ")?.parse().ok())
+            .expect("the server did not start");
         ServerProcess { child, port }
     }
 
@@ -190,6 +199,20 @@ impl ServerProcess {
         self.proc_status("VmHWM:") as f64 / 1024.0
     }
 
+    /// Waits until the server has handled everything the clients sent (its CPU time stops growing for half a
+    /// second; at most 30 s), so an idle measurement sees only idle streams.
+    async fn settle(&self) {
+        let deadline = Instant::now() + Duration::from_secs(30);
+        let mut last = self.cpu_seconds();
+        let mut quiet = 0;
+        while quiet < 2 && Instant::now() < deadline {
+            tokio::time::sleep(Duration::from_millis(250)).await;
+            let now = self.cpu_seconds();
+            quiet = if now == last { quiet + 1 } else { 0 };
+            last = now;
+        }
+    }
+
     /// User + system CPU seconds so far.
     fn cpu_seconds(&self) -> f64 {
         let stat = std::fs::read_to_string(format!("/proc/{}/stat", self.child.id())).unwrap();
@@ -202,7 +225,17 @@ impl ServerProcess {
 }
 
 impl Drop for ServerProcess {
+    /// Closes the server's stdin (it then shuts down and exits, so profilers can write their output) and
+    /// kills it if it has not exited within 30 s.
     fn drop(&mut self) {
+        drop(self.child.stdin.take());
+        let deadline = Instant::now() + Duration::from_secs(30);
+        while Instant::now() < deadline {
+            if let Ok(Some(_)) = self.child.try_wait() {
+                return;
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        }
         let _ = self.child.kill();
         let _ = self.child.wait();
     }
@@ -353,6 +386,8 @@ async fn main() {
     if options.idle > 0 {
         let started = Instant::now();
         let _events = connect_all(&options, &server, options.idle).await;
+        let connected = started.elapsed();
+        server.settle().await;
         let rss = server.rss_mib();
         println!(
             "| idle | {} | {} | {} routes / {} clusters | connect+initial fetch {:.1} s | server RSS {:.0} MiB (empty {:.0} MiB, {:.1} KiB/stream), peak {:.0} MiB, CPU {:.1} s |",
@@ -360,7 +395,7 @@ async fn main() {
             options.idle,
             options.routes,
             options.clusters,
-            started.elapsed().as_secs_f64(),
+            connected.as_secs_f64(),
             rss,
             idle_rss,
             (rss - idle_rss) * 1024.0 / options.idle as f64,

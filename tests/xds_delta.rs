@@ -240,3 +240,50 @@ async fn stale_nonce_answer_is_ignored() {
     assert_eq!(server.metrics.nack_count(ResourceType::Cluster), 0);
     server.shutdown().await;
 }
+
+#[tokio::test]
+async fn unknown_subscribed_resources_are_reported_removed_once() {
+    let server = TestServer::start(base()).await;
+    let mut client = DeltaClient::connect(&server.endpoint()).await;
+    // RDS: the known name is sent, the unknown one is listed as removed (does not exist).
+    client
+        .send(subscribe(Some("d-6"), RDS, &["r1", "nope"]))
+        .await;
+    let rds = client.next().await;
+    assert_eq!(delta_names(&rds), ["r1"]);
+    assert_eq!(rds.removed_resources, ["nope"]);
+    client.ack(&rds).await;
+
+    // Only unknown names (EDS, SDS, ECDS): a response with nothing but removed_resources.
+    for (type_url, name) in [
+        (EDS, "ghost"),
+        (ResourceType::Secret.type_url(), "missing-cert"),
+        (ResourceType::ExtensionConfig.type_url(), "missing-filter"),
+    ] {
+        client.send(subscribe(None, type_url, &[name])).await;
+        let answer = client.next().await;
+        assert_eq!(answer.type_url, type_url);
+        assert!(answer.resources.is_empty());
+        assert_eq!(answer.removed_resources, [name]);
+        client.ack(&answer).await;
+    }
+
+    // Reported once: when "nope" appears it is sent, and nothing else is repeated.
+    server.update(|r| r.route_configs.push(route_config("nope", &[("/n", "a")])));
+    let appeared = client.next().await;
+    assert_eq!(appeared.type_url, RDS);
+    assert_eq!(delta_names(&appeared), ["nope"]);
+    assert!(appeared.removed_resources.is_empty());
+    client.ack(&appeared).await;
+
+    // And removed again when it goes away.
+    server.update(|r| r.route_configs.retain(|c| c.name != "nope"));
+    let gone = client.next().await;
+    assert_eq!(gone.type_url, RDS);
+    assert!(gone.resources.is_empty());
+    assert_eq!(gone.removed_resources, ["nope"]);
+    let status = server.server.status().list();
+    assert_eq!(status[0].types["rds"].resources, 1);
+    assert_eq!(status[0].types["rds"].subscribed, 2);
+    server.shutdown().await;
+}

@@ -272,3 +272,24 @@ async fn a_stuck_client_does_not_block_others() {
     server.shutdown().await;
     drop(stuck);
 }
+
+#[tokio::test]
+async fn unknown_names_get_the_existing_resources_and_appear_when_created() {
+    let server = TestServer::start(base()).await;
+    let mut client = SotwClient::connect(&server.endpoint()).await;
+    // SotW cannot say "does not exist": the response carries the resources that do.
+    client
+        .request(Some(node("gw-unknown")), EDS, &["a", "ghost"], "", "")
+        .await;
+    let eds = client.next().await;
+    assert_eq!(sotw_names(&eds), ["a"]);
+    client.ack(&eds, &["a", "ghost"]).await;
+    wait_acked(&server, "gw-unknown", "eds", &eds.version_info).await;
+
+    // The name is remembered: once the resource exists it is pushed.
+    server.update(|r| r.endpoints.push(endpoints("ghost", &[1003])));
+    let push = client.next().await;
+    assert_eq!(sotw_names(&push), ["a", "ghost"]);
+    assert_ne!(push.version_info, eds.version_info);
+    server.shutdown().await;
+}

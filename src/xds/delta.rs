@@ -1,8 +1,12 @@
-//! Incremental (Delta) ADS protocol: takes `DeltaDiscoveryRequest`s and group configurations, yields
-//! `DeltaDiscoveryResponse`s carrying only changed resources and `removed_resources`. Tracks per stream and type
-//! the subscription, the version of every resource the client holds (seeded from `initial_resource_versions`
-//! on reconnect), in-flight nonces and per-resource rejections, so a NACKed resource is not resent until it
-//! changes.
+//! Incremental (Delta) ADS protocol: takes `DeltaDiscoveryRequest`s and group configurations, yields encoded
+//! `DeltaDiscoveryResponse`s carrying only changed resources (the group's shared bytes) and
+//! `removed_resources`. Tracks per stream and type the subscription, the version of every resource the client
+//! holds (seeded from `initial_resource_versions` on reconnect), in-flight nonces and per-resource rejections,
+//! so a NACKed resource is not resent until it changes.
+//!
+//! A resource subscribed to by name that the group does not have is listed in `removed_resources` (the xDS way
+//! of saying "does not exist", so the client need not wait for a timeout), once per subscription; if it
+//! appears later it is sent like any other change.
 
 use std::collections::{BTreeMap, BTreeSet, VecDeque};
 use std::sync::Arc;
@@ -10,40 +14,68 @@ use std::time::Instant;
 
 use envoy_types::pb::envoy::config::core::v3::Node;
 use envoy_types::pb::envoy::service::discovery::v3::{
-    DeltaDiscoveryRequest, DeltaDiscoveryResponse, Resource,
+    DeltaDiscoveryRequest, DeltaDiscoveryResponse,
 };
+use prost::Message;
 
-use super::metrics::{Api, XdsMetrics};
-use super::resources::{GroupConfig, ResourceType};
+use super::metrics::Api;
+use super::resources::{parse_version, Encoded, GroupConfig, ResourceType, TypeResources};
 use super::sotw::WILDCARD;
-use super::status::{unix_now, ConnectionHandle, NackStatus};
-use super::stream::Protocol;
+use super::stream::{parse_nonce, Protocol, StreamBase};
+use super::wire::{field_len, MessageWriter, WireMessage};
 
 /// Unanswered responses remembered per type; older ones count as stale when answered.
 const MAX_IN_FLIGHT: usize = 16;
 
-/// Version recorded for a resource whose state on the client is unknown (after a NACK): never equal to a real
-/// version, so it is resent when it changes and reported removed when it goes away.
-const UNKNOWN: &str = "";
+/// After this many insertions at once, a per-stream map is rebuilt: entries inserted one by one leave B-tree
+/// nodes about half full, while a map built from a sorted iterator packs them (about 40% less memory).
+const COMPACT_AFTER: usize = 16;
+
+/// Rebuilds a B-tree map or set from its own (sorted) entries, packing its nodes.
+fn compact<T: IntoIterator + FromIterator<T::Item>>(collection: T) -> T {
+    collection.into_iter().collect()
+}
+
+/// Field number of `resources` in `DeltaDiscoveryResponse`.
+const RESOURCES_TAG: u32 = 2;
+
+/// What the server believes the client has for one subscribed resource name.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Held {
+    /// This version (sent by us, or announced in `initial_resource_versions`).
+    Version(u64),
+    /// Unknown: the client rejected what we sent, or announced a version we did not issue. Never equal to a
+    /// real version, so the resource is resent when it changes and reported removed when it goes away.
+    Unknown,
+    /// The client was told the resource does not exist.
+    Absent,
+}
 
 #[derive(Debug)]
 struct InFlight {
-    nonce: String,
+    nonce: u64,
     sent_at: Instant,
-    version: String,
-    resources: Vec<(Arc<str>, Arc<str>)>,
+    /// Snapshot version of the response.
+    version: u64,
+    /// Resources it carried: name and content hash.
+    resources: Vec<(Arc<str>, u64)>,
 }
 
 #[derive(Debug, Default)]
 struct TypeState {
     requested: bool,
     wildcard: bool,
-    names: BTreeSet<String>,
-    /// What the client holds: name → version.
-    held: BTreeMap<Arc<str>, Arc<str>>,
-    /// Versions the client rejected: name → version.
-    rejected: BTreeMap<Arc<str>, Arc<str>>,
+    /// Names subscribed explicitly; the group's own `Arc`s where the resource exists.
+    names: BTreeSet<Arc<str>>,
+    /// What the client holds, by name.
+    held: BTreeMap<Arc<str>, Held>,
+    /// Versions (content hashes) the client rejected, by name.
+    rejected: BTreeMap<Arc<str>, u64>,
     in_flight: VecDeque<InFlight>,
+}
+
+fn shared_name(all: &TypeResources, name: &str) -> Arc<str> {
+    all.shared_name(name).unwrap_or_else(|| Arc::from(name))
 }
 
 impl TypeState {
@@ -51,13 +83,18 @@ impl TypeState {
         self.wildcard || self.names.contains(name)
     }
 
-    fn apply_subscriptions(&mut self, kind: ResourceType, request: &DeltaDiscoveryRequest) {
+    fn apply_subscriptions(
+        &mut self,
+        kind: ResourceType,
+        request: &DeltaDiscoveryRequest,
+        all: &TypeResources,
+    ) {
         let first = !self.requested;
         self.requested = true;
         if first {
             for (name, version) in &request.initial_resource_versions {
-                self.held
-                    .insert(Arc::from(name.as_str()), Arc::from(version.as_str()));
+                let held = parse_version(version).map_or(Held::Unknown, Held::Version);
+                self.held.insert(shared_name(all, name), held);
             }
             if request.resource_names_subscribe.is_empty() && kind.wildcard_by_default() {
                 self.wildcard = true;
@@ -66,36 +103,66 @@ impl TypeState {
         for name in &request.resource_names_subscribe {
             if name == WILDCARD {
                 self.wildcard = true;
-            } else if self.names.insert(name.clone())
-                && !request.initial_resource_versions.contains_key(name)
-                && !self.wildcard
-            {
-                // A (re)subscribed resource must be sent again, whatever the client held before.
-                self.held.remove(name.as_str());
+            } else if !self.names.contains(name.as_str()) {
+                self.names.insert(shared_name(all, name));
+                if !request.initial_resource_versions.contains_key(name) && !self.wildcard {
+                    // A (re)subscribed resource must be sent again, whatever the client held before.
+                    self.held.remove(name.as_str());
+                }
             }
         }
         for name in &request.resource_names_unsubscribe {
             if name == WILDCARD {
                 self.wildcard = false;
             } else {
-                self.names.remove(name);
+                self.names.remove(name.as_str());
+                if self.held.get(name.as_str()) == Some(&Held::Absent) {
+                    self.held.remove(name.as_str());
+                }
             }
         }
         if !self.wildcard {
             let names = &self.names;
-            self.held.retain(|name, _| names.contains(&**name));
-            self.rejected.retain(|name, _| names.contains(&**name));
+            self.held.retain(|name, _| names.contains(name));
+            self.rejected.retain(|name, _| names.contains(name));
         }
+        if request.resource_names_subscribe.len() > COMPACT_AFTER {
+            self.names = compact(std::mem::take(&mut self.names));
+        }
+        if request.initial_resource_versions.len() > COMPACT_AFTER {
+            self.held = compact(std::mem::take(&mut self.held));
+        }
+    }
+
+    /// Subscribed names the client may hold or has not been told about that the group does not have.
+    fn missing(&self, all: &TypeResources) -> BTreeSet<Arc<str>> {
+        let mut missing: BTreeSet<Arc<str>> = self
+            .held
+            .iter()
+            .filter(|(name, held)| {
+                **held != Held::Absent && self.subscribed(name) && !all.by_name.contains_key(*name)
+            })
+            .map(|(name, _)| name.clone())
+            .collect();
+        missing.extend(
+            self.names
+                .iter()
+                .filter(|name| !all.by_name.contains_key(*name) && !self.held.contains_key(*name))
+                .cloned(),
+        );
+        missing
+    }
+
+    /// Resources the client holds (not counting names it was told do not exist).
+    fn held_count(&self) -> usize {
+        self.held.values().filter(|h| **h != Held::Absent).count()
     }
 }
 
 /// Delta state of one stream.
 pub(crate) struct DeltaStream {
     types: [TypeState; 6],
-    nonce: u64,
-    connection: ConnectionHandle,
-    name: String,
-    metrics: XdsMetrics,
+    base: StreamBase,
 }
 
 impl DeltaStream {
@@ -106,170 +173,139 @@ impl DeltaStream {
         kind: ResourceType,
         config: &GroupConfig,
         always: bool,
-    ) -> Option<DeltaDiscoveryResponse> {
+    ) -> Option<WireMessage> {
         let all = config.of(kind);
         let state = &mut self.types[kind.index()];
-        let mut resources = Vec::new();
-        let mut sent = Vec::new();
-        let mut consider = |entry: &Arc<super::resources::Encoded>| {
-            let version = &entry.version;
-            if state.held.get(&entry.name) == Some(version)
-                || state.rejected.get(&entry.name) == Some(version)
-            {
-                return;
-            }
-            sent.push((entry.name.clone(), version.clone()));
-            resources.push(Resource {
-                name: entry.name.to_string(),
-                version: version.to_string(),
-                resource: Some(entry.any.clone()),
-                ..Default::default()
-            });
+        let stale = |entry: &&Encoded| {
+            state.held.get(&entry.name) != Some(&Held::Version(entry.hash))
+                && state.rejected.get(&entry.name) != Some(&entry.hash)
         };
-        if state.wildcard {
-            all.by_name.values().for_each(&mut consider);
+        let changed: Vec<&Encoded> = if state.wildcard {
+            all.by_name.values().map(|e| &**e).filter(stale).collect()
         } else {
             state
                 .names
                 .iter()
-                .filter_map(|name| all.by_name.get(name.as_str()))
-                .for_each(&mut consider);
-        }
-        let removed: Vec<Arc<str>> = state
-            .held
-            .keys()
-            .filter(|name| state.subscribed(name) && !all.by_name.contains_key(*name))
-            .cloned()
-            .collect();
-        if resources.is_empty() && removed.is_empty() && !always {
+                .filter_map(|name| all.by_name.get(name).map(|e| &**e))
+                .filter(stale)
+                .collect()
+        };
+        let removed = state.missing(all);
+        if changed.is_empty() && removed.is_empty() && !always {
             return None;
         }
-        for (name, version) in &sent {
-            state.held.insert(name.clone(), version.clone());
-            state.rejected.remove(name);
+        let mut added = 0;
+        for entry in &changed {
+            if state
+                .held
+                .insert(entry.name.clone(), Held::Version(entry.hash))
+                .is_none()
+            {
+                added += 1;
+            }
+            state.rejected.remove(&entry.name);
+        }
+        if added > COMPACT_AFTER {
+            state.held = compact(std::mem::take(&mut state.held));
         }
         for name in &removed {
-            state.held.remove(name);
             state.rejected.remove(name);
+            if state.names.contains(name) {
+                state.held.insert(name.clone(), Held::Absent);
+            } else {
+                state.held.remove(name);
+            }
         }
-        self.nonce += 1;
-        let nonce = self.nonce.to_string();
-        let version = config.snapshot_version.to_string();
+        let nonce = self.base.next_nonce();
+        let version = config.snapshot_version;
         state.in_flight.push_back(InFlight {
-            nonce: nonce.clone(),
+            nonce,
             sent_at: Instant::now(),
-            version: version.clone(),
-            resources: sent,
+            version,
+            resources: changed.iter().map(|e| (e.name.clone(), e.hash)).collect(),
         });
         if state.in_flight.len() > MAX_IN_FLIGHT {
             state.in_flight.pop_front();
         }
-        let held = state.held.len();
-        self.connection
-            .set_snapshot_version(config.snapshot_version);
-        self.connection.update(kind, |status| {
-            status.sent_version = Some(version.clone());
-            status.sent_nonce = Some(nonce.clone());
-            status.resources = held;
-        });
-        self.metrics.pushed(kind);
-        Some(DeltaDiscoveryResponse {
-            system_version_info: version,
-            resources,
-            type_url: kind.type_url(),
+        let held = state.held_count();
+        let header = DeltaDiscoveryResponse {
+            system_version_info: version.to_string(),
+            type_url: kind.type_url().to_string(),
             removed_resources: removed.iter().map(|name| name.to_string()).collect(),
-            nonce,
+            nonce: nonce.to_string(),
             ..Default::default()
-        })
+        };
+        let len = header.encoded_len()
+            + changed
+                .iter()
+                .map(|e| field_len(RESOURCES_TAG, e.delta_head.len() + e.any.len()))
+                .sum::<usize>();
+        let mut writer = MessageWriter::new(len);
+        writer.header(&header);
+        for entry in &changed {
+            writer.field(RESOURCES_TAG, &entry.delta_head, &entry.any);
+        }
+        self.base
+            .sent(kind, version, &header.system_version_info, nonce, held);
+        Some(writer.finish())
     }
 
     /// Records the client's answer to one of our responses.
     fn answer(&mut self, kind: ResourceType, request: &DeltaDiscoveryRequest) {
         let state = &mut self.types[kind.index()];
-        let Some(position) = state
-            .in_flight
-            .iter()
-            .position(|f| f.nonce == request.response_nonce)
-        else {
-            self.metrics.stale_nonce();
-            tracing::debug!(proxy = %self.name, %kind, nonce = %request.response_nonce, "ignoring answer to an unknown nonce");
+        let answered = parse_nonce(&request.response_nonce)
+            .and_then(|nonce| state.in_flight.iter().position(|f| f.nonce == nonce))
+            .and_then(|position| state.in_flight.remove(position));
+        let Some(answered) = answered else {
+            self.base.stale(kind, &request.response_nonce);
             return;
         };
-        let Some(answered) = state.in_flight.remove(position) else {
+        let Some(error) = &request.error_detail else {
+            self.base
+                .acked(kind, Some(answered.sent_at), answered.version.to_string());
             return;
         };
-        match &request.error_detail {
-            None => {
-                self.metrics
-                    .acked(kind, answered.sent_at.elapsed().as_secs_f64());
-                self.connection.update(kind, |status| {
-                    status.acked_version = Some(answered.version);
-                });
+        for (name, hash) in &answered.resources {
+            if state.held.get(name) == Some(&Held::Version(*hash)) {
+                state.held.insert(name.clone(), Held::Unknown);
             }
-            Some(error) => {
-                let unknown: Arc<str> = Arc::from(UNKNOWN);
-                for (name, version) in &answered.resources {
-                    if state.held.get(name) == Some(version) {
-                        state.held.insert(name.clone(), unknown.clone());
-                    }
-                    state.rejected.insert(name.clone(), version.clone());
-                }
-                let names: Vec<String> = answered
-                    .resources
-                    .iter()
-                    .map(|(n, _)| n.to_string())
-                    .collect();
-                tracing::warn!(
-                    proxy = %self.name,
-                    %kind,
-                    version = %answered.version,
-                    resources = ?names,
-                    error = %error.message,
-                    "proxy rejected xDS update; it keeps its last accepted configuration"
-                );
-                self.metrics.nacked(kind);
-                let nack = NackStatus {
-                    version: answered.version,
-                    message: error.message.clone(),
-                    resources: names,
-                    at_unix: unix_now(),
-                };
-                self.connection
-                    .update(kind, |status| status.last_nack = Some(nack));
-            }
+            state.rejected.insert(name.clone(), *hash);
         }
+        let names = answered
+            .resources
+            .iter()
+            .map(|(name, _)| name.to_string())
+            .collect();
+        self.base
+            .nacked(kind, answered.version.to_string(), &error.message, names);
     }
 }
 
 impl Protocol for DeltaStream {
     type Request = DeltaDiscoveryRequest;
-    type Response = DeltaDiscoveryResponse;
     const API: Api = Api::Delta;
 
     fn node(request: &DeltaDiscoveryRequest) -> Option<&Node> {
         request.node.as_ref()
     }
 
-    fn new(connection: ConnectionHandle, metrics: XdsMetrics) -> Self {
-        let name = connection.name();
+    fn type_url(request: &DeltaDiscoveryRequest) -> &str {
+        &request.type_url
+    }
+
+    fn new(base: StreamBase) -> Self {
         DeltaStream {
             types: Default::default(),
-            nonce: 0,
-            connection,
-            name,
-            metrics,
+            base,
         }
     }
 
     fn on_request(
         &mut self,
+        kind: ResourceType,
         request: DeltaDiscoveryRequest,
         config: &GroupConfig,
-    ) -> Vec<DeltaDiscoveryResponse> {
-        let Some(kind) = ResourceType::from_type_url(&request.type_url) else {
-            tracing::debug!(proxy = %self.name, type_url = %request.type_url, "ignoring request for an unserved type");
-            return Vec::new();
-        };
+    ) -> Vec<WireMessage> {
         if !request.response_nonce.is_empty() {
             self.answer(kind, &request);
         }
@@ -281,16 +317,13 @@ impl Protocol for DeltaStream {
             return Vec::new();
         }
         let state = &mut self.types[kind.index()];
-        state.apply_subscriptions(kind, &request);
-        let (wildcard, subscribed) = (state.wildcard, state.names.len());
-        self.connection.update(kind, |status| {
-            status.wildcard = wildcard;
-            status.subscribed = subscribed;
-        });
+        state.apply_subscriptions(kind, &request, config.of(kind));
+        self.base
+            .subscribed(kind, state.wildcard, state.names.len());
         self.diff(kind, config, first).into_iter().collect()
     }
 
-    fn on_push(&mut self, config: &GroupConfig) -> Vec<DeltaDiscoveryResponse> {
+    fn on_push(&mut self, config: &GroupConfig) -> Vec<WireMessage> {
         let mut out = Vec::new();
         for kind in ResourceType::PUSH_ORDER {
             if !self.types[kind.index()].requested {
@@ -298,11 +331,13 @@ impl Protocol for DeltaStream {
             }
             if let Some(response) = self.diff(kind, config, false) {
                 out.push(response);
-                self.metrics
+                self.base
+                    .metrics
                     .push_latency(kind, config.published.elapsed().as_secs_f64());
             }
         }
-        self.connection
+        self.base
+            .connection
             .set_snapshot_version(config.snapshot_version);
         out
     }

@@ -15,6 +15,7 @@ mod server;
 mod sotw;
 pub mod status;
 mod stream;
+mod wire;
 
 use std::path::PathBuf;
 

@@ -1,18 +1,17 @@
-//! Encoded xDS resources: takes a [`GatewayResources`] (prost messages) and yields per-type maps of packed `Any`s
-//! keyed by resource name, each with a content-hash version, shared by every proxy of one group.
+//! Encoded xDS resources: takes a [`GatewayResources`] (prost messages) and yields per-type maps of encoded
+//! `Any`s (plus the head of their Delta `Resource` wrapper) keyed by resource name, each with a content-hash
+//! version. Encoded once per proxy group; every stream of the group sends these same bytes.
 
 use std::collections::BTreeMap;
 use std::fmt;
 use std::sync::Arc;
 use std::time::Instant;
 
-use envoy_types::pb::envoy::config::cluster::v3::Cluster;
-use envoy_types::pb::envoy::config::core::v3::TypedExtensionConfig;
-use envoy_types::pb::envoy::config::endpoint::v3::ClusterLoadAssignment;
-use envoy_types::pb::envoy::config::listener::v3::Listener;
-use envoy_types::pb::envoy::config::route::v3::RouteConfiguration;
-use envoy_types::pb::envoy::extensions::transport_sockets::tls::v3::Secret;
+use bytes::Bytes;
+
+use envoy_types::pb::envoy::service::discovery::v3::Resource;
 use envoy_types::pb::google::protobuf::Any;
+use prost::encoding::{encode_key, encode_varint, WireType};
 use prost::{Message, Name};
 
 use crate::translate::GatewayResources;
@@ -52,14 +51,20 @@ impl ResourceType {
     }
 
     /// The type URL clients use for this type.
-    pub fn type_url(self) -> String {
+    pub fn type_url(self) -> &'static str {
         match self {
-            ResourceType::Cluster => Cluster::type_url(),
-            ResourceType::Endpoint => ClusterLoadAssignment::type_url(),
-            ResourceType::Secret => Secret::type_url(),
-            ResourceType::ExtensionConfig => TypedExtensionConfig::type_url(),
-            ResourceType::Listener => Listener::type_url(),
-            ResourceType::Route => RouteConfiguration::type_url(),
+            ResourceType::Cluster => "type.googleapis.com/envoy.config.cluster.v3.Cluster",
+            ResourceType::Endpoint => {
+                "type.googleapis.com/envoy.config.endpoint.v3.ClusterLoadAssignment"
+            }
+            ResourceType::Secret => {
+                "type.googleapis.com/envoy.extensions.transport_sockets.tls.v3.Secret"
+            }
+            ResourceType::ExtensionConfig => {
+                "type.googleapis.com/envoy.config.core.v3.TypedExtensionConfig"
+            }
+            ResourceType::Listener => "type.googleapis.com/envoy.config.listener.v3.Listener",
+            ResourceType::Route => "type.googleapis.com/envoy.config.route.v3.RouteConfiguration",
         }
     }
 
@@ -94,16 +99,59 @@ impl fmt::Display for ResourceType {
     }
 }
 
-/// One encoded resource.
+/// One encoded resource, shared by every stream of its proxy group.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Encoded {
     /// Resource name.
     pub name: Arc<str>,
-    /// Content hash of the encoded bytes (hex).
+    /// Content hash of the encoded resource.
+    pub hash: u64,
+    /// [`Encoded::hash`] as 16 hex digits (the Delta resource version).
     pub version: Arc<str>,
-    /// The packed resource.
-    pub any: Any,
+    /// Hash of (name, version): what a set of resources hashes over.
+    pub key: u64,
+    /// The packed resource: an encoded `google.protobuf.Any`.
+    pub any: Bytes,
+    /// The fields of a Delta `Resource` wrapper that precede [`Encoded::any`]: version, name and the key
+    /// and length of the `resource` field.
+    pub delta_head: Bytes,
 }
+
+impl Encoded {
+    fn new(name: &str, type_url: String, value: Vec<u8>) -> Self {
+        let hash = fnv1a(&value);
+        let version = format!("{hash:016x}");
+        let any = Any { type_url, value }.encode_to_vec();
+        let head = Resource {
+            name: name.to_string(),
+            version: version.clone(),
+            ..Default::default()
+        };
+        let mut delta_head = Vec::with_capacity(head.encoded_len() + 16);
+        head.encode_raw(&mut delta_head);
+        encode_key(
+            RESOURCE_PAYLOAD_TAG,
+            WireType::LengthDelimited,
+            &mut delta_head,
+        );
+        encode_varint(any.len() as u64, &mut delta_head);
+        let key = fnv1a_extend(
+            fnv1a_extend(fnv1a(name.as_bytes()), &[0]),
+            &hash.to_le_bytes(),
+        );
+        Encoded {
+            name: Arc::from(name),
+            hash,
+            version: Arc::from(version),
+            key,
+            any: Bytes::from(any),
+            delta_head: Bytes::from(delta_head),
+        }
+    }
+}
+
+/// Field number of `resource` (the payload) in `envoy.service.discovery.v3.Resource`.
+const RESOURCE_PAYLOAD_TAG: u32 = 2;
 
 /// All resources of one type for one proxy group, by name.
 #[derive(Debug, Clone, Default, PartialEq)]
@@ -111,13 +159,18 @@ pub struct TypeResources {
     /// Resources by name.
     pub by_name: BTreeMap<Arc<str>, Arc<Encoded>>,
     /// Hash over every (name, version) pair: changes iff any resource of this type changed.
-    pub version: String,
+    pub version: u64,
 }
 
 impl TypeResources {
     fn new(by_name: BTreeMap<Arc<str>, Arc<Encoded>>) -> Self {
-        let version = set_version(by_name.values().map(|e| (&*e.name, &*e.version)));
+        let version = set_version(by_name.values().map(|e| &**e));
         TypeResources { by_name, version }
+    }
+
+    /// The shared name `Arc` of a resource of this type, if it exists (so streams can share names).
+    pub fn shared_name(&self, name: &str) -> Option<Arc<str>> {
+        self.by_name.get_key_value(name).map(|(key, _)| key.clone())
     }
 }
 
@@ -207,22 +260,12 @@ fn encode_type<T: Message + Name + Clone>(
     let mut by_name = BTreeMap::new();
     for item in items {
         let bytes = item.encode_to_vec();
-        let version = format!("{:016x}", fnv1a(&bytes));
         let name = name_of(item).as_str();
         let reused = previous
             .and_then(|p| p.by_name.get(name))
-            .filter(|old| *old.version == *version)
+            .filter(|old| old.hash == fnv1a(&bytes))
             .cloned();
-        let entry = reused.unwrap_or_else(|| {
-            Arc::new(Encoded {
-                name: Arc::from(name),
-                version: Arc::from(version.as_str()),
-                any: Any {
-                    type_url: T::type_url(),
-                    value: bytes,
-                },
-            })
-        });
+        let entry = reused.unwrap_or_else(|| Arc::new(Encoded::new(name, T::type_url(), bytes)));
         by_name.insert(entry.name.clone(), entry);
     }
     let fresh = TypeResources::new(by_name);
@@ -232,16 +275,24 @@ fn encode_type<T: Message + Name + Clone>(
     }
 }
 
-/// Version of a set of (name, version) pairs, in the order given (callers pass name order).
-pub fn set_version<'a>(entries: impl Iterator<Item = (&'a str, &'a str)>) -> String {
-    let mut hash = FNV_OFFSET;
-    for (name, version) in entries {
-        hash = fnv1a_extend(hash, name.as_bytes());
-        hash = fnv1a_extend(hash, &[0]);
-        hash = fnv1a_extend(hash, version.as_bytes());
-        hash = fnv1a_extend(hash, &[0]);
+/// Version of a set of resources, in the order given (callers pass name order).
+pub fn set_version<'a>(entries: impl Iterator<Item = &'a Encoded>) -> u64 {
+    entries.fold(FNV_OFFSET, |hash, entry| {
+        fnv1a_extend(hash, &entry.key.to_le_bytes())
+    })
+}
+
+/// A version as sent to clients: 16 hex digits.
+pub fn version_string(version: u64) -> String {
+    format!("{version:016x}")
+}
+
+/// Parses a version sent by [`version_string`] (or [`Encoded::version`]); anything else is `None`.
+pub fn parse_version(text: &str) -> Option<u64> {
+    if text.len() != 16 {
+        return None;
     }
-    format!("{hash:016x}")
+    u64::from_str_radix(text, 16).ok()
 }
 
 const FNV_OFFSET: u64 = 0xcbf2_9ce4_8422_2325;
@@ -263,6 +314,12 @@ fn fnv1a_extend(mut hash: u64, bytes: &[u8]) -> u64 {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use envoy_types::pb::envoy::config::cluster::v3::Cluster;
+    use envoy_types::pb::envoy::config::core::v3::TypedExtensionConfig;
+    use envoy_types::pb::envoy::config::endpoint::v3::ClusterLoadAssignment;
+    use envoy_types::pb::envoy::config::listener::v3::Listener;
+    use envoy_types::pb::envoy::config::route::v3::RouteConfiguration;
+    use envoy_types::pb::envoy::extensions::transport_sockets::tls::v3::Secret;
 
     fn cluster(name: &str, timeout_secs: i64) -> Cluster {
         Cluster {
@@ -278,7 +335,18 @@ mod tests {
     #[test]
     fn type_urls_round_trip() {
         for kind in ResourceType::PUSH_ORDER {
-            assert_eq!(ResourceType::from_type_url(&kind.type_url()), Some(kind));
+            assert_eq!(ResourceType::from_type_url(kind.type_url()), Some(kind));
+        }
+        let expected = [
+            Cluster::type_url(),
+            ClusterLoadAssignment::type_url(),
+            Secret::type_url(),
+            TypedExtensionConfig::type_url(),
+            Listener::type_url(),
+            RouteConfiguration::type_url(),
+        ];
+        for (kind, url) in ResourceType::PUSH_ORDER.into_iter().zip(expected) {
+            assert_eq!(kind.type_url(), url);
         }
         assert_eq!(
             ResourceType::Cluster.type_url(),
@@ -309,5 +377,28 @@ mod tests {
         assert!(Arc::ptr_eq(&cds_one.by_name["a"], &cds_two.by_name["a"]));
         assert_ne!(cds_one.by_name["b"].version, cds_two.by_name["b"].version);
         assert_eq!(cds_two.by_name["b"].version.len(), 16);
+        assert_eq!(
+            parse_version(&cds_two.by_name["b"].version),
+            Some(cds_two.by_name["b"].hash)
+        );
+        assert_eq!(version_string(cds_two.version).len(), 16);
+    }
+
+    #[test]
+    fn delta_head_and_any_form_a_resource() {
+        let resources = GatewayResources {
+            clusters: vec![cluster("a", 1)],
+            ..Default::default()
+        };
+        let config = GroupConfig::encode(&resources, 1, Instant::now(), None);
+        let entry = &config.of(ResourceType::Cluster).by_name["a"];
+        let mut bytes = entry.delta_head.to_vec();
+        bytes.extend_from_slice(&entry.any);
+        let resource = Resource::decode(bytes.as_slice()).unwrap();
+        assert_eq!(resource.name, "a");
+        assert_eq!(resource.version, *entry.version);
+        let any = resource.resource.unwrap();
+        assert_eq!(any.type_url, ResourceType::Cluster.type_url());
+        assert_eq!(any.value, cluster("a", 1).encode_to_vec());
     }
 }

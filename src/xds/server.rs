@@ -2,24 +2,19 @@
 //! `StreamAggregatedResources` (SotW) and `DeltaAggregatedResources` with raised message limits and HTTP/2
 //! keepalive, and ends every stream on shutdown.
 
-use std::future::Future;
+use std::convert::Infallible;
+use std::future::{ready, Future, Ready};
 use std::path::{Path, PathBuf};
-use std::pin::Pin;
 use std::sync::Arc;
+use std::task::{Context, Poll};
 use std::time::Duration;
 
-use envoy_types::pb::envoy::service::discovery::v3::aggregated_discovery_service_server::{
-    AggregatedDiscoveryService, AggregatedDiscoveryServiceServer,
-};
-use envoy_types::pb::envoy::service::discovery::v3::{
-    DeltaDiscoveryRequest, DeltaDiscoveryResponse, DiscoveryRequest, DiscoveryResponse,
-};
 use tokio::net::TcpListener;
 use tokio::sync::{mpsc, watch};
-use tokio_stream::wrappers::{ReceiverStream, TcpListenerStream};
-use tokio_stream::Stream;
+use tonic::body::Body;
+use tonic::server::NamedService;
+use tonic::transport::server::TcpIncoming;
 use tonic::transport::{Certificate, Identity, Server, ServerTlsConfig};
-use tonic::{Request, Response, Status, Streaming};
 
 use super::cache::{ConfigCache, TranslateFn};
 use super::delta::DeltaStream;
@@ -27,6 +22,7 @@ use super::metrics::XdsMetrics;
 use super::sotw::SotwStream;
 use super::status::StatusRegistry;
 use super::stream::{drive, Protocol, Shared, RESPONSE_BUFFER};
+use super::wire;
 use super::XdsError;
 use crate::model::Snapshot;
 
@@ -96,23 +92,23 @@ impl XdsServer {
             status: self.status.clone(),
             metrics: self.metrics.clone(),
             shutdown: stopped.clone(),
+            max_response_bytes: MAX_RESPONSE_BYTES,
         };
         let dispatcher = tokio::spawn(self.cache.clone().run(stopped));
         let mut builder = Server::builder()
             .http2_keepalive_interval(Some(KEEPALIVE_INTERVAL))
-            .http2_keepalive_timeout(Some(KEEPALIVE_TIMEOUT))
-            .tcp_nodelay(true);
+            .http2_keepalive_timeout(Some(KEEPALIVE_TIMEOUT));
         if let Some(files) = tls {
             builder = builder
                 .tls_config(tls_config(files).await?)
                 .map_err(XdsError::Tls)?;
         }
-        let service = AggregatedDiscoveryServiceServer::new(Ads { shared })
-            .max_decoding_message_size(MAX_REQUEST_BYTES)
-            .max_encoding_message_size(MAX_RESPONSE_BYTES);
+        let service = Ads { shared };
         let mut stopping = stop.subscribe();
         let serving = builder.add_service(service).serve_with_incoming_shutdown(
-            TcpListenerStream::new(listener),
+            // Set per connection here: the builder's `tcp_nodelay` only applies to listeners tonic binds itself,
+            // and Nagle's algorithm with delayed ACKs stalls small xDS responses by ~40 ms.
+            TcpIncoming::from(listener).with_nodelay(Some(true)),
             async move {
                 shutdown.await;
                 stop.send_replace(true);
@@ -152,39 +148,47 @@ async fn tls_config(files: &TlsFiles) -> Result<ServerTlsConfig, XdsError> {
     Ok(config)
 }
 
+/// The ADS gRPC service: routes the two ADS methods to their stream drivers; the responses are built by
+/// [`super::wire`] from the groups' shared encoded resources.
+#[derive(Clone)]
 struct Ads {
     shared: Shared,
 }
 
-type ResponseStream<T> = Pin<Box<dyn Stream<Item = Result<T, Status>> + Send>>;
+/// gRPC path of `StreamAggregatedResources` (SotW).
+const SOTW_PATH: &str =
+    "/envoy.service.discovery.v3.AggregatedDiscoveryService/StreamAggregatedResources";
+/// gRPC path of `DeltaAggregatedResources`.
+const DELTA_PATH: &str =
+    "/envoy.service.discovery.v3.AggregatedDiscoveryService/DeltaAggregatedResources";
+
+impl NamedService for Ads {
+    const NAME: &'static str = "envoy.service.discovery.v3.AggregatedDiscoveryService";
+}
 
 impl Ads {
-    fn start<P: Protocol>(
-        &self,
-        inbound: Streaming<P::Request>,
-    ) -> Response<ResponseStream<P::Response>> {
+    fn start<P: Protocol>(&self, request: hyper::Request<Body>) -> hyper::Response<Body> {
+        let inbound = wire::requests::<P::Request>(request, MAX_REQUEST_BYTES);
         let (tx, rx) = mpsc::channel(RESPONSE_BUFFER);
         tokio::spawn(drive::<P>(inbound, tx, self.shared.clone()));
-        Response::new(Box::pin(ReceiverStream::new(rx)))
+        wire::response(rx)
     }
 }
 
-#[tonic::async_trait]
-impl AggregatedDiscoveryService for Ads {
-    type StreamAggregatedResourcesStream = ResponseStream<DiscoveryResponse>;
-    type DeltaAggregatedResourcesStream = ResponseStream<DeltaDiscoveryResponse>;
+impl tower::Service<hyper::Request<Body>> for Ads {
+    type Response = hyper::Response<Body>;
+    type Error = Infallible;
+    type Future = Ready<Result<hyper::Response<Body>, Infallible>>;
 
-    async fn stream_aggregated_resources(
-        &self,
-        request: Request<Streaming<DiscoveryRequest>>,
-    ) -> Result<Response<Self::StreamAggregatedResourcesStream>, Status> {
-        Ok(self.start::<SotwStream>(request.into_inner()))
+    fn poll_ready(&mut self, _: &mut Context<'_>) -> Poll<Result<(), Infallible>> {
+        Poll::Ready(Ok(()))
     }
 
-    async fn delta_aggregated_resources(
-        &self,
-        request: Request<Streaming<DeltaDiscoveryRequest>>,
-    ) -> Result<Response<Self::DeltaAggregatedResourcesStream>, Status> {
-        Ok(self.start::<DeltaStream>(request.into_inner()))
+    fn call(&mut self, request: hyper::Request<Body>) -> Self::Future {
+        match request.uri().path() {
+            SOTW_PATH => ready(Ok(self.start::<SotwStream>(request))),
+            DELTA_PATH => ready(Ok(self.start::<DeltaStream>(request))),
+            path => wire::unimplemented(path),
+        }
     }
 }

@@ -1,33 +1,44 @@
-//! State-of-the-world ADS protocol: takes `DiscoveryRequest`s and group configurations, yields
-//! `DiscoveryResponse`s. Per type: subscription (legacy/explicit wildcard or names), nonce, sent and ACKed
-//! versions. Versions are content hashes of the response, so an unchanged response is never resent and a NACKed
-//! one is not resent until the content changes.
+//! State-of-the-world ADS protocol: takes `DiscoveryRequest`s and group configurations, yields encoded
+//! `DiscoveryResponse`s built from the group's shared resource bytes. Per type: subscription (legacy/explicit
+//! wildcard or names), nonce, sent and ACKed versions. Versions are content hashes of the response, so an
+//! unchanged response is never resent and a NACKed one is not resent until the content changes.
+//!
+//! Names the group does not have are remembered and answered with the resources that do exist: SotW has no
+//! way to say "does not exist" (Envoy waits for its `initial_fetch_timeout` on a missing EDS/RDS resource),
+//! and a resource that appears later is pushed as soon as it exists.
 
-use std::collections::BTreeSet;
+use std::sync::Arc;
 use std::time::Instant;
 
 use envoy_types::pb::envoy::config::core::v3::Node;
 use envoy_types::pb::envoy::service::discovery::v3::{DiscoveryRequest, DiscoveryResponse};
-use envoy_types::pb::google::protobuf::Any;
+use prost::Message;
 
-use super::metrics::{Api, XdsMetrics};
-use super::resources::{set_version, GroupConfig, ResourceType};
-use super::status::{unix_now, ConnectionHandle, NackStatus};
-use super::stream::Protocol;
+use super::metrics::Api;
+use super::resources::{
+    set_version, version_string, Encoded, GroupConfig, ResourceType, TypeResources,
+};
+use super::stream::{parse_nonce, Protocol, StreamBase};
+use super::wire::{field_len, MessageWriter, WireMessage};
 
 /// Explicit wildcard subscription name.
 pub(crate) const WILDCARD: &str = "*";
+
+/// Field number of `resources` in `DiscoveryResponse`.
+const RESOURCES_TAG: u32 = 2;
 
 #[derive(Debug, Default)]
 struct TypeState {
     /// The client has asked for this type at least once.
     requested: bool,
     wildcard: bool,
-    names: BTreeSet<String>,
-    last_nonce: Option<String>,
-    sent_version: Option<String>,
+    /// Subscribed names, sorted and unique; the group's own `Arc`s where the resource exists. A boxed slice
+    /// (every request replaces the whole set) is half the size of a `BTreeSet`.
+    names: Box<[Arc<str>]>,
+    /// Nonce of the last response (0: none yet).
+    last_nonce: u64,
+    sent_version: Option<u64>,
     sent_at: Option<Instant>,
-    acked_version: Option<String>,
     /// Answer the next request even if nothing changed (a cluster/listener update re-creates Envoy's EDS/RDS
     /// watches, which must be answered to finish warming).
     always_respond: bool,
@@ -35,7 +46,7 @@ struct TypeState {
 
 impl TypeState {
     /// Applies the names of a request; returns whether the subscription grew.
-    fn subscribe(&mut self, kind: ResourceType, names: &[String]) -> bool {
+    fn subscribe(&mut self, kind: ResourceType, names: &[String], all: &TypeResources) -> bool {
         let first = !self.requested;
         self.requested = true;
         if names.is_empty() {
@@ -44,53 +55,96 @@ impl TypeState {
                 self.wildcard && self.names.is_empty() || first && kind.wildcard_by_default();
             let grew = wildcard && !self.wildcard;
             self.wildcard = wildcard;
-            self.names.clear();
+            self.names = Box::default();
             return grew;
         }
         let wildcard = names.iter().any(|n| n == WILDCARD);
-        let new: BTreeSet<String> = names.iter().filter(|n| *n != WILDCARD).cloned().collect();
-        let grew = (wildcard && !self.wildcard) || new.difference(&self.names).next().is_some();
+        let mut new: Vec<Arc<str>> = names
+            .iter()
+            .filter(|n| *n != WILDCARD)
+            .map(|name| match self.find(name) {
+                Some(known) => known.clone(),
+                None => all
+                    .shared_name(name)
+                    .unwrap_or_else(|| Arc::from(name.as_str())),
+            })
+            .collect();
+        new.sort_unstable();
+        new.dedup();
+        let grew = (wildcard && !self.wildcard) || new.iter().any(|name| self.find(name).is_none());
         self.wildcard = wildcard;
-        self.names = new;
+        self.names = new.into_boxed_slice();
         grew
+    }
+
+    /// The subscribed name equal to `name`.
+    fn find(&self, name: &str) -> Option<&Arc<str>> {
+        self.names
+            .binary_search_by(|known| (**known).cmp(name))
+            .ok()
+            .map(|index| &self.names[index])
+    }
+
+    /// The resources the subscription gets now, in name order, and their version.
+    fn chosen<'a>(&self, all: &'a TypeResources) -> (Vec<&'a Encoded>, u64) {
+        if self.wildcard {
+            return (all.by_name.values().map(|e| &**e).collect(), all.version);
+        }
+        let chosen: Vec<&Encoded> = self
+            .names
+            .iter()
+            .filter_map(|name| all.by_name.get(name).map(|e| &**e))
+            .collect();
+        let version = if chosen.len() == all.by_name.len() {
+            all.version
+        } else {
+            set_version(chosen.iter().copied())
+        };
+        (chosen, version)
+    }
+
+    /// The version the subscription would get now.
+    fn desired_version(&self, all: &TypeResources) -> u64 {
+        if self.wildcard {
+            all.version
+        } else {
+            self.chosen(all).1
+        }
     }
 }
 
 /// SotW state of one stream.
 pub(crate) struct SotwStream {
     types: [TypeState; 6],
-    nonce: u64,
-    connection: ConnectionHandle,
-    name: String,
-    metrics: XdsMetrics,
+    base: StreamBase,
 }
 
 impl SotwStream {
-    fn response(&mut self, kind: ResourceType, config: &GroupConfig) -> DiscoveryResponse {
-        let state = &self.types[kind.index()];
+    fn response(&mut self, kind: ResourceType, config: &GroupConfig) -> WireMessage {
         let all = config.of(kind);
-        let (version, resources): (String, Vec<Any>) = if state.wildcard {
-            (
-                all.version.clone(),
-                all.by_name.values().map(|e| e.any.clone()).collect(),
-            )
-        } else {
-            let chosen: Vec<_> = state
-                .names
-                .iter()
-                .filter_map(|name| all.by_name.get(name.as_str()))
-                .collect();
-            (
-                set_version(chosen.iter().map(|e| (&*e.name, &*e.version))),
-                chosen.iter().map(|e| e.any.clone()).collect(),
-            )
+        let (chosen, version) = self.types[kind.index()].chosen(all);
+        let nonce = self.base.next_nonce();
+        let version_text = version_string(version);
+        let header = DiscoveryResponse {
+            version_info: version_text.clone(),
+            type_url: kind.type_url().to_string(),
+            nonce: nonce.to_string(),
+            ..Default::default()
         };
-        self.nonce += 1;
-        let nonce = self.nonce.to_string();
-        let count = resources.len();
+        let len = header.encoded_len()
+            + chosen
+                .iter()
+                .map(|e| field_len(RESOURCES_TAG, e.any.len()))
+                .sum::<usize>();
+        let mut writer = MessageWriter::new(len);
+        writer.header(&header);
+        for entry in &chosen {
+            writer.field(RESOURCES_TAG, &[], &entry.any);
+        }
+        let count = chosen.len();
         let state = &mut self.types[kind.index()];
-        state.last_nonce = Some(nonce.clone());
-        state.sent_version = Some(version.clone());
+        state.last_nonce = nonce;
+        state.sent_version = Some(version);
         state.sent_at = Some(Instant::now());
         state.always_respond = false;
         match kind {
@@ -100,141 +154,144 @@ impl SotwStream {
             ResourceType::Listener => self.types[ResourceType::Route.index()].always_respond = true,
             _ => {}
         }
-        self.connection
-            .set_snapshot_version(config.snapshot_version);
-        self.connection.update(kind, |status| {
-            status.sent_version = Some(version.clone());
-            status.sent_nonce = Some(nonce.clone());
-            status.resources = count;
-        });
-        self.metrics.pushed(kind);
-        DiscoveryResponse {
-            version_info: version,
-            resources,
-            type_url: kind.type_url(),
-            nonce,
-            ..Default::default()
-        }
-    }
-
-    /// The version the current subscription would get now.
-    fn desired_version(&self, kind: ResourceType, config: &GroupConfig) -> String {
-        let state = &self.types[kind.index()];
-        let all = config.of(kind);
-        if state.wildcard {
-            return all.version.clone();
-        }
-        set_version(
-            state
-                .names
-                .iter()
-                .filter_map(|name| all.by_name.get(name.as_str()))
-                .map(|e| (&*e.name, &*e.version)),
-        )
+        self.base
+            .sent(kind, config.snapshot_version, &version_text, nonce, count);
+        writer.finish()
     }
 }
 
 impl Protocol for SotwStream {
     type Request = DiscoveryRequest;
-    type Response = DiscoveryResponse;
     const API: Api = Api::Sotw;
 
     fn node(request: &DiscoveryRequest) -> Option<&Node> {
         request.node.as_ref()
     }
 
-    fn new(connection: ConnectionHandle, metrics: XdsMetrics) -> Self {
-        let name = connection.name();
+    fn type_url(request: &DiscoveryRequest) -> &str {
+        &request.type_url
+    }
+
+    fn new(base: StreamBase) -> Self {
         SotwStream {
             types: Default::default(),
-            nonce: 0,
-            connection,
-            name,
-            metrics,
+            base,
         }
     }
 
     fn on_request(
         &mut self,
+        kind: ResourceType,
         request: DiscoveryRequest,
         config: &GroupConfig,
-    ) -> Vec<DiscoveryResponse> {
-        let Some(kind) = ResourceType::from_type_url(&request.type_url) else {
-            tracing::debug!(proxy = %self.name, type_url = %request.type_url, "ignoring request for an unserved type");
-            return Vec::new();
-        };
+    ) -> Vec<WireMessage> {
+        let all = config.of(kind);
         let state = &mut self.types[kind.index()];
         let answered = !request.response_nonce.is_empty();
         // A nonce we never sent on this stream means the client reconnected: treat as a fresh request.
-        let initial = !answered || state.last_nonce.is_none();
-        if !initial && state.last_nonce.as_deref() != Some(request.response_nonce.as_str()) {
-            self.metrics.stale_nonce();
-            tracing::debug!(proxy = %self.name, %kind, nonce = %request.response_nonce, "ignoring request with a stale nonce");
+        let initial = !answered || state.last_nonce == 0;
+        if !initial && parse_nonce(&request.response_nonce) != Some(state.last_nonce) {
+            self.base.stale(kind, &request.response_nonce);
             return Vec::new();
         }
         if !initial {
+            let sent = state.sent_version.map(version_string).unwrap_or_default();
             if let Some(error) = &request.error_detail {
-                let rejected = state.sent_version.clone().unwrap_or_default();
-                tracing::warn!(
-                    proxy = %self.name,
-                    %kind,
-                    version = %rejected,
-                    error = %error.message,
-                    "proxy rejected xDS update; it keeps its last accepted configuration"
-                );
-                self.metrics.nacked(kind);
-                state.subscribe(kind, &request.resource_names);
-                let nack = NackStatus {
-                    version: rejected,
-                    message: error.message.clone(),
-                    resources: Vec::new(),
-                    at_unix: unix_now(),
-                };
-                self.connection
-                    .update(kind, |status| status.last_nack = Some(nack));
+                state.subscribe(kind, &request.resource_names, all);
+                self.base.nacked(kind, sent, &error.message, Vec::new());
                 return Vec::new();
             }
-            state.acked_version = state.sent_version.clone();
-            if let Some(sent_at) = state.sent_at.take() {
-                self.metrics.acked(kind, sent_at.elapsed().as_secs_f64());
-            }
-            let acked = state.acked_version.clone();
-            self.connection
-                .update(kind, |status| status.acked_version = acked);
+            self.base.acked(kind, state.sent_at.take(), sent);
         }
-        let grew = state.subscribe(kind, &request.resource_names);
-        let (wildcard, subscribed) = (state.wildcard, state.names.len());
-        self.connection.update(kind, |status| {
-            status.wildcard = wildcard;
-            status.subscribed = subscribed;
-        });
-        let state = &mut self.types[kind.index()];
+        let grew = state.subscribe(kind, &request.resource_names, all);
+        self.base
+            .subscribed(kind, state.wildcard, state.names.len());
         let force = initial || grew || state.always_respond;
-        let sent = state.sent_version.clone();
-        let changed = sent.as_deref() != Some(&self.desired_version(kind, config));
-        if force || changed {
+        if force || state.sent_version != Some(state.desired_version(all)) {
             vec![self.response(kind, config)]
         } else {
             Vec::new()
         }
     }
 
-    fn on_push(&mut self, config: &GroupConfig) -> Vec<DiscoveryResponse> {
+    fn on_push(&mut self, config: &GroupConfig) -> Vec<WireMessage> {
         let mut out = Vec::new();
         for kind in ResourceType::PUSH_ORDER {
             let state = &self.types[kind.index()];
-            if !state.requested || state.last_nonce.is_none() {
+            if !state.requested || state.last_nonce == 0 {
                 continue;
             }
-            if state.sent_version.as_deref() == Some(&self.desired_version(kind, config)) {
+            if state.sent_version == Some(state.desired_version(config.of(kind))) {
                 continue;
             }
             out.push(self.response(kind, config));
-            self.metrics
+            self.base
+                .metrics
                 .push_latency(kind, config.published.elapsed().as_secs_f64());
         }
-        self.connection
+        self.base
+            .connection
             .set_snapshot_version(config.snapshot_version);
         out
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::translate::GatewayResources;
+    use envoy_types::pb::envoy::config::endpoint::v3::ClusterLoadAssignment;
+
+    #[test]
+    fn response_bytes_decode_as_a_discovery_response() {
+        let resources = GatewayResources {
+            endpoints: vec![
+                ClusterLoadAssignment {
+                    cluster_name: "a".into(),
+                    ..Default::default()
+                },
+                ClusterLoadAssignment {
+                    cluster_name: "b".repeat(4000),
+                    ..Default::default()
+                },
+            ],
+            ..Default::default()
+        };
+        let config = GroupConfig::encode(&resources, 1, Instant::now(), None);
+        let registry = Arc::new(super::super::status::StatusRegistry::default());
+        let identity = super::super::node::NodeIdentity {
+            id: "gw".into(),
+            proxy: Default::default(),
+        };
+        let base = StreamBase::new(registry.open(&identity, Api::Sotw), Default::default());
+        let mut stream = SotwStream::new(base);
+        let request = DiscoveryRequest {
+            type_url: ResourceType::Endpoint.type_url().into(),
+            resource_names: vec!["a".into(), "b".repeat(4000), "missing".into()],
+            ..Default::default()
+        };
+        let out = stream.on_request(ResourceType::Endpoint, request, &config);
+        assert_eq!(out.len(), 1);
+        let bytes = out[0].to_vec();
+        assert_eq!(bytes[0], 0);
+        let len = u32::from_be_bytes([bytes[1], bytes[2], bytes[3], bytes[4]]) as usize;
+        assert_eq!(len + 5, bytes.len());
+        let response = DiscoveryResponse::decode(&bytes[5..]).unwrap();
+        assert_eq!(response.nonce, "1");
+        assert_eq!(response.resources.len(), 2);
+        assert_eq!(
+            response.version_info,
+            version_string(config.of(ResourceType::Endpoint).version)
+        );
+        let names: Vec<String> = response
+            .resources
+            .iter()
+            .map(|any| {
+                ClusterLoadAssignment::decode(any.value.as_slice())
+                    .unwrap()
+                    .cluster_name
+            })
+            .collect();
+        assert_eq!(names, ["a".to_string(), "b".repeat(4000)]);
     }
 }

@@ -31,7 +31,7 @@ pub struct TypeStatus {
     /// Resource names the client subscribed to explicitly.
     pub subscribed: usize,
     /// The last rejection, if any.
-    pub last_nack: Option<NackStatus>,
+    pub last_nack: Option<Box<NackStatus>>,
 }
 
 /// A rejected response.

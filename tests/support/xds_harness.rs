@@ -38,6 +38,7 @@ use envoy_types::util::pack_any;
 use prometheus_client::registry::Registry;
 use tokio::sync::{mpsc, oneshot, watch};
 use tokio_stream::wrappers::ReceiverStream;
+use tonic::transport::Channel;
 
 /// How long a test waits for any single expected event.
 pub const WAIT: Duration = Duration::from_secs(20);
@@ -328,29 +329,63 @@ pub fn route_config(name: &str, routes: &[(&str, &str)]) -> RouteConfiguration {
     }
 }
 
-/// One bidirectional SotW ADS stream.
-pub struct SotwClient {
-    tx: mpsc::Sender<DiscoveryRequest>,
-    rx: tonic::Streaming<DiscoveryResponse>,
+/// One bidirectional ADS stream: requests of type `Req` out, responses of type `Resp` in.
+pub struct AdsClient<Req, Resp> {
+    tx: mpsc::Sender<Req>,
+    rx: tonic::Streaming<Resp>,
+}
+
+/// A SotW ADS stream.
+pub type SotwClient = AdsClient<DiscoveryRequest, DiscoveryResponse>;
+/// A Delta ADS stream.
+pub type DeltaClient = AdsClient<DeltaDiscoveryRequest, DeltaDiscoveryResponse>;
+
+/// An ADS client on a new connection to `endpoint`, accepting responses of any size.
+async fn ads_client(endpoint: &str) -> AggregatedDiscoveryServiceClient<Channel> {
+    AggregatedDiscoveryServiceClient::connect(endpoint.to_string())
+        .await
+        .unwrap()
+        .max_decoding_message_size(usize::MAX)
+}
+
+impl<Req, Resp> AdsClient<Req, Resp> {
+    pub async fn send(&self, request: Req) {
+        self.tx.send(request).await.unwrap();
+    }
+
+    /// The next response (panics after [`WAIT`] or when the stream ends).
+    pub async fn next(&mut self) -> Resp {
+        tokio::time::timeout(WAIT, self.rx.message())
+            .await
+            .expect("timed out waiting for a response")
+            .unwrap()
+            .expect("stream ended")
+    }
+
+    /// The next response, without a deadline (`None` when the stream ends).
+    pub async fn recv(&mut self) -> Option<Resp> {
+        self.rx.message().await.ok().flatten()
+    }
+
+    /// Waits for the server to end the stream.
+    pub async fn closed(&mut self) -> bool {
+        matches!(
+            tokio::time::timeout(WAIT, self.rx.message()).await,
+            Ok(Ok(None)) | Ok(Err(_))
+        )
+    }
 }
 
 impl SotwClient {
     pub async fn connect(endpoint: &str) -> SotwClient {
-        let mut client = AggregatedDiscoveryServiceClient::connect(endpoint.to_string())
-            .await
-            .unwrap()
-            .max_decoding_message_size(usize::MAX);
         let (tx, requests) = mpsc::channel(16);
-        let rx = client
+        let rx = ads_client(endpoint)
+            .await
             .stream_aggregated_resources(ReceiverStream::new(requests))
             .await
             .unwrap()
             .into_inner();
-        SotwClient { tx, rx }
-    }
-
-    pub async fn send(&self, request: DiscoveryRequest) {
-        self.tx.send(request).await.unwrap();
+        AdsClient { tx, rx }
     }
 
     /// Sends a request for `type_url` with `names`, answering `nonce`/`version`.
@@ -384,54 +419,21 @@ impl SotwClient {
         )
         .await;
     }
-
-    pub async fn next(&mut self) -> DiscoveryResponse {
-        tokio::time::timeout(WAIT, self.rx.message())
-            .await
-            .expect("timed out waiting for a DiscoveryResponse")
-            .unwrap()
-            .expect("stream ended")
-    }
-
-    /// The next response, without a deadline (`None` when the stream ends).
-    pub async fn recv(&mut self) -> Option<DiscoveryResponse> {
-        self.rx.message().await.ok().flatten()
-    }
-
-    /// Waits for the server to end the stream.
-    pub async fn closed(&mut self) -> bool {
-        matches!(
-            tokio::time::timeout(WAIT, self.rx.message()).await,
-            Ok(Ok(None)) | Ok(Err(_))
-        )
-    }
-}
-
-/// One bidirectional Delta ADS stream.
-pub struct DeltaClient {
-    tx: mpsc::Sender<DeltaDiscoveryRequest>,
-    rx: tonic::Streaming<DeltaDiscoveryResponse>,
 }
 
 impl DeltaClient {
     pub async fn connect(endpoint: &str) -> DeltaClient {
-        let mut client = AggregatedDiscoveryServiceClient::connect(endpoint.to_string())
-            .await
-            .unwrap()
-            .max_decoding_message_size(usize::MAX);
         let (tx, requests) = mpsc::channel(16);
-        let rx = client
+        let rx = ads_client(endpoint)
+            .await
             .delta_aggregated_resources(ReceiverStream::new(requests))
             .await
             .unwrap()
             .into_inner();
-        DeltaClient { tx, rx }
+        AdsClient { tx, rx }
     }
 
-    pub async fn send(&self, request: DeltaDiscoveryRequest) {
-        self.tx.send(request).await.unwrap();
-    }
-
+    /// ACKs a response.
     pub async fn ack(&self, response: &DeltaDiscoveryResponse) {
         self.send(DeltaDiscoveryRequest {
             type_url: response.type_url.clone(),
@@ -439,19 +441,6 @@ impl DeltaClient {
             ..Default::default()
         })
         .await;
-    }
-
-    pub async fn next(&mut self) -> DeltaDiscoveryResponse {
-        tokio::time::timeout(WAIT, self.rx.message())
-            .await
-            .expect("timed out waiting for a DeltaDiscoveryResponse")
-            .unwrap()
-            .expect("stream ended")
-    }
-
-    /// The next response, without a deadline (`None` when the stream ends).
-    pub async fn recv(&mut self) -> Option<DeltaDiscoveryResponse> {
-        self.rx.message().await.ok().flatten()
     }
 }
 

@@ -1,0 +1,219 @@
+//! gRPC wire layer of the ADS service: takes HTTP/2 requests for the two ADS methods, decodes their request
+//! streams and yields response bodies built from pre-encoded messages ([`WireMessage`]) whose large resources
+//! are the proxy group's shared encoded bytes, so no stream copies or re-encodes them and an idle stream keeps
+//! no encode buffer.
+
+use std::convert::Infallible;
+use std::future::{ready, Ready};
+use std::marker::PhantomData;
+use std::pin::Pin;
+use std::task::{Context, Poll};
+
+use bytes::{BufMut, Bytes, BytesMut};
+use hyper::body::{Body as HttpBody, Frame};
+use hyper::header::{HeaderMap, HeaderValue, CONTENT_TYPE};
+use prost::encoding::{encode_key, encode_varint, encoded_len_varint, key_len, WireType};
+use prost::Message;
+use tokio::sync::mpsc;
+use tonic::body::Body;
+use tonic::codec::{BufferSettings, DecodeBuf, Decoder, Streaming};
+use tonic::Status;
+
+/// Resources at least this large are sent as their shared bytes (no copy); smaller ones are copied into the
+/// stream's message, which is cheaper than an extra HTTP/2 DATA frame.
+const SHARE_THRESHOLD: usize = 1024;
+
+/// Initial request decode buffer per stream (tonic's default is 8 KiB); it grows for larger requests.
+const DECODE_BUFFER: usize = 1024;
+
+/// One complete gRPC message (length prefix included), as a list of chunks sent in order.
+#[derive(Debug, Default)]
+pub(crate) struct WireMessage {
+    chunks: Vec<Bytes>,
+}
+
+impl WireMessage {
+    /// Total length on the wire (prefix included).
+    pub(crate) fn len(&self) -> usize {
+        self.chunks.iter().map(Bytes::len).sum()
+    }
+
+    /// The message as one contiguous buffer (tests decode it with prost).
+    #[cfg(test)]
+    pub(crate) fn to_vec(&self) -> Vec<u8> {
+        self.chunks.concat()
+    }
+}
+
+/// Writes one gRPC message: the caller's header fields (any prost message) followed by length-delimited
+/// fields whose payload is shared bytes. The total length is given up front, so the 5-byte gRPC prefix is
+/// written first and the message needs no second pass.
+pub(crate) struct MessageWriter {
+    buf: BytesMut,
+    chunks: Vec<Bytes>,
+}
+
+impl MessageWriter {
+    /// Starts a message whose protobuf encoding is `len` bytes long.
+    pub(crate) fn new(len: usize) -> Self {
+        let mut buf = BytesMut::with_capacity(5 + len.min(16 * 1024));
+        buf.put_u8(0); // not compressed
+        buf.put_u32(u32::try_from(len).unwrap_or(u32::MAX));
+        MessageWriter {
+            buf,
+            chunks: Vec::new(),
+        }
+    }
+
+    /// Appends the fields of `header`.
+    pub(crate) fn header(&mut self, header: &impl Message) {
+        header.encode_raw(&mut self.buf);
+    }
+
+    /// Appends field `tag` holding `head` followed by `shared` (`head` is small and per stream, `shared` is
+    /// the group's encoded bytes).
+    pub(crate) fn field(&mut self, tag: u32, head: &[u8], shared: &Bytes) {
+        encode_key(tag, WireType::LengthDelimited, &mut self.buf);
+        encode_varint((head.len() + shared.len()) as u64, &mut self.buf);
+        self.buf.put_slice(head);
+        if shared.len() >= SHARE_THRESHOLD {
+            if !self.buf.is_empty() {
+                self.chunks.push(self.buf.split().freeze());
+            }
+            self.chunks.push(shared.clone());
+        } else {
+            self.buf.put_slice(shared);
+        }
+    }
+
+    /// The finished message.
+    pub(crate) fn finish(mut self) -> WireMessage {
+        if !self.buf.is_empty() {
+            self.chunks.push(self.buf.freeze());
+        }
+        WireMessage {
+            chunks: self.chunks,
+        }
+    }
+}
+
+/// Encoded length of field `tag` holding `len` bytes.
+pub(crate) fn field_len(tag: u32, len: usize) -> usize {
+    key_len(tag) + encoded_len_varint(len as u64) + len
+}
+
+/// What a stream task hands its response body.
+#[derive(Debug)]
+pub(crate) enum Outbound {
+    /// A response message.
+    Message(WireMessage),
+    /// End the call with this status.
+    Fail(Status),
+}
+
+/// The response body of one ADS call: the messages its stream task queues, then the gRPC trailers.
+struct ResponseBody {
+    messages: mpsc::Receiver<Outbound>,
+    current: std::vec::IntoIter<Bytes>,
+    done: bool,
+}
+
+fn trailers(status: &Status) -> Frame<Bytes> {
+    let mut headers = HeaderMap::new();
+    if status.add_header(&mut headers).is_err() {
+        // Only a status whose message cannot be a header value gets here; the code alone still ends the call.
+        headers.insert("grpc-status", HeaderValue::from(status.code() as i32));
+    }
+    Frame::trailers(headers)
+}
+
+impl HttpBody for ResponseBody {
+    type Data = Bytes;
+    type Error = Status;
+
+    fn poll_frame(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+    ) -> Poll<Option<Result<Frame<Bytes>, Status>>> {
+        loop {
+            if let Some(chunk) = self.current.next() {
+                return Poll::Ready(Some(Ok(Frame::data(chunk))));
+            }
+            if self.done {
+                return Poll::Ready(None);
+            }
+            match self.messages.poll_recv(cx) {
+                Poll::Pending => return Poll::Pending,
+                Poll::Ready(Some(Outbound::Message(message))) => {
+                    // Drop the finished message's chunk list before taking the next one.
+                    self.current = message.chunks.into_iter();
+                }
+                Poll::Ready(Some(Outbound::Fail(status))) => {
+                    self.done = true;
+                    return Poll::Ready(Some(Ok(trailers(&status))));
+                }
+                Poll::Ready(None) => {
+                    self.done = true;
+                    return Poll::Ready(Some(Ok(trailers(&Status::ok("")))));
+                }
+            }
+        }
+    }
+}
+
+/// The response of an ADS call whose messages come from `messages`.
+pub(crate) fn response(messages: mpsc::Receiver<Outbound>) -> hyper::Response<Body> {
+    let mut response = hyper::Response::new(Body::new(ResponseBody {
+        messages,
+        current: Vec::new().into_iter(),
+        done: false,
+    }));
+    response
+        .headers_mut()
+        .insert(CONTENT_TYPE, HeaderValue::from_static("application/grpc"));
+    response
+}
+
+/// Decodes requests of type `T` with a small initial buffer.
+pub(crate) struct RequestDecoder<T>(PhantomData<fn() -> T>);
+
+impl<T> Default for RequestDecoder<T> {
+    fn default() -> Self {
+        RequestDecoder(PhantomData)
+    }
+}
+
+impl<T: Message + Default + 'static> Decoder for RequestDecoder<T> {
+    type Item = T;
+    type Error = Status;
+
+    fn decode(&mut self, buf: &mut DecodeBuf<'_>) -> Result<Option<T>, Status> {
+        T::decode(buf)
+            .map(Some)
+            .map_err(|error| Status::invalid_argument(format!("malformed xDS request: {error}")))
+    }
+
+    fn buffer_settings(&self) -> BufferSettings {
+        BufferSettings::new(DECODE_BUFFER, DECODE_BUFFER)
+    }
+}
+
+/// The request stream of an ADS call.
+pub(crate) fn requests<T: Message + Default + Send + 'static>(
+    request: hyper::Request<Body>,
+    max_message_size: usize,
+) -> Streaming<T> {
+    Streaming::new_request(
+        RequestDecoder::<T>::default(),
+        request.into_body(),
+        None,
+        Some(max_message_size),
+    )
+}
+
+/// The answer to a call of a method this service does not have.
+pub(crate) fn unimplemented(path: &str) -> Ready<Result<hyper::Response<Body>, Infallible>> {
+    ready(Ok(
+        Status::unimplemented(format!("no such method: {path}")).into_http()
+    ))
+}
