@@ -56,6 +56,15 @@ pub struct ServeArgs {
     #[arg(long, default_value_t = 30.0, value_parser = parse_interval)]
     request_timeout: f64,
 
+    /// Seconds a webhook client gets to finish the TLS handshake before the connection is dropped.
+    #[arg(long, default_value_t = 10.0, value_parser = parse_interval)]
+    handshake_timeout: f64,
+
+    /// Seconds a webhook client gets to send a request's headers (HTTP/1.1; idle keep-alive time counts too)
+    /// before the connection is closed.
+    #[arg(long, default_value_t = 10.0, value_parser = parse_interval)]
+    header_read_timeout: f64,
+
     /// Folder of config to load and watch: every *.yaml, *.yml and *.json below it (multi-document YAML and
     /// `kind: List` accepted; names starting with "." skipped). On duplicates the lexicographically first path wins.
     #[arg(long)]
@@ -198,6 +207,8 @@ impl ServeArgs {
         let limits = ServerLimits {
             max_connections: self.max_connections.max(1),
             request_timeout: Duration::from_secs_f64(self.request_timeout),
+            handshake_timeout: Duration::from_secs_f64(self.handshake_timeout),
+            header_read_timeout: Duration::from_secs_f64(self.header_read_timeout),
             ..ServerLimits::default()
         };
         ServeConfig {
