@@ -35,8 +35,9 @@ pub struct ServeArgs {
     #[arg(long, requires = "tls_cert")]
     tls_key: Option<PathBuf>,
 
-    /// Seconds between checks of the certificate files for changes.
-    #[arg(long, default_value_t = 5.0, value_parser = parse_interval)]
+    /// Seconds between fallback checks of the certificate files; changes are normally noticed at once through
+    /// file notifications on their folders.
+    #[arg(long, default_value_t = 30.0, value_parser = parse_interval)]
     tls_reload_interval: f64,
 
     /// Without --tls-cert/--tls-key: where to write the CA of the generated self-signed certificate
