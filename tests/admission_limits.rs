@@ -33,6 +33,15 @@ async fn start(dir: &std::path::Path, limits: ServerLimits) -> Running {
     App::new(config).start().await.unwrap()
 }
 
+/// Checks that the server closes `stream` after the 300 ms timeout the test set, within 10 s.
+async fn closed_after_the_timeout<S: AsyncReadExt + Unpin>(stream: &mut S) {
+    let waited = wait_for_close(stream, Duration::from_secs(10)).await;
+    assert!(
+        waited >= Duration::from_millis(250),
+        "closed after {waited:?}"
+    );
+}
+
 /// Reads until the server closes the connection; returns how long that took. Fails after `deadline`.
 async fn wait_for_close<S: AsyncReadExt + Unpin>(stream: &mut S, deadline: Duration) -> Duration {
     let started = Instant::now();
@@ -79,11 +88,7 @@ async fn a_client_that_never_starts_the_handshake_is_dropped() {
     };
     let running = start(dir.path(), limits).await;
     let mut tcp = TcpStream::connect(running.webhook_addr).await.unwrap();
-    let waited = wait_for_close(&mut tcp, Duration::from_secs(10)).await;
-    assert!(
-        waited >= Duration::from_millis(250),
-        "closed after {waited:?}"
-    );
+    closed_after_the_timeout(&mut tcp).await;
     running.shutdown().await.unwrap();
 }
 
@@ -96,11 +101,7 @@ async fn a_client_that_never_sends_headers_is_dropped() {
     };
     let running = start(dir.path(), limits).await;
     let mut tls = connect_tls(dir.path(), &running).await;
-    let waited = wait_for_close(&mut tls, Duration::from_secs(10)).await;
-    assert!(
-        waited >= Duration::from_millis(250),
-        "closed after {waited:?}"
-    );
+    closed_after_the_timeout(&mut tls).await;
     running.shutdown().await.unwrap();
 }
 
