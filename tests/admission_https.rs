@@ -61,7 +61,8 @@ async fn start(dir: &Path) -> Running {
                 cert: dir.join("tls.crt"),
                 key: dir.join("tls.key"),
             }),
-            reload_interval: Duration::from_millis(50),
+            // Far beyond the test deadlines: a rotation must be noticed through file notifications.
+            reload_interval: Duration::from_secs(3600),
             decode: DecodeOptions::default(),
             limits: ServerLimits::default(),
             bench_noop: false,
@@ -268,5 +269,44 @@ async fn without_files_a_self_signed_certificate_is_served_and_its_ca_written() 
     let ca_pem = std::fs::read_to_string(&ca_out).unwrap();
     let (_, review) = send_review(&client_trusting(&ca_pem), &running).await;
     assert_eq!(review["response"]["allowed"], true);
+    running.shutdown().await.unwrap();
+}
+
+#[tokio::test]
+async fn a_kubernetes_style_secret_swap_is_noticed() {
+    // A mounted Secret: tls.crt -> ..data/tls.crt, ..data -> a versioned folder; an update writes a new folder
+    // and renames a fresh `..data_tmp` link over `..data`.
+    let dir = tempfile::tempdir().unwrap();
+    let ca = TestCa::new("test CA");
+    let v1 = dir.path().join("..v1");
+    std::fs::create_dir(&v1).unwrap();
+    let first = ca.write_serving_pair(&v1, "first");
+    std::os::unix::fs::symlink("..v1", dir.path().join("..data")).unwrap();
+    for name in ["tls.crt", "tls.key"] {
+        std::os::unix::fs::symlink(format!("..data/{name}"), dir.path().join(name)).unwrap();
+    }
+    let running = start(dir.path()).await;
+    assert_eq!(
+        send_review(&client_trusting(&ca.pem), &running).await.0,
+        first
+    );
+
+    let v2 = dir.path().join("..v2");
+    std::fs::create_dir(&v2).unwrap();
+    let second = ca.write_serving_pair(&v2, "second");
+    std::os::unix::fs::symlink("..v2", dir.path().join("..data_tmp")).unwrap();
+    std::fs::rename(dir.path().join("..data_tmp"), dir.path().join("..data")).unwrap();
+    let deadline = Instant::now() + Duration::from_secs(20);
+    loop {
+        let (peer, _) = send_review(&client_trusting(&ca.pem), &running).await;
+        if peer == second {
+            break;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "the swapped Secret was never served"
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
     running.shutdown().await.unwrap();
 }

@@ -114,23 +114,23 @@ struct AdmissionReviewIn {
 struct AdmissionReviewOut<'a> {
     api_version: &'a str,
     kind: &'static str,
-    response: AdmissionResponse,
+    response: AdmissionResponse<'a>,
 }
 
 #[derive(Debug, Serialize)]
 #[serde(rename_all = "camelCase")]
-struct AdmissionResponse {
-    uid: String,
+struct AdmissionResponse<'a> {
+    uid: &'a str,
     allowed: bool,
     #[serde(skip_serializing_if = "Option::is_none")]
-    status: Option<Status>,
-    #[serde(skip_serializing_if = "Vec::is_empty")]
-    warnings: Vec<String>,
+    status: Option<Status<'a>>,
+    #[serde(skip_serializing_if = "<[String]>::is_empty")]
+    warnings: &'a [String],
 }
 
 #[derive(Debug, Serialize)]
-struct Status {
-    message: String,
+struct Status<'a> {
+    message: &'a str,
 }
 
 /// Why a request was denied (a metrics label).
@@ -179,23 +179,37 @@ pub struct Reviewed {
     pub kind: Option<Kind>,
     /// `request.dryRun`: it does not change the decision, only metrics and logs.
     pub dry_run: bool,
-    /// `namespace/name` of the object, for logs.
-    pub object_name: String,
-    /// The denial message or the first warnings, for logs; empty when allowed without remarks.
-    pub summary: String,
+    /// `request.namespace`, for logs.
+    pub namespace: Option<String>,
+    /// `request.name` (absent on CREATE with generateName), for logs.
+    pub name: Option<String>,
+    /// The denial message sent in `status.message`; `None` when allowed.
+    pub message: Option<String>,
+    /// The warnings sent back.
+    pub warnings: Vec<String>,
+}
+
+impl Reviewed {
+    /// `namespace/name` of the object (or what of it the request names), for logs.
+    pub fn object_name(&self) -> String {
+        match (&self.namespace, &self.name) {
+            (Some(ns), Some(name)) if !ns.is_empty() => format!("{ns}/{name}"),
+            (_, Some(name)) => name.clone(),
+            _ => String::new(),
+        }
+    }
 }
 
 /// Reviews one AdmissionReview body.
+///
+/// The body is parsed once: the review's own fields into typed fields and the object into one [`Value`] that
+/// the validator reads in place. The path-tracking parser only runs again when the body is malformed, to name
+/// the field in the error.
 pub fn review(body: &[u8], options: &DecodeOptions) -> Result<Reviewed, ReviewError> {
     if body.iter().all(u8::is_ascii_whitespace) {
         return Err(ReviewError::EmptyBody);
     }
-    let mut deserializer = serde_json::Deserializer::from_slice(body);
-    let parsed: AdmissionReviewIn = serde_path_to_error::deserialize(&mut deserializer)
-        .map_err(|e| ReviewError::Malformed(describe_json_error(&e)))?;
-    deserializer
-        .end()
-        .map_err(|e| ReviewError::Malformed(e.to_string()))?;
+    let parsed: AdmissionReviewIn = serde_json::from_slice(body).map_err(|_| malformed(body))?;
     let api_version = API_VERSIONS
         .into_iter()
         .find(|v| *v == parsed.api_version)
@@ -208,22 +222,29 @@ pub fn review(body: &[u8], options: &DecodeOptions) -> Result<Reviewed, ReviewEr
     Ok(decide(api_version, request, options))
 }
 
-fn describe_json_error(error: &serde_path_to_error::Error<serde_json::Error>) -> String {
-    let path = error.path().to_string();
-    if path.is_empty() || path == "." {
-        error.inner().to_string()
-    } else {
-        format!("{path}: {}", error.inner())
-    }
+/// Parses a body that failed the fast parse again, tracking the path, and describes where it went wrong.
+fn malformed(body: &[u8]) -> ReviewError {
+    let mut deserializer = serde_json::Deserializer::from_slice(body);
+    let message = match serde_path_to_error::deserialize::<_, AdmissionReviewIn>(&mut deserializer)
+    {
+        Ok(_) => match deserializer.end() {
+            Ok(()) => "cannot be parsed".to_string(),
+            Err(error) => error.to_string(),
+        },
+        Err(error) => {
+            let path = error.path().to_string();
+            if path.is_empty() || path == "." {
+                error.inner().to_string()
+            } else {
+                format!("{path}: {}", error.inner())
+            }
+        }
+    };
+    ReviewError::Malformed(message)
 }
 
 fn decide(api_version: &str, request: AdmissionRequest, options: &DecodeOptions) -> Reviewed {
     let kind = Kind::from_group_kind(&request.kind.group, &request.kind.kind);
-    let object_name = match (&request.namespace, &request.name) {
-        (Some(ns), Some(name)) if !ns.is_empty() => format!("{ns}/{name}"),
-        (_, Some(name)) => name.clone(),
-        _ => String::new(),
-    };
     let (verdict, status, warnings) = match request.operation {
         Operation::Delete | Operation::Connect => (Verdict::Skipped, None, Vec::new()),
         Operation::Create | Operation::Update => match request.object {
@@ -241,30 +262,36 @@ fn decide(api_version: &str, request: AdmissionRequest, options: &DecodeOptions)
             }
         },
     };
-    let summary = match (&status, warnings.is_empty()) {
-        (Some(message), _) => message.clone(),
-        (None, false) => warnings.join("; "),
-        (None, true) => String::new(),
-    };
     let response = AdmissionReviewOut {
         api_version,
         kind: "AdmissionReview",
         response: AdmissionResponse {
-            uid: request.uid,
+            uid: &request.uid,
             allowed: !matches!(verdict, Verdict::Denied(_)),
-            status: status.map(|message| Status { message }),
-            warnings,
+            status: status.as_deref().map(|message| Status { message }),
+            warnings: &warnings,
         },
     };
+    // A typical response is under 200 bytes; warnings and denial messages add their length.
+    let mut body = Vec::with_capacity(
+        160 + request.uid.len()
+            + status.as_ref().map_or(0, String::len)
+            + warnings.iter().map(|w| w.len() + 3).sum::<usize>(),
+    );
+    // Serializing plain strings and bools into a Vec cannot fail; an empty body would be rejected anyway.
+    if serde_json::to_writer(&mut body, &response).is_err() {
+        body.clear();
+    }
     Reviewed {
-        // Serializing plain strings and bools cannot fail; an empty body would be rejected by the API server.
-        body: serde_json::to_vec(&response).unwrap_or_default(),
+        body,
         verdict,
         operation: request.operation,
         kind,
         dry_run: request.dry_run.unwrap_or(false),
-        object_name,
-        summary,
+        namespace: request.namespace,
+        name: request.name,
+        message: status,
+        warnings,
     }
 }
 

@@ -9,8 +9,8 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use axum::Router;
+use hyper::server::conn::{http1, http2};
 use hyper_util::rt::{TokioExecutor, TokioIo, TokioTimer};
-use hyper_util::server::conn::auto;
 use hyper_util::server::graceful::GracefulShutdown;
 use hyper_util::service::TowerToHyperService;
 use rustls::ServerConfig;
@@ -61,15 +61,12 @@ pub async fn serve_https(
     let acceptor = TlsAcceptor::from(tls);
     let slots = Arc::new(Semaphore::new(limits.max_connections));
     let graceful = GracefulShutdown::new();
-    let mut builder = auto::Builder::new(TokioExecutor::new());
-    builder
-        .http1()
+    let mut http1 = http1::Builder::new();
+    http1
         .timer(TokioTimer::new())
         .header_read_timeout(limits.header_read_timeout);
-    builder
-        .http2()
-        .timer(TokioTimer::new())
-        .max_concurrent_streams(256);
+    let mut http2 = http2::Builder::new(TokioExecutor::new());
+    http2.timer(TokioTimer::new()).max_concurrent_streams(256);
     tokio::pin!(shutdown);
     loop {
         let slot = tokio::select! {
@@ -91,8 +88,12 @@ pub async fn serve_https(
                 }
             },
         };
+        // Responses are written whole; Nagle would only delay them.
+        if let Err(error) = tcp.set_nodelay(true) {
+            tracing::debug!(%peer, %error, "cannot disable Nagle's algorithm");
+        }
         let acceptor = acceptor.clone();
-        let builder = builder.clone();
+        let (http1, http2) = (http1.clone(), http2.clone());
         let service = TowerToHyperService::new(app.clone());
         let watcher = graceful.watcher();
         let handshake_timeout = limits.handshake_timeout;
@@ -109,10 +110,17 @@ pub async fn serve_https(
                     return;
                 }
             };
-            let connection = builder
-                .serve_connection(TokioIo::new(stream), service)
-                .into_owned();
-            if let Err(error) = watcher.watch(connection).await {
+            // HTTP/2 over TLS is only spoken after ALPN chose it (RFC 9113 section 3.2); everything else is
+            // HTTP/1.1. Choosing here, rather than sniffing the first bytes, starts the header-read timeout as
+            // soon as the handshake ends, so a client that never sends a request is dropped.
+            let is_h2 = stream.get_ref().1.alpn_protocol() == Some(b"h2");
+            let io = TokioIo::new(stream);
+            let result = if is_h2 {
+                watcher.watch(http2.serve_connection(io, service)).await
+            } else {
+                watcher.watch(http1.serve_connection(io, service)).await
+            };
+            if let Err(error) = result {
                 tracing::debug!(%peer, %error, "connection ended with an error");
             }
         });

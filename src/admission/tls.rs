@@ -1,7 +1,7 @@
 //! Serving certificates for the webhook: takes PEM files (or nothing, for a local self-signed setup) and yields
 //! a rustls [`ServerConfig`] (TLS 1.2 and 1.3 only) whose certificate can be swapped while the server runs.
 //!
-//! Files are re-read on a poll interval; when their contents change and the new pair is valid, new handshakes
+//! Files are re-read when their folders report a change (and on a slow poll, as a fallback); when their contents change and the new pair is valid, new handshakes
 //! get the new certificate. Established connections keep the one they negotiated. A bad pair is logged and
 //! the previous certificate stays in use.
 
@@ -10,6 +10,7 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, PoisonError, RwLock};
 use std::time::Duration;
 
+use notify::{EventKind, RecommendedWatcher, RecursiveMode, Watcher};
 use rustls::crypto::CryptoProvider;
 use rustls::pki_types::pem::PemObject;
 use rustls::pki_types::{CertificateDer, PrivateKeyDer};
@@ -250,8 +251,66 @@ fn write_ca(path: &Path, pem: &str) -> Result<(), TlsError> {
     std::fs::rename(&tmp, path).map_err(fail)
 }
 
-/// Re-reads `files` every `interval` until `shutdown` resolves, swapping the served certificate when the
-/// contents change and the new pair is valid.
+/// Waits after a file notification before re-reading, so that a certificate and key written one after the other
+/// are read as a pair.
+const SETTLE: Duration = Duration::from_millis(20);
+
+/// Watches the folders holding `files` (not the files: Kubernetes swaps a mounted Secret by renaming its `..data`
+/// link in the folder) and wakes `wake` on every change. `None` when watching is impossible; the poll remains.
+fn watch_folders(files: &TlsFiles, wake: Arc<tokio::sync::Notify>) -> Option<RecommendedWatcher> {
+    let watcher = notify::recommended_watcher(move |event: notify::Result<notify::Event>| {
+        // Reading the files ourselves raises access events; only changes matter.
+        if event.is_ok_and(|e| !matches!(e.kind, EventKind::Access(_))) {
+            wake.notify_one();
+        }
+    });
+    let mut watcher = match watcher {
+        Ok(watcher) => watcher,
+        Err(error) => {
+            tracing::warn!(%error, "cannot watch the webhook certificate files; polling only");
+            return None;
+        }
+    };
+    for file in [&files.cert, &files.key] {
+        let folder = file
+            .parent()
+            .filter(|d| !d.as_os_str().is_empty())
+            .unwrap_or(Path::new("."));
+        if let Err(error) = watcher.watch(folder, RecursiveMode::NonRecursive) {
+            tracing::warn!(%error, folder = %folder.display(), "cannot watch a certificate folder; polling it");
+        }
+    }
+    Some(watcher)
+}
+
+/// Swaps the served certificate when the files at `files` changed since `last` and hold a valid pair; updates
+/// `last` either way, so a broken pair is retried only once it changes again.
+fn reload(files: &TlsFiles, last: &mut PemPair, store: &CertStore, metrics: &WebhookMetrics) {
+    let pair = match read_pair(files) {
+        Ok(pair) if pair == *last => return,
+        Ok(pair) => pair,
+        Err(error) => {
+            tracing::warn!(%error, "cannot re-read the webhook certificate; keeping the current one");
+            return;
+        }
+    };
+    match parse_pair(files, &pair) {
+        Ok(key) => {
+            store.replace(key);
+            metrics.observe_cert_reload(true);
+            tracing::info!(cert = %files.cert.display(), "webhook certificate reloaded");
+        }
+        Err(error) => {
+            // Often the certificate was written before its key; the next change retries.
+            metrics.observe_cert_reload(false);
+            tracing::warn!(%error, "new webhook certificate is not usable; keeping the current one");
+        }
+    }
+    *last = pair;
+}
+
+/// Reloads `files` when their folders report a change, and every `interval` as a fallback, until `shutdown`
+/// resolves; the served certificate is swapped when the contents change and the new pair is valid.
 pub async fn watch_files(
     files: TlsFiles,
     mut last: PemPair,
@@ -261,35 +320,17 @@ pub async fn watch_files(
     shutdown: impl Future<Output = ()>,
 ) {
     tokio::pin!(shutdown);
+    let wake = Arc::new(tokio::sync::Notify::new());
+    let _watcher = watch_folders(&files, Arc::clone(&wake));
     let mut ticker = tokio::time::interval(interval);
     ticker.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     loop {
         tokio::select! {
             _ = &mut shutdown => return,
             _ = ticker.tick() => {}
+            _ = wake.notified() => tokio::time::sleep(SETTLE).await,
         }
-        let pair = match read_pair(&files) {
-            Ok(pair) if pair == last => continue,
-            Ok(pair) => pair,
-            Err(error) => {
-                tracing::warn!(%error, "cannot re-read the webhook certificate; keeping the current one");
-                continue;
-            }
-        };
-        match parse_pair(&files, &pair) {
-            Ok(key) => {
-                store.replace(key);
-                metrics.observe_cert_reload(true);
-                tracing::info!(cert = %files.cert.display(), "webhook certificate reloaded");
-                last = pair;
-            }
-            Err(error) => {
-                // Often the certificate was written before its key; the next change retries.
-                metrics.observe_cert_reload(false);
-                tracing::warn!(%error, "new webhook certificate is not usable; keeping the current one");
-                last = pair;
-            }
-        }
+        reload(&files, &mut last, &store, &metrics);
     }
 }
 

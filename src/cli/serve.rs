@@ -35,8 +35,9 @@ pub struct ServeArgs {
     #[arg(long, requires = "tls_cert")]
     tls_key: Option<PathBuf>,
 
-    /// Seconds between checks of the certificate files for changes.
-    #[arg(long, default_value_t = 5.0, value_parser = parse_interval)]
+    /// Seconds between fallback checks of the certificate files; changes are normally noticed at once through
+    /// file notifications on their folders.
+    #[arg(long, default_value_t = 30.0, value_parser = parse_interval)]
     tls_reload_interval: f64,
 
     /// Without --tls-cert/--tls-key: where to write the CA of the generated self-signed certificate
@@ -55,6 +56,15 @@ pub struct ServeArgs {
     /// Seconds allowed per webhook request before it is answered with 408.
     #[arg(long, default_value_t = 30.0, value_parser = parse_interval)]
     request_timeout: f64,
+
+    /// Seconds a webhook client gets to finish the TLS handshake before the connection is dropped.
+    #[arg(long, default_value_t = 10.0, value_parser = parse_interval)]
+    handshake_timeout: f64,
+
+    /// Seconds a webhook client gets to send a request's headers (HTTP/1.1; idle keep-alive time counts too)
+    /// before the connection is closed.
+    #[arg(long, default_value_t = 10.0, value_parser = parse_interval)]
+    header_read_timeout: f64,
 
     /// Folder of config to load and watch: every *.yaml, *.yml and *.json below it (multi-document YAML and
     /// `kind: List` accepted; names starting with "." skipped). On duplicates the lexicographically first path wins.
@@ -198,6 +208,8 @@ impl ServeArgs {
         let limits = ServerLimits {
             max_connections: self.max_connections.max(1),
             request_timeout: Duration::from_secs_f64(self.request_timeout),
+            handshake_timeout: Duration::from_secs_f64(self.handshake_timeout),
+            header_read_timeout: Duration::from_secs_f64(self.header_read_timeout),
             ..ServerLimits::default()
         };
         ServeConfig {
