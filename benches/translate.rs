@@ -9,7 +9,7 @@ use std::sync::Arc;
 
 use admitpilot::model::decode::{decode, DecodeOptions, Decoded};
 use admitpilot::model::{ConfigObject, Snapshot};
-use admitpilot::translate::{GatewayResources, Options, Proxy, Translator};
+use admitpilot::translate::{translate, GatewayResources, Options, Proxy, Translator};
 use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion};
 use prost::Message;
 use serde_json::{json, Value};
@@ -143,7 +143,7 @@ fn bench(c: &mut Criterion) {
     for routes in [100, 1_000, 10_000] {
         let snap = snapshot(routes);
         let before = rss();
-        let resources = Translator::new(Options::default()).translate(&snap, &proxy);
+        let resources = translate(&snap, &proxy);
         let grown = rss().saturating_sub(before);
         assert_eq!(route_count(&resources), routes);
         eprintln!(
@@ -154,7 +154,7 @@ fn bench(c: &mut Criterion) {
         );
         drop(resources);
         full.bench_with_input(BenchmarkId::from_parameter(routes), &snap, |b, snap| {
-            b.iter(|| Translator::new(Options::default()).translate(snap, &proxy));
+            b.iter(|| translate(snap, &proxy));
         });
     }
     full.finish();
@@ -168,11 +168,19 @@ fn bench(c: &mut Criterion) {
         changed.objects.insert(edited.key(), edited);
         let mut translator = Translator::new(Options::default());
         translator.translate(&base, &proxy);
+        assert_eq!(
+            translator.translate(&changed, &proxy),
+            &translate(&changed, &proxy),
+            "the incremental output equals a fresh translation"
+        );
         let mut flip = false;
         incremental.bench_with_input(BenchmarkId::from_parameter(routes), &routes, |b, _| {
             b.iter(|| {
                 flip = !flip;
-                translator.translate(if flip { &changed } else { &base }, &proxy)
+                translator
+                    .translate(if flip { &base } else { &changed }, &proxy)
+                    .route_configs
+                    .len()
             });
         });
     }

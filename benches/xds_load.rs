@@ -116,8 +116,9 @@ fn build(routes: usize, clusters: usize, version: u64) -> GatewayResources {
 async fn serve(options: Options) {
     let (snapshots, receiver) = tokio::sync::watch::channel(Arc::new(Snapshot::default()));
     let (routes, clusters) = (options.routes, options.clusters);
-    let translate: TranslateFn =
-        Arc::new(move |snapshot: &Snapshot, _: &Proxy| build(routes, clusters, snapshot.version));
+    let translate = TranslateFn::stateless(move |snapshot: &Snapshot, _: &Proxy| {
+        build(routes, clusters, snapshot.version)
+    });
     let server = XdsServer::new(receiver, translate, XdsMetrics::default());
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     println!("READY {}", listener.local_addr().unwrap().port());

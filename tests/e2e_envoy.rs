@@ -195,7 +195,7 @@ mod config_dir {
         tokio::sync::oneshot::Sender<()>,
         tokio::task::JoinHandle<()>,
     ) {
-        let translate: TranslateFn = Arc::new(admitpilot::translate::translate);
+        let translate = TranslateFn::caching(admitpilot::translate::Options::default());
         let server = XdsServer::new(snapshots, translate, XdsMetrics::default());
         let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
         let serving = server.clone();

@@ -34,7 +34,7 @@ async fn app_serves_xds_and_syncz() {
         admin_addr: "127.0.0.1:0".parse().unwrap(),
     };
     let (snapshots, receiver) = tokio::sync::watch::channel(Arc::new(Snapshot::default()));
-    let translate: TranslateFn = Arc::new(|snapshot: &Snapshot, _: &Proxy| GatewayResources {
+    let translate = TranslateFn::stateless(|snapshot: &Snapshot, _: &Proxy| GatewayResources {
         clusters: vec![eds_cluster(&format!("v{}", snapshot.version))],
         ..Default::default()
     });

@@ -116,7 +116,7 @@ async fn unreadable_tls_files_are_reported() {
         tokio::sync::watch::channel(std::sync::Arc::new(admitpilot::model::Snapshot::default()));
     let server = admitpilot::xds::XdsServer::new(
         rx,
-        std::sync::Arc::new(admitpilot::translate::translate),
+        admitpilot::xds::TranslateFn::caching(admitpilot::translate::Options::default()),
         admitpilot::xds::XdsMetrics::default(),
     );
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();

@@ -4,7 +4,6 @@
 use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::process::ExitCode;
-use std::sync::Arc;
 use std::time::Duration;
 
 use admitpilot::admission::server::ServerLimits;
@@ -239,7 +238,7 @@ pub fn run(args: ServeArgs) -> anyhow::Result<ExitCode> {
         .build()
         .context("cannot start the async runtime")?;
     runtime.block_on(async {
-        let translate: TranslateFn = Arc::new(admitpilot::translate::translate);
+        let translate = TranslateFn::caching(admitpilot::translate::Options::default());
         let running = App::new(config)
             .sources(sources)
             .xds(xds, translate)

@@ -1,6 +1,7 @@
-//! Per-group configuration cache: takes the snapshot watch channel and a translate function, yields one
-//! `watch` channel of [`GroupConfig`] per proxy group. Each snapshot is translated once per group; groups whose
-//! content did not change are not woken; slow readers only ever see the latest value (watch coalescing).
+//! Per-group configuration cache: takes the snapshot watch channel and a [`TranslateFn`], yields one `watch`
+//! channel of [`GroupConfig`] per proxy group. Each group keeps its own translator, so a snapshot is translated
+//! once per group reusing that group's earlier work; groups whose content did not change are not woken; slow
+//! readers only ever see the latest value (watch coalescing).
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
@@ -10,16 +11,82 @@ use tokio::sync::watch;
 
 use super::resources::GroupConfig;
 use crate::model::Snapshot;
-use crate::translate::{GatewayResources, Proxy};
+use crate::translate::{GatewayResources, Options, Proxy, Translator};
 
-/// The translation the server runs for each proxy group (normally [`crate::translate::translate`]).
-pub type TranslateFn = Arc<dyn Fn(&Snapshot, &Proxy) -> GatewayResources + Send + Sync>;
+/// Translates snapshots for one proxy group, keeping what it reuses between calls.
+pub trait GroupTranslator: Send {
+    /// Translates `snapshot` for `proxy` (a proxy of the group) and returns the resources.
+    fn translate(&mut self, snapshot: &Snapshot, proxy: &Proxy) -> &GatewayResources;
+}
+
+impl GroupTranslator for Translator {
+    fn translate(&mut self, snapshot: &Snapshot, proxy: &Proxy) -> &GatewayResources {
+        Translator::translate(self, snapshot, proxy)
+    }
+}
+
+type StatelessFn = Arc<dyn Fn(&Snapshot, &Proxy) -> GatewayResources + Send + Sync>;
+
+/// A function called for every translation, keeping only its last output.
+struct Stateless {
+    translate: StatelessFn,
+    last: GatewayResources,
+}
+
+impl GroupTranslator for Stateless {
+    fn translate(&mut self, snapshot: &Snapshot, proxy: &Proxy) -> &GatewayResources {
+        self.last = (self.translate)(snapshot, proxy);
+        &self.last
+    }
+}
+
+/// How the server translates: makes the translator of each proxy group.
+#[derive(Clone)]
+pub struct TranslateFn {
+    new_group: Arc<dyn Fn() -> Box<dyn GroupTranslator> + Send + Sync>,
+}
+
+impl std::fmt::Debug for TranslateFn {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("TranslateFn").finish_non_exhaustive()
+    }
+}
+
+impl TranslateFn {
+    /// A caching [`Translator`] per proxy group, with these options (what `serve` uses).
+    pub fn caching(options: Options) -> Self {
+        TranslateFn {
+            new_group: Arc::new(move || Box::new(Translator::new(options.clone()))),
+        }
+    }
+
+    /// Calls `translate` for every translation, reusing nothing (fixed or hand-built configurations).
+    pub fn stateless(
+        translate: impl Fn(&Snapshot, &Proxy) -> GatewayResources + Send + Sync + 'static,
+    ) -> Self {
+        let translate: StatelessFn = Arc::new(translate);
+        TranslateFn {
+            new_group: Arc::new(move || {
+                Box::new(Stateless {
+                    translate: Arc::clone(&translate),
+                    last: GatewayResources::default(),
+                })
+            }),
+        }
+    }
+}
+
+/// One proxy group: its translator and the channel its streams watch.
+struct Group {
+    translator: Box<dyn GroupTranslator>,
+    sender: watch::Sender<Arc<GroupConfig>>,
+}
 
 /// Latest encoded configuration of every proxy group that has at least one connected stream.
 pub struct ConfigCache {
     snapshots: watch::Receiver<Arc<Snapshot>>,
     translate: TranslateFn,
-    groups: Mutex<HashMap<Proxy, watch::Sender<Arc<GroupConfig>>>>,
+    groups: Mutex<HashMap<Proxy, Group>>,
 }
 
 impl std::fmt::Debug for ConfigCache {
@@ -40,7 +107,7 @@ impl ConfigCache {
         })
     }
 
-    fn lock(&self) -> MutexGuard<'_, HashMap<Proxy, watch::Sender<Arc<GroupConfig>>>> {
+    fn lock(&self) -> MutexGuard<'_, HashMap<Proxy, Group>> {
         self.groups.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
@@ -49,52 +116,26 @@ impl ConfigCache {
     pub fn subscribe(&self, proxy: &Proxy) -> watch::Receiver<Arc<GroupConfig>> {
         let mut groups = self.lock();
         let snapshot = self.snapshots.borrow().clone();
-        if let Some(sender) = groups.get(proxy) {
-            let previous = sender.borrow().clone();
-            if previous.snapshot_version != snapshot.version {
-                self.refresh_group(sender, &snapshot, proxy, Instant::now());
+        if let Some(group) = groups.get_mut(proxy) {
+            if group.sender.borrow().snapshot_version != snapshot.version {
+                group.refresh(&snapshot, proxy, Instant::now());
             }
-            return sender.subscribe();
+            return group.sender.subscribe();
         }
-        groups.retain(|_, sender| sender.receiver_count() > 0);
-        let resources = (self.translate)(&snapshot, proxy);
-        let config = GroupConfig::encode(&resources, snapshot.version, Instant::now(), None);
+        groups.retain(|_, group| group.sender.receiver_count() > 0);
+        let mut translator = (self.translate.new_group)();
+        let resources = translator.translate(&snapshot, proxy);
+        let config = GroupConfig::encode(resources, snapshot.version, Instant::now(), None);
         let (sender, receiver) = watch::channel(Arc::new(config));
-        groups.insert(proxy.clone(), sender);
+        groups.insert(proxy.clone(), Group { translator, sender });
         receiver
-    }
-
-    /// Re-translates one group; returns whether its content changed (and was published).
-    fn refresh_group(
-        &self,
-        sender: &watch::Sender<Arc<GroupConfig>>,
-        snapshot: &Snapshot,
-        proxy: &Proxy,
-        published: Instant,
-    ) -> bool {
-        let previous = sender.borrow().clone();
-        let resources = (self.translate)(snapshot, proxy);
-        let config = GroupConfig::encode(&resources, snapshot.version, published, Some(&previous));
-        if config.same_content(&previous) {
-            // Record the version without waking anyone.
-            sender.send_if_modified(|current| {
-                *current = Arc::new(GroupConfig {
-                    snapshot_version: snapshot.version,
-                    ..(**current).clone()
-                });
-                false
-            });
-            return false;
-        }
-        sender.send_replace(Arc::new(config));
-        true
     }
 
     /// Number of proxy groups with connected streams.
     pub fn group_count(&self) -> usize {
         self.lock()
             .values()
-            .filter(|sender| sender.receiver_count() > 0)
+            .filter(|group| group.sender.receiver_count() > 0)
             .count()
     }
 
@@ -121,13 +162,13 @@ impl ConfigCache {
     /// Re-translates every live group for `snapshot`; returns how many groups changed.
     pub fn refresh(&self, snapshot: &Snapshot, published: Instant) -> usize {
         let mut groups = self.lock();
-        groups.retain(|_, sender| sender.receiver_count() > 0);
+        groups.retain(|_, group| group.sender.receiver_count() > 0);
         let mut changed = 0;
-        for (proxy, sender) in groups.iter() {
-            if sender.borrow().snapshot_version == snapshot.version {
+        for (proxy, group) in groups.iter_mut() {
+            if group.sender.borrow().snapshot_version == snapshot.version {
                 continue;
             }
-            if self.refresh_group(sender, snapshot, proxy, published) {
+            if group.refresh(snapshot, proxy, published) {
                 changed += 1;
             }
         }
@@ -138,6 +179,28 @@ impl ConfigCache {
             "translated snapshot for xDS"
         );
         changed
+    }
+}
+
+impl Group {
+    /// Re-translates the group; returns whether its content changed (and was published).
+    fn refresh(&mut self, snapshot: &Snapshot, proxy: &Proxy, published: Instant) -> bool {
+        let previous = self.sender.borrow().clone();
+        let resources = self.translator.translate(snapshot, proxy);
+        let config = GroupConfig::encode(resources, snapshot.version, published, Some(&previous));
+        if config.same_content(&previous) {
+            // Record the version without waking anyone.
+            self.sender.send_if_modified(|current| {
+                *current = Arc::new(GroupConfig {
+                    snapshot_version: snapshot.version,
+                    ..(**current).clone()
+                });
+                false
+            });
+            return false;
+        }
+        self.sender.send_replace(Arc::new(config));
+        true
     }
 }
 
@@ -159,7 +222,7 @@ mod tests {
     fn one_translation_per_group_and_unchanged_groups_not_woken() {
         let calls = Arc::new(AtomicUsize::new(0));
         let counter = calls.clone();
-        let translate: TranslateFn = Arc::new(move |snapshot: &Snapshot, proxy: &Proxy| {
+        let translate = TranslateFn::stateless(move |snapshot: &Snapshot, proxy: &Proxy| {
             counter.fetch_add(1, Ordering::SeqCst);
             // Namespace "a" sees the snapshot version; "b" always gets the same cluster.
             let name = if proxy.namespace == "a" {

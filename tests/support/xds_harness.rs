@@ -60,8 +60,8 @@ impl TestServer {
     pub async fn start(initial: GatewayResources) -> TestServer {
         let resources = Arc::new(Mutex::new(initial));
         let source = resources.clone();
-        let translate: TranslateFn =
-            Arc::new(move |_: &Snapshot, _: &Proxy| source.lock().unwrap().clone());
+        let translate =
+            TranslateFn::stateless(move |_: &Snapshot, _: &Proxy| source.lock().unwrap().clone());
         Self::start_with(translate, resources, None).await
     }
 
@@ -131,8 +131,8 @@ impl TestServer {
     pub async fn start_tls(initial: GatewayResources, tls: TlsFiles) -> TestServer {
         let resources = Arc::new(Mutex::new(initial));
         let source = resources.clone();
-        let translate: TranslateFn =
-            Arc::new(move |_: &Snapshot, _: &Proxy| source.lock().unwrap().clone());
+        let translate =
+            TranslateFn::stateless(move |_: &Snapshot, _: &Proxy| source.lock().unwrap().clone());
         Self::start_with(translate, resources, Some(tls)).await
     }
 

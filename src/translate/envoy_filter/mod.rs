@@ -111,20 +111,47 @@ impl<'a> Patches<'a> {
     }
 }
 
+/// Which parts of the resources [`apply`] may have changed besides the listeners and extension configs,
+/// so a caller reusing earlier output knows what to rebuild.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Touched {
+    /// Route configurations (ROUTE_CONFIGURATION, VIRTUAL_HOST or HTTP_ROUTE patches applied).
+    pub route_configs: bool,
+    /// Clusters (CLUSTER patches applied).
+    pub clusters: bool,
+}
+
 /// Applies every EnvoyFilter in `filters` that selects `proxy` to `resources` (other kinds are ignored).
+/// Endpoints and secrets are never patched.
 pub fn apply(
     resources: &mut GatewayResources,
     filters: &[&ConfigObject],
     proxy: &Proxy,
     options: &PatchOptions,
-) {
+) -> Touched {
     let patches = prepare(filters, proxy, options);
+    let touched = Touched {
+        route_configs: [
+            ApplyTo::RouteConfiguration,
+            ApplyTo::VirtualHost,
+            ApplyTo::HttpRoute,
+        ]
+        .into_iter()
+        .any(|kind| patches.of(kind).next().is_some()),
+        clusters: patches.of(ApplyTo::Cluster).next().is_some(),
+    };
     if patches.all.is_empty() {
-        return;
+        return touched;
     }
     listener::patch_listeners(&mut resources.listeners, &patches);
-    route::patch_route_configurations(&mut resources.route_configs, &patches);
-    cluster::patch_clusters(&mut resources.clusters, &patches);
+    if touched.route_configs {
+        route::patch_route_configurations(&mut resources.route_configs, &patches);
+        resources.route_configs.sort_by(|a, b| a.name.cmp(&b.name));
+    }
+    if touched.clusters {
+        cluster::patch_clusters(&mut resources.clusters, &patches);
+        resources.clusters.sort_by(|a, b| a.name.cmp(&b.name));
+    }
     for patch in patches.of(ApplyTo::ExtensionConfig) {
         if patch.operation != Operation::Add {
             continue;
@@ -139,11 +166,10 @@ pub fn apply(
         }
     }
     resources.listeners.sort_by(|a, b| a.name.cmp(&b.name));
-    resources.route_configs.sort_by(|a, b| a.name.cmp(&b.name));
-    resources.clusters.sort_by(|a, b| a.name.cmp(&b.name));
     resources
         .extension_configs
         .sort_by(|a, b| a.name.cmp(&b.name));
+    touched
 }
 
 /// Selects, orders and converts the patches that apply to `proxy`.

@@ -1,0 +1,338 @@
+//! Unit tests of [`Translator`]: cached translation equals a fresh [`translate`] after every kind of change.
+
+use serde_json::{json, Value};
+
+use super::*;
+use crate::model::ObjectKey;
+
+fn object(doc: Value) -> Arc<ConfigObject> {
+    match decode(&doc, &DecodeOptions::default()) {
+        Decoded::Object { object, .. } => Arc::new(object),
+        other => panic!("test document does not decode: {other:?}"),
+    }
+}
+
+fn vs(name: &str, prefix: &str, delegate: Option<&str>) -> Arc<ConfigObject> {
+    let rule = match delegate {
+        Some(d) => json!({"match": [{"uri": {"prefix": prefix}}], "delegate": {"name": d}}),
+        None => json!({"match": [{"uri": {"prefix": prefix}}],
+                       "route": [{"destination": {"host": "web"}}]}),
+    };
+    object(json!({
+        "apiVersion": "networking.istio.io/v1", "kind": "VirtualService",
+        "metadata": {"name": name, "namespace": "apps"},
+        "spec": {"hosts": [format!("{name}.example.com")], "gateways": ["istio-system/gw"],
+                 "http": [rule]}
+    }))
+}
+
+fn delegate(name: &str, prefix: &str) -> Arc<ConfigObject> {
+    object(json!({
+        "apiVersion": "networking.istio.io/v1", "kind": "VirtualService",
+        "metadata": {"name": name, "namespace": "apps"},
+        "spec": {"http": [{"match": [{"uri": {"prefix": prefix}}],
+                           "route": [{"destination": {"host": "web"}}]}]}
+    }))
+}
+
+fn gateway(servers: Value) -> Arc<ConfigObject> {
+    object(json!({
+        "apiVersion": "networking.istio.io/v1", "kind": "Gateway",
+        "metadata": {"name": "gw", "namespace": "istio-system"},
+        "spec": {"selector": {"istio": "ingressgateway"}, "servers": servers}
+    }))
+}
+
+fn http_gateway() -> Arc<ConfigObject> {
+    gateway(json!([{"port": {"number": 80, "name": "http", "protocol": "HTTP"}, "hosts": ["*"]}]))
+}
+
+/// A snapshot holding these objects (later ones replace earlier ones with the same key).
+fn snapshot_of(objects: impl IntoIterator<Item = Arc<ConfigObject>>) -> Snapshot {
+    let objects: BTreeMap<ObjectKey, Arc<ConfigObject>> =
+        objects.into_iter().map(|o| (o.key(), o)).collect();
+    Snapshot {
+        version: 1,
+        objects: objects.into_iter().collect(),
+    }
+}
+
+fn snapshot(objects: Vec<Arc<ConfigObject>>) -> Snapshot {
+    snapshot_of(std::iter::once(http_gateway()).chain(objects))
+}
+
+/// The snapshot with `changes` applied: objects replace those with the same key.
+fn with(base: &Snapshot, changes: Vec<Arc<ConfigObject>>) -> Snapshot {
+    snapshot_of(
+        base.objects
+            .iter()
+            .map(|(_, o)| Arc::clone(o))
+            .chain(changes),
+    )
+}
+
+/// The snapshot without the object `kind/namespace/name`.
+fn without(base: &Snapshot, kind: Kind, namespace: &str, name: &str) -> Snapshot {
+    let key = ObjectKey::new(kind, namespace, name);
+    snapshot_of(
+        base.objects
+            .iter()
+            .filter(|(k, _)| **k != key)
+            .map(|(_, o)| Arc::clone(o)),
+    )
+}
+
+fn proxy() -> Proxy {
+    Proxy {
+        namespace: "istio-system".into(),
+        labels: [("istio".to_string(), "ingressgateway".to_string())].into(),
+    }
+}
+
+#[test]
+fn cached_translation_equals_fresh_translation_after_changes() {
+    let mut translator = Translator::new(Options::default());
+    let first = snapshot(vec![vs("a", "/a", None), vs("b", "/b", None)]);
+    assert_eq!(
+        translator.translate(&first, &proxy()),
+        &translate(&first, &proxy())
+    );
+    let second = with(&first, vec![vs("a", "/a2", None)]);
+    let incremental = translator.translate(&second, &proxy()).clone();
+    assert_eq!(incremental, translate(&second, &proxy()));
+    let paths = format!("{:?}", incremental.route_configs);
+    assert!(paths.contains("/a2") && !paths.contains("\"/a\""));
+    assert_eq!(translator.routes.len(), 2, "stale entries are evicted");
+}
+
+#[test]
+fn delegate_change_invalidates_the_root() {
+    let mut translator = Translator::new(Options::default());
+    let first = snapshot(vec![
+        vs("root", "/x", Some("child")),
+        delegate("child", "/x/1"),
+    ]);
+    translator.translate(&first, &proxy());
+    let second = with(&first, vec![delegate("child", "/x/2")]);
+    let out = translator.translate(&second, &proxy()).clone();
+    assert_eq!(out, translate(&second, &proxy()));
+    assert!(format!("{:?}", out.route_configs).contains("/x/2"));
+}
+
+#[test]
+fn unknown_destinations_get_an_empty_cluster() {
+    let out = translate(&snapshot(vec![vs("a", "/a", None)]), &proxy());
+    let name = "outbound|80||web.apps.svc.cluster.local";
+    assert!(out.clusters.iter().any(|c| c.name == name));
+    let cla = out.endpoints.iter().find(|e| e.cluster_name == name);
+    assert!(cla.is_some_and(|e| e.endpoints.is_empty()));
+}
+
+#[test]
+fn unselected_proxy_gets_nothing() {
+    let other = Proxy {
+        namespace: "istio-system".into(),
+        labels: [("app".to_string(), "other".to_string())].into(),
+    };
+    let out = translate(&snapshot(vec![vs("a", "/a", None)]), &other);
+    assert!(out.listeners.is_empty() && out.route_configs.is_empty());
+}
+
+fn service(name: &str, port: u16) -> Arc<ConfigObject> {
+    object(json!({
+        "apiVersion": "v1", "kind": "Service",
+        "metadata": {"name": name, "namespace": "apps"},
+        "spec": {"ports": [{"name": "http", "port": port}]}
+    }))
+}
+
+fn endpoint_slice(service: &str, version: &str, address: &str) -> Arc<ConfigObject> {
+    object(json!({
+        "apiVersion": "discovery.k8s.io/v1", "kind": "EndpointSlice",
+        "metadata": {"name": format!("{service}-{version}"), "namespace": "apps",
+                     "labels": {"kubernetes.io/service-name": service, "version": version}},
+        "addressType": "IPv4",
+        "ports": [{"name": "http", "port": 8080}],
+        "endpoints": [{"addresses": [address]}]
+    }))
+}
+
+fn destination_rule(subsets: &[&str], consecutive_errors: u32) -> Arc<ConfigObject> {
+    let subsets: Vec<Value> = subsets
+        .iter()
+        .map(|s| json!({"name": s, "labels": {"version": s}}))
+        .collect();
+    object(json!({
+        "apiVersion": "networking.istio.io/v1", "kind": "DestinationRule",
+        "metadata": {"name": "web", "namespace": "apps"},
+        "spec": {"host": "web",
+                 "trafficPolicy": {"outlierDetection": {"consecutive5xxErrors": consecutive_errors}},
+                 "subsets": subsets}
+    }))
+}
+
+fn routed_vs(name: &str, host: &str, subset: &str) -> Arc<ConfigObject> {
+    object(json!({
+        "apiVersion": "networking.istio.io/v1", "kind": "VirtualService",
+        "metadata": {"name": name, "namespace": "apps"},
+        "spec": {"hosts": [host], "gateways": ["istio-system/gw"],
+                 "http": [{"match": [{"uri": {"prefix": format!("/{name}")}}],
+                           "route": [{"destination": {"host": "web", "subset": subset}}]},
+                          {"route": [{"destination": {"host": "external.example.org"}}]}],
+                 "tls": [{"match": [{"sniHosts": ["tls.example.com"]}],
+                          "route": [{"destination": {"host": "backend", "port": {"number": 9443}}}]}]}
+    }))
+}
+
+fn service_entry(address: &str) -> Arc<ConfigObject> {
+    object(json!({
+        "apiVersion": "networking.istio.io/v1", "kind": "ServiceEntry",
+        "metadata": {"name": "external", "namespace": "apps"},
+        "spec": {"hosts": ["external.example.org"], "resolution": "STATIC", "location": "MESH_EXTERNAL",
+                 "ports": [{"number": 80, "name": "http", "protocol": "HTTP"}],
+                 "endpoints": [{"address": address}]}
+    }))
+}
+
+fn secret(name: &str, cert: &str) -> Arc<ConfigObject> {
+    object(json!({
+        "apiVersion": "v1", "kind": "Secret",
+        "metadata": {"name": name, "namespace": "istio-system"},
+        "type": "kubernetes.io/tls", "data": {"tls.crt": cert, "tls.key": "a2V5"}
+    }))
+}
+
+fn higress_config(gzip: bool) -> Arc<ConfigObject> {
+    object(json!({
+        "apiVersion": "v1", "kind": "ConfigMap",
+        "metadata": {"name": "higress-config", "namespace": "higress-system"},
+        "data": {"higress": format!("gzip:\n  enable: {gzip}\n")},
+    }))
+}
+
+fn envoy_filter(name: &str, timeout: &str) -> Arc<ConfigObject> {
+    object(json!({
+        "apiVersion": "networking.istio.io/v1alpha3", "kind": "EnvoyFilter",
+        "metadata": {"name": name, "namespace": "istio-system"},
+        "spec": {"configPatches": [
+            {"applyTo": "HTTP_ROUTE", "match": {"context": "GATEWAY"},
+             "patch": {"operation": "MERGE", "value": {"route": {"timeout": timeout}}}},
+            {"applyTo": "CLUSTER", "match": {"context": "GATEWAY", "cluster": {"service": "web.apps.svc.cluster.local"}},
+             "patch": {"operation": "MERGE", "value": {"connect_timeout": timeout}}},
+            {"applyTo": "CLUSTER", "match": {"context": "GATEWAY"},
+             "patch": {"operation": "ADD", "value": {"name": format!("added-{name}"), "type": "STATIC",
+                                                        "connect_timeout": "1s"}}}
+        ]}
+    }))
+}
+
+/// Applies a sequence of changes of every kind translation reads and checks after each step that the
+/// caching translator's output equals a fresh translation.
+#[test]
+fn every_kind_of_change_gives_the_fresh_translation() {
+    let servers = json!([
+        {"port": {"number": 80, "name": "http", "protocol": "HTTP"}, "hosts": ["*"]},
+        {"port": {"number": 443, "name": "https", "protocol": "HTTPS"}, "hosts": ["secure.example.com"],
+         "tls": {"mode": "SIMPLE", "credentialName": "cert"}},
+        {"port": {"number": 8443, "name": "tls", "protocol": "TLS"}, "hosts": ["*"],
+         "tls": {"mode": "PASSTHROUGH"}}
+    ]);
+    let base = snapshot_of(vec![
+        gateway(servers.clone()),
+        routed_vs("a", "a.example.com", "v1"),
+        routed_vs("b", "b.example.com", "v2"),
+        routed_vs("s", "secure.example.com", "v1"),
+        service("web", 80),
+        endpoint_slice("web", "v1", "10.0.0.1"),
+        endpoint_slice("web", "v2", "10.0.0.2"),
+        destination_rule(&["v1", "v2"], 5),
+        secret("cert", "Y2VydA=="),
+    ]);
+    let other_proxy = Proxy {
+        namespace: "apps".into(),
+        labels: proxy().labels,
+    };
+    let gateway_with_more_hosts = {
+        let mut servers = servers.clone();
+        servers[0]["hosts"] = json!(["a.example.com", "c.example.com"]);
+        gateway(servers)
+    };
+    let mut steps: Vec<(&str, Snapshot, Proxy)> = vec![("initial", base.clone(), proxy())];
+    let gw = proxy();
+    let mut push = |name: &'static str, proxy: &Proxy, change: &dyn Fn(&Snapshot) -> Snapshot| {
+        let next = change(&steps[steps.len() - 1].1);
+        steps.push((name, next, proxy.clone()));
+    };
+    push("unchanged snapshot", &gw, &|s| s.clone());
+    push("VirtualService edited", &gw, &|s| {
+        with(s, vec![routed_vs("a", "a.example.com", "v2")])
+    });
+    push("VirtualService added on a shared host", &gw, &|s| {
+        with(s, vec![routed_vs("c", "a.example.com", "v1")])
+    });
+    push("VirtualService deleted", &gw, &|s| {
+        without(s, Kind::VirtualService, "apps", "b")
+    });
+    push("Service port changed", &gw, &|s| {
+        with(s, vec![service("web", 8080)])
+    });
+    push("DestinationRule subsets changed", &gw, &|s| {
+        with(s, vec![destination_rule(&["v1"], 7)])
+    });
+    push("ServiceEntry added", &gw, &|s| {
+        with(s, vec![service_entry("192.0.2.1")])
+    });
+    push("ServiceEntry changed", &gw, &|s| {
+        with(s, vec![service_entry("192.0.2.2")])
+    });
+    push("EndpointSlice changed", &gw, &|s| {
+        with(s, vec![endpoint_slice("web", "v1", "10.0.0.9")])
+    });
+    push("Secret changed", &gw, &|s| {
+        with(s, vec![secret("cert", "Y2VydDI=")])
+    });
+    push("Gateway changed", &gw, &|s| {
+        with(s, vec![gateway_with_more_hosts.clone()])
+    });
+    push("higress-config added", &gw, &|s| {
+        with(s, vec![higress_config(true)])
+    });
+    push("higress-config changed", &gw, &|s| {
+        with(s, vec![higress_config(false)])
+    });
+    push("EnvoyFilter added", &gw, &|s| {
+        with(s, vec![envoy_filter("f", "3s")])
+    });
+    push("VirtualService edited under an EnvoyFilter", &gw, &|s| {
+        with(s, vec![routed_vs("c", "a.example.com", "v2")])
+    });
+    push("EnvoyFilter changed", &gw, &|s| {
+        with(s, vec![envoy_filter("f", "4s")])
+    });
+    push("EnvoyFilter deleted", &gw, &|s| {
+        without(s, Kind::EnvoyFilter, "istio-system", "f")
+    });
+    push("proxy changed", &other_proxy, &|s| s.clone());
+    push("proxy changed back", &proxy(), &|s| s.clone());
+    push("Secret deleted", &gw, &|s| {
+        without(s, Kind::Secret, "istio-system", "cert")
+    });
+    push("DestinationRule deleted", &gw, &|s| {
+        without(s, Kind::DestinationRule, "apps", "web")
+    });
+
+    let mut translator = Translator::new(Options::default());
+    let mut previous: Option<GatewayResources> = None;
+    for (name, snapshot, proxy) in &steps {
+        let fresh = translate(snapshot, proxy);
+        let cached = translator.translate(snapshot, proxy);
+        assert_eq!(cached, &fresh, "step {name:?}");
+        if let Some(previous) = &previous {
+            assert!(
+                name.contains("unchanged") || *previous != fresh,
+                "step {name:?} changes nothing, so it tests nothing"
+            );
+        }
+        previous = Some(fresh);
+    }
+}
