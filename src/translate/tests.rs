@@ -63,12 +63,7 @@ fn snapshot(objects: Vec<Arc<ConfigObject>>) -> Snapshot {
 
 /// The snapshot with `changes` applied: objects replace those with the same key.
 fn with(base: &Snapshot, changes: Vec<Arc<ConfigObject>>) -> Snapshot {
-    snapshot_of(
-        base.objects
-            .iter()
-            .map(|(_, o)| Arc::clone(o))
-            .chain(changes),
-    )
+    snapshot_of(base.objects.values().cloned().chain(changes))
 }
 
 /// The snapshot without the object `kind/namespace/name`.
