@@ -145,7 +145,7 @@ async fn invalid_input_keeps_the_last_good_version() {
 
     // 1. The file stops parsing: everything it held stays.
     write(&root.join("web.yaml"), "apiVersion: [unclosed\n");
-    // 2. It parses again, but document 1 is invalid (spec is not an object) and document 0 is a new object.
+    // 2. It parses again, but document 2 is invalid (spec is not an object) and document 1 is a new object.
     write(
         &root.join("web.yaml"),
         &format!(
@@ -199,17 +199,22 @@ async fn invalid_input_keeps_the_last_good_version() {
         .find(|l| l.contains("invalid object skipped") && l.contains("VirtualService apps/web"))
         .unwrap_or_else(|| panic!("no error line in logs:\n{text}"));
     assert!(line.contains("web.yaml"), "{line}");
-    assert!(line.contains("document=1"), "{line}");
+    assert!(line.contains("document=2"), "{line}");
     assert!(line.contains("field=spec"), "{line}");
     assert!(line.contains("error=invalid type"), "{line}");
 }
 
 #[tokio::test]
 async fn unparseable_file_is_reported_and_skipped() {
+    let logs = CapturedLogs::install();
     let dir = tempfile::tempdir().unwrap();
     let root = dir.path();
     write(&root.join("a.yaml"), &vs("a", None, "1"));
-    write(&root.join("b.yaml"), "kind: [unclosed\n");
+    // Document 1 parses, document 2 does not: the whole file is skipped and the broken document is named.
+    write(
+        &root.join("b.yaml"),
+        &format!("{}---\nkind: [unclosed\n", vs("b", None, "1")),
+    );
     let (sources, metrics) = start(root, Duration::from_millis(5));
     let mut rx = sources.snapshots.clone();
     let snapshot = wait_for(&mut rx, |s| s.version >= 1).await;
@@ -221,6 +226,15 @@ async fn unparseable_file_is_reported_and_skipped() {
         })
         .get();
     assert_eq!(count, 1);
+    let text = logs.text();
+    let line = text
+        .lines()
+        .find(|l| l.contains("config file does not parse"))
+        .unwrap_or_else(|| panic!("no parse error in logs:\n{text}"));
+    assert!(
+        line.contains("b.yaml") && line.contains("document=2"),
+        "{line}"
+    );
 }
 
 #[tokio::test]

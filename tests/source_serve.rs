@@ -7,10 +7,7 @@ mod support;
 
 use std::time::Duration;
 
-use admitpilot::admission::server::ServerLimits;
-use admitpilot::admission::tls::CertSource;
-use admitpilot::app::{App, ServeConfig, WebhookConfig};
-use admitpilot::model::decode::DecodeOptions;
+use admitpilot::app::App;
 use admitpilot::source::{SourceSettings, StoreConfig};
 use serde_json::Value;
 
@@ -24,19 +21,7 @@ async fn serve_runs_the_folder_source_and_exposes_configz() {
         "apiVersion: networking.istio.io/v1\nkind: VirtualService\nmetadata: {name: web}\nspec:\n  hosts: [example.com]\n  http:\n  - route:\n    - destination: {host: web}\n",
     )
     .unwrap();
-    let config = ServeConfig {
-        webhook: WebhookConfig {
-            addr: "127.0.0.1:0".parse().unwrap(),
-            cert: CertSource::SelfSigned {
-                ca_out: dir.path().join("ca.crt"),
-            },
-            reload_interval: Duration::from_secs(5),
-            decode: DecodeOptions::default(),
-            limits: ServerLimits::default(),
-            bench_noop: false,
-        },
-        admin_addr: "127.0.0.1:0".parse().unwrap(),
-    };
+    let config = support::serve::serve_config(dir.path());
     let settings = SourceSettings {
         config_dir: Some(config_dir.clone()),
         store: StoreConfig {

@@ -4,35 +4,23 @@
 
 #[path = "support/xds_harness.rs"]
 mod harness;
+#[path = "support/serve.rs"]
+mod serve;
 
 use std::sync::Arc;
 use std::time::Duration;
 
-use admitpilot::admission::server::ServerLimits;
-use admitpilot::admission::tls::CertSource;
-use admitpilot::app::{App, ServeConfig, WebhookConfig, XdsConfig};
-use admitpilot::model::decode::DecodeOptions;
+use admitpilot::app::{App, XdsConfig};
 use admitpilot::model::Snapshot;
 use admitpilot::translate::{GatewayResources, Proxy};
 use admitpilot::xds::TranslateFn;
 use harness::*;
+use serve::serve_config;
 
 #[tokio::test]
 async fn app_serves_xds_and_syncz() {
     let dir = tempfile::tempdir().unwrap();
-    let config = ServeConfig {
-        webhook: WebhookConfig {
-            addr: "127.0.0.1:0".parse().unwrap(),
-            cert: CertSource::SelfSigned {
-                ca_out: dir.path().join("ca.crt"),
-            },
-            reload_interval: Duration::from_secs(5),
-            decode: DecodeOptions::default(),
-            limits: ServerLimits::default(),
-            bench_noop: false,
-        },
-        admin_addr: "127.0.0.1:0".parse().unwrap(),
-    };
+    let config = serve_config(dir.path());
     let (snapshots, receiver) = tokio::sync::watch::channel(Arc::new(Snapshot::default()));
     let translate = TranslateFn::stateless(|snapshot: &Snapshot, _: &Proxy| GatewayResources {
         clusters: vec![eds_cluster(&format!("v{}", snapshot.version))],

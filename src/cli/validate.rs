@@ -11,12 +11,14 @@ use serde::Serialize;
 use admitpilot::model::decode::DecodeOptions;
 use admitpilot::model::document::parse_documents;
 use admitpilot::model::Finding;
+use admitpilot::source::folder::config_files;
 use admitpilot::validate::{validate_document, Report};
 
 /// Arguments of `admitpilot validate`.
 #[derive(Debug, Args)]
 pub struct ValidateArgs {
-    /// Files, folders (searched recursively for *.yaml, *.yml, *.json) or `-` for stdin.
+    /// Files, folders (searched recursively for *.yaml, *.yml, *.json; entries starting with `.` skipped) or `-`
+    /// for stdin.
     #[arg(required = true, value_name = "PATH")]
     paths: Vec<String>,
     /// Output format.
@@ -167,7 +169,8 @@ impl InputSource {
     }
 }
 
-/// Expands the command-line paths into sources: folders recursively (sorted), files as given.
+/// Expands the command-line paths into sources: folders recursively (sorted, the folder source's walker), files
+/// as given.
 fn expand_paths(paths: &[String], unreadable: &mut bool) -> Vec<InputSource> {
     let mut sources = Vec::new();
     for path in paths {
@@ -177,38 +180,15 @@ fn expand_paths(paths: &[String], unreadable: &mut bool) -> Vec<InputSource> {
         }
         let path = Path::new(path);
         if path.is_dir() {
-            match config_files_under(path) {
-                Ok(files) => sources.extend(files.into_iter().map(InputSource::File)),
-                Err(error) => {
-                    eprintln!("{}: cannot read folder: {error}", path.display());
-                    *unreadable = true;
-                }
+            let listing = config_files(path);
+            for (folder, error) in &listing.unreadable {
+                eprintln!("{}: cannot read folder: {error}", folder.display());
+                *unreadable = true;
             }
+            sources.extend(listing.files.into_iter().map(InputSource::File));
         } else {
             sources.push(InputSource::File(path.to_path_buf()));
         }
     }
     sources
-}
-
-/// Lists the *.yaml, *.yml and *.json files under `dir`, recursively, in path order.
-pub fn config_files_under(dir: &Path) -> std::io::Result<Vec<PathBuf>> {
-    let mut files = Vec::new();
-    let mut pending = vec![dir.to_path_buf()];
-    while let Some(folder) = pending.pop() {
-        for entry in std::fs::read_dir(&folder)? {
-            let path = entry?.path();
-            if path.is_dir() {
-                pending.push(path);
-            } else if path
-                .extension()
-                .and_then(|e| e.to_str())
-                .is_some_and(|e| matches!(e, "yaml" | "yml" | "json"))
-            {
-                files.push(path);
-            }
-        }
-    }
-    files.sort();
-    Ok(files)
 }

@@ -1,18 +1,25 @@
 //! Snapshots: an immutable, versioned set of valid objects that translation reads.
+//!
+//! The object map is persistent ([`imbl::OrdMap`], a B-tree whose nodes are shared between versions): cloning
+//! it is O(1) and changing one object in a clone copies only the O(log n) nodes on that object's path. The store
+//! therefore publishes a new snapshot in time proportional to the change, not to the number of objects held, and
+//! consecutive snapshots share memory for everything that did not change.
 
-use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use super::{ConfigObject, Kind, ObjectKey, Spec};
 use crate::model::higress_config::HigressConfig;
 
-/// All valid objects at one moment, with a version that only grows. Cheap to clone (objects are shared).
+/// Objects by key, in key order (kind, namespace, name); cheap to clone, shares unchanged nodes with its clones.
+pub type ObjectMap = imbl::OrdMap<ObjectKey, Arc<ConfigObject>>;
+
+/// All valid objects at one moment, with a version that only grows. Cheap to clone (the map is shared).
 #[derive(Debug, Clone, Default)]
 pub struct Snapshot {
     /// Monotonically increasing version; 0 is the empty snapshot before the first load.
     pub version: u64,
     /// Objects by key, in key order (kind, namespace, name).
-    pub objects: BTreeMap<ObjectKey, Arc<ConfigObject>>,
+    pub objects: ObjectMap,
 }
 
 impl Snapshot {
@@ -37,5 +44,71 @@ impl Snapshot {
                 Spec::HigressConfig(config) => Some(config.as_ref()),
                 _ => None,
             })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::model::ObjectMeta;
+
+    fn object(kind_spec: Spec, ns: &str, name: &str) -> Arc<ConfigObject> {
+        Arc::new(ConfigObject {
+            api_version: "networking.istio.io/v1".into(),
+            metadata: ObjectMeta {
+                name: name.into(),
+                namespace: ns.into(),
+                ..ObjectMeta::default()
+            },
+            spec: kind_spec,
+        })
+    }
+
+    #[test]
+    fn of_kind_yields_one_kind_in_key_order() {
+        let objects = [
+            object(Spec::VirtualService(Default::default()), "b", "x"),
+            object(Spec::Gateway(Default::default()), "a", "gw"),
+            object(Spec::VirtualService(Default::default()), "a", "y"),
+        ];
+        let snapshot = Snapshot {
+            version: 1,
+            objects: objects.iter().map(|o| (o.key(), o.clone())).collect(),
+        };
+        let names: Vec<(&str, &str)> = snapshot
+            .of_kind(Kind::VirtualService)
+            .map(|o| (o.metadata.namespace.as_str(), o.metadata.name.as_str()))
+            .collect();
+        assert_eq!(names, [("a", "y"), ("b", "x")]);
+        assert!(snapshot
+            .get(&ObjectKey::new(Kind::Gateway, "a", "gw"))
+            .is_some());
+        assert_eq!(snapshot.of_kind(Kind::DestinationRule).count(), 0);
+    }
+
+    #[test]
+    fn a_changed_clone_leaves_the_original_untouched() {
+        let first = Snapshot {
+            version: 1,
+            objects: (0..1000)
+                .map(|i| {
+                    let o = object(
+                        Spec::VirtualService(Default::default()),
+                        "ns",
+                        &format!("vs{i}"),
+                    );
+                    (o.key(), o)
+                })
+                .collect(),
+        };
+        let mut second = first.clone();
+        second.version = 2;
+        second
+            .objects
+            .remove(&ObjectKey::new(Kind::VirtualService, "ns", "vs7"));
+        assert_eq!((first.objects.len(), second.objects.len()), (1000, 999));
+        assert!(first
+            .get(&ObjectKey::new(Kind::VirtualService, "ns", "vs7"))
+            .is_some());
     }
 }

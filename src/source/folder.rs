@@ -9,7 +9,8 @@
 //!   debounces again.
 //! * A file that does not parse is skipped as a whole and every object it held stays as it was (last good); an
 //!   object that does not validate keeps its last good version from that file. Both are logged with file, document
-//!   index, field and message, and counted (`parse_errors`, `rejected_objects`).
+//!   position (1-based, `3` or `3.items[0]`, the numbering `admitpilot validate` prints), field and message, and
+//!   counted (`parse_errors`, `rejected_objects`).
 //! * Deleting (or renaming away) a file deletes the objects it held.
 //! * Duplicates (the same kind/namespace/name in two files): the file whose path sorts first (byte-wise) wins; the
 //!   others are reported (warning + `rejected_objects{reason="duplicate"}`). Within one file the first document
@@ -23,7 +24,6 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use notify::{RecursiveMode, Watcher};
-use serde::Deserialize;
 use serde_json::Value;
 use tokio::sync::mpsc;
 use tokio::task::JoinHandle;
@@ -31,6 +31,7 @@ use tokio::time::Instant;
 
 use super::admit::{admit, AdmitOptions, Verdict};
 use super::{Scope, ScopedSender, SourceEvent, SourceMetrics};
+use crate::model::document::{parse_documents, Document};
 use crate::model::{ConfigObject, ObjectKey};
 
 /// Quiet time that ends a burst of file-system events before the touched files are re-read.
@@ -101,12 +102,6 @@ pub struct Folder {
     metrics: SourceMetrics,
     files: BTreeMap<PathBuf, FileState>,
     index: HashMap<ObjectKey, BTreeSet<PathBuf>>,
-}
-
-/// One parsed document: where it came from (for messages) and its value.
-struct Document {
-    label: String,
-    value: Value,
 }
 
 impl Folder {
@@ -185,8 +180,7 @@ impl Folder {
 
     /// Reads the whole folder again; returns the keys whose files changed.
     pub fn rescan(&mut self) -> BTreeSet<ObjectKey> {
-        let mut found = BTreeSet::new();
-        walk(&self.root, 0, &mut found);
+        let found = self.config_files(&self.root);
         let mut affected = BTreeSet::new();
         let gone: Vec<PathBuf> = self
             .files
@@ -208,8 +202,7 @@ impl Folder {
         let mut affected = BTreeSet::new();
         match std::fs::metadata(path) {
             Ok(meta) if meta.is_dir() => {
-                let mut found = BTreeSet::new();
-                walk(path, 0, &mut found);
+                let found = self.config_files(path);
                 let gone: Vec<PathBuf> = self
                     .files_under(path)
                     .filter(|p| !found.contains(p))
@@ -231,6 +224,15 @@ impl Folder {
             }
         }
         affected
+    }
+
+    /// Lists the config files under `dir`; folders that cannot be read are logged and contribute nothing.
+    fn config_files(&self, dir: &Path) -> BTreeSet<PathBuf> {
+        let listing = config_files(dir);
+        for (folder, error) in &listing.unreadable {
+            tracing::warn!(dir = %folder.display(), %error, "cannot list config folder");
+        }
+        listing.files
     }
 
     /// Known files at `path` or below it.
@@ -264,20 +266,23 @@ impl Folder {
         if self.files.get(path).is_some_and(|f| f.hash == hash) {
             return BTreeSet::new();
         }
-        let documents = match parse_documents(path, &text) {
-            Ok(documents) => documents,
-            Err((document, message)) => {
-                tracing::error!(file = %path.display(), document, field = "", error = %message,
-                    "config file does not parse; skipped, the objects it held stay in force");
-                self.metrics.parse_error("folder");
-                self.files.entry(path.to_path_buf()).or_default().hash = hash;
-                return BTreeSet::new();
-            }
-        };
+        let documents = parse_documents(&text);
+        if let Some((position, error)) = documents.iter().find_map(|d| match &d.value {
+            Ok(_) => None,
+            Err(error) => Some((&d.position, error)),
+        }) {
+            tracing::error!(file = %path.display(), document = %position, field = "", %error,
+                "config file does not parse; skipped, the objects it held stay in force");
+            self.metrics.parse_error("folder");
+            self.files.entry(path.to_path_buf()).or_default().hash = hash;
+            return BTreeSet::new();
+        }
         let previous = self.files.remove(path).unwrap_or_default();
         let mut objects = BTreeMap::new();
-        for document in documents {
-            self.admit_document(path, document, &previous.objects, &mut objects);
+        for Document { position, value } in documents {
+            if let Ok(value) = value {
+                self.admit_document(path, &position, value, &previous.objects, &mut objects);
+            }
         }
         let mut affected: BTreeSet<ObjectKey> = previous.objects.keys().cloned().collect();
         for key in previous.objects.keys() {
@@ -295,17 +300,16 @@ impl Folder {
         affected
     }
 
+    /// Admits one document (`label` is its 1-based position in the file, as `admitpilot validate` prints it).
     fn admit_document(
         &self,
         path: &Path,
-        document: Document,
+        label: &str,
+        value: Value,
         previous: &BTreeMap<ObjectKey, Arc<ConfigObject>>,
         objects: &mut BTreeMap<ObjectKey, Arc<ConfigObject>>,
     ) {
-        let label = document.label;
-        match admit(document.value, &self.options, &|key| {
-            previous.get(key).cloned()
-        }) {
+        match admit(value, &self.options, &|key| previous.get(key).cloned()) {
             Verdict::Accept {
                 object,
                 warnings,
@@ -436,7 +440,8 @@ impl Batch {
     }
 }
 
-fn is_config_file(path: &Path) -> bool {
+/// Tells whether `path` names a config file (`*.yaml`, `*.yml`, `*.json`, any case).
+pub fn is_config_file(path: &Path) -> bool {
     path.extension().and_then(|e| e.to_str()).is_some_and(|e| {
         ["yaml", "yml", "json"]
             .iter()
@@ -444,14 +449,36 @@ fn is_config_file(path: &Path) -> bool {
     })
 }
 
-/// Collects config files under `dir`, skipping hidden entries and following symlinks.
-fn walk(dir: &Path, depth: usize, out: &mut BTreeSet<PathBuf>) {
+/// The config files found under a folder, and the folders that could not be listed.
+#[derive(Debug, Default)]
+pub struct ConfigFiles {
+    /// Config files, in path order.
+    pub files: BTreeSet<PathBuf>,
+    /// Folders that could not be read (or were nested deeper than 32 levels), with the reason.
+    pub unreadable: Vec<(PathBuf, std::io::Error)>,
+}
+
+/// Lists the config files under `dir`, recursively: entries whose name starts with `.` are skipped, symlinks are
+/// followed (at most 32 folders deep, which also ends symlink loops). The one walker of the folder source and
+/// `admitpilot validate`.
+pub fn config_files(dir: &Path) -> ConfigFiles {
+    let mut out = ConfigFiles::default();
+    walk(dir, 0, &mut out);
+    out
+}
+
+fn walk(dir: &Path, depth: usize, out: &mut ConfigFiles) {
     if depth > MAX_DEPTH {
-        tracing::warn!(dir = %dir.display(), "config folder nested too deep; not descending");
+        let error = std::io::Error::other(format!("nested more than {MAX_DEPTH} folders deep"));
+        out.unreadable.push((dir.to_path_buf(), error));
         return;
     }
-    let Ok(entries) = std::fs::read_dir(dir) else {
-        return;
+    let entries = match std::fs::read_dir(dir) {
+        Ok(entries) => entries,
+        Err(error) => {
+            out.unreadable.push((dir.to_path_buf(), error));
+            return;
+        }
     };
     for entry in entries.flatten() {
         if entry.file_name().to_string_lossy().starts_with('.') {
@@ -461,7 +488,7 @@ fn walk(dir: &Path, depth: usize, out: &mut BTreeSet<PathBuf>) {
         match std::fs::metadata(&path) {
             Ok(meta) if meta.is_dir() => walk(&path, depth + 1, out),
             Ok(_) if is_config_file(&path) => {
-                out.insert(path);
+                out.files.insert(path);
             }
             _ => {}
         }
@@ -485,76 +512,9 @@ fn content_hash(text: &str) -> u64 {
     hasher.finish()
 }
 
-/// Parses a file into documents (YAML streams or one JSON value), expanding `kind: List`.
-/// An error names the document index and the parser's message.
-fn parse_documents(path: &Path, text: &str) -> Result<Vec<Document>, (usize, String)> {
-    let is_json = path
-        .extension()
-        .and_then(|e| e.to_str())
-        .is_some_and(|e| e.eq_ignore_ascii_case("json"));
-    let mut raw = Vec::new();
-    if is_json {
-        let value: Value = serde_json::from_str(text).map_err(|e| (0, e.to_string()))?;
-        raw.push(value);
-    } else {
-        for (index, document) in serde_yaml_ng::Deserializer::from_str(text).enumerate() {
-            let value = Value::deserialize(document).map_err(|e| (index, e.to_string()))?;
-            raw.push(value);
-        }
-    }
-    let mut documents = Vec::new();
-    for (index, value) in raw.into_iter().enumerate() {
-        match value {
-            Value::Null => {}
-            Value::Object(mut fields)
-                if fields.get("kind").and_then(Value::as_str) == Some("List")
-                    && fields.get("items").is_some_and(Value::is_array) =>
-            {
-                if let Some(Value::Array(items)) = fields.remove("items") {
-                    for (item, value) in items.into_iter().enumerate() {
-                        documents.push(Document {
-                            label: format!("{index}.items[{item}]"),
-                            value,
-                        });
-                    }
-                }
-            }
-            value => documents.push(Document {
-                label: index.to_string(),
-                value,
-            }),
-        }
-    }
-    Ok(documents)
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn splits_yaml_streams_and_expands_lists() {
-        let text =
-            "apiVersion: v1\nkind: List\nitems:\n- {kind: A}\n- {kind: B}\n---\n---\nkind: C\n";
-        let docs = parse_documents(Path::new("x.yaml"), text).unwrap();
-        let labels: Vec<&str> = docs.iter().map(|d| d.label.as_str()).collect();
-        assert_eq!(labels, ["0.items[0]", "0.items[1]", "2"]);
-    }
-
-    #[test]
-    fn reports_the_broken_document() {
-        let text = "kind: A\n---\nkind: [unclosed\n";
-        let (index, message) = parse_documents(Path::new("x.yml"), text).err().unwrap();
-        assert_eq!(index, 1);
-        assert!(!message.is_empty());
-    }
-
-    #[test]
-    fn json_files_hold_one_document() {
-        let docs = parse_documents(Path::new("x.json"), r#"{"kind": "A"}"#).unwrap();
-        assert_eq!(docs.len(), 1);
-        assert!(parse_documents(Path::new("x.json"), "{").is_err());
-    }
 
     #[test]
     fn recognises_config_files() {

@@ -10,7 +10,7 @@
 //! * When two scopes hold the same key, the later write wins; a scope's delete or resync only removes keys that
 //!   scope owns.
 
-use std::collections::{BTreeMap, HashMap, HashSet};
+use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -18,6 +18,7 @@ use tokio::sync::{mpsc, watch};
 use tokio::time::Instant;
 
 use super::{Scope, SourceEvent, SourceMetrics, DEFAULT_DEBOUNCE, DEFAULT_DEBOUNCE_MAX};
+use crate::model::snapshot::ObjectMap;
 use crate::model::{ConfigObject, Kind, ObjectKey, Snapshot};
 
 /// Debounce settings (`--debounce`, `--debounce-max`).
@@ -123,11 +124,14 @@ impl Store {
 }
 
 struct State {
-    /// Every object in force; cloned (cheaply: keys and `Arc`s) into each published snapshot.
-    current: BTreeMap<ObjectKey, Arc<ConfigObject>>,
+    /// Every object in force. A persistent map: each published snapshot is an O(1) clone of it, and a change
+    /// after a publish copies only the nodes on that key's path (O(log n)), so a publish costs O(change).
+    current: ObjectMap,
     /// The scope that owns each key in `current`.
     owners: HashMap<ObjectKey, Scope>,
     counts: BTreeMap<Kind, i64>,
+    /// Kinds whose count changed since the last publish (their gauges are updated then).
+    counts_changed: BTreeSet<Kind>,
     /// Registered scopes that have not sent their first resync yet.
     pending: HashSet<Scope>,
     version: u64,
@@ -136,9 +140,10 @@ struct State {
 impl State {
     fn new() -> Self {
         State {
-            current: BTreeMap::new(),
+            current: ObjectMap::new(),
             owners: HashMap::new(),
             counts: BTreeMap::new(),
+            counts_changed: BTreeSet::new(),
             pending: HashSet::new(),
             version: 0,
         }
@@ -176,21 +181,22 @@ impl State {
 
     fn insert(&mut self, scope: Scope, object: Arc<ConfigObject>) -> bool {
         let key = object.key();
-        match self.current.get_mut(&key) {
-            Some(held) => {
-                let same = Arc::ptr_eq(held, &object) || **held == *object;
-                *held = object;
-                if let Some(owner) = self.owners.get_mut(&key) {
-                    if *owner != scope {
-                        tracing::warn!(object = %key, from = %owner, to = %scope,
-                            "object defined by two sources; the later one wins");
-                        *owner = scope;
-                    }
-                }
-                !same
+        if let Some(owner) = self.owners.get_mut(&key) {
+            if *owner != scope {
+                tracing::warn!(object = %key, from = %owner, to = %scope,
+                    "object defined by two sources; the later one wins");
+                *owner = scope.clone();
+            }
+        }
+        match self.current.get(&key) {
+            // Unchanged: leave the map (and the nodes it shares with the published snapshot) alone.
+            Some(held) if Arc::ptr_eq(held, &object) || **held == *object => false,
+            Some(_) => {
+                self.current.insert(key, object);
+                true
             }
             None => {
-                *self.counts.entry(key.kind).or_default() += 1;
+                self.count(key.kind, 1);
                 self.owners.insert(key.clone(), scope);
                 self.current.insert(key, object);
                 true
@@ -204,8 +210,13 @@ impl State {
         }
         self.owners.remove(key);
         self.current.remove(key);
-        *self.counts.entry(key.kind).or_default() -= 1;
+        self.count(key.kind, -1);
         true
+    }
+
+    fn count(&mut self, kind: Kind, delta: i64) {
+        *self.counts.entry(kind).or_default() += delta;
+        self.counts_changed.insert(kind);
     }
 
     fn snapshot(&mut self) -> Snapshot {
@@ -266,6 +277,8 @@ fn publish(
     let snapshot = state.snapshot();
     let version = snapshot.version;
     let size = snapshot.objects.len();
+    // The previous snapshot is dropped here unless a consumer still holds it; only the nodes it does not share
+    // with the new one are freed.
     snapshot_tx.send_replace(Arc::new(snapshot));
     let latency = first_change.elapsed();
     metrics.publishes.inc();
@@ -273,13 +286,14 @@ fn publish(
     metrics
         .snapshot_version
         .set(i64::try_from(version).unwrap_or(i64::MAX));
-    for (kind, count) in &state.counts {
+    for kind in std::mem::take(&mut state.counts_changed) {
+        let count = state.counts.get(&kind).copied().unwrap_or_default();
         metrics
             .objects
             .get_or_create(&super::metrics::KindLabels {
                 kind: kind.to_string(),
             })
-            .set(*count);
+            .set(count);
     }
     tracing::debug!(
         version,

@@ -4,6 +4,7 @@
 
 pub mod apiserver;
 pub mod logs;
+pub mod serve;
 
 use std::sync::Arc;
 use std::time::Duration;
