@@ -3,12 +3,12 @@
 //! NACKed and recorded while Envoy keeps serving. Skips with a message when Envoy is not installed.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-#[path = "support/pipeline.rs"]
-mod pipeline;
 #[path = "support/envoy.rs"]
 mod envoy;
 #[path = "support/xds_harness.rs"]
 mod harness;
+#[path = "support/pipeline.rs"]
+mod pipeline;
 
 use admitpilot::translate::GatewayResources;
 use admitpilot::xds::resources::ResourceType;

@@ -23,7 +23,8 @@ use envoy::*;
 use pipeline::*;
 use serde_json::Value;
 
-const NODE_ID: &str = "router~127.0.0.1~higress-gateway.higress-system~higress-system.svc.cluster.local";
+const NODE_ID: &str =
+    "router~127.0.0.1~higress-gateway.higress-system~higress-system.svc.cluster.local";
 const COLLECTOR_HOST: &str = "collector.example.com";
 
 /// What one step of the test sees through Envoy.
@@ -80,8 +81,12 @@ impl Gateway<'_> {
     async fn assert_nothing_rejected(&self, step: &str) {
         let stats = self.envoy.stats("update_rejected").await;
         assert!(
-            stats.iter().any(|(n, _)| n == "cluster_manager.cds.update_rejected")
-                && stats.iter().any(|(n, _)| n == "listener_manager.lds.update_rejected"),
+            stats
+                .iter()
+                .any(|(n, _)| n == "cluster_manager.cds.update_rejected")
+                && stats
+                    .iter()
+                    .any(|(n, _)| n == "listener_manager.lds.update_rejected"),
             "{step}: CDS/LDS stats missing: {stats:?}"
         );
         let rejected: Vec<_> = stats.iter().filter(|(_, v)| *v != 0).collect();
@@ -159,7 +164,11 @@ async fn run(api: AdsApi, base_id: u32) {
         "collector.yaml",
         &service_entry("collector", COLLECTOR_HOST, collector_port),
     );
-    write(dir.path(), "api.yaml", &virtual_service("api", "/api", backend.port));
+    write(
+        dir.path(),
+        "api.yaml",
+        &virtual_service("api", "/api", backend.port),
+    );
     let admitpilot = Admitpilot::start(dir.path()).await;
     let yaml = bootstrap(api, admitpilot.xds_port, NODE_ID)
         .replace("NAMESPACE: default", "NAMESPACE: higress-system")
@@ -177,7 +186,9 @@ async fn run(api: AdsApi, base_id: u32) {
     wait_for_response(&gw.http, &format!("{}/api/x", gw.base), 200, "backend").await;
     let (response, upstream) = gw.request("/api/big").await;
     assert!(response.headers().get("content-encoding").is_none());
-    assert!(response.headers().contains_key("x-envoy-upstream-service-time"));
+    assert!(response
+        .headers()
+        .contains_key("x-envoy-upstream-service-time"));
     assert!(!x_envoy_headers(&upstream).is_empty(), "{upstream:?}");
     assert!(!upstream.contains_key("x-real-ip"));
     gw.assert_nothing_rejected("baseline").await;
@@ -196,7 +207,9 @@ async fn run(api: AdsApi, base_id: u32) {
         ),
         (
             "skywalking",
-            format!("{{service: {COLLECTOR_HOST}, port: {collector_port}, access_token: e2e-token}}"),
+            format!(
+                "{{service: {COLLECTOR_HOST}, port: {collector_port}, access_token: e2e-token}}"
+            ),
             "envoy.tracers.skywalking",
         ),
     ];
@@ -205,7 +218,9 @@ async fn run(api: AdsApi, base_id: u32) {
             "tracing:\n  enable: true\n  sampling: 50\n  timeout: 750\n  {key}: {block}\ngzip: {{enable: false}}\n"
         ));
         let dump = envoy
-            .wait_for_config(provider, |d| tracer(d).is_some_and(|t| t["name"] == *provider))
+            .wait_for_config(provider, |d| {
+                tracer(d).is_some_and(|t| t["name"] == *provider)
+            })
             .await;
         let hcm = dumped_hcms(&dump)[0];
         assert_eq!(hcm["tracing"]["random_sampling"]["value"], 50.0, "{key}");
@@ -218,22 +233,37 @@ async fn run(api: AdsApi, base_id: u32) {
                 assert_eq!(config["collector_endpoint_version"], "HTTP_JSON");
             }
             "opentelemetry" => {
-                assert_eq!(grpc_cluster, Some(&Value::from(collector.as_str())), "{config}");
+                assert_eq!(
+                    grpc_cluster,
+                    Some(&Value::from(collector.as_str())),
+                    "{config}"
+                );
                 assert_eq!(config["grpc_service"]["timeout"], "0.750s");
                 assert_eq!(config["service_name"], "higress-gateway.higress-system");
             }
             _ => {
-                assert_eq!(grpc_cluster, Some(&Value::from(collector.as_str())), "{config}");
+                assert_eq!(
+                    grpc_cluster,
+                    Some(&Value::from(collector.as_str())),
+                    "{config}"
+                );
                 assert_eq!(config["client_config"]["backend_token"], "e2e-token");
             }
         }
-        assert_eq!(router(&dump).unwrap()["typed_config"]["start_child_span"], true);
+        assert_eq!(
+            router(&dump).unwrap()["typed_config"]["start_child_span"],
+            true
+        );
         let collector_cluster = cluster(&dump, &collector).expect("collector cluster");
         let http2 = collector_cluster.pointer(
             "/typed_extension_protocol_options/envoy.extensions.upstreams.http.v3.HttpProtocolOptions/explicit_http_config/http2_protocol_options",
         );
         // gRPC collectors get HTTP/2; zipkin (HTTP/JSON) keeps the cluster as it is.
-        assert_eq!(http2.is_some(), *key != "zipkin", "{key}: {collector_cluster}");
+        assert_eq!(
+            http2.is_some(),
+            *key != "zipkin",
+            "{key}: {collector_cluster}"
+        );
         wait_for_response(&gw.http, &format!("{}/api/x", gw.base), 200, "backend").await;
         gw.assert_nothing_rejected(key).await;
     }
@@ -241,15 +271,23 @@ async fn run(api: AdsApi, base_id: u32) {
     // gzip on: a large enough text/plain response is compressed; off again: it is not.
     gw.configure("gzip:\n  enable: true\n  minContentLength: 256\n  contentType: [text/plain]\n");
     envoy
-        .wait_for_config("no tracer", |d| tracer(d).is_none() && !dumped_hcms(d).is_empty())
+        .wait_for_config("no tracer", |d| {
+            tracer(d).is_none() && !dumped_hcms(d).is_empty()
+        })
         .await;
     gw.wait_for_traffic("a gzip-encoded response", "/api/big", |r, _| {
-        r.headers().get("content-encoding").is_some_and(|v| v == "gzip")
+        r.headers()
+            .get("content-encoding")
+            .is_some_and(|v| v == "gzip")
     })
     .await;
     let (response, _) = gw.request("/api/big").await;
     let compressed = response.bytes().await.unwrap();
-    assert!(compressed.len() < big_body().len() / 4, "{} bytes", compressed.len());
+    assert!(
+        compressed.len() < big_body().len() / 4,
+        "{} bytes",
+        compressed.len()
+    );
     // A body below minContentLength stays as it is.
     let (response, _) = gw.request("/api/small").await;
     assert!(response.headers().get("content-encoding").is_none());
@@ -286,11 +324,20 @@ async fn run(api: AdsApi, base_id: u32) {
         assert_eq!(hcm["common_http_protocol_options"]["idle_timeout"], "123s");
         assert_eq!(hcm["stream_idle_timeout"], "123s");
         assert_eq!(hcm["http2_protocol_options"]["max_concurrent_streams"], 77);
-        assert_eq!(hcm["http2_protocol_options"]["initial_stream_window_size"], 131072);
-        assert_eq!(hcm["http2_protocol_options"]["initial_connection_window_size"], 2097152);
+        assert_eq!(
+            hcm["http2_protocol_options"]["initial_stream_window_size"],
+            131072
+        );
+        assert_eq!(
+            hcm["http2_protocol_options"]["initial_connection_window_size"],
+            2097152
+        );
     }
     for listener in dumped(&dump, Dumped::Listener) {
-        assert_eq!(listener["per_connection_buffer_limit_bytes"], 65536, "{listener}");
+        assert_eq!(
+            listener["per_connection_buffer_limit_bytes"], 65536,
+            "{listener}"
+        );
     }
     let dump = envoy
         .wait_for_config("the route timeout", |d| {
@@ -304,10 +351,18 @@ async fn run(api: AdsApi, base_id: u32) {
         })
         .await;
     let clusters = dumped(&dump, Dumped::Cluster);
-    assert!(clusters.iter().any(|c| c["name"] == backend_cluster.as_str()));
+    assert!(clusters
+        .iter()
+        .any(|c| c["name"] == backend_cluster.as_str()));
     for cluster in clusters {
-        assert_eq!(cluster["common_http_protocol_options"]["idle_timeout"], "11s", "{cluster}");
-        assert_eq!(cluster["per_connection_buffer_limit_bytes"], 20000, "{cluster}");
+        assert_eq!(
+            cluster["common_http_protocol_options"]["idle_timeout"], "11s",
+            "{cluster}"
+        );
+        assert_eq!(
+            cluster["per_connection_buffer_limit_bytes"], 20000,
+            "{cluster}"
+        );
     }
     wait_for_response(&gw.http, &format!("{}/api/x", gw.base), 200, "backend").await;
     gw.assert_nothing_rejected("downstream/upstream").await;
@@ -327,7 +382,10 @@ async fn run(api: AdsApi, base_id: u32) {
             router(d).is_some_and(|r| r["typed_config"]["suppress_envoy_headers"] == true)
         })
         .await;
-    assert_eq!(router(&dump).unwrap()["typed_config"].get("start_child_span"), None);
+    assert_eq!(
+        router(&dump).unwrap()["typed_config"].get("start_child_span"),
+        None
+    );
     gw.wait_for_traffic("no x-envoy-* headers", "/api/x", |response, upstream| {
         x_envoy_headers(response.headers()).is_empty() && x_envoy_headers(upstream).is_empty()
     })
@@ -347,10 +405,16 @@ async fn run(api: AdsApi, base_id: u32) {
         })
         .await;
     let router_config = &router(&dump).unwrap()["typed_config"];
-    assert_eq!(router_config["suppress_envoy_headers"], true, "{router_config}");
+    assert_eq!(
+        router_config["suppress_envoy_headers"], true,
+        "{router_config}"
+    );
     assert_eq!(router_config["start_child_span"], true, "{router_config}");
     gw.wait_for_traffic("every item in traffic", "/api/big", |response, upstream| {
-        response.headers().get("content-encoding").is_some_and(|v| v == "gzip")
+        response
+            .headers()
+            .get("content-encoding")
+            .is_some_and(|v| v == "gzip")
             && x_envoy_headers(response.headers()).is_empty()
             && x_envoy_headers(upstream).is_empty()
             && upstream.get("x-real-ip").is_some_and(|v| v == "127.0.0.1")

@@ -273,7 +273,8 @@ pub fn client() -> reqwest::Client {
 
 /// A text body long enough (and repetitive enough) for the gzip compressor, served at any path ending `/big`.
 pub fn big_body() -> String {
-    "admitpilot e2e backend says hello, and keeps saying it so the body compresses well. ".repeat(32)
+    "admitpilot e2e backend says hello, and keeps saying it so the body compresses well. "
+        .repeat(32)
 }
 
 /// A backend answering `text/plain` `body` (or [`big_body`] at paths ending `/big`) and recording the headers
@@ -288,7 +289,8 @@ impl Backend {
     pub async fn start(body: &'static str) -> Backend {
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
         let port = listener.local_addr().unwrap().port();
-        let requests = std::sync::Arc::default();
+        let requests: std::sync::Arc<std::sync::Mutex<Vec<axum::http::HeaderMap>>> =
+            std::sync::Arc::default();
         let seen = std::sync::Arc::clone(&requests);
         let app = axum::Router::new().fallback(
             move |uri: axum::http::Uri, headers: axum::http::HeaderMap| {
