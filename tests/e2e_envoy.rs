@@ -7,6 +7,8 @@
 mod envoy;
 #[path = "support/xds_harness.rs"]
 mod harness;
+#[path = "support/pipeline.rs"]
+mod pipeline;
 
 use admitpilot::translate::GatewayResources;
 use admitpilot::xds::resources::ResourceType;
@@ -157,35 +159,12 @@ mod config_dir {
     //! is reconnected to while Envoy keeps serving.
 
     use super::*;
-    use std::path::Path;
     use std::sync::Arc;
+
+    use crate::pipeline::{gateway, service_entry, virtual_service, write};
 
     use admitpilot::source::{self, SourceConfig, SourceMetrics};
     use admitpilot::xds::{TranslateFn, XdsMetrics, XdsServer};
-
-    fn write(dir: &Path, name: &str, text: &str) {
-        let tmp = dir.join(format!(".{name}.tmp"));
-        std::fs::write(&tmp, text).unwrap();
-        std::fs::rename(&tmp, dir.join(name)).unwrap();
-    }
-
-    fn gateway(port: u16) -> String {
-        format!(
-            "apiVersion: networking.istio.io/v1\nkind: Gateway\nmetadata: {{name: gw, namespace: default}}\nspec:\n  selector: {{istio: ingressgateway}}\n  servers:\n  - port: {{number: {port}, name: http, protocol: HTTP}}\n    hosts: [\"*\"]\n"
-        )
-    }
-
-    fn service_entry(port: u16) -> String {
-        format!(
-            "apiVersion: networking.istio.io/v1\nkind: ServiceEntry\nmetadata: {{name: backend, namespace: default}}\nspec:\n  hosts: [backend.example.com]\n  location: MESH_EXTERNAL\n  resolution: STATIC\n  ports: [{{number: {port}, name: http, protocol: HTTP}}]\n  endpoints: [{{address: 127.0.0.1}}]\n"
-        )
-    }
-
-    fn virtual_service(name: &str, prefix: &str, port: u16) -> String {
-        format!(
-            "apiVersion: networking.istio.io/v1\nkind: VirtualService\nmetadata: {{name: {name}, namespace: default}}\nspec:\n  hosts: [\"*\"]\n  gateways: [gw]\n  http:\n  - match: [{{uri: {{prefix: {prefix}}}}}]\n    route: [{{destination: {{host: backend.example.com, port: {{number: {port}}}}}}}]\n"
-        )
-    }
 
     async fn start_xds(
         listener: tokio::net::TcpListener,
@@ -221,7 +200,11 @@ mod config_dir {
         let port = free_port();
         let dir = tempfile::tempdir().unwrap();
         write(dir.path(), "gateway.yaml", &gateway(port));
-        write(dir.path(), "backend.yaml", &service_entry(one.port));
+        write(
+            dir.path(),
+            "backend.yaml",
+            &service_entry("backend", "backend.example.com", one.port),
+        );
         write(
             dir.path(),
             "api.yaml",

@@ -185,6 +185,71 @@ impl EnvoyProcess {
             .await
             .unwrap()
     }
+
+    /// `/config_dump` parsed.
+    pub async fn config_dump_json(&self) -> serde_json::Value {
+        serde_json::from_str(&self.config_dump().await).unwrap()
+    }
+
+    /// Polls `/config_dump` until `check` holds and returns that dump (panics after [`CONVERGE`]).
+    pub async fn wait_for_config(
+        &self,
+        what: &str,
+        check: impl Fn(&serde_json::Value) -> bool,
+    ) -> serde_json::Value {
+        let deadline = tokio::time::Instant::now() + CONVERGE;
+        loop {
+            let dump = self.config_dump_json().await;
+            if check(&dump) {
+                return dump;
+            }
+            assert!(
+                tokio::time::Instant::now() < deadline,
+                "Envoy's config never showed {what}; update stats: {:?}",
+                self.stats("update_").await
+            );
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+    }
+}
+
+/// Dynamic resources of one kind in a parsed `/config_dump`.
+#[derive(Debug, Clone, Copy)]
+pub enum Dumped {
+    /// Active listeners.
+    Listener,
+    /// Active clusters.
+    Cluster,
+    /// Route configurations.
+    RouteConfig,
+}
+
+/// The dynamic resources of `kind` in `dump`.
+pub fn dumped(dump: &serde_json::Value, kind: Dumped) -> Vec<&serde_json::Value> {
+    let (list, pointer) = match kind {
+        Dumped::Listener => ("dynamic_listeners", "/active_state/listener"),
+        Dumped::Cluster => ("dynamic_active_clusters", "/cluster"),
+        Dumped::RouteConfig => ("dynamic_route_configs", "/route_config"),
+    };
+    dump["configs"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter_map(|config| config[list].as_array())
+        .flatten()
+        .filter_map(|entry| entry.pointer(pointer))
+        .collect()
+}
+
+/// The typed config of the HTTP connection manager of every dumped listener.
+pub fn dumped_hcms(dump: &serde_json::Value) -> Vec<&serde_json::Value> {
+    dumped(dump, Dumped::Listener)
+        .into_iter()
+        .flat_map(|listener| listener["filter_chains"].as_array().into_iter().flatten())
+        .flat_map(|chain| chain["filters"].as_array().into_iter().flatten())
+        .filter(|filter| filter["name"] == "envoy.filters.network.http_connection_manager")
+        .map(|filter| &filter["typed_config"])
+        .collect()
 }
 
 impl Drop for EnvoyProcess {
@@ -206,9 +271,17 @@ pub fn client() -> reqwest::Client {
         .unwrap()
 }
 
-/// A backend answering every request with `body`; stops when dropped.
+/// A text body long enough (and repetitive enough) for the gzip compressor, served at any path ending `/big`.
+pub fn big_body() -> String {
+    "admitpilot e2e backend says hello, and keeps saying it so the body compresses well. "
+        .repeat(32)
+}
+
+/// A backend answering `text/plain` `body` (or [`big_body`] at paths ending `/big`) and recording the headers
+/// of every request it receives; stops when dropped.
 pub struct Backend {
     pub port: u16,
+    requests: std::sync::Arc<std::sync::Mutex<Vec<axum::http::HeaderMap>>>,
     task: tokio::task::JoinHandle<()>,
 }
 
@@ -216,11 +289,35 @@ impl Backend {
     pub async fn start(body: &'static str) -> Backend {
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
         let port = listener.local_addr().unwrap().port();
-        let app = axum::Router::new().fallback(move || async move { body });
+        let requests: std::sync::Arc<std::sync::Mutex<Vec<axum::http::HeaderMap>>> =
+            std::sync::Arc::default();
+        let seen = std::sync::Arc::clone(&requests);
+        let app = axum::Router::new().fallback(
+            move |uri: axum::http::Uri, headers: axum::http::HeaderMap| {
+                let seen = std::sync::Arc::clone(&seen);
+                async move {
+                    seen.lock().unwrap().push(headers);
+                    if uri.path().ends_with("/big") {
+                        big_body()
+                    } else {
+                        body.to_string()
+                    }
+                }
+            },
+        );
         let task = tokio::spawn(async move {
             axum::serve(listener, app).await.unwrap();
         });
-        Backend { port, task }
+        Backend {
+            port,
+            requests,
+            task,
+        }
+    }
+
+    /// Headers of the most recent request received.
+    pub fn last_request(&self) -> Option<axum::http::HeaderMap> {
+        self.requests.lock().unwrap().last().cloned()
     }
 }
 

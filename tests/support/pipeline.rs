@@ -1,0 +1,120 @@
+//! The whole pipeline for e2e tests and benches: writes config files into a folder (atomically, as an editor
+//! or a ConfigMap mount does), builds the YAML of a minimal gateway setup, and runs `admitpilot serve
+//! --config-dir` as a child process (killed on drop, its log printed when the test fails).
+#![allow(dead_code, clippy::unwrap_used, clippy::expect_used)]
+
+use std::path::Path;
+use std::process::{Child, Command, Stdio};
+use std::time::Duration;
+
+use super::envoy::{client, free_port, CONVERGE};
+
+/// Writes `text` to `dir/name` through a temporary file and a rename, so a watcher never reads half a file.
+pub fn write(dir: &Path, name: &str, text: &str) {
+    let tmp = dir.join(format!(".{name}.tmp"));
+    std::fs::write(&tmp, text).unwrap();
+    std::fs::rename(&tmp, dir.join(name)).unwrap();
+}
+
+/// A Gateway `default/gw` selecting `istio: ingressgateway`, with one plain-HTTP server on `port`.
+pub fn gateway(port: u16) -> String {
+    format!(
+        "apiVersion: networking.istio.io/v1\nkind: Gateway\nmetadata: {{name: gw, namespace: default}}\nspec:\n  selector: {{istio: ingressgateway}}\n  servers:\n  - port: {{number: {port}, name: http, protocol: HTTP}}\n    hosts: [\"*\"]\n"
+    )
+}
+
+/// A ServiceEntry `default/<name>` for `host`:`port` whose STATIC endpoint is 127.0.0.1 (on the same port).
+pub fn service_entry(name: &str, host: &str, port: u16) -> String {
+    format!(
+        "apiVersion: networking.istio.io/v1\nkind: ServiceEntry\nmetadata: {{name: {name}, namespace: default}}\nspec:\n  hosts: [{host}]\n  location: MESH_EXTERNAL\n  resolution: STATIC\n  ports: [{{number: {port}, name: http, protocol: HTTP}}]\n  endpoints: [{{address: 127.0.0.1}}]\n"
+    )
+}
+
+/// A VirtualService `default/<name>` bound to `gw`, routing `prefix` to `backend.example.com`:`port`.
+pub fn virtual_service(name: &str, prefix: &str, port: u16) -> String {
+    format!(
+        "apiVersion: networking.istio.io/v1\nkind: VirtualService\nmetadata: {{name: {name}, namespace: default}}\nspec:\n  hosts: [\"*\"]\n  gateways: [gw]\n  http:\n  - match: [{{uri: {{prefix: {prefix}}}}}]\n    route: [{{destination: {{host: backend.example.com, port: {{number: {port}}}}}}}]\n"
+    )
+}
+
+/// The `higress-config` ConfigMap (namespace `higress-system`) whose `higress` key holds `higress_yaml`.
+pub fn higress_config(higress_yaml: &str) -> String {
+    let indented: String = higress_yaml
+        .lines()
+        .map(|line| format!("    {line}\n"))
+        .collect();
+    format!(
+        "apiVersion: v1\nkind: ConfigMap\nmetadata: {{name: higress-config, namespace: higress-system}}\ndata:\n  higress: |\n{indented}"
+    )
+}
+
+/// `admitpilot serve --config-dir` running as a child process, with its xDS server on 127.0.0.1:`xds_port`.
+pub struct Admitpilot {
+    child: Child,
+    dir: tempfile::TempDir,
+    /// Port of the xDS (ADS) server.
+    pub xds_port: u16,
+    /// Base URL of the admin server.
+    pub admin: String,
+}
+
+impl Admitpilot {
+    /// Starts the `admitpilot` binary of this package on `config_dir` and waits until `/readyz` answers 200.
+    pub async fn start(config_dir: &Path) -> Admitpilot {
+        let dir = tempfile::tempdir().unwrap();
+        let (xds_port, admin_port, webhook_port) = (free_port(), free_port(), free_port());
+        let log = std::fs::File::create(dir.path().join("admitpilot.log")).unwrap();
+        let child = Command::new(env!("CARGO_BIN_EXE_admitpilot"))
+            .arg("serve")
+            .arg("--config-dir")
+            .arg(config_dir)
+            .args(["--xds-addr", &format!("127.0.0.1:{xds_port}")])
+            .args(["--admin-addr", &format!("127.0.0.1:{admin_port}")])
+            .args(["--webhook-addr", &format!("127.0.0.1:{webhook_port}")])
+            .arg("--self-signed-ca-out")
+            .arg(dir.path().join("ca.crt"))
+            .stdout(Stdio::null())
+            .stderr(log)
+            .spawn()
+            .expect("start admitpilot");
+        let mut running = Admitpilot {
+            child,
+            dir,
+            xds_port,
+            admin: format!("http://127.0.0.1:{admin_port}"),
+        };
+        let http = client();
+        let deadline = tokio::time::Instant::now() + CONVERGE;
+        loop {
+            if let Ok(response) = http.get(format!("{}/readyz", running.admin)).send().await {
+                if response.status() == 200 {
+                    return running;
+                }
+            }
+            if let Ok(Some(status)) = running.child.try_wait() {
+                panic!("admitpilot exited early ({status}):\n{}", running.log());
+            }
+            assert!(
+                tokio::time::Instant::now() < deadline,
+                "admitpilot never became ready:\n{}",
+                running.log()
+            );
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+    }
+
+    /// What the process logged so far.
+    pub fn log(&self) -> String {
+        std::fs::read_to_string(self.dir.path().join("admitpilot.log")).unwrap_or_default()
+    }
+}
+
+impl Drop for Admitpilot {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+        if std::thread::panicking() {
+            eprintln!("---- admitpilot log ----\n{}", self.log());
+        }
+    }
+}
