@@ -8,7 +8,6 @@ mod harness;
 mod serve;
 
 use std::sync::Arc;
-use std::time::Duration;
 
 use admitpilot::app::{App, XdsConfig};
 use admitpilot::model::Snapshot;
