@@ -63,23 +63,13 @@ fn snapshot(objects: Vec<Arc<ConfigObject>>) -> Snapshot {
 
 /// The snapshot with `changes` applied: objects replace those with the same key.
 fn with(base: &Snapshot, changes: Vec<Arc<ConfigObject>>) -> Snapshot {
-    snapshot_of(
-        base.objects
-            .iter()
-            .map(|(_, o)| Arc::clone(o))
-            .chain(changes),
-    )
+    snapshot_of(base.objects.values().cloned().chain(changes))
 }
 
 /// The snapshot without the object `kind/namespace/name`.
 fn without(base: &Snapshot, kind: Kind, namespace: &str, name: &str) -> Snapshot {
     let key = ObjectKey::new(kind, namespace, name);
-    snapshot_of(
-        base.objects
-            .iter()
-            .filter(|(k, _)| **k != key)
-            .map(|(_, o)| Arc::clone(o)),
-    )
+    snapshot_of(base.objects.values().filter(|o| o.key() != key).cloned())
 }
 
 fn proxy() -> Proxy {
