@@ -69,12 +69,7 @@ fn with(base: &Snapshot, changes: Vec<Arc<ConfigObject>>) -> Snapshot {
 /// The snapshot without the object `kind/namespace/name`.
 fn without(base: &Snapshot, kind: Kind, namespace: &str, name: &str) -> Snapshot {
     let key = ObjectKey::new(kind, namespace, name);
-    snapshot_of(
-        base.objects
-            .iter()
-            .filter(|(k, _)| **k != key)
-            .map(|(_, o)| Arc::clone(o)),
-    )
+    snapshot_of(base.objects.values().filter(|o| o.key() != key).cloned())
 }
 
 fn proxy() -> Proxy {
