@@ -161,7 +161,7 @@ mod config_dir {
     use super::*;
     use std::sync::Arc;
 
-    use crate::pipeline::{gateway, service_entry, virtual_service, write};
+    use crate::pipeline::{api_config_dir, virtual_service, write};
 
     use admitpilot::source::{self, SourceConfig, SourceMetrics};
     use admitpilot::xds::{TranslateFn, XdsMetrics, XdsServer};
@@ -198,18 +198,7 @@ mod config_dir {
         };
         let one = Backend::start("one").await;
         let port = free_port();
-        let dir = tempfile::tempdir().unwrap();
-        write(dir.path(), "gateway.yaml", &gateway(port));
-        write(
-            dir.path(),
-            "backend.yaml",
-            &service_entry("backend", "backend.example.com", one.port),
-        );
-        write(
-            dir.path(),
-            "api.yaml",
-            &virtual_service("api", "/api", one.port),
-        );
+        let dir = api_config_dir(port, one.port);
         let sources = source::start(
             SourceConfig {
                 config_dir: Some(dir.path().to_path_buf()),

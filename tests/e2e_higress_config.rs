@@ -159,22 +159,11 @@ async fn run(api: AdsApi, base_id: u32) {
     let collector = format!("outbound|{collector_port}||{COLLECTOR_HOST}");
     let backend_cluster = format!("outbound|{}||backend.example.com", backend.port);
     let port = free_port();
-    let dir = tempfile::tempdir().unwrap();
-    write(dir.path(), "gateway.yaml", &gateway(port));
-    write(
-        dir.path(),
-        "backend.yaml",
-        &service_entry("backend", "backend.example.com", backend.port),
-    );
+    let dir = api_config_dir(port, backend.port);
     write(
         dir.path(),
         "collector.yaml",
         &service_entry("collector", COLLECTOR_HOST, collector_port),
-    );
-    write(
-        dir.path(),
-        "api.yaml",
-        &virtual_service("api", "/api", backend.port),
     );
     let admitpilot = Admitpilot::start(dir.path()).await;
     let yaml = bootstrap(api, admitpilot.xds_port, NODE_ID)

@@ -37,6 +37,21 @@ pub fn virtual_service(name: &str, prefix: &str, port: u16) -> String {
     )
 }
 
+/// A new config folder with the minimal gateway setup: [`gateway`] on `port`, the `backend.example.com`
+/// [`service_entry`] on `backend_port` and a [`virtual_service`] routing `/api` to it.
+pub fn api_config_dir(port: u16, backend_port: u16) -> tempfile::TempDir {
+    let dir = tempfile::tempdir().unwrap();
+    write(dir.path(), "gateway.yaml", &gateway(port));
+    let backend = service_entry("backend", "backend.example.com", backend_port);
+    write(dir.path(), "backend.yaml", &backend);
+    write(
+        dir.path(),
+        "api.yaml",
+        &virtual_service("api", "/api", backend_port),
+    );
+    dir
+}
+
 /// The `higress-config` ConfigMap (namespace `higress-system`) whose `higress` key holds `higress_yaml`.
 pub fn higress_config(higress_yaml: &str) -> String {
     let indented: String = higress_yaml
