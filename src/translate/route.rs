@@ -32,7 +32,7 @@ use super::policy::Policies;
 use super::services::Registry;
 use crate::model::istio::virtual_service::{
     Destination, FaultAbort as IstioAbort, FaultDelay as IstioDelay, HeaderOperations, Headers,
-    HttpMatchRequest, HttpRoute, Percent, StringMatch,
+    HttpMatchRequest, HttpRoute, Percent, StringMatch, GRPC_STATUS_NAMES,
 };
 use crate::model::istio::VirtualService;
 
@@ -685,27 +685,8 @@ fn http_fault(delay: &Option<IstioDelay>, abort: &Option<IstioAbort>) -> HttpFau
 
 /// Maps a gRPC status name (`UNAVAILABLE`) or number to its code.
 fn grpc_code(name: &str) -> Option<u32> {
-    const NAMES: [&str; 17] = [
-        "OK",
-        "CANCELLED",
-        "UNKNOWN",
-        "INVALID_ARGUMENT",
-        "DEADLINE_EXCEEDED",
-        "NOT_FOUND",
-        "ALREADY_EXISTS",
-        "PERMISSION_DENIED",
-        "RESOURCE_EXHAUSTED",
-        "FAILED_PRECONDITION",
-        "ABORTED",
-        "OUT_OF_RANGE",
-        "UNIMPLEMENTED",
-        "INTERNAL",
-        "UNAVAILABLE",
-        "DATA_LOSS",
-        "UNAUTHENTICATED",
-    ];
     name.parse::<u32>().ok().or_else(|| {
-        NAMES
+        GRPC_STATUS_NAMES
             .iter()
             .position(|n| n.eq_ignore_ascii_case(name))
             .and_then(|i| u32::try_from(i).ok())

@@ -10,7 +10,7 @@ use crate::model::istio::virtual_service::{
     CorsPolicy, Destination, HeaderOperations, Headers, HttpDirectResponse, HttpFaultInjection,
     HttpMatchRequest, HttpMirrorPolicy, HttpRedirect, HttpRetry, HttpRewrite, HttpRoute,
     HttpRouteDestination, L4MatchAttributes, Percent, RouteDestination, SessionPersistence,
-    StringMatch, TcpRoute, TlsMatchAttributes, TlsRoute,
+    StringMatch, TcpRoute, TlsMatchAttributes, TlsRoute, GRPC_STATUS_NAMES,
 };
 use crate::model::{istio::VirtualService, Findings, ObjectMeta};
 
@@ -651,27 +651,6 @@ fn validate_cors(cors: &CorsPolicy, p: &mut FieldPath, out: &mut Findings) {
 /// Methods allowed in a CORS policy (Go's net/http method names plus `*`).
 const CORS_METHODS: &[&str] = &[
     "GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "CONNECT", "OPTIONS", "TRACE", "*",
-];
-
-/// gRPC status names accepted for fault aborts.
-const GRPC_STATUS_NAMES: &[&str] = &[
-    "OK",
-    "CANCELLED",
-    "UNKNOWN",
-    "INVALID_ARGUMENT",
-    "DEADLINE_EXCEEDED",
-    "NOT_FOUND",
-    "ALREADY_EXISTS",
-    "PERMISSION_DENIED",
-    "RESOURCE_EXHAUSTED",
-    "FAILED_PRECONDITION",
-    "ABORTED",
-    "OUT_OF_RANGE",
-    "UNIMPLEMENTED",
-    "INTERNAL",
-    "UNAVAILABLE",
-    "DATA_LOSS",
-    "UNAUTHENTICATED",
 ];
 
 fn validate_fault(fault: &HttpFaultInjection, p: &mut FieldPath, out: &mut Findings) {
