@@ -937,21 +937,18 @@ fn validate_http_destinations(
     let mut total: u64 = 0;
     for (i, r) in routes.iter().enumerate() {
         let mut at = p.index(i);
-        match &r.destination {
-            None => out.error(at.child("destination"), "destination is required"),
-            Some(d) if !gateway_semantics => {
-                validate_destination(d, &mut at.field("destination"), out)
-            }
-            Some(_) => {}
-        }
+        total += validate_weighted(
+            r.destination.as_ref(),
+            r.weight,
+            gateway_semantics,
+            &mut at,
+            out,
+        );
         if let Some(headers) = &r.headers {
             validate_headers(headers, &mut at.field("headers"), out);
         }
-        total += u64::from(r.weight.unwrap_or(0));
     }
-    if routes.len() > 1 && total == 0 {
-        out.error(p.as_str(), "the destination weights add up to 0");
-    }
+    check_total_weight(routes.len(), total, p, out);
 }
 
 fn validate_l4_destinations(
@@ -963,16 +960,36 @@ fn validate_l4_destinations(
     let mut total: u64 = 0;
     for (i, r) in routes.iter().enumerate() {
         let mut at = p.index(i);
-        match &r.destination {
-            None => out.error(at.child("destination"), "destination is required"),
-            Some(d) if !gateway_semantics => {
-                validate_destination(d, &mut at.field("destination"), out)
-            }
-            Some(_) => {}
-        }
-        total += u64::from(r.weight.unwrap_or(0));
+        total += validate_weighted(
+            r.destination.as_ref(),
+            r.weight,
+            gateway_semantics,
+            &mut at,
+            out,
+        );
     }
-    if routes.len() > 1 && total == 0 {
+    check_total_weight(routes.len(), total, p, out);
+}
+
+/// Checks one weighted destination (HTTP or TCP/TLS) at `at`; returns its weight for the total.
+fn validate_weighted(
+    destination: Option<&Destination>,
+    weight: Option<u32>,
+    gateway_semantics: bool,
+    at: &mut FieldPath,
+    out: &mut Findings,
+) -> u64 {
+    match destination {
+        None => out.error(at.child("destination"), "destination is required"),
+        Some(d) if !gateway_semantics => validate_destination(d, &mut at.field("destination"), out),
+        Some(_) => {}
+    }
+    u64::from(weight.unwrap_or(0))
+}
+
+/// Several destinations need a positive total weight.
+fn check_total_weight(count: usize, total: u64, p: &FieldPath, out: &mut Findings) {
+    if count > 1 && total == 0 {
         out.error(p.as_str(), "the destination weights add up to 0");
     }
 }
