@@ -68,14 +68,7 @@ async fn serve_runs_the_folder_source_and_exposes_configz() {
         "example.com"
     );
 
-    let metrics = http
-        .get(format!("{base}/metrics"))
-        .send()
-        .await
-        .unwrap()
-        .text()
-        .await
-        .unwrap();
+    let metrics = support::serve::get_text(&http, &format!("{base}/metrics")).await;
     assert!(
         metrics.contains("admitpilot_source_objects{kind=\"VirtualService\"} 1"),
         "{metrics}"

@@ -76,14 +76,7 @@ async fn app_serves_xds_and_syncz() {
         proxy["types"]["cds"]["sent_version"],
         pushed.version_info.as_str()
     );
-    let metrics = http
-        .get(format!("{admin}/metrics"))
-        .send()
-        .await
-        .unwrap()
-        .text()
-        .await
-        .unwrap();
+    let metrics = serve::get_text(&http, &format!("{admin}/metrics")).await;
     assert!(
         metrics.contains("admitpilot_xds_connected_proxies{api=\"sotw\"} 1"),
         "{metrics}"

@@ -25,3 +25,8 @@ pub fn serve_config(dir: &Path) -> ServeConfig {
         admin_addr: "127.0.0.1:0".parse().unwrap(),
     }
 }
+
+/// GETs `url` and returns the body as text (the admin endpoints: `/metrics`, `/debug/*`).
+pub async fn get_text(http: &reqwest::Client, url: &str) -> String {
+    http.get(url).send().await.unwrap().text().await.unwrap()
+}
