@@ -4,11 +4,14 @@
 //! received and ACKed the change, plus server CPU time and RSS; `--idle N` measures RSS with N idle streams (every
 //! client has ACKed its initial CDS/EDS/LDS/RDS responses and the server's CPU time has stopped growing).
 //! `scripts/bench-xds` runs the whole table; `XDS_LOAD_SERVER_WRAPPER=heaptrack` (or `valgrind --tool=callgrind`)
-//! runs the server under a profiler.
+//! runs the server under a profiler. `--floor` replaces admitpilot's server with the transport's floor: a stock
+//! tonic ADS service (envoy-types' generated server, default settings) that answers every new subscription with
+//! an empty response, so `--idle N --floor` is the memory tonic, hyper and h2 need to hold N streams.
 //!
 //! ```text
 //! cargo bench --bench xds_load -- --api sotw --clients 100 --routes 1000 --clusters 100 --rounds 20
 //! cargo bench --bench xds_load -- --api delta --idle 10000
+//! cargo bench --bench xds_load -- --api delta --idle 10000 --floor
 //! ```
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
@@ -24,13 +27,20 @@ use admitpilot::model::Snapshot;
 use admitpilot::translate::{GatewayResources, Proxy};
 use admitpilot::xds::{TranslateFn, XdsMetrics, XdsServer};
 use envoy_types::pb::envoy::config::route::v3::route;
-use envoy_types::pb::envoy::service::discovery::v3::DeltaDiscoveryRequest;
+use envoy_types::pb::envoy::service::discovery::v3::aggregated_discovery_service_server::{
+    AggregatedDiscoveryService, AggregatedDiscoveryServiceServer,
+};
+use envoy_types::pb::envoy::service::discovery::v3::{
+    DeltaDiscoveryRequest, DeltaDiscoveryResponse, DiscoveryRequest, DiscoveryResponse,
+};
 use harness::*;
 use tokio::sync::{mpsc, OwnedSemaphorePermit, Semaphore};
 
 #[derive(Debug, Clone)]
 struct Options {
     serve: bool,
+    /// Serve the do-nothing tonic ADS service instead of admitpilot's.
+    floor: bool,
     /// Set by `cargo bench`; without it the target only prints how to run it.
     bench: bool,
     api: String,
@@ -44,6 +54,7 @@ struct Options {
 fn options() -> Options {
     let mut options = Options {
         serve: false,
+        floor: false,
         bench: false,
         api: "sotw".into(),
         clients: 100,
@@ -58,6 +69,7 @@ fn options() -> Options {
         let mut value = || args.next().unwrap_or_default();
         match arg.as_str() {
             "--serve" => options.serve = true,
+            "--floor" => options.floor = true,
             "--bench" => options.bench = true,
             "--api" => options.api = value(),
             "--clients" => options.clients = value().parse().unwrap(),
@@ -146,6 +158,99 @@ async fn serve(options: Options) {
         .unwrap();
 }
 
+/// The transport's floor: answers each request that opens a subscription (no response nonce) with an empty
+/// response of its type, and nothing else.
+struct FloorAds;
+
+type FloorStream<T> = tokio_stream::wrappers::ReceiverStream<Result<T, tonic::Status>>;
+
+/// Runs one floor stream: `respond` turns a request into its answer, if it gets one.
+fn floor_stream<Req, Resp>(
+    mut requests: tonic::Streaming<Req>,
+    respond: fn(Req) -> Option<Resp>,
+) -> FloorStream<Resp>
+where
+    Req: prost::Message + Default + Send + 'static,
+    Resp: Send + 'static,
+{
+    let (tx, rx) = mpsc::channel(8);
+    tokio::spawn(async move {
+        while let Ok(Some(request)) = requests.message().await {
+            if let Some(response) = respond(request) {
+                if tx.send(Ok(response)).await.is_err() {
+                    break;
+                }
+            }
+        }
+    });
+    FloorStream::new(rx)
+}
+
+#[tonic::async_trait]
+impl AggregatedDiscoveryService for FloorAds {
+    type StreamAggregatedResourcesStream = FloorStream<DiscoveryResponse>;
+    type DeltaAggregatedResourcesStream = FloorStream<DeltaDiscoveryResponse>;
+
+    async fn stream_aggregated_resources(
+        &self,
+        request: tonic::Request<tonic::Streaming<DiscoveryRequest>>,
+    ) -> Result<tonic::Response<Self::StreamAggregatedResourcesStream>, tonic::Status> {
+        Ok(tonic::Response::new(floor_stream(
+            request.into_inner(),
+            |request| {
+                request.response_nonce.is_empty().then(|| DiscoveryResponse {
+                    type_url: request.type_url,
+                    version_info: "1".into(),
+                    nonce: "1".into(),
+                    ..Default::default()
+                })
+            },
+        )))
+    }
+
+    async fn delta_aggregated_resources(
+        &self,
+        request: tonic::Request<tonic::Streaming<DeltaDiscoveryRequest>>,
+    ) -> Result<tonic::Response<Self::DeltaAggregatedResourcesStream>, tonic::Status> {
+        Ok(tonic::Response::new(floor_stream(
+            request.into_inner(),
+            |request| {
+                request.response_nonce.is_empty().then(|| DeltaDiscoveryResponse {
+                    type_url: request.type_url,
+                    system_version_info: "1".into(),
+                    nonce: "1".into(),
+                    ..Default::default()
+                })
+            },
+        )))
+    }
+}
+
+/// Child process: the floor server. Prints `READY <port>`, exits when stdin closes.
+async fn serve_floor() {
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    println!("READY {}", listener.local_addr().unwrap().port());
+    let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+    std::thread::spawn(move || {
+        for line in std::io::stdin().lock().lines() {
+            if line.is_err() {
+                break;
+            }
+        }
+        let _ = stop.send(());
+    });
+    tonic::transport::Server::builder()
+        .add_service(AggregatedDiscoveryServiceServer::new(FloorAds))
+        .serve_with_incoming_shutdown(
+            tonic::transport::server::TcpIncoming::from(listener).with_nodelay(Some(true)),
+            async {
+                let _ = stopped.await;
+            },
+        )
+        .await
+        .unwrap();
+}
+
 struct ServerProcess {
     child: Child,
     port: u16,
@@ -162,6 +267,7 @@ impl ServerProcess {
             .args(&words[1..])
             .args(["--serve", "--routes", &options.routes.to_string()])
             .args(["--clusters", &options.clusters.to_string()])
+            .args(options.floor.then_some("--floor"))
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
             .spawn()
@@ -378,6 +484,10 @@ async fn main() {
         eprintln!("xds_load measures only under `cargo bench --bench xds_load`");
         return;
     }
+    if options.serve && options.floor {
+        serve_floor().await;
+        return;
+    }
     if options.serve {
         serve(options).await;
         return;
@@ -391,7 +501,8 @@ async fn main() {
         server.settle().await;
         let rss = server.rss_mib();
         println!(
-            "| idle | {} | {} | {} routes / {} clusters | connect+initial fetch {:.1} s | server RSS {:.0} MiB (empty {:.0} MiB, {:.1} KiB/stream), peak {:.0} MiB, CPU {:.1} s |",
+            "| idle{} | {} | {} | {} routes / {} clusters | connect+initial fetch {:.1} s | server RSS {:.0} MiB (empty {:.0} MiB, {:.1} KiB/stream), peak {:.0} MiB, CPU {:.1} s |",
+            if options.floor { " (tonic floor)" } else { "" },
             options.api,
             options.idle,
             options.routes,

@@ -12,17 +12,19 @@ use std::collections::{BTreeMap, BTreeSet, VecDeque};
 use std::sync::Arc;
 use std::time::Instant;
 
+use bytes::Bytes;
+
 use envoy_types::pb::envoy::config::core::v3::Node;
 use envoy_types::pb::envoy::service::discovery::v3::{
     DeltaDiscoveryRequest, DeltaDiscoveryResponse,
 };
-use prost::Message;
 
 use super::metrics::Api;
+use super::names::NameSet;
 use super::resources::{parse_version, Encoded, GroupConfig, ResourceType, TypeResources};
 use super::sotw::WILDCARD;
 use super::stream::{parse_nonce, Protocol, StreamBase};
-use super::wire::{field_len, MessageWriter, WireMessage};
+use super::wire::{encode_message, WireMessage};
 
 /// Unanswered responses remembered per type; older ones count as stale when answered.
 const MAX_IN_FLIGHT: usize = 16;
@@ -30,11 +32,6 @@ const MAX_IN_FLIGHT: usize = 16;
 /// After this many insertions at once, a per-stream map is rebuilt: entries inserted one by one leave B-tree
 /// nodes about half full, while a map built from a sorted iterator packs them (about 40% less memory).
 const COMPACT_AFTER: usize = 16;
-
-/// Rebuilds a B-tree map or set from its own (sorted) entries, packing its nodes.
-fn compact<T: IntoIterator + FromIterator<T::Item>>(collection: T) -> T {
-    collection.into_iter().collect()
-}
 
 /// Field number of `resources` in `DeltaDiscoveryResponse`.
 const RESOURCES_TAG: u32 = 2;
@@ -49,6 +46,87 @@ enum Held {
     Unknown,
     /// The client was told the resource does not exist.
     Absent,
+}
+
+/// What the client holds of one type, by name: the versions it has, and the names marked [`Held::Unknown`]
+/// or [`Held::Absent`] (each name in at most one of the two). When the client holds exactly the group's
+/// resources, which is the steady state, `versions` is the group's own map and the stream stores no copy.
+#[derive(Debug, Default)]
+struct HeldMap {
+    versions: Arc<BTreeMap<Arc<str>, u64>>,
+    marks: BTreeMap<Arc<str>, Held>,
+}
+
+impl HeldMap {
+    fn get(&self, name: &str) -> Option<Held> {
+        match self.versions.get(name) {
+            Some(hash) => Some(Held::Version(*hash)),
+            None => self.marks.get(name).copied(),
+        }
+    }
+
+    fn contains(&self, name: &str) -> bool {
+        self.versions.contains_key(name) || self.marks.contains_key(name)
+    }
+
+    /// Records `held` for `name`; returns what was held before.
+    fn insert(&mut self, name: Arc<str>, held: Held) -> Option<Held> {
+        let before = self.remove(&name);
+        match held {
+            Held::Version(hash) => {
+                Arc::make_mut(&mut self.versions).insert(name, hash);
+            }
+            mark => {
+                self.marks.insert(name, mark);
+            }
+        }
+        before
+    }
+
+    fn remove(&mut self, name: &str) -> Option<Held> {
+        if self.versions.contains_key(name) {
+            Arc::make_mut(&mut self.versions)
+                .remove(name)
+                .map(Held::Version)
+        } else {
+            self.marks.remove(name)
+        }
+    }
+
+    /// Keeps only the names `keep` accepts (the shared versions map is copied only if one goes).
+    fn retain(&mut self, keep: impl Fn(&str) -> bool) {
+        if !self.versions.keys().all(|name| keep(name)) {
+            Arc::make_mut(&mut self.versions).retain(|name, _| keep(name));
+        }
+        self.marks.retain(|name, _| keep(name));
+    }
+
+    /// Every name with what is held for it (versions first, then marks).
+    fn iter(&self) -> impl Iterator<Item = (&Arc<str>, Held)> {
+        let versions = self
+            .versions
+            .iter()
+            .map(|(name, hash)| (name, Held::Version(*hash)));
+        versions.chain(self.marks.iter().map(|(name, held)| (name, *held)))
+    }
+
+    /// Resources the client holds (not counting names it was told do not exist).
+    fn count(&self) -> usize {
+        self.versions.len() + self.marks.values().filter(|h| **h != Held::Absent).count()
+    }
+
+    /// After many insertions: shares the group's versions map if this one is equal to it, else packs it.
+    fn settle(&mut self, all: &TypeResources, inserted: usize) {
+        if Arc::ptr_eq(&self.versions, &all.hashes) {
+            return;
+        }
+        if *self.versions == *all.hashes {
+            self.versions = all.hashes.clone();
+        } else if inserted > COMPACT_AFTER {
+            let packed = Arc::make_mut(&mut self.versions);
+            *packed = std::mem::take(packed).into_iter().collect();
+        }
+    }
 }
 
 #[derive(Debug)]
@@ -66,9 +144,9 @@ struct TypeState {
     requested: bool,
     wildcard: bool,
     /// Names subscribed explicitly; the group's own `Arc`s where the resource exists.
-    names: BTreeSet<Arc<str>>,
-    /// What the client holds, by name.
-    held: BTreeMap<Arc<str>, Held>,
+    names: NameSet,
+    /// What the client holds.
+    held: HeldMap,
     /// Versions (content hashes) the client rejected, by name.
     rejected: BTreeMap<Arc<str>, u64>,
     in_flight: VecDeque<InFlight>,
@@ -96,41 +174,45 @@ impl TypeState {
                 let held = parse_version(version).map_or(Held::Unknown, Held::Version);
                 self.held.insert(shared_name(all, name), held);
             }
+            self.held
+                .settle(all, request.initial_resource_versions.len());
             if request.resource_names_subscribe.is_empty() && kind.wildcard_by_default() {
                 self.wildcard = true;
             }
         }
+        let mut names: Vec<Arc<str>> = self.names.iter().cloned().collect();
         for name in &request.resource_names_subscribe {
             if name == WILDCARD {
                 self.wildcard = true;
-            } else if !self.names.contains(name.as_str()) {
-                self.names.insert(shared_name(all, name));
+            } else if !self.names.contains(name) {
+                names.push(shared_name(all, name));
                 if !request.initial_resource_versions.contains_key(name) && !self.wildcard {
                     // A (re)subscribed resource must be sent again, whatever the client held before.
-                    self.held.remove(name.as_str());
+                    self.held.remove(name);
                 }
             }
         }
-        for name in &request.resource_names_unsubscribe {
-            if name == WILDCARD {
-                self.wildcard = false;
-            } else {
-                self.names.remove(name.as_str());
-                if self.held.get(name.as_str()) == Some(&Held::Absent) {
-                    self.held.remove(name.as_str());
+        let unsubscribed: BTreeSet<&str> = request
+            .resource_names_unsubscribe
+            .iter()
+            .map(String::as_str)
+            .collect();
+        if unsubscribed.contains(WILDCARD) {
+            self.wildcard = false;
+        }
+        if !unsubscribed.is_empty() {
+            names.retain(|name| !unsubscribed.contains(&**name));
+            for name in &unsubscribed {
+                if self.held.get(name) == Some(Held::Absent) {
+                    self.held.remove(name);
                 }
             }
         }
+        self.names = NameSet::new(names, all);
         if !self.wildcard {
             let names = &self.names;
-            self.held.retain(|name, _| names.contains(name));
+            self.held.retain(|name| names.contains(name));
             self.rejected.retain(|name, _| names.contains(name));
-        }
-        if request.resource_names_subscribe.len() > COMPACT_AFTER {
-            self.names = compact(std::mem::take(&mut self.names));
-        }
-        if request.initial_resource_versions.len() > COMPACT_AFTER {
-            self.held = compact(std::mem::take(&mut self.held));
         }
     }
 
@@ -140,22 +222,17 @@ impl TypeState {
             .held
             .iter()
             .filter(|(name, held)| {
-                **held != Held::Absent && self.subscribed(name) && !all.by_name.contains_key(*name)
+                *held != Held::Absent && self.subscribed(name) && !all.by_name.contains_key(*name)
             })
             .map(|(name, _)| name.clone())
             .collect();
         missing.extend(
             self.names
                 .iter()
-                .filter(|name| !all.by_name.contains_key(*name) && !self.held.contains_key(*name))
+                .filter(|name| !all.by_name.contains_key(*name) && !self.held.contains(name))
                 .cloned(),
         );
         missing
-    }
-
-    /// Resources the client holds (not counting names it was told do not exist).
-    fn held_count(&self) -> usize {
-        self.held.values().filter(|h| **h != Held::Absent).count()
     }
 }
 
@@ -177,7 +254,7 @@ impl DeltaStream {
         let all = config.of(kind);
         let state = &mut self.types[kind.index()];
         let stale = |entry: &&Encoded| {
-            state.held.get(&entry.name) != Some(&Held::Version(entry.hash))
+            state.held.get(&entry.name) != Some(Held::Version(entry.hash))
                 && state.rejected.get(&entry.name) != Some(&entry.hash)
         };
         let changed: Vec<&Encoded> = if state.wildcard {
@@ -205,9 +282,6 @@ impl DeltaStream {
             }
             state.rejected.remove(&entry.name);
         }
-        if added > COMPACT_AFTER {
-            state.held = compact(std::mem::take(&mut state.held));
-        }
         for name in &removed {
             state.rejected.remove(name);
             if state.names.contains(name) {
@@ -216,6 +290,7 @@ impl DeltaStream {
                 state.held.remove(name);
             }
         }
+        state.held.settle(all, added);
         let nonce = self.base.next_nonce();
         let version = config.snapshot_version;
         state.in_flight.push_back(InFlight {
@@ -227,7 +302,7 @@ impl DeltaStream {
         if state.in_flight.len() > MAX_IN_FLIGHT {
             state.in_flight.pop_front();
         }
-        let held = state.held_count();
+        let held = state.held.count();
         let header = DeltaDiscoveryResponse {
             system_version_info: version.to_string(),
             type_url: kind.type_url().to_string(),
@@ -235,19 +310,14 @@ impl DeltaStream {
             nonce: nonce.to_string(),
             ..Default::default()
         };
-        let len = header.encoded_len()
-            + changed
-                .iter()
-                .map(|e| field_len(RESOURCES_TAG, e.delta_head.len() + e.any.len()))
-                .sum::<usize>();
-        let mut writer = MessageWriter::new(len);
-        writer.header(&header);
-        for entry in &changed {
-            writer.field(RESOURCES_TAG, &entry.delta_head, &entry.any);
-        }
+        let fields: Vec<(&[u8], &Bytes)> = changed
+            .iter()
+            .map(|e| (&e.delta_head[..], &e.any))
+            .collect();
+        let message = encode_message(&header, RESOURCES_TAG, &fields);
         self.base
             .sent(kind, version, &header.system_version_info, nonce, held);
-        Some(writer.finish())
+        Some(message)
     }
 
     /// Records the client's answer to one of our responses.
@@ -260,13 +330,17 @@ impl DeltaStream {
             self.base.stale(kind, &request.response_nonce);
             return;
         };
+        if state.in_flight.is_empty() {
+            // An idle stream keeps no buffer for responses it is not waiting on.
+            state.in_flight = VecDeque::new();
+        }
         let Some(error) = &request.error_detail else {
             self.base
                 .acked(kind, Some(answered.sent_at), answered.version.to_string());
             return;
         };
         for (name, hash) in &answered.resources {
-            if state.held.get(name) == Some(&Held::Version(*hash)) {
+            if state.held.get(name) == Some(Held::Version(*hash)) {
                 state.held.insert(name.clone(), Held::Unknown);
             }
             state.rejected.insert(name.clone(), *hash);

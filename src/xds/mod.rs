@@ -9,6 +9,7 @@
 pub mod cache;
 mod delta;
 pub mod metrics;
+mod names;
 pub mod node;
 pub mod resources;
 mod server;

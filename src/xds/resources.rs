@@ -160,12 +160,28 @@ pub struct TypeResources {
     pub by_name: BTreeMap<Arc<str>, Arc<Encoded>>,
     /// Hash over every (name, version) pair: changes iff any resource of this type changed.
     pub version: u64,
+    /// Every name, sorted: the subscription of a stream that asks for all of them shares this list.
+    pub names: Arc<[Arc<str>]>,
+    /// Content hash of every resource, by name: what a Delta stream that holds all of them shares.
+    pub hashes: Arc<BTreeMap<Arc<str>, u64>>,
 }
 
 impl TypeResources {
     fn new(by_name: BTreeMap<Arc<str>, Arc<Encoded>>) -> Self {
         let version = set_version(by_name.values().map(|e| &**e));
-        TypeResources { by_name, version }
+        let names = by_name.keys().cloned().collect();
+        let hashes = Arc::new(
+            by_name
+                .iter()
+                .map(|(name, entry)| (name.clone(), entry.hash))
+                .collect(),
+        );
+        TypeResources {
+            by_name,
+            version,
+            names,
+            hashes,
+        }
     }
 
     /// The shared name `Arc` of a resource of this type, if it exists (so streams can share names).

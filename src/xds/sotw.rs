@@ -10,16 +10,18 @@
 use std::sync::Arc;
 use std::time::Instant;
 
+use bytes::Bytes;
+
 use envoy_types::pb::envoy::config::core::v3::Node;
 use envoy_types::pb::envoy::service::discovery::v3::{DiscoveryRequest, DiscoveryResponse};
-use prost::Message;
 
 use super::metrics::Api;
+use super::names::NameSet;
 use super::resources::{
     set_version, version_string, Encoded, GroupConfig, ResourceType, TypeResources,
 };
 use super::stream::{parse_nonce, Protocol, StreamBase};
-use super::wire::{field_len, MessageWriter, WireMessage};
+use super::wire::{encode_message, WireMessage};
 
 /// Explicit wildcard subscription name.
 pub(crate) const WILDCARD: &str = "*";
@@ -32,9 +34,9 @@ struct TypeState {
     /// The client has asked for this type at least once.
     requested: bool,
     wildcard: bool,
-    /// Subscribed names, sorted and unique; the group's own `Arc`s where the resource exists. A boxed slice
-    /// (every request replaces the whole set) is half the size of a `BTreeSet`.
-    names: Box<[Arc<str>]>,
+    /// Subscribed names; the group's own `Arc`s where the resource exists (and its whole list when the
+    /// client asks for every name).
+    names: NameSet,
     /// Nonce of the last response (0: none yet).
     last_nonce: u64,
     sent_version: Option<u64>,
@@ -55,34 +57,28 @@ impl TypeState {
                 self.wildcard && self.names.is_empty() || first && kind.wildcard_by_default();
             let grew = wildcard && !self.wildcard;
             self.wildcard = wildcard;
-            self.names = Box::default();
+            self.names = NameSet::default();
             return grew;
         }
         let wildcard = names.iter().any(|n| n == WILDCARD);
-        let mut new: Vec<Arc<str>> = names
+        let new: Vec<Arc<str>> = names
             .iter()
             .filter(|n| *n != WILDCARD)
-            .map(|name| match self.find(name) {
-                Some(known) => known.clone(),
-                None => all
-                    .shared_name(name)
+            .map(|name| match all.shared_name(name) {
+                Some(shared) => shared,
+                None => self
+                    .names
+                    .find(name)
+                    .cloned()
                     .unwrap_or_else(|| Arc::from(name.as_str())),
             })
             .collect();
-        new.sort_unstable();
-        new.dedup();
-        let grew = (wildcard && !self.wildcard) || new.iter().any(|name| self.find(name).is_none());
+        let new = NameSet::new(new, all);
+        let grew =
+            (wildcard && !self.wildcard) || new.iter().any(|name| !self.names.contains(name));
         self.wildcard = wildcard;
-        self.names = new.into_boxed_slice();
+        self.names = new;
         grew
-    }
-
-    /// The subscribed name equal to `name`.
-    fn find(&self, name: &str) -> Option<&Arc<str>> {
-        self.names
-            .binary_search_by(|known| (**known).cmp(name))
-            .ok()
-            .map(|index| &self.names[index])
     }
 
     /// The resources the subscription gets now, in name order, and their version.
@@ -131,16 +127,8 @@ impl SotwStream {
             nonce: nonce.to_string(),
             ..Default::default()
         };
-        let len = header.encoded_len()
-            + chosen
-                .iter()
-                .map(|e| field_len(RESOURCES_TAG, e.any.len()))
-                .sum::<usize>();
-        let mut writer = MessageWriter::new(len);
-        writer.header(&header);
-        for entry in &chosen {
-            writer.field(RESOURCES_TAG, &[], &entry.any);
-        }
+        let fields: Vec<(&[u8], &Bytes)> = chosen.iter().map(|e| (&[][..], &e.any)).collect();
+        let message = encode_message(&header, RESOURCES_TAG, &fields);
         let count = chosen.len();
         let state = &mut self.types[kind.index()];
         state.last_nonce = nonce;
@@ -156,7 +144,7 @@ impl SotwStream {
         }
         self.base
             .sent(kind, config.snapshot_version, &version_text, nonce, count);
-        writer.finish()
+        message
     }
 }
 
@@ -239,6 +227,7 @@ impl Protocol for SotwStream {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use prost::Message;
     use crate::translate::GatewayResources;
     use envoy_types::pb::envoy::config::endpoint::v3::ClusterLoadAssignment;
 

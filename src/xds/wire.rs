@@ -45,60 +45,51 @@ impl WireMessage {
     }
 }
 
-/// Writes one gRPC message: the caller's header fields (any prost message) followed by length-delimited
-/// fields whose payload is shared bytes. The total length is given up front, so the 5-byte gRPC prefix is
-/// written first and the message needs no second pass.
-pub(crate) struct MessageWriter {
-    buf: BytesMut,
-    chunks: Vec<Bytes>,
-}
-
-impl MessageWriter {
-    /// Starts a message whose protobuf encoding is `len` bytes long.
-    pub(crate) fn new(len: usize) -> Self {
-        let mut buf = BytesMut::with_capacity(5 + len.min(16 * 1024));
-        buf.put_u8(0); // not compressed
-        buf.put_u32(u32::try_from(len).unwrap_or(u32::MAX));
-        MessageWriter {
-            buf,
-            chunks: Vec::new(),
-        }
-    }
-
-    /// Appends the fields of `header`.
-    pub(crate) fn header(&mut self, header: &impl Message) {
-        header.encode_raw(&mut self.buf);
-    }
-
-    /// Appends field `tag` holding `head` followed by `shared` (`head` is small and per stream, `shared` is
-    /// the group's encoded bytes).
-    pub(crate) fn field(&mut self, tag: u32, head: &[u8], shared: &Bytes) {
-        encode_key(tag, WireType::LengthDelimited, &mut self.buf);
-        encode_varint((head.len() + shared.len()) as u64, &mut self.buf);
-        self.buf.put_slice(head);
+/// Encodes one gRPC message: the fields of `header` (any prost message), then one length-delimited field
+/// `tag` per entry of `fields`, holding the entry's small per-stream `head` followed by its `shared` bytes (the
+/// group's encoded resource). Shared bytes of at least [`SHARE_THRESHOLD`] are sent as they are; everything
+/// else goes into one buffer sized exactly, with the 5-byte gRPC prefix first, so no pass is made twice.
+pub(crate) fn encode_message(
+    header: &impl Message,
+    tag: u32,
+    fields: &[(&[u8], &Bytes)],
+) -> WireMessage {
+    let len = header.encoded_len()
+        + fields
+            .iter()
+            .map(|(head, shared)| field_len(tag, head.len() + shared.len()))
+            .sum::<usize>();
+    let by_reference: usize = fields
+        .iter()
+        .map(|(_, shared)| shared.len())
+        .filter(|len| *len >= SHARE_THRESHOLD)
+        .sum();
+    let mut buf = BytesMut::with_capacity(5 + len - by_reference);
+    buf.put_u8(0); // not compressed
+    buf.put_u32(u32::try_from(len).unwrap_or(u32::MAX));
+    header.encode_raw(&mut buf);
+    let mut chunks = Vec::new();
+    for (head, shared) in fields {
+        encode_key(tag, WireType::LengthDelimited, &mut buf);
+        encode_varint((head.len() + shared.len()) as u64, &mut buf);
+        buf.put_slice(head);
         if shared.len() >= SHARE_THRESHOLD {
-            if !self.buf.is_empty() {
-                self.chunks.push(self.buf.split().freeze());
+            if !buf.is_empty() {
+                chunks.push(buf.split().freeze());
             }
-            self.chunks.push(shared.clone());
+            chunks.push((*shared).clone());
         } else {
-            self.buf.put_slice(shared);
+            buf.put_slice(shared);
         }
     }
-
-    /// The finished message.
-    pub(crate) fn finish(mut self) -> WireMessage {
-        if !self.buf.is_empty() {
-            self.chunks.push(self.buf.freeze());
-        }
-        WireMessage {
-            chunks: self.chunks,
-        }
+    if !buf.is_empty() {
+        chunks.push(buf.freeze());
     }
+    WireMessage { chunks }
 }
 
 /// Encoded length of field `tag` holding `len` bytes.
-pub(crate) fn field_len(tag: u32, len: usize) -> usize {
+fn field_len(tag: u32, len: usize) -> usize {
     key_len(tag) + encoded_len_varint(len as u64) + len
 }
 
