@@ -198,12 +198,15 @@ impl AggregatedDiscoveryService for FloorAds {
         Ok(tonic::Response::new(floor_stream(
             request.into_inner(),
             |request| {
-                request.response_nonce.is_empty().then(|| DiscoveryResponse {
-                    type_url: request.type_url,
-                    version_info: "1".into(),
-                    nonce: "1".into(),
-                    ..Default::default()
-                })
+                request
+                    .response_nonce
+                    .is_empty()
+                    .then(|| DiscoveryResponse {
+                        type_url: request.type_url,
+                        version_info: "1".into(),
+                        nonce: "1".into(),
+                        ..Default::default()
+                    })
             },
         )))
     }
@@ -215,12 +218,15 @@ impl AggregatedDiscoveryService for FloorAds {
         Ok(tonic::Response::new(floor_stream(
             request.into_inner(),
             |request| {
-                request.response_nonce.is_empty().then(|| DeltaDiscoveryResponse {
-                    type_url: request.type_url,
-                    system_version_info: "1".into(),
-                    nonce: "1".into(),
-                    ..Default::default()
-                })
+                request
+                    .response_nonce
+                    .is_empty()
+                    .then(|| DeltaDiscoveryResponse {
+                        type_url: request.type_url,
+                        system_version_info: "1".into(),
+                        nonce: "1".into(),
+                        ..Default::default()
+                    })
             },
         )))
     }

@@ -227,9 +227,9 @@ impl Protocol for SotwStream {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use prost::Message;
     use crate::translate::GatewayResources;
     use envoy_types::pb::envoy::config::endpoint::v3::ClusterLoadAssignment;
+    use prost::Message;
 
     #[test]
     fn response_bytes_decode_as_a_discovery_response() {
