@@ -1,5 +1,6 @@
-//! The webhook's connection limits over real sockets: a TCP client that never starts the TLS handshake and a TLS
-//! client that never sends request headers are both disconnected after their timeouts; a body that never ends
+//! The webhook's connection limits over real sockets: a TCP client that never starts the TLS handshake, a TLS
+//! client that never sends request headers and an HTTP/2 client that never sends a request are disconnected
+//! after their timeouts; a body that never ends
 //! is answered 408 (or the connection closed) after the request timeout; past the connection cap a client waits
 //! until a slot frees.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
@@ -192,5 +193,50 @@ async fn past_the_connection_cap_a_client_waits_for_a_free_slot() {
     let Ok(running) = Arc::try_unwrap(running) else {
         panic!("the connecting task still holds the server");
     };
+    running.shutdown().await.unwrap();
+}
+
+/// Opens a TLS connection that offers only HTTP/2 (ALPN `h2`) and sends the client connection preface and an
+/// empty SETTINGS frame, then nothing.
+async fn connect_h2_and_stay_quiet(dir: &std::path::Path, running: &Running) -> Tls {
+    let ca = std::fs::read(dir.join("ca.crt")).unwrap();
+    let mut roots = rustls::RootCertStore::empty();
+    for cert in CertificateDer::pem_slice_iter(&ca) {
+        roots.add(cert.unwrap()).unwrap();
+    }
+    let mut config = rustls::ClientConfig::builder_with_provider(Arc::new(
+        rustls::crypto::ring::default_provider(),
+    ))
+    .with_safe_default_protocol_versions()
+    .unwrap()
+    .with_root_certificates(roots)
+    .with_no_client_auth();
+    config.alpn_protocols = vec![b"h2".to_vec()];
+    let connector = tokio_rustls::TlsConnector::from(Arc::new(config));
+    let tcp = TcpStream::connect(running.webhook_addr).await.unwrap();
+    let mut tls = connector
+        .connect(ServerName::try_from("localhost").unwrap(), tcp)
+        .await
+        .unwrap();
+    assert_eq!(tls.get_ref().1.alpn_protocol(), Some(&b"h2"[..]));
+    tls.write_all(b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n")
+        .await
+        .unwrap();
+    // SETTINGS: length 0, type 4, no flags, stream 0.
+    tls.write_all(&[0, 0, 0, 4, 0, 0, 0, 0, 0]).await.unwrap();
+    tls.flush().await.unwrap();
+    tls
+}
+
+#[tokio::test]
+async fn an_http2_client_that_never_sends_a_request_is_dropped() {
+    let dir = tempfile::tempdir().unwrap();
+    let limits = ServerLimits {
+        header_read_timeout: Duration::from_millis(300),
+        ..ServerLimits::default()
+    };
+    let running = start(dir.path(), limits).await;
+    let mut tls = connect_h2_and_stay_quiet(dir.path(), &running).await;
+    closed_after_the_timeout(&mut tls).await;
     running.shutdown().await.unwrap();
 }

@@ -60,8 +60,8 @@ pub struct ServeArgs {
     #[arg(long, default_value_t = 10.0, value_parser = parse_interval)]
     handshake_timeout: f64,
 
-    /// Seconds a webhook client gets to send a request's headers (HTTP/1.1; idle keep-alive time counts too)
-    /// before the connection is closed.
+    /// Seconds a webhook client gets to send a request's headers before the connection is closed; idle time
+    /// between requests counts too (HTTP/1.1 keep-alive and HTTP/2).
     #[arg(long, default_value_t = 10.0, value_parser = parse_interval)]
     header_read_timeout: f64,
 
