@@ -58,26 +58,32 @@ async fn wait_for_close<S: AsyncReadExt + Unpin>(stream: &mut S, deadline: Durat
 
 type Tls = tokio_rustls::client::TlsStream<TcpStream>;
 
-/// Opens a TLS connection trusting the generated CA in `dir`.
-async fn connect_tls(dir: &std::path::Path, running: &Running) -> Tls {
+/// Opens a TLS connection trusting the generated CA in `dir`, offering `alpn` (none: HTTP/1.1).
+async fn connect_tls_with_alpn(dir: &std::path::Path, running: &Running, alpn: &[&[u8]]) -> Tls {
     let ca = std::fs::read(dir.join("ca.crt")).unwrap();
     let mut roots = rustls::RootCertStore::empty();
     for cert in CertificateDer::pem_slice_iter(&ca) {
         roots.add(cert.unwrap()).unwrap();
     }
-    let config = rustls::ClientConfig::builder_with_provider(Arc::new(
+    let mut config = rustls::ClientConfig::builder_with_provider(Arc::new(
         rustls::crypto::ring::default_provider(),
     ))
     .with_safe_default_protocol_versions()
     .unwrap()
     .with_root_certificates(roots)
     .with_no_client_auth();
+    config.alpn_protocols = alpn.iter().map(|p| p.to_vec()).collect();
     let connector = tokio_rustls::TlsConnector::from(Arc::new(config));
     let tcp = TcpStream::connect(running.webhook_addr).await.unwrap();
     connector
         .connect(ServerName::try_from("localhost").unwrap(), tcp)
         .await
         .unwrap()
+}
+
+/// Opens a TLS connection trusting the generated CA in `dir` (HTTP/1.1).
+async fn connect_tls(dir: &std::path::Path, running: &Running) -> Tls {
+    connect_tls_with_alpn(dir, running, &[]).await
 }
 
 #[tokio::test]
@@ -90,19 +96,6 @@ async fn a_client_that_never_starts_the_handshake_is_dropped() {
     let running = start(dir.path(), limits).await;
     let mut tcp = TcpStream::connect(running.webhook_addr).await.unwrap();
     closed_after_the_timeout(&mut tcp).await;
-    running.shutdown().await.unwrap();
-}
-
-#[tokio::test]
-async fn a_client_that_never_sends_headers_is_dropped() {
-    let dir = tempfile::tempdir().unwrap();
-    let limits = ServerLimits {
-        header_read_timeout: Duration::from_millis(300),
-        ..ServerLimits::default()
-    };
-    let running = start(dir.path(), limits).await;
-    let mut tls = connect_tls(dir.path(), &running).await;
-    closed_after_the_timeout(&mut tls).await;
     running.shutdown().await.unwrap();
 }
 
@@ -199,25 +192,7 @@ async fn past_the_connection_cap_a_client_waits_for_a_free_slot() {
 /// Opens a TLS connection that offers only HTTP/2 (ALPN `h2`) and sends the client connection preface and an
 /// empty SETTINGS frame, then nothing.
 async fn connect_h2_and_stay_quiet(dir: &std::path::Path, running: &Running) -> Tls {
-    let ca = std::fs::read(dir.join("ca.crt")).unwrap();
-    let mut roots = rustls::RootCertStore::empty();
-    for cert in CertificateDer::pem_slice_iter(&ca) {
-        roots.add(cert.unwrap()).unwrap();
-    }
-    let mut config = rustls::ClientConfig::builder_with_provider(Arc::new(
-        rustls::crypto::ring::default_provider(),
-    ))
-    .with_safe_default_protocol_versions()
-    .unwrap()
-    .with_root_certificates(roots)
-    .with_no_client_auth();
-    config.alpn_protocols = vec![b"h2".to_vec()];
-    let connector = tokio_rustls::TlsConnector::from(Arc::new(config));
-    let tcp = TcpStream::connect(running.webhook_addr).await.unwrap();
-    let mut tls = connector
-        .connect(ServerName::try_from("localhost").unwrap(), tcp)
-        .await
-        .unwrap();
+    let mut tls = connect_tls_with_alpn(dir, running, &[b"h2"]).await;
     assert_eq!(tls.get_ref().1.alpn_protocol(), Some(&b"h2"[..]));
     tls.write_all(b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n")
         .await
@@ -229,14 +204,16 @@ async fn connect_h2_and_stay_quiet(dir: &std::path::Path, running: &Running) -> 
 }
 
 #[tokio::test]
-async fn an_http2_client_that_never_sends_a_request_is_dropped() {
+async fn a_client_that_never_sends_a_request_is_dropped_over_http1_and_http2() {
     let dir = tempfile::tempdir().unwrap();
     let limits = ServerLimits {
         header_read_timeout: Duration::from_millis(300),
         ..ServerLimits::default()
     };
     let running = start(dir.path(), limits).await;
-    let mut tls = connect_h2_and_stay_quiet(dir.path(), &running).await;
-    closed_after_the_timeout(&mut tls).await;
+    let mut http1 = connect_tls(dir.path(), &running).await;
+    let mut http2 = connect_h2_and_stay_quiet(dir.path(), &running).await;
+    closed_after_the_timeout(&mut http1).await;
+    closed_after_the_timeout(&mut http2).await;
     running.shutdown().await.unwrap();
 }
