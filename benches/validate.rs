@@ -1,10 +1,12 @@
 //! Validation benchmarks: the time to decode and validate one typical VirtualService from JSON bytes, and the
 //! throughput of decoding and validating every document of the Istio corpus (`../shared/corpus/istio`, read once
-//! at start; skipped with a message when absent). Run with `cargo bench --bench validate`.
+//! at start; skipped with a message when absent), and the webhook's review path for one AdmissionReview. Run with
+//! `cargo bench --bench validate`.
 
 use std::hint::black_box;
 use std::path::{Path, PathBuf};
 
+use admitpilot::admission::review::review;
 use admitpilot::model::decode::{decode, DecodeOptions, Decoded};
 use admitpilot::validate::{validate_document, validate_object};
 use criterion::{criterion_group, criterion_main, Criterion, Throughput};
@@ -77,6 +79,20 @@ fn bench_typical(c: &mut Criterion) {
     });
 }
 
+/// The webhook's whole review path without HTTP: the AdmissionReview of `scripts/bench-webhook` (a VirtualService
+/// UPDATE with a regex match, CORS and `oldObject`) from JSON bytes to the serialized response.
+fn bench_review(c: &mut Criterion) {
+    let options = DecodeOptions::default();
+    let body = std::fs::read(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/benches/data/virtualservice-review.json"
+    ))
+    .unwrap_or_default();
+    c.bench_function("webhook_review", |b| {
+        b.iter(|| black_box(review(black_box(&body), &options).map(|r| r.body.len())))
+    });
+}
+
 /// The same document split into its stages, to see where the time goes.
 fn bench_stages(c: &mut Criterion) {
     let options = DecodeOptions::default();
@@ -123,5 +139,11 @@ fn bench_corpus(c: &mut Criterion) {
     group.finish();
 }
 
-criterion_group!(benches, bench_typical, bench_stages, bench_corpus);
+criterion_group!(
+    benches,
+    bench_typical,
+    bench_review,
+    bench_stages,
+    bench_corpus
+);
 criterion_main!(benches);

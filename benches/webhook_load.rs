@@ -1,0 +1,382 @@
+//! Admission webhook load benchmark (`harness = false`): starts `admitpilot serve --bench-noop` (release build)
+//! in a child process and drives it over HTTPS keep-alive (HTTP/1.1, TLS 1.3, trusting only the generated CA)
+//! with a typical VirtualService AdmissionReview (`benches/data/virtualservice-review.json`). In every
+//! fixed-rate run, `/noop` (the same axum + rustls server answering `{}` without decoding: the transport's
+//! floor) and `/validate` are offered the same rate at the same time, their requests interleaved, so both see
+//! the same machine. Latency is taken per request with the monotonic clock, in microseconds, from just before
+//! the request is written until the whole response is read.
+//!
+//! The client is blocking: one OS thread per connection, each sending at its own fixed schedule (requests are
+//! spread evenly over threads and paths), so it needs no async timer (tokio's has 1 ms steps) and adds little
+//! CPU. A send that falls behind its schedule is sent at once and counted as late. The peak runs are closed
+//! loop: every thread sends its next request as soon as the last one is answered.
+//!
+//! ```text
+//! cargo build --release --bin admitpilot
+//! cargo bench --bench webhook_load                          # 10 s per run, rates 1000 and 5000, then peak
+//! cargo bench --bench webhook_load -- --seconds 5 --rates 1000 --peak-threads 16
+//! ```
+//! `ADMITPILOT_BIN` names another server binary (default `target/release/admitpilot`).
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::{SocketAddr, TcpListener, TcpStream};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use rustls::pki_types::pem::PemObject;
+use rustls::pki_types::{CertificateDer, ServerName};
+
+const PATHS: [&str; 2] = ["/noop", "/validate"];
+/// Requests sent before measuring, per run (connections, TLS sessions and caches settle).
+const WARMUP: Duration = Duration::from_secs(1);
+
+struct Options {
+    bench: bool,
+    seconds: u64,
+    rates: Vec<u64>,
+    peak_threads: usize,
+}
+
+fn options() -> Options {
+    let mut options = Options {
+        bench: false,
+        seconds: 10,
+        rates: vec![1000, 5000],
+        peak_threads: 16,
+    };
+    // Unknown arguments (cargo passes `--bench`) are ignored.
+    let mut args = std::env::args().skip(1);
+    while let Some(arg) = args.next() {
+        let mut value = || args.next().unwrap_or_default();
+        match arg.as_str() {
+            "--bench" => options.bench = true,
+            "--seconds" => options.seconds = value().parse().unwrap(),
+            "--rates" => options.rates = value().split(',').map(|r| r.parse().unwrap()).collect(),
+            "--peak-threads" => options.peak_threads = value().parse().unwrap(),
+            _ => {}
+        }
+    }
+    options
+}
+
+fn free_port() -> u16 {
+    TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
+}
+
+/// The server child; killed when dropped.
+struct Server {
+    child: Child,
+    webhook: SocketAddr,
+    ca: PathBuf,
+    _dir: tempfile::TempDir,
+}
+
+impl Server {
+    fn start() -> Server {
+        let bin = std::env::var("ADMITPILOT_BIN").unwrap_or_else(|_| {
+            concat!(env!("CARGO_MANIFEST_DIR"), "/target/release/admitpilot").to_string()
+        });
+        assert!(
+            Path::new(&bin).exists(),
+            "{bin} not found: run `cargo build --release --bin admitpilot` first"
+        );
+        let dir = tempfile::tempdir().unwrap();
+        let ca = dir.path().join("ca.crt");
+        let webhook: SocketAddr = format!("127.0.0.1:{}", free_port()).parse().unwrap();
+        let admin: SocketAddr = format!("127.0.0.1:{}", free_port()).parse().unwrap();
+        let child = Command::new(&bin)
+            .args(["serve", "--bench-noop"])
+            .args(["--webhook-addr", &webhook.to_string()])
+            .args(["--admin-addr", &admin.to_string()])
+            .arg("--self-signed-ca-out")
+            .arg(&ca)
+            .env("RUST_LOG", "warn")
+            .stdout(Stdio::null())
+            .spawn()
+            .unwrap();
+        let server = Server {
+            child,
+            webhook,
+            ca,
+            _dir: dir,
+        };
+        let deadline = Instant::now() + Duration::from_secs(30);
+        while !ready(admin) {
+            assert!(Instant::now() < deadline, "the server did not get ready");
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        server
+    }
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// Whether the admin port answers `/readyz` with 200.
+fn ready(admin: SocketAddr) -> bool {
+    let Ok(mut tcp) = TcpStream::connect(admin) else {
+        return false;
+    };
+    let _ = tcp.write_all(b"GET /readyz HTTP/1.0\r\n\r\n");
+    let mut status = String::new();
+    let _ = BufReader::new(tcp).read_line(&mut status);
+    status.split_whitespace().nth(1) == Some("200")
+}
+
+fn tls_config(ca: &Path) -> Arc<rustls::ClientConfig> {
+    let mut roots = rustls::RootCertStore::empty();
+    for cert in CertificateDer::pem_file_iter(ca).unwrap() {
+        roots.add(cert.unwrap()).unwrap();
+    }
+    let config = rustls::ClientConfig::builder_with_provider(Arc::new(
+        rustls::crypto::ring::default_provider(),
+    ))
+    .with_protocol_versions(&[&rustls::version::TLS13])
+    .unwrap()
+    .with_root_certificates(roots)
+    .with_no_client_auth();
+    Arc::new(config)
+}
+
+/// One keep-alive HTTPS connection sending the same POST again and again.
+struct Connection {
+    tls: rustls::StreamOwned<rustls::ClientConnection, TcpStream>,
+    request: Vec<u8>,
+    buf: Vec<u8>,
+}
+
+impl Connection {
+    fn open(server: &Server, tls: &Arc<rustls::ClientConfig>, path: &str, body: &[u8]) -> Self {
+        let tcp = TcpStream::connect(server.webhook).unwrap();
+        tcp.set_nodelay(true).unwrap();
+        let name = ServerName::try_from("localhost").unwrap();
+        let conn = rustls::ClientConnection::new(tls.clone(), name).unwrap();
+        let mut request = format!(
+            "POST {path} HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\nContent-Length: {}\r\n\r\n",
+            body.len()
+        )
+        .into_bytes();
+        request.extend_from_slice(body);
+        Connection {
+            tls: rustls::StreamOwned::new(conn, tcp),
+            request,
+            buf: Vec::with_capacity(16 * 1024),
+        }
+    }
+
+    /// Sends the request and reads the whole response; returns its status code.
+    fn round_trip(&mut self) -> u16 {
+        self.tls.write_all(&self.request).unwrap();
+        self.tls.flush().unwrap();
+        self.buf.clear();
+        let mut chunk = [0u8; 8192];
+        let head_end = loop {
+            let n = self.tls.read(&mut chunk).unwrap();
+            assert!(n > 0, "the server closed the connection");
+            self.buf.extend_from_slice(&chunk[..n]);
+            if let Some(at) = self.buf.windows(4).position(|w| w == b"\r\n\r\n") {
+                break at + 4;
+            }
+        };
+        let head = std::str::from_utf8(&self.buf[..head_end]).unwrap();
+        let status = head.split_whitespace().nth(1).unwrap().parse().unwrap();
+        let length: usize = head
+            .lines()
+            .find_map(|line| {
+                let (name, value) = line.split_once(':')?;
+                name.eq_ignore_ascii_case("content-length")
+                    .then(|| value.trim().parse().unwrap())
+            })
+            .expect("response without content-length");
+        while self.buf.len() < head_end + length {
+            let n = self.tls.read(&mut chunk).unwrap();
+            assert!(n > 0, "the server closed the connection");
+            self.buf.extend_from_slice(&chunk[..n]);
+        }
+        status
+    }
+}
+
+/// What one thread measured.
+#[derive(Default)]
+struct Samples {
+    /// Latencies in nanoseconds, after the warm-up.
+    latencies: Vec<u64>,
+    not_ok: usize,
+    /// Sends that started more than 100 µs after their scheduled time.
+    late: usize,
+}
+
+/// Runs one thread's connection: on a fixed schedule (`period`, first send at `start + offset`) or, without a
+/// period, back to back; for `WARMUP + duration`.
+fn drive(
+    mut conn: Connection,
+    start: Instant,
+    period: Option<Duration>,
+    offset: Duration,
+    duration: Duration,
+) -> Samples {
+    let mut samples = Samples::default();
+    let measure_from = start + WARMUP;
+    let end = measure_from + duration;
+    let mut next = start + offset;
+    loop {
+        if let Some(period) = period {
+            let now = Instant::now();
+            if next > now {
+                std::thread::sleep(next - now);
+            } else if now - next > Duration::from_micros(100) && now >= measure_from {
+                samples.late += 1;
+            }
+            next += period;
+        }
+        let sent = Instant::now();
+        if sent >= end {
+            return samples;
+        }
+        let status = conn.round_trip();
+        let took = sent.elapsed();
+        if sent >= measure_from {
+            samples.latencies.push(took.as_nanos() as u64);
+            samples.not_ok += usize::from(status != 200);
+        }
+    }
+}
+
+/// Per-path results of one run.
+struct PathResult {
+    path: &'static str,
+    samples: Samples,
+}
+
+/// One run of every path in `paths` at once: `threads_per_path` connections per path, each at
+/// `rate / threads_per_path` requests/s (back to back when `rate` is `None`).
+fn run(
+    server: &Server,
+    paths: &[&'static str],
+    rate: Option<u64>,
+    threads_per_path: usize,
+    duration: Duration,
+) -> Vec<PathResult> {
+    let tls = tls_config(&server.ca);
+    let body = std::fs::read(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/benches/data/virtualservice-review.json"
+    ))
+    .unwrap();
+    let total_threads = threads_per_path * paths.len();
+    let period = rate.map(|r| Duration::from_secs_f64(threads_per_path as f64 / r as f64));
+    let start = Instant::now() + Duration::from_millis(100);
+    let mut handles = Vec::new();
+    for (p, path) in paths.iter().enumerate() {
+        for t in 0..threads_per_path {
+            let conn = Connection::open(server, &tls, path, &body);
+            // Spread the first sends evenly over one period, alternating paths.
+            let slot = t * paths.len() + p;
+            let offset = period.map_or(Duration::ZERO, |period| {
+                period.mul_f64(slot as f64 / total_threads as f64)
+            });
+            handles.push((
+                *path,
+                std::thread::spawn(move || drive(conn, start, period, offset, duration)),
+            ));
+        }
+    }
+    let mut results: Vec<PathResult> = paths
+        .iter()
+        .map(|path| PathResult {
+            path,
+            samples: Samples::default(),
+        })
+        .collect();
+    for (path, handle) in handles {
+        let samples = handle.join().unwrap();
+        let result = results.iter_mut().find(|r| r.path == path).unwrap();
+        result.samples.latencies.extend(samples.latencies);
+        result.samples.not_ok += samples.not_ok;
+        result.samples.late += samples.late;
+    }
+    for result in &mut results {
+        result.samples.latencies.sort_unstable();
+    }
+    results
+}
+
+fn percentile_us(sorted: &[u64], p: f64) -> f64 {
+    let rank = ((p / 100.0) * (sorted.len() - 1) as f64).round() as usize;
+    sorted[rank.min(sorted.len() - 1)] as f64 / 1000.0
+}
+
+fn print_row(offered: &str, result: &PathResult, seconds: f64) {
+    let s = &result.samples;
+    let l = &s.latencies;
+    println!(
+        "| `{}` | {offered} | {:.0} | {:.0} | {:.0} | {:.0} | {:.0} | {:.0} | {} | {} |",
+        result.path,
+        l.len() as f64 / seconds,
+        percentile_us(l, 50.0),
+        percentile_us(l, 90.0),
+        percentile_us(l, 99.0),
+        percentile_us(l, 99.9),
+        percentile_us(l, 100.0),
+        s.not_ok,
+        s.late,
+    );
+}
+
+fn main() {
+    let options = options();
+    if !options.bench {
+        // `cargo test --all-targets` and nextest also run bench targets: only measure under `cargo bench`.
+        eprintln!("webhook_load measures only under `cargo bench --bench webhook_load`");
+        return;
+    }
+    let server = Server::start();
+    let duration = Duration::from_secs(options.seconds);
+    let seconds = duration.as_secs_f64();
+    println!(
+        "HTTPS keep-alive (HTTP/1.1, TLS 1.3), {}s per run after a 1 s warm-up, {} cores",
+        options.seconds,
+        std::thread::available_parallelism().map_or(0, |n| n.get())
+    );
+    println!("\n| path | offered req/s | achieved req/s | p50 µs | p90 µs | p99 µs | p99.9 µs | max µs | non-200 | late sends |");
+    println!("|---|---|---|---|---|---|---|---|---|---|");
+    let mut overheads = Vec::new();
+    for &rate in &options.rates {
+        // One connection per path per 1,000 req/s keeps each connection's period above its response time.
+        let threads = rate.div_ceil(1000).max(1) as usize;
+        let results = run(&server, &PATHS, Some(rate), threads, duration);
+        for result in &results {
+            print_row(&format!("{rate} (both at once)"), result, seconds);
+        }
+        let p50 = |i: usize| percentile_us(&results[i].samples.latencies, 50.0);
+        overheads.push((rate, p50(0), p50(1)));
+    }
+    for path in PATHS {
+        let results = run(&server, &[path], None, options.peak_threads, duration);
+        print_row(
+            &format!("peak ({} connections)", options.peak_threads),
+            &results[0],
+            seconds,
+        );
+    }
+    println!();
+    for (rate, noop, validate) in overheads {
+        println!(
+            "at {rate} req/s: validation adds {:.0} µs to the transport's p50 of {noop:.0} µs ({:+.0} %)",
+            validate - noop,
+            (validate - noop) / noop * 100.0
+        );
+    }
+}
