@@ -416,3 +416,68 @@ impl Protocol for DeltaStream {
         out
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::translate::GatewayResources;
+    use envoy_types::pb::envoy::config::cluster::v3::Cluster;
+    use envoy_types::pb::google::rpc::Status as RpcStatus;
+
+    fn config(names: &[&str]) -> GroupConfig {
+        let resources = GatewayResources {
+            clusters: names
+                .iter()
+                .map(|name| Cluster {
+                    name: name.to_string(),
+                    ..Default::default()
+                })
+                .collect(),
+            ..Default::default()
+        };
+        GroupConfig::encode(&resources, 1, Instant::now(), None)
+    }
+
+    fn stream() -> DeltaStream {
+        let registry = Arc::new(super::super::status::StatusRegistry::default());
+        let identity = super::super::node::NodeIdentity {
+            id: "gw".into(),
+            proxy: Default::default(),
+        };
+        DeltaStream::new(StreamBase::new(
+            registry.open(&identity, Api::Delta),
+            Default::default(),
+        ))
+    }
+
+    fn request(nonce: &str, error: Option<&str>) -> DeltaDiscoveryRequest {
+        DeltaDiscoveryRequest {
+            type_url: ResourceType::Cluster.type_url().into(),
+            response_nonce: nonce.into(),
+            error_detail: error.map(|message| RpcStatus {
+                message: message.into(),
+                ..Default::default()
+            }),
+            ..Default::default()
+        }
+    }
+
+    #[test]
+    fn a_stream_holding_everything_shares_the_groups_version_map_until_it_differs() {
+        let config = config(&["a", "b"]);
+        let all = config.of(ResourceType::Cluster);
+        let mut stream = stream();
+        let sent = stream.on_request(ResourceType::Cluster, request("", None), &config);
+        assert_eq!(sent.len(), 1);
+        let held = &stream.types[ResourceType::Cluster.index()].held;
+        assert!(Arc::ptr_eq(&held.versions, &all.hashes));
+        assert_eq!(held.count(), 2);
+
+        // A NACK marks what the response carried as unknown: the stream now keeps its own record.
+        stream.on_request(ResourceType::Cluster, request("1", Some("bad")), &config);
+        let held = &stream.types[ResourceType::Cluster.index()].held;
+        assert!(!Arc::ptr_eq(&held.versions, &all.hashes));
+        assert_eq!(held.get("a"), Some(Held::Unknown));
+        assert_eq!(held.count(), 2);
+    }
+}
