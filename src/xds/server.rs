@@ -10,7 +10,7 @@ use std::task::{Context, Poll};
 use std::time::Duration;
 
 use tokio::net::TcpListener;
-use tokio::sync::{mpsc, watch};
+use tokio::sync::watch;
 use tonic::body::Body;
 use tonic::server::NamedService;
 use tonic::transport::server::TcpIncoming;
@@ -21,7 +21,7 @@ use super::delta::DeltaStream;
 use super::metrics::XdsMetrics;
 use super::sotw::SotwStream;
 use super::status::StatusRegistry;
-use super::stream::{drive, Protocol, Shared, RESPONSE_BUFFER};
+use super::stream::{AdsCall, Protocol, Shared};
 use super::wire;
 use super::XdsError;
 use crate::model::Snapshot;
@@ -169,9 +169,7 @@ impl NamedService for Ads {
 impl Ads {
     fn start<P: Protocol>(&self, request: hyper::Request<Body>) -> hyper::Response<Body> {
         let inbound = wire::requests::<P::Request>(request, MAX_REQUEST_BYTES);
-        let (tx, rx) = mpsc::channel(RESPONSE_BUFFER);
-        tokio::spawn(drive::<P>(inbound, tx, self.shared.clone()));
-        wire::response(rx)
+        wire::response(AdsCall::<P>::new(inbound, self.shared.clone()))
     }
 }
 

@@ -1,14 +1,21 @@
 //! Stream driver shared by SotW and Delta: takes an inbound request stream, identifies the node from the first
-//! request, joins its proxy group and feeds requests and group pushes to a protocol state machine, queueing its
-//! pre-encoded responses for the call's response body through a bounded channel (a slow client only ever
-//! blocks its own task). Also the bookkeeping both protocols share: nonces, ACK/NACK metrics and status.
+//! request, joins its proxy group and feeds requests and group pushes to a protocol state machine, yielding its
+//! pre-encoded responses as the call's response body ([`AdsCall`]), which hyper polls only as fast as the
+//! client reads. Also the bookkeeping both protocols share: nonces, ACK/NACK metrics and status.
 
+use std::collections::VecDeque;
+use std::pin::Pin;
 use std::sync::Arc;
+use std::task::{Context, Poll};
 use std::time::Instant;
 
+use bytes::Bytes;
 use envoy_types::pb::envoy::config::core::v3::Node;
+use hyper::body::Frame;
 use prost::Message;
-use tokio::sync::{mpsc, watch};
+use tokio::sync::watch;
+use tokio_stream::wrappers::WatchStream;
+use tokio_stream::Stream;
 use tonic::{Status, Streaming};
 
 use super::cache::ConfigCache;
@@ -16,10 +23,7 @@ use super::metrics::{Api, XdsMetrics};
 use super::node::NodeIdentity;
 use super::resources::{GroupConfig, ResourceType};
 use super::status::{unix_now, ConnectionHandle, NackStatus, StatusRegistry};
-use super::wire::{Outbound, WireMessage};
-
-/// Responses buffered per stream before the stream task waits for the client to read.
-pub(crate) const RESPONSE_BUFFER: usize = 8;
+use super::wire::{trailers, WireMessage};
 
 /// What a stream task needs from the server.
 #[derive(Clone, Debug)]
@@ -33,7 +37,7 @@ pub(crate) struct Shared {
 }
 
 /// A per-stream protocol state machine (SotW or Delta).
-pub(crate) trait Protocol: Send + 'static {
+pub(crate) trait Protocol: Send + Unpin + 'static {
     type Request: Message + Default + Send + 'static;
     const API: Api;
 
@@ -155,111 +159,173 @@ impl Drop for OpenStream {
     }
 }
 
-/// Queues responses for the client; gives up when the client is gone or the server shuts down (a client that
-/// stopped reading must not hold up shutdown). A response over the size limit ends the call with an error.
-async fn send_all(
-    tx: &mpsc::Sender<Outbound>,
-    responses: Vec<WireMessage>,
-    shutdown: &mut watch::Receiver<bool>,
-    max_bytes: usize,
-) -> bool {
-    for response in responses {
-        let len = response.len();
-        let (outbound, last) = if len > max_bytes {
-            let status = Status::resource_exhausted(format!(
-                "xDS response of {len} bytes exceeds the limit of {max_bytes} bytes"
-            ));
-            tracing::error!(%status, "ending xDS stream");
-            (Outbound::Fail(status), true)
-        } else {
-            (Outbound::Message(response), false)
-        };
-        tokio::select! {
-            sent = tx.send(outbound) => if sent.is_err() || last { return false },
-            _ = shutdown.changed() => return false,
+/// A stream that has received its first request: the protocol state and the group it follows.
+struct Joined<P> {
+    state: P,
+    name: String,
+    config: Arc<GroupConfig>,
+    group: WatchStream<Arc<GroupConfig>>,
+    _open: OpenStream,
+}
+
+impl<P> Drop for Joined<P> {
+    fn drop(&mut self) {
+        tracing::info!(proxy = %self.name, api = self.api(), "xDS stream closed");
+    }
+}
+
+impl<P> Joined<P> {
+    fn api(&self) -> &'static str {
+        self._open.api.as_str()
+    }
+}
+
+/// One ADS call, run by its own response body: each time hyper's connection task polls the body for data, it
+/// reads the client's requests, follows the proxy group's configuration and yields the protocol's responses,
+/// then the gRPC trailers. There is no task or channel per stream. A client that stops reading stops the
+/// polling, so its stream does no work until it reads again and then answers with the latest configuration
+/// only; other streams are not affected.
+pub(crate) struct AdsCall<P: Protocol> {
+    inbound: Streaming<P::Request>,
+    shared: Shared,
+    shutdown: WatchStream<bool>,
+    joined: Option<Joined<P>>,
+    /// Responses not yet handed to hyper, in order.
+    queued: VecDeque<WireMessage>,
+    /// The rest of the response being sent.
+    current: std::vec::IntoIter<Bytes>,
+    /// The trailers have been sent (or are being sent): nothing follows.
+    finished: bool,
+}
+
+impl<P: Protocol> AdsCall<P> {
+    /// A call reading `inbound`.
+    pub(crate) fn new(inbound: Streaming<P::Request>, shared: Shared) -> Self {
+        let shutdown = WatchStream::new(shared.shutdown.clone());
+        AdsCall {
+            inbound,
+            shared,
+            shutdown,
+            joined: None,
+            queued: VecDeque::new(),
+            current: Vec::new().into_iter(),
+            finished: false,
         }
     }
-    true
-}
 
-/// Hands a request to the state machine if it is for a served type.
-fn handle<P: Protocol>(
-    state: &mut P,
-    request: P::Request,
-    config: &GroupConfig,
-    name: &str,
-) -> Vec<WireMessage> {
-    let Some(kind) = ResourceType::from_type_url(P::type_url(&request)) else {
-        tracing::debug!(proxy = %name, type_url = %P::type_url(&request), "ignoring request for an unserved type");
-        return Vec::new();
-    };
-    state.on_request(kind, request, config)
-}
+    /// Ends the call with `status`.
+    fn finish(&mut self, status: &Status) -> Poll<Option<Result<Frame<Bytes>, Status>>> {
+        self.finished = true;
+        self.queued.clear();
+        Poll::Ready(Some(Ok(trailers(status))))
+    }
 
-/// Runs one stream until the client goes away, an error occurs or the server shuts down.
-pub(crate) async fn drive<P: Protocol>(
-    mut inbound: Streaming<P::Request>,
-    tx: mpsc::Sender<Outbound>,
-    shared: Shared,
-) {
-    let first = match inbound.message().await {
-        Ok(Some(request)) => request,
-        Ok(None) => return,
-        Err(status) => {
-            tracing::debug!(%status, "xDS stream failed before its first request");
-            return;
-        }
-    };
-    let Some(node) = P::node(&first) else {
-        let status =
-            Status::invalid_argument("the first xDS request on a stream must carry a node");
-        // The client may already be gone; nothing else to do.
-        let _ = tx.send(Outbound::Fail(status)).await;
-        return;
-    };
-    let identity = NodeIdentity::from_node(node);
-    let connection = shared.status.open(&identity, P::API);
-    let name = connection.name();
-    shared.metrics.stream_opened(P::API);
-    let _open = OpenStream {
-        metrics: shared.metrics.clone(),
-        api: P::API,
-    };
-    tracing::info!(
-        proxy = %name,
-        namespace = %identity.proxy.namespace,
-        api = P::API.as_str(),
-        "xDS stream opened"
-    );
-    let mut group = shared.cache.subscribe(&identity.proxy);
-    drop(identity);
-    let mut config = group.borrow_and_update().clone();
-    let mut state = P::new(StreamBase::new(connection, shared.metrics.clone()));
-    let mut shutdown = shared.shutdown.clone();
-    let mut responses = handle(&mut state, first, &config, &name);
-    loop {
-        let batch = std::mem::take(&mut responses);
-        if !send_all(&tx, batch, &mut shutdown, shared.max_response_bytes).await {
-            break;
-        }
-        tokio::select! {
-            _ = shutdown.changed() => break,
-            message = inbound.message() => match message {
-                Ok(Some(request)) => responses = handle(&mut state, request, &config, &name),
-                Ok(None) => break,
-                Err(status) => {
-                    tracing::debug!(proxy = %name, %status, "xDS stream ended with an error");
-                    break;
-                }
+    /// Handles one request; the first one identifies the node and joins its proxy group.
+    fn on_request(&mut self, request: P::Request) -> Result<(), Status> {
+        let joined = match &mut self.joined {
+            Some(joined) => joined,
+            None => self.joined.insert(self.join(&request)?),
+        };
+        let Some(kind) = ResourceType::from_type_url(P::type_url(&request)) else {
+            tracing::debug!(proxy = %joined.name, type_url = %P::type_url(&request), "ignoring request for an unserved type");
+            return Ok(());
+        };
+        let responses = joined.state.on_request(kind, request, &joined.config);
+        self.queued.extend(responses);
+        Ok(())
+    }
+
+    fn join(&self, first: &P::Request) -> Result<Joined<P>, Status> {
+        let node = P::node(first).ok_or_else(|| {
+            Status::invalid_argument("the first xDS request on a stream must carry a node")
+        })?;
+        let identity = NodeIdentity::from_node(node);
+        let connection = self.shared.status.open(&identity, P::API);
+        let name = connection.name();
+        self.shared.metrics.stream_opened(P::API);
+        tracing::info!(
+            proxy = %name,
+            namespace = %identity.proxy.namespace,
+            api = P::API.as_str(),
+            "xDS stream opened"
+        );
+        let group = self.shared.cache.subscribe(&identity.proxy);
+        let config = group.borrow().clone();
+        Ok(Joined {
+            state: P::new(StreamBase::new(connection, self.shared.metrics.clone())),
+            name,
+            config,
+            group: WatchStream::from_changes(group),
+            _open: OpenStream {
+                metrics: self.shared.metrics.clone(),
+                api: P::API,
             },
-            changed = group.changed() => {
-                if changed.is_err() {
-                    break;
+        })
+    }
+}
+
+impl<P: Protocol> hyper::body::Body for AdsCall<P> {
+    type Data = Bytes;
+    type Error = Status;
+
+    fn poll_frame(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+    ) -> Poll<Option<Result<Frame<Bytes>, Status>>> {
+        let this = self.get_mut();
+        loop {
+            if let Some(chunk) = this.current.next() {
+                return Poll::Ready(Some(Ok(Frame::data(chunk))));
+            }
+            if this.finished {
+                return Poll::Ready(None);
+            }
+            if let Some(message) = this.queued.pop_front() {
+                let len = message.len();
+                if len > this.shared.max_response_bytes {
+                    let status = Status::resource_exhausted(format!(
+                        "xDS response of {len} bytes exceeds the limit of {} bytes",
+                        this.shared.max_response_bytes
+                    ));
+                    tracing::error!(%status, "ending xDS stream");
+                    return this.finish(&status);
                 }
-                config = group.borrow_and_update().clone();
-                responses = state.on_push(&config);
+                this.current = message.into_chunks().into_iter();
+                continue;
+            }
+            // Nothing left to send: look for work, shutdown first.
+            if *this.shared.shutdown.borrow() {
+                return this.finish(&Status::ok(""));
+            }
+            if let Poll::Ready(Some(true)) = Pin::new(&mut this.shutdown).poll_next(cx) {
+                return this.finish(&Status::ok(""));
+            }
+            match Pin::new(&mut this.inbound).poll_next(cx) {
+                Poll::Ready(Some(Ok(request))) => {
+                    if let Err(status) = this.on_request(request) {
+                        return this.finish(&status);
+                    }
+                    continue;
+                }
+                Poll::Ready(Some(Err(status))) => {
+                    tracing::debug!(%status, "xDS stream ended with an error");
+                    return this.finish(&Status::ok(""));
+                }
+                Poll::Ready(None) => return this.finish(&Status::ok("")),
+                Poll::Pending => {}
+            }
+            let Some(joined) = &mut this.joined else {
+                return Poll::Pending;
+            };
+            match Pin::new(&mut joined.group).poll_next(cx) {
+                Poll::Ready(Some(config)) => {
+                    joined.config = config;
+                    let responses = joined.state.on_push(&joined.config);
+                    this.queued.extend(responses);
+                }
+                Poll::Ready(None) => return this.finish(&Status::ok("")),
+                Poll::Pending => return Poll::Pending,
             }
         }
     }
-    tracing::info!(proxy = %name, api = P::API.as_str(), "xDS stream closed");
 }

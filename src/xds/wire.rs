@@ -6,15 +6,12 @@
 use std::convert::Infallible;
 use std::future::{ready, Ready};
 use std::marker::PhantomData;
-use std::pin::Pin;
-use std::task::{Context, Poll};
 
 use bytes::{BufMut, Bytes, BytesMut};
 use hyper::body::{Body as HttpBody, Frame};
 use hyper::header::{HeaderMap, HeaderValue, CONTENT_TYPE};
 use prost::encoding::{encode_key, encode_varint, encoded_len_varint, key_len, WireType};
 use prost::Message;
-use tokio::sync::mpsc;
 use tonic::body::Body;
 use tonic::codec::{BufferSettings, DecodeBuf, Decoder, Streaming};
 use tonic::Status;
@@ -36,6 +33,11 @@ impl WireMessage {
     /// Total length on the wire (prefix included).
     pub(crate) fn len(&self) -> usize {
         self.chunks.iter().map(Bytes::len).sum()
+    }
+
+    /// The chunks to send, in order.
+    pub(crate) fn into_chunks(self) -> Vec<Bytes> {
+        self.chunks
     }
 
     /// The message as one contiguous buffer (tests decode it with prost).
@@ -93,23 +95,8 @@ fn field_len(tag: u32, len: usize) -> usize {
     key_len(tag) + encoded_len_varint(len as u64) + len
 }
 
-/// What a stream task hands its response body.
-#[derive(Debug)]
-pub(crate) enum Outbound {
-    /// A response message.
-    Message(WireMessage),
-    /// End the call with this status.
-    Fail(Status),
-}
-
-/// The response body of one ADS call: the messages its stream task queues, then the gRPC trailers.
-struct ResponseBody {
-    messages: mpsc::Receiver<Outbound>,
-    current: std::vec::IntoIter<Bytes>,
-    done: bool,
-}
-
-fn trailers(status: &Status) -> Frame<Bytes> {
+/// The trailers frame that ends a call with `status`.
+pub(crate) fn trailers(status: &Status) -> Frame<Bytes> {
     let mut headers = HeaderMap::new();
     if status.add_header(&mut headers).is_err() {
         // Only a status whose message cannot be a header value gets here; the code alone still ends the call.
@@ -118,47 +105,11 @@ fn trailers(status: &Status) -> Frame<Bytes> {
     Frame::trailers(headers)
 }
 
-impl HttpBody for ResponseBody {
-    type Data = Bytes;
-    type Error = Status;
-
-    fn poll_frame(
-        mut self: Pin<&mut Self>,
-        cx: &mut Context<'_>,
-    ) -> Poll<Option<Result<Frame<Bytes>, Status>>> {
-        loop {
-            if let Some(chunk) = self.current.next() {
-                return Poll::Ready(Some(Ok(Frame::data(chunk))));
-            }
-            if self.done {
-                return Poll::Ready(None);
-            }
-            match self.messages.poll_recv(cx) {
-                Poll::Pending => return Poll::Pending,
-                Poll::Ready(Some(Outbound::Message(message))) => {
-                    // Drop the finished message's chunk list before taking the next one.
-                    self.current = message.chunks.into_iter();
-                }
-                Poll::Ready(Some(Outbound::Fail(status))) => {
-                    self.done = true;
-                    return Poll::Ready(Some(Ok(trailers(&status))));
-                }
-                Poll::Ready(None) => {
-                    self.done = true;
-                    return Poll::Ready(Some(Ok(trailers(&Status::ok("")))));
-                }
-            }
-        }
-    }
-}
-
-/// The response of an ADS call whose messages come from `messages`.
-pub(crate) fn response(messages: mpsc::Receiver<Outbound>) -> hyper::Response<Body> {
-    let mut response = hyper::Response::new(Body::new(ResponseBody {
-        messages,
-        current: Vec::new().into_iter(),
-        done: false,
-    }));
+/// The gRPC response of an ADS call whose messages and trailers `body` yields.
+pub(crate) fn response(
+    body: impl HttpBody<Data = Bytes, Error = Status> + Send + 'static,
+) -> hyper::Response<Body> {
+    let mut response = hyper::Response::new(Body::new(body));
     response
         .headers_mut()
         .insert(CONTENT_TYPE, HeaderValue::from_static("application/grpc"));
