@@ -25,7 +25,7 @@ use super::resources::{GroupConfig, ResourceType};
 use super::status::{unix_now, ConnectionHandle, NackStatus, StatusRegistry};
 use super::wire::{trailers, WireMessage};
 
-/// What a stream task needs from the server.
+/// What an ADS call needs from the server.
 #[derive(Clone, Debug)]
 pub(crate) struct Shared {
     pub cache: Arc<ConfigCache>,
