@@ -201,7 +201,7 @@ pub(crate) struct AdsCall<P: Protocol> {
 impl<P: Protocol> AdsCall<P> {
     /// A call reading `inbound`.
     pub(crate) fn new(inbound: Streaming<P::Request>, shared: Shared) -> Self {
-        let shutdown = WatchStream::new(shared.shutdown.clone());
+        let shutdown = WatchStream::from_changes(shared.shutdown.clone());
         AdsCall {
             inbound,
             shared,
@@ -297,8 +297,11 @@ impl<P: Protocol> hyper::body::Body for AdsCall<P> {
             if *this.shared.shutdown.borrow() {
                 return this.finish(&Status::ok(""));
             }
-            if let Poll::Ready(Some(true)) = Pin::new(&mut this.shutdown).poll_next(cx) {
-                return this.finish(&Status::ok(""));
+            // Polled until pending, so a change wakes this call; the server going away ends it too.
+            while let Poll::Ready(stop) = Pin::new(&mut this.shutdown).poll_next(cx) {
+                if stop != Some(false) {
+                    return this.finish(&Status::ok(""));
+                }
             }
             match Pin::new(&mut this.inbound).poll_next(cx) {
                 Poll::Ready(Some(Ok(request))) => {
