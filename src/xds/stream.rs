@@ -16,14 +16,14 @@ use prost::Message;
 use tokio::sync::watch;
 use tokio_stream::wrappers::WatchStream;
 use tokio_stream::Stream;
-use tonic::{Status, Streaming};
+use tonic::Status;
 
 use super::cache::ConfigCache;
 use super::metrics::{Api, XdsMetrics};
 use super::node::NodeIdentity;
 use super::resources::{GroupConfig, ResourceType};
 use super::status::{unix_now, ConnectionHandle, NackStatus, StatusRegistry};
-use super::wire::{trailers, WireMessage};
+use super::wire::{trailers, Requests, WireMessage};
 
 /// What an ADS call needs from the server.
 #[derive(Clone, Debug)]
@@ -186,7 +186,7 @@ impl<P> Joined<P> {
 /// polling, so its stream does no work until it reads again and then answers with the latest configuration
 /// only; other streams are not affected.
 pub(crate) struct AdsCall<P: Protocol> {
-    inbound: Streaming<P::Request>,
+    inbound: Requests<P::Request>,
     shared: Shared,
     shutdown: WatchStream<bool>,
     joined: Option<Joined<P>>,
@@ -200,7 +200,7 @@ pub(crate) struct AdsCall<P: Protocol> {
 
 impl<P: Protocol> AdsCall<P> {
     /// A call reading `inbound`.
-    pub(crate) fn new(inbound: Streaming<P::Request>, shared: Shared) -> Self {
+    pub(crate) fn new(inbound: Requests<P::Request>, shared: Shared) -> Self {
         let shutdown = WatchStream::from_changes(shared.shutdown.clone());
         AdsCall {
             inbound,

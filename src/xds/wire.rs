@@ -6,22 +6,21 @@
 use std::convert::Infallible;
 use std::future::{ready, Ready};
 use std::marker::PhantomData;
+use std::pin::Pin;
+use std::task::{Context, Poll};
 
-use bytes::{BufMut, Bytes, BytesMut};
+use bytes::{Buf, BufMut, Bytes, BytesMut};
 use hyper::body::{Body as HttpBody, Frame};
 use hyper::header::{HeaderMap, HeaderValue, CONTENT_TYPE};
 use prost::encoding::{encode_key, encode_varint, encoded_len_varint, key_len, WireType};
 use prost::Message;
+use tokio_stream::Stream;
 use tonic::body::Body;
-use tonic::codec::{BufferSettings, DecodeBuf, Decoder, Streaming};
 use tonic::Status;
 
 /// Resources at least this large are sent as their shared bytes (no copy); smaller ones are copied into the
 /// stream's message, which is cheaper than an extra HTTP/2 DATA frame.
 const SHARE_THRESHOLD: usize = 1024;
-
-/// Initial request decode buffer per stream (tonic's default is 8 KiB); it grows for larger requests.
-const DECODE_BUFFER: usize = 1024;
 
 /// One complete gRPC message (length prefix included), as a list of chunks sent in order.
 #[derive(Debug, Default)]
@@ -116,41 +115,131 @@ pub(crate) fn response(
     response
 }
 
-/// Decodes requests of type `T` with a small initial buffer.
-pub(crate) struct RequestDecoder<T>(PhantomData<fn() -> T>);
-
-impl<T> Default for RequestDecoder<T> {
-    fn default() -> Self {
-        RequestDecoder(PhantomData)
-    }
-}
-
-impl<T: Message + Default + 'static> Decoder for RequestDecoder<T> {
-    type Item = T;
-    type Error = Status;
-
-    fn decode(&mut self, buf: &mut DecodeBuf<'_>) -> Result<Option<T>, Status> {
-        T::decode(buf)
-            .map(Some)
-            .map_err(|error| Status::invalid_argument(format!("malformed xDS request: {error}")))
-    }
-
-    fn buffer_settings(&self) -> BufferSettings {
-        BufferSettings::new(DECODE_BUFFER, DECODE_BUFFER)
-    }
-}
-
-/// The request stream of an ADS call.
-pub(crate) fn requests<T: Message + Default + Send + 'static>(
-    request: hyper::Request<Body>,
+/// The request messages of one ADS call, decoded straight from the HTTP/2 DATA frames. A message that arrives
+/// whole in one frame (the usual case) is decoded where it lies; only a message split over frames is gathered,
+/// and that buffer is let go once it is decoded, so an idle stream keeps no decode buffer.
+pub(crate) struct Requests<T> {
+    body: Body,
+    /// Bytes of an incomplete message (prefix included).
+    partial: BytesMut,
+    /// Frames not yet decoded.
+    frame: Bytes,
     max_message_size: usize,
-) -> Streaming<T> {
-    Streaming::new_request(
-        RequestDecoder::<T>::default(),
-        request.into_body(),
-        None,
-        Some(max_message_size),
-    )
+    ended: bool,
+    message: PhantomData<fn() -> T>,
+}
+
+/// The request stream of an ADS call; messages over `max_message_size` bytes end it with an error.
+pub(crate) fn requests<T>(request: hyper::Request<Body>, max_message_size: usize) -> Requests<T> {
+    Requests {
+        body: request.into_body(),
+        partial: BytesMut::new(),
+        frame: Bytes::new(),
+        max_message_size,
+        ended: false,
+        message: PhantomData,
+    }
+}
+
+/// Length of the gRPC message at the start of `buf` (prefix excluded), once its prefix is there.
+fn message_len(buf: &[u8], max: usize) -> Result<Option<usize>, Status> {
+    let Some(prefix) = buf.get(..5) else {
+        return Ok(None);
+    };
+    if prefix[0] != 0 {
+        return Err(Status::unimplemented(
+            "compressed xDS requests are not supported",
+        ));
+    }
+    let len = u32::from_be_bytes([prefix[1], prefix[2], prefix[3], prefix[4]]) as usize;
+    if len > max {
+        return Err(Status::resource_exhausted(format!(
+            "xDS request of {len} bytes exceeds the limit of {max} bytes"
+        )));
+    }
+    Ok(Some(len))
+}
+
+fn decode<T: Message + Default>(bytes: &[u8]) -> Result<T, Status> {
+    T::decode(bytes)
+        .map_err(|error| Status::invalid_argument(format!("malformed xDS request: {error}")))
+}
+
+impl<T: Message + Default> Requests<T> {
+    /// The next whole message from what has arrived, if there is one.
+    fn next_buffered(&mut self) -> Result<Option<T>, Status> {
+        if self.partial.is_empty() {
+            // Decode in place when the frame holds the whole message.
+            if let Some(len) = message_len(&self.frame, self.max_message_size)? {
+                if self.frame.len() >= 5 + len {
+                    let message = decode(&self.frame[5..5 + len])?;
+                    self.frame.advance(5 + len);
+                    return Ok(Some(message));
+                }
+            }
+        }
+        // Gather the rest of a split message.
+        self.partial.extend_from_slice(&self.frame);
+        self.frame = Bytes::new();
+        let Some(len) = message_len(&self.partial, self.max_message_size)? else {
+            return Ok(None);
+        };
+        if self.partial.len() < 5 + len {
+            return Ok(None);
+        }
+        let message = decode(&self.partial[5..5 + len])?;
+        self.frame = self.partial.split_off(5 + len).freeze();
+        self.partial = BytesMut::new();
+        Ok(Some(message))
+    }
+}
+
+impl<T: Message + Default> Stream for Requests<T> {
+    type Item = Result<T, Status>;
+
+    fn poll_next(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<Self::Item>> {
+        let this = self.get_mut();
+        loop {
+            match this.next_buffered() {
+                Ok(Some(message)) => return Poll::Ready(Some(Ok(message))),
+                Ok(None) => {}
+                Err(status) => {
+                    // Nothing after a bad message is read.
+                    this.ended = true;
+                    this.frame = Bytes::new();
+                    this.partial = BytesMut::new();
+                    return Poll::Ready(Some(Err(status)));
+                }
+            }
+            if this.ended {
+                return Poll::Ready(None);
+            }
+            match Pin::new(&mut this.body).poll_frame(cx) {
+                Poll::Pending => return Poll::Pending,
+                Poll::Ready(None) => {
+                    this.ended = true;
+                    if !this.partial.is_empty() || !this.frame.is_empty() {
+                        this.partial = BytesMut::new();
+                        this.frame = Bytes::new();
+                        return Poll::Ready(Some(Err(Status::invalid_argument(
+                            "xDS request stream ended inside a message",
+                        ))));
+                    }
+                    return Poll::Ready(None);
+                }
+                Poll::Ready(Some(Err(status))) => {
+                    this.ended = true;
+                    return Poll::Ready(Some(Err(status)));
+                }
+                Poll::Ready(Some(Ok(frame))) => {
+                    // Trailers carry nothing a request stream needs.
+                    if let Ok(data) = frame.into_data() {
+                        this.frame = data;
+                    }
+                }
+            }
+        }
+    }
 }
 
 /// The answer to a call of a method this service does not have.
@@ -158,4 +247,90 @@ pub(crate) fn unimplemented(path: &str) -> Ready<Result<hyper::Response<Body>, I
     ready(Ok(
         Status::unimplemented(format!("no such method: {path}")).into_http()
     ))
+}
+
+#[cfg(test)]
+mod tests {
+    use std::collections::VecDeque;
+
+    use envoy_types::pb::envoy::service::discovery::v3::DiscoveryRequest;
+    use futures::StreamExt;
+
+    use super::*;
+
+    /// A request body that yields the given DATA frames, then ends.
+    struct Frames(VecDeque<Bytes>);
+
+    impl HttpBody for Frames {
+        type Data = Bytes;
+        type Error = Status;
+
+        fn poll_frame(
+            mut self: Pin<&mut Self>,
+            _: &mut Context<'_>,
+        ) -> Poll<Option<Result<Frame<Bytes>, Status>>> {
+            Poll::Ready(self.0.pop_front().map(|data| Ok(Frame::data(data))))
+        }
+    }
+
+    fn framed(type_url: &str) -> Vec<u8> {
+        let message = DiscoveryRequest {
+            type_url: type_url.into(),
+            ..Default::default()
+        }
+        .encode_to_vec();
+        let mut out = vec![0];
+        out.extend_from_slice(&(message.len() as u32).to_be_bytes());
+        out.extend_from_slice(&message);
+        out
+    }
+
+    async fn decode_all(frames: Vec<Vec<u8>>, max: usize) -> Vec<Result<String, Status>> {
+        let body = Body::new(Frames(frames.into_iter().map(Bytes::from).collect()));
+        requests::<DiscoveryRequest>(hyper::Request::new(body), max)
+            .map(|r| r.map(|request| request.type_url))
+            .collect()
+            .await
+    }
+
+    #[tokio::test]
+    async fn messages_whole_split_and_several_per_frame_are_decoded() {
+        let (a, b, c) = (framed("a"), framed("b"), framed("c"));
+        let together = [a.clone(), b.clone()].concat();
+        let frames = vec![
+            together,
+            c[..3].to_vec(),
+            c[3..7].to_vec(),
+            [&c[7..], &a[..]].concat(),
+        ];
+        let types: Vec<String> = decode_all(frames, 1024)
+            .await
+            .into_iter()
+            .map(Result::unwrap)
+            .collect();
+        assert_eq!(types, ["a", "b", "c", "a"]);
+    }
+
+    #[tokio::test]
+    async fn bad_frames_end_the_stream_with_an_error() {
+        let big = framed(&"x".repeat(100));
+        let error = decode_all(vec![big], 50).await.remove(0).unwrap_err();
+        assert_eq!(error.code(), tonic::Code::ResourceExhausted);
+
+        let mut compressed = framed("a");
+        compressed[0] = 1;
+        let error = decode_all(vec![compressed], 1024)
+            .await
+            .remove(0)
+            .unwrap_err();
+        assert_eq!(error.code(), tonic::Code::Unimplemented);
+
+        let cut = framed("a")[..6].to_vec();
+        let results = decode_all(vec![cut], 1024).await;
+        assert_eq!(results.len(), 1);
+        assert_eq!(
+            results[0].as_ref().unwrap_err().code(),
+            tonic::Code::InvalidArgument
+        );
+    }
 }
