@@ -68,11 +68,20 @@ pub struct ConnectionStatus {
     pub types: BTreeMap<&'static str, TypeStatus>,
 }
 
+/// A live stream's status as kept: the per-type entries in a small vector (a stream has four to six), not a
+/// B-tree map, whose one node is several times their size; [`StatusRegistry::list`] builds the map.
+#[derive(Debug)]
+struct LiveStatus {
+    /// Everything but `types` (left empty).
+    connection: ConnectionStatus,
+    types: Vec<(&'static str, TypeStatus)>,
+}
+
 /// All connected streams, shared between the stream handlers and `/debug/syncz`.
 #[derive(Debug, Default)]
 pub struct StatusRegistry {
     next_id: AtomicU64,
-    connections: Mutex<BTreeMap<u64, Arc<Mutex<ConnectionStatus>>>>,
+    connections: Mutex<BTreeMap<u64, Arc<Mutex<LiveStatus>>>>,
 }
 
 fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
@@ -90,15 +99,18 @@ impl StatusRegistry {
     /// Registers a new stream; it is removed when the returned handle drops.
     pub fn open(self: &Arc<Self>, identity: &NodeIdentity, api: Api) -> ConnectionHandle {
         let id = self.next_id.fetch_add(1, Ordering::Relaxed);
-        let status = Arc::new(Mutex::new(ConnectionStatus {
-            connection: format!("{}-{id}", identity.id),
-            node_id: identity.id.clone(),
-            namespace: identity.proxy.namespace.clone(),
-            labels: identity.proxy.labels.clone(),
-            api: api.as_str(),
-            connected_unix: unix_now(),
-            snapshot_version: 0,
-            types: BTreeMap::new(),
+        let status = Arc::new(Mutex::new(LiveStatus {
+            connection: ConnectionStatus {
+                connection: format!("{}-{id}", identity.id),
+                node_id: identity.id.clone(),
+                namespace: identity.proxy.namespace.clone(),
+                labels: identity.proxy.labels.clone(),
+                api: api.as_str(),
+                connected_unix: unix_now(),
+                snapshot_version: 0,
+                types: BTreeMap::new(),
+            },
+            types: Vec::new(),
         }));
         lock(&self.connections).insert(id, status.clone());
         ConnectionHandle {
@@ -111,7 +123,16 @@ impl StatusRegistry {
     /// A copy of every connection's status, in connection order.
     pub fn list(&self) -> Vec<ConnectionStatus> {
         let connections: Vec<_> = lock(&self.connections).values().cloned().collect();
-        connections.iter().map(|c| lock(c).clone()).collect()
+        connections
+            .iter()
+            .map(|live| {
+                let live = lock(live);
+                ConnectionStatus {
+                    types: live.types.iter().cloned().collect(),
+                    ..live.connection.clone()
+                }
+            })
+            .collect()
     }
 
     /// The `/debug/syncz` route.
@@ -131,24 +152,32 @@ async fn syncz(State(registry): State<Arc<StatusRegistry>>) -> Json<Vec<Connecti
 pub struct ConnectionHandle {
     registry: Arc<StatusRegistry>,
     id: u64,
-    status: Arc<Mutex<ConnectionStatus>>,
+    status: Arc<Mutex<LiveStatus>>,
 }
 
 impl ConnectionHandle {
     /// The connection id (`<node id>-<n>`), used in logs.
     pub fn name(&self) -> String {
-        lock(&self.status).connection.clone()
+        lock(&self.status).connection.connection.clone()
     }
 
     /// Records the snapshot version the stream last saw.
     pub fn set_snapshot_version(&self, version: u64) {
-        lock(&self.status).snapshot_version = version;
+        lock(&self.status).connection.snapshot_version = version;
     }
 
     /// Changes the status of one type.
     pub fn update(&self, kind: ResourceType, change: impl FnOnce(&mut TypeStatus)) {
         let mut status = lock(&self.status);
-        change(status.types.entry(kind.short_name()).or_default());
+        let name = kind.short_name();
+        let index = match status.types.iter().position(|(n, _)| *n == name) {
+            Some(index) => index,
+            None => {
+                status.types.push((name, TypeStatus::default()));
+                status.types.len() - 1
+            }
+        };
+        change(&mut status.types[index].1);
     }
 }
 
