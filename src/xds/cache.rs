@@ -4,6 +4,7 @@
 //! readers only ever see the latest value (watch coalescing).
 
 use std::collections::HashMap;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::time::Instant;
 
@@ -87,6 +88,8 @@ pub struct ConfigCache {
     snapshots: watch::Receiver<Arc<Snapshot>>,
     translate: TranslateFn,
     groups: Mutex<HashMap<Proxy, Group>>,
+    /// Set by [`ConfigCache::close`]: no group is kept or created any more.
+    closed: AtomicBool,
 }
 
 impl std::fmt::Debug for ConfigCache {
@@ -104,6 +107,7 @@ impl ConfigCache {
             snapshots,
             translate,
             groups: Mutex::new(HashMap::new()),
+            closed: AtomicBool::new(false),
         })
     }
 
@@ -115,6 +119,10 @@ impl ConfigCache {
     /// it if the group is new or the dispatcher has not got to it yet), so a new stream never starts stale.
     pub fn subscribe(&self, proxy: &Proxy) -> watch::Receiver<Arc<GroupConfig>> {
         let mut groups = self.lock();
+        if self.closed.load(Ordering::Acquire) {
+            // A closed channel: the stream ends at once.
+            return watch::channel(Arc::new(GroupConfig::empty())).1;
+        }
         let snapshot = self.snapshots.borrow().clone();
         if let Some(group) = groups.get_mut(proxy) {
             if group.sender.borrow().snapshot_version != snapshot.version {
@@ -129,6 +137,14 @@ impl ConfigCache {
         let (sender, receiver) = watch::channel(Arc::new(config));
         groups.insert(proxy.clone(), Group { translator, sender });
         receiver
+    }
+
+    /// Drops every group, closing the channels their streams follow (which ends the streams); later
+    /// subscriptions get a closed channel. Used at shutdown.
+    pub fn close(&self) {
+        let mut groups = self.lock();
+        self.closed.store(true, Ordering::Release);
+        groups.clear();
     }
 
     /// Number of proxy groups with connected streams.

@@ -91,10 +91,10 @@ impl XdsServer {
             cache: self.cache.clone(),
             status: self.status.clone(),
             metrics: self.metrics.clone(),
-            shutdown: stopped.clone(),
             max_response_bytes: MAX_RESPONSE_BYTES,
         };
         let dispatcher = tokio::spawn(self.cache.clone().run(stopped));
+        let cache = self.cache.clone();
         let mut builder = Server::builder()
             .http2_keepalive_interval(Some(KEEPALIVE_INTERVAL))
             .http2_keepalive_timeout(Some(KEEPALIVE_TIMEOUT));
@@ -112,6 +112,8 @@ impl XdsServer {
             async move {
                 shutdown.await;
                 stop.send_replace(true);
+                // Every joined call follows its group's channel: closing them ends the calls.
+                cache.close();
             },
         );
         // Streams end at shutdown; connections whose clients stopped reading get SHUTDOWN_GRACE to drain.

@@ -13,7 +13,6 @@ use bytes::Bytes;
 use envoy_types::pb::envoy::config::core::v3::Node;
 use hyper::body::Frame;
 use prost::Message;
-use tokio::sync::watch;
 use tokio_stream::wrappers::WatchStream;
 use tokio_stream::Stream;
 use tonic::Status;
@@ -31,7 +30,6 @@ pub(crate) struct Shared {
     pub cache: Arc<ConfigCache>,
     pub status: Arc<StatusRegistry>,
     pub metrics: XdsMetrics,
-    pub shutdown: watch::Receiver<bool>,
     /// Largest response a stream may send.
     pub max_response_bytes: usize,
 }
@@ -188,7 +186,6 @@ impl<P> Joined<P> {
 pub(crate) struct AdsCall<P: Protocol> {
     inbound: Requests<P::Request>,
     shared: Shared,
-    shutdown: WatchStream<bool>,
     joined: Option<Joined<P>>,
     /// Responses not yet handed to hyper, in order.
     queued: VecDeque<WireMessage>,
@@ -201,11 +198,9 @@ pub(crate) struct AdsCall<P: Protocol> {
 impl<P: Protocol> AdsCall<P> {
     /// A call reading `inbound`.
     pub(crate) fn new(inbound: Requests<P::Request>, shared: Shared) -> Self {
-        let shutdown = WatchStream::from_changes(shared.shutdown.clone());
         AdsCall {
             inbound,
             shared,
-            shutdown,
             joined: None,
             queued: VecDeque::new(),
             current: Vec::new().into_iter(),
@@ -293,16 +288,7 @@ impl<P: Protocol> hyper::body::Body for AdsCall<P> {
                 this.current = message.into_chunks().into_iter();
                 continue;
             }
-            // Nothing left to send: look for work, shutdown first.
-            if *this.shared.shutdown.borrow() {
-                return this.finish(&Status::ok(""));
-            }
-            // Polled until pending, so a change wakes this call; the server going away ends it too.
-            while let Poll::Ready(stop) = Pin::new(&mut this.shutdown).poll_next(cx) {
-                if stop != Some(false) {
-                    return this.finish(&Status::ok(""));
-                }
-            }
+            // Nothing left to send: look for work. Shutdown closes the group's channel, which ends the call.
             match Pin::new(&mut this.inbound).poll_next(cx) {
                 Poll::Ready(Some(Ok(request))) => {
                     if let Err(status) = this.on_request(request) {
