@@ -349,7 +349,13 @@ fn validate_http_route(
         validate_rewrite(rewrite, &mut p.field("rewrite"), out);
     }
     validate_authority_rewrite(route, p, out);
-    validate_http_destinations(&route.route, gateway_semantics, &mut p.field("route"), out);
+    validate_destinations(
+        &route.route,
+        http_destination_parts,
+        gateway_semantics,
+        &mut p.field("route"),
+        out,
+    );
     common::validate_duration_field(route.timeout.as_ref(), p, "timeout", out);
     if let Some(session) = &route.session_persistence {
         validate_session_persistence(session, &mut p.field("sessionPersistence"), out);
@@ -928,8 +934,11 @@ fn validate_rewrite(rewrite: &HttpRewrite, p: &mut FieldPath, out: &mut Findings
     }
 }
 
-fn validate_http_destinations(
-    routes: &[HttpRouteDestination],
+/// Checks the weighted destinations of an HTTP, TCP or TLS route and their total weight; `parts` gives each
+/// one's destination, weight and (HTTP only) header operations.
+fn validate_destinations<R>(
+    routes: &[R],
+    parts: impl Fn(&R) -> (Option<&Destination>, Option<u32>, Option<&Headers>),
     gateway_semantics: bool,
     p: &mut FieldPath,
     out: &mut Findings,
@@ -937,38 +946,27 @@ fn validate_http_destinations(
     let mut total: u64 = 0;
     for (i, r) in routes.iter().enumerate() {
         let mut at = p.index(i);
-        total += validate_weighted(
-            r.destination.as_ref(),
-            r.weight,
-            gateway_semantics,
-            &mut at,
-            out,
-        );
-        if let Some(headers) = &r.headers {
+        let (destination, weight, headers) = parts(r);
+        total += validate_weighted(destination, weight, gateway_semantics, &mut at, out);
+        if let Some(headers) = headers {
             validate_headers(headers, &mut at.field("headers"), out);
         }
     }
     check_total_weight(routes.len(), total, p, out);
 }
 
-fn validate_l4_destinations(
-    routes: &[RouteDestination],
-    gateway_semantics: bool,
-    p: &mut FieldPath,
-    out: &mut Findings,
-) {
-    let mut total: u64 = 0;
-    for (i, r) in routes.iter().enumerate() {
-        let mut at = p.index(i);
-        total += validate_weighted(
-            r.destination.as_ref(),
-            r.weight,
-            gateway_semantics,
-            &mut at,
-            out,
-        );
-    }
-    check_total_weight(routes.len(), total, p, out);
+/// Destination, weight and header operations of an HTTP route destination.
+fn http_destination_parts(
+    r: &HttpRouteDestination,
+) -> (Option<&Destination>, Option<u32>, Option<&Headers>) {
+    (r.destination.as_ref(), r.weight, r.headers.as_ref())
+}
+
+/// Destination and weight of a TCP or TLS route destination (no header operations).
+fn l4_destination_parts(
+    r: &RouteDestination,
+) -> (Option<&Destination>, Option<u32>, Option<&Headers>) {
+    (r.destination.as_ref(), r.weight, None)
 }
 
 /// Checks one weighted destination (HTTP or TCP/TLS) at `at`; returns its weight for the total.
@@ -1020,7 +1018,13 @@ fn validate_tls_route(
             "a TLS route needs at least one destination",
         );
     }
-    validate_l4_destinations(&route.route, gateway_semantics, &mut p.field("route"), out);
+    validate_destinations(
+        &route.route,
+        l4_destination_parts,
+        gateway_semantics,
+        &mut p.field("route"),
+        out,
+    );
 }
 
 fn validate_tls_match(
@@ -1105,7 +1109,13 @@ fn validate_tcp_route(
             "a TCP route needs at least one destination",
         );
     }
-    validate_l4_destinations(&route.route, gateway_semantics, &mut p.field("route"), out);
+    validate_destinations(
+        &route.route,
+        l4_destination_parts,
+        gateway_semantics,
+        &mut p.field("route"),
+        out,
+    );
 }
 
 fn validate_l4_match(mr: &L4MatchAttributes, p: &mut FieldPath, out: &mut Findings) {
