@@ -53,11 +53,10 @@ pub(crate) trait Protocol: Send + Unpin + 'static {
     fn on_push(&mut self, config: &GroupConfig) -> Vec<WireMessage>;
 }
 
-/// What every protocol state machine keeps about its stream: identity for logs and status, metrics and the
-/// nonce counter (nonces are decimal numbers, unique per stream).
+/// What every protocol state machine keeps about its stream: its status entry (which also names it in logs),
+/// metrics and the nonce counter (nonces are decimal numbers, unique per stream).
 pub(crate) struct StreamBase {
     pub connection: ConnectionHandle,
-    pub name: String,
     pub metrics: XdsMetrics,
     nonce: u64,
 }
@@ -66,7 +65,6 @@ impl StreamBase {
     /// The state of a new stream.
     pub fn new(connection: ConnectionHandle, metrics: XdsMetrics) -> Self {
         StreamBase {
-            name: connection.name(),
             connection,
             metrics,
             nonce: 0,
@@ -116,7 +114,7 @@ impl StreamBase {
         resources: Vec<String>,
     ) {
         tracing::warn!(
-            proxy = %self.name,
+            proxy = %self.connection.name(),
             %kind,
             %version,
             ?resources,
@@ -137,7 +135,7 @@ impl StreamBase {
     /// Records a request answering a nonce this stream is not waiting for.
     pub fn stale(&self, kind: ResourceType, nonce: &str) {
         self.metrics.stale_nonce();
-        tracing::debug!(proxy = %self.name, %kind, %nonce, "ignoring request with a stale or unknown nonce");
+        tracing::debug!(proxy = %self.connection.name(), %kind, %nonce, "ignoring request with a stale or unknown nonce");
     }
 }
 
