@@ -124,17 +124,17 @@ pub async fn serve_https(
             // soon as the handshake ends, so a client that never sends a request is dropped.
             let is_h2 = stream.get_ref().1.alpn_protocol() == Some(b"h2");
             let io = TokioIo::new(stream);
-            let activity = Activity::default();
-            let service = TowerToHyperService::new(activity.track(app));
             let result = if is_h2 {
                 // hyper's header-read timeout is HTTP/1 only: an HTTP/2 connection with no request in
-                // progress for that long is closed here instead.
+                // progress for that long is closed here instead (requests are counted on HTTP/2 only).
+                let activity = Activity::default();
+                let service = TowerToHyperService::new(activity.track(app));
                 let idle = activity.idle_for(limits.header_read_timeout);
                 let conn = http2.serve_connection(io, service);
                 let grace = limits.header_read_timeout.min(limits.drain_timeout);
                 run_connection(conn, stopping, idle, grace, |conn| conn.graceful_shutdown()).await
             } else {
-                let conn = http1.serve_connection(io, service);
+                let conn = http1.serve_connection(io, TowerToHyperService::new(app));
                 let never = std::future::pending();
                 run_connection(conn, stopping, never, limits.drain_timeout, |conn| {
                     conn.graceful_shutdown()
