@@ -18,8 +18,12 @@ fn main() {
 fn envoy_types_dir() -> PathBuf {
     let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
     let manifest_dir = std::env::var("CARGO_MANIFEST_DIR").expect("cargo sets CARGO_MANIFEST_DIR");
+    let target = std::env::var("TARGET").expect("cargo sets TARGET");
+    // Offline and for this target only: the build has downloaded exactly these packages, not those of other
+    // platforms, which a full `cargo metadata` would need.
     let output = Command::new(cargo)
         .args(["metadata", "--format-version", "1", "--offline"])
+        .args(["--filter-platform", &target])
         .current_dir(&manifest_dir)
         .output()
         .expect("run cargo metadata");

@@ -66,8 +66,8 @@ async fn initial_push_ack_and_subscriptions() {
     assert_eq!(status[0].node_id, "gw-1");
     assert_eq!(status[0].namespace, "default");
     assert_eq!(
-        status[0].types["cds"].acked_version.as_deref(),
-        Some(cds.version_info.as_str())
+        status[0].types["cds"].acked_version.map(|v| v.to_string()),
+        Some(cds.version_info.clone())
     );
     drop(client);
     server.shutdown().await;
@@ -151,12 +151,12 @@ async fn nack_is_recorded_and_not_resent_until_change() {
     let status = server.server.status().list();
     let cds_status = &status[0].types["cds"];
     assert_eq!(
-        cds_status.acked_version.as_deref(),
-        Some(cds.version_info.as_str())
+        cds_status.acked_version.map(|v| v.to_string()),
+        Some(cds.version_info.clone())
     );
     let nack = cds_status.last_nack.as_ref().unwrap();
     assert_eq!(nack.message, "cluster bad: rejected by test");
-    assert_eq!(nack.version, pushed.version_info);
+    assert_eq!(nack.version.to_string(), pushed.version_info);
 
     // A new snapshot with the same (rejected) content is not resent; a fix is.
     server.update(|_| {});

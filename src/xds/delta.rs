@@ -23,6 +23,7 @@ use super::metrics::Api;
 use super::names::NameSet;
 use super::resources::{parse_version, Encoded, GroupConfig, ResourceType, TypeResources};
 use super::sotw::WILDCARD;
+use super::status::Version;
 use super::stream::{parse_nonce, Protocol, StreamBase};
 use super::wire::{encode_message, WireMessage};
 
@@ -316,7 +317,7 @@ impl DeltaStream {
             .collect();
         let message = encode_message(&header, RESOURCES_TAG, &fields);
         self.base
-            .sent(kind, version, &header.system_version_info, nonce, held);
+            .sent(kind, version, Version::Snapshot(version), nonce, held);
         Some(message)
     }
 
@@ -335,8 +336,11 @@ impl DeltaStream {
             state.in_flight = VecDeque::new();
         }
         let Some(error) = &request.error_detail else {
-            self.base
-                .acked(kind, Some(answered.sent_at), answered.version.to_string());
+            self.base.acked(
+                kind,
+                Some(answered.sent_at),
+                Version::Snapshot(answered.version),
+            );
             return;
         };
         for (name, hash) in &answered.resources {
@@ -350,8 +354,12 @@ impl DeltaStream {
             .iter()
             .map(|(name, _)| name.to_string())
             .collect();
-        self.base
-            .nacked(kind, answered.version.to_string(), &error.message, names);
+        self.base.nacked(
+            kind,
+            Version::Snapshot(answered.version),
+            &error.message,
+            names,
+        );
     }
 }
 
@@ -372,6 +380,10 @@ impl Protocol for DeltaStream {
             types: Default::default(),
             base,
         }
+    }
+
+    fn base(&self) -> &StreamBase {
+        &self.base
     }
 
     fn on_request(

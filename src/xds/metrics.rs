@@ -2,6 +2,7 @@
 //! prometheus-client registry under `admitpilot_xds_*`.
 
 use std::fmt::Write as _;
+use std::sync::Arc;
 
 use prometheus_client::encoding::{EncodeLabelSet, EncodeLabelValue, LabelValueEncoder};
 use prometheus_client::metrics::counter::Counter;
@@ -44,18 +45,22 @@ pub struct ApiLabels {
     pub api: Api,
 }
 
+impl EncodeLabelValue for ResourceType {
+    fn encode(&self, encoder: &mut LabelValueEncoder) -> Result<(), std::fmt::Error> {
+        encoder.write_str(self.short_name())
+    }
+}
+
 /// Label set: resource type (`cds`, `eds`, `lds`, …).
 #[derive(Debug, Clone, PartialEq, Eq, Hash, EncodeLabelSet)]
 pub struct TypeLabels {
-    /// Short resource type name.
-    pub r#type: String,
+    /// Resource type, shown by its short name.
+    pub r#type: ResourceType,
 }
 
 impl TypeLabels {
     fn of(kind: ResourceType) -> Self {
-        TypeLabels {
-            r#type: kind.short_name().to_string(),
-        }
+        TypeLabels { r#type: kind }
     }
 }
 
@@ -66,9 +71,12 @@ fn latency_histogram() -> Histogram {
     Histogram::new(exponential_buckets(0.0005, 2.0, 16))
 }
 
-/// Every metric the xDS server reports. Cheap to clone (shared handles).
-#[derive(Debug, Clone)]
-pub struct XdsMetrics {
+/// Every metric the xDS server reports. Cheap to clone: one shared pointer, so each stream's copy costs a word.
+#[derive(Debug, Clone, Default)]
+pub struct XdsMetrics(Arc<Families>);
+
+#[derive(Debug)]
+struct Families {
     connected: Family<ApiLabels, Gauge>,
     pushes: Family<TypeLabels, Counter>,
     nacks: Family<TypeLabels, Counter>,
@@ -77,9 +85,9 @@ pub struct XdsMetrics {
     ack_latency: HistogramFamily,
 }
 
-impl Default for XdsMetrics {
+impl Default for Families {
     fn default() -> Self {
-        XdsMetrics {
+        Families {
             connected: Family::default(),
             pushes: Family::default(),
             nacks: Family::default(),
@@ -94,75 +102,78 @@ impl XdsMetrics {
     /// Creates the metrics and registers them in `registry` (prefix `xds_`).
     pub fn register(registry: &mut Registry) -> Self {
         let metrics = XdsMetrics::default();
+        let families = &metrics.0;
         let sub = registry.sub_registry_with_prefix("xds");
         sub.register(
             "connected_proxies",
             "xDS streams currently open",
-            metrics.connected.clone(),
+            families.connected.clone(),
         );
         sub.register(
             "pushes",
             "xDS responses sent, by resource type",
-            metrics.pushes.clone(),
+            families.pushes.clone(),
         );
         sub.register(
             "nacks",
             "xDS responses rejected by the client, by resource type",
-            metrics.nacks.clone(),
+            families.nacks.clone(),
         );
         sub.register(
             "stale_nonces",
             "xDS requests ignored because they answered an outdated nonce",
-            metrics.stale_nonces.clone(),
+            families.stale_nonces.clone(),
         );
         sub.register(
             "push_latency_seconds",
             "Time from a snapshot being published to the response carrying it being sent",
-            metrics.push_latency.clone(),
+            families.push_latency.clone(),
         );
         sub.register(
             "ack_latency_seconds",
             "Time from a response being sent to the client acknowledging it",
-            metrics.ack_latency.clone(),
+            families.ack_latency.clone(),
         );
         metrics
     }
 
     pub(crate) fn stream_opened(&self, api: Api) {
-        self.connected.get_or_create(&ApiLabels { api }).inc();
+        self.0.connected.get_or_create(&ApiLabels { api }).inc();
     }
 
     pub(crate) fn stream_closed(&self, api: Api) {
-        self.connected.get_or_create(&ApiLabels { api }).dec();
+        self.0.connected.get_or_create(&ApiLabels { api }).dec();
     }
 
     pub(crate) fn pushed(&self, kind: ResourceType) {
-        self.pushes.get_or_create(&TypeLabels::of(kind)).inc();
+        self.0.pushes.get_or_create(&TypeLabels::of(kind)).inc();
     }
 
     pub(crate) fn push_latency(&self, kind: ResourceType, seconds: f64) {
-        self.push_latency
+        self.0
+            .push_latency
             .get_or_create(&TypeLabels::of(kind))
             .observe(seconds);
     }
 
     pub(crate) fn acked(&self, kind: ResourceType, seconds: f64) {
-        self.ack_latency
+        self.0
+            .ack_latency
             .get_or_create(&TypeLabels::of(kind))
             .observe(seconds);
     }
 
     pub(crate) fn nacked(&self, kind: ResourceType) {
-        self.nacks.get_or_create(&TypeLabels::of(kind)).inc();
+        self.0.nacks.get_or_create(&TypeLabels::of(kind)).inc();
     }
 
     pub(crate) fn stale_nonce(&self) {
-        self.stale_nonces.inc();
+        self.0.stale_nonces.inc();
     }
 
     /// NACKs counted so far for one type (for tests and `/debug/syncz` consumers).
     pub fn nack_count(&self, kind: ResourceType) -> u64 {
-        self.nacks.get_or_create(&TypeLabels::of(kind)).get()
+        self.0.nacks.get_or_create(&TypeLabels::of(kind)).get()
     }
 }
 

@@ -20,6 +20,7 @@ use super::names::NameSet;
 use super::resources::{
     set_version, version_string, Encoded, GroupConfig, ResourceType, TypeResources,
 };
+use super::status::Version;
 use super::stream::{parse_nonce, Protocol, StreamBase};
 use super::wire::{encode_message, WireMessage};
 
@@ -120,9 +121,8 @@ impl SotwStream {
         let all = config.of(kind);
         let (chosen, version) = self.types[kind.index()].chosen(all);
         let nonce = self.base.next_nonce();
-        let version_text = version_string(version);
         let header = DiscoveryResponse {
-            version_info: version_text.clone(),
+            version_info: version_string(version),
             type_url: kind.type_url().to_string(),
             nonce: nonce.to_string(),
             ..Default::default()
@@ -142,8 +142,13 @@ impl SotwStream {
             ResourceType::Listener => self.types[ResourceType::Route.index()].always_respond = true,
             _ => {}
         }
-        self.base
-            .sent(kind, config.snapshot_version, &version_text, nonce, count);
+        self.base.sent(
+            kind,
+            config.snapshot_version,
+            Version::Hash(version),
+            nonce,
+            count,
+        );
         message
     }
 }
@@ -167,6 +172,10 @@ impl Protocol for SotwStream {
         }
     }
 
+    fn base(&self) -> &StreamBase {
+        &self.base
+    }
+
     fn on_request(
         &mut self,
         kind: ResourceType,
@@ -183,7 +192,7 @@ impl Protocol for SotwStream {
             return Vec::new();
         }
         if !initial {
-            let sent = state.sent_version.map(version_string).unwrap_or_default();
+            let sent = Version::Hash(state.sent_version.unwrap_or_default());
             if let Some(error) = &request.error_detail {
                 state.subscribe(kind, &request.resource_names, all);
                 self.base.nacked(kind, sent, &error.message, Vec::new());

@@ -2,6 +2,7 @@
 //! keeps that per connected proxy and serves it as JSON on `/debug/syncz` (an axum router for the admin port).
 
 use std::collections::BTreeMap;
+use std::fmt;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::time::{SystemTime, UNIX_EPOCH};
@@ -9,21 +10,47 @@ use std::time::{SystemTime, UNIX_EPOCH};
 use axum::extract::State;
 use axum::routing::get;
 use axum::{Json, Router};
-use serde::Serialize;
+use serde::{Serialize, Serializer};
 
 use super::metrics::Api;
 use super::node::NodeIdentity;
-use super::resources::ResourceType;
+use super::resources::{version_string, ResourceType};
 
-/// What one connection has been sent and has acknowledged for one resource type.
+/// A response version, kept as a number and shown as the client sees it: a SotW version is the response's
+/// content hash in 16 hex digits, a Delta version the snapshot version in decimal.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Version {
+    /// Content hash of a SotW response.
+    Hash(u64),
+    /// Snapshot version of a Delta response.
+    Snapshot(u64),
+}
+
+impl fmt::Display for Version {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Version::Hash(hash) => f.write_str(&version_string(*hash)),
+            Version::Snapshot(version) => write!(f, "{version}"),
+        }
+    }
+}
+
+impl Serialize for Version {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        serializer.collect_str(self)
+    }
+}
+
+/// What one connection has been sent and has acknowledged for one resource type. Numbers only (no strings
+/// per stream): thousands of streams each keep one per type.
 #[derive(Debug, Clone, Default, Serialize, PartialEq)]
 pub struct TypeStatus {
-    /// Version of the last response sent (SotW: content hash of the response; Delta: snapshot version).
-    pub sent_version: Option<String>,
+    /// Version of the last response sent.
+    pub sent_version: Option<Version>,
     /// Nonce of the last response sent.
-    pub sent_nonce: Option<String>,
+    pub sent_nonce: Option<u64>,
     /// Version of the last response the client ACKed.
-    pub acked_version: Option<String>,
+    pub acked_version: Option<Version>,
     /// Resources the client holds according to the server (ACKed or in flight).
     pub resources: usize,
     /// The client subscribed to every resource of this type.
@@ -38,7 +65,7 @@ pub struct TypeStatus {
 #[derive(Debug, Clone, Serialize, PartialEq)]
 pub struct NackStatus {
     /// Version that was rejected.
-    pub version: String,
+    pub version: Version,
     /// The client's error message.
     pub message: String,
     /// Rejected resource names (Delta only; empty for SotW).
@@ -68,13 +95,38 @@ pub struct ConnectionStatus {
     pub types: BTreeMap<&'static str, TypeStatus>,
 }
 
-/// A live stream's status as kept: the per-type entries in a small vector (a stream has four to six), not a
-/// B-tree map, whose one node is several times their size; [`StatusRegistry::list`] builds the map.
+/// A live stream's status as kept: no connection name (it is built from the node id and registry id when
+/// shown), and the per-type entries in a small vector (a stream has four to six), not a B-tree map, whose one
+/// node is several times their size. [`LiveStatus::shown`] builds the [`ConnectionStatus`].
 #[derive(Debug)]
 struct LiveStatus {
-    /// Everything but `types` (left empty).
-    connection: ConnectionStatus,
+    id: u64,
+    node_id: String,
+    namespace: String,
+    labels: BTreeMap<String, String>,
+    api: &'static str,
+    connected_unix: u64,
+    snapshot_version: u64,
     types: Vec<(&'static str, TypeStatus)>,
+}
+
+impl LiveStatus {
+    fn name(&self) -> String {
+        format!("{}-{}", self.node_id, self.id)
+    }
+
+    fn shown(&self) -> ConnectionStatus {
+        ConnectionStatus {
+            connection: self.name(),
+            node_id: self.node_id.clone(),
+            namespace: self.namespace.clone(),
+            labels: self.labels.clone(),
+            api: self.api,
+            connected_unix: self.connected_unix,
+            snapshot_version: self.snapshot_version,
+            types: self.types.iter().cloned().collect(),
+        }
+    }
 }
 
 /// All connected streams, shared between the stream handlers and `/debug/syncz`.
@@ -100,16 +152,13 @@ impl StatusRegistry {
     pub fn open(self: &Arc<Self>, identity: &NodeIdentity, api: Api) -> ConnectionHandle {
         let id = self.next_id.fetch_add(1, Ordering::Relaxed);
         let status = Arc::new(Mutex::new(LiveStatus {
-            connection: ConnectionStatus {
-                connection: format!("{}-{id}", identity.id),
-                node_id: identity.id.clone(),
-                namespace: identity.proxy.namespace.clone(),
-                labels: identity.proxy.labels.clone(),
-                api: api.as_str(),
-                connected_unix: unix_now(),
-                snapshot_version: 0,
-                types: BTreeMap::new(),
-            },
+            id,
+            node_id: identity.id.clone(),
+            namespace: identity.proxy.namespace.clone(),
+            labels: identity.proxy.labels.clone(),
+            api: api.as_str(),
+            connected_unix: unix_now(),
+            snapshot_version: 0,
             types: Vec::new(),
         }));
         lock(&self.connections).insert(id, status.clone());
@@ -123,16 +172,7 @@ impl StatusRegistry {
     /// A copy of every connection's status, in connection order.
     pub fn list(&self) -> Vec<ConnectionStatus> {
         let connections: Vec<_> = lock(&self.connections).values().cloned().collect();
-        connections
-            .iter()
-            .map(|live| {
-                let live = lock(live);
-                ConnectionStatus {
-                    types: live.types.iter().cloned().collect(),
-                    ..live.connection.clone()
-                }
-            })
-            .collect()
+        connections.iter().map(|live| lock(live).shown()).collect()
     }
 
     /// The `/debug/syncz` route.
@@ -158,12 +198,12 @@ pub struct ConnectionHandle {
 impl ConnectionHandle {
     /// The connection id (`<node id>-<n>`), used in logs.
     pub fn name(&self) -> String {
-        lock(&self.status).connection.connection.clone()
+        lock(&self.status).name()
     }
 
     /// Records the snapshot version the stream last saw.
     pub fn set_snapshot_version(&self, version: u64) {
-        lock(&self.status).connection.snapshot_version = version;
+        lock(&self.status).snapshot_version = version;
     }
 
     /// Changes the status of one type.
@@ -201,12 +241,19 @@ mod tests {
         };
         let handle = registry.open(&identity, Api::Sotw);
         handle.update(ResourceType::Cluster, |t| {
-            t.sent_version = Some("v1".into());
+            t.sent_version = Some(Version::Snapshot(7));
         });
         let list = registry.list();
         assert_eq!(list.len(), 1);
         assert_eq!(list[0].connection, "gw-1-0");
-        assert_eq!(list[0].types["cds"].sent_version.as_deref(), Some("v1"));
+        assert_eq!(
+            list[0].types["cds"].sent_version,
+            Some(Version::Snapshot(7))
+        );
+        assert_eq!(
+            serde_json::to_value(&list[0].types["cds"]).unwrap()["sent_version"],
+            "7"
+        );
         drop(handle);
         assert!(registry.list().is_empty());
     }

@@ -21,7 +21,7 @@ use super::cache::ConfigCache;
 use super::metrics::{Api, XdsMetrics};
 use super::node::NodeIdentity;
 use super::resources::{GroupConfig, ResourceType};
-use super::status::{unix_now, ConnectionHandle, NackStatus, StatusRegistry};
+use super::status::{unix_now, ConnectionHandle, NackStatus, StatusRegistry, Version};
 use super::wire::{trailers, Requests, WireMessage};
 
 /// What an ADS call needs from the server.
@@ -42,6 +42,8 @@ pub(crate) trait Protocol: Send + Unpin + 'static {
     fn node(request: &Self::Request) -> Option<&Node>;
     fn type_url(request: &Self::Request) -> &str;
     fn new(base: StreamBase) -> Self;
+    /// The stream's shared bookkeeping.
+    fn base(&self) -> &StreamBase;
     /// Handles one client request for a served type against the group's current configuration.
     fn on_request(
         &mut self,
@@ -78,11 +80,18 @@ impl StreamBase {
     }
 
     /// Records a response sent: status (version, nonce, resources the client will hold) and metrics.
-    pub fn sent(&self, kind: ResourceType, snapshot: u64, version: &str, nonce: u64, held: usize) {
+    pub fn sent(
+        &self,
+        kind: ResourceType,
+        snapshot: u64,
+        version: Version,
+        nonce: u64,
+        held: usize,
+    ) {
         self.connection.set_snapshot_version(snapshot);
         self.connection.update(kind, |status| {
-            status.sent_version = Some(version.to_string());
-            status.sent_nonce = Some(nonce.to_string());
+            status.sent_version = Some(version);
+            status.sent_nonce = Some(nonce);
             status.resources = held;
         });
         self.metrics.pushed(kind);
@@ -97,7 +106,7 @@ impl StreamBase {
     }
 
     /// Records an ACK of the response sent at `sent_at` carrying `version`.
-    pub fn acked(&self, kind: ResourceType, sent_at: Option<Instant>, version: String) {
+    pub fn acked(&self, kind: ResourceType, sent_at: Option<Instant>, version: Version) {
         if let Some(sent_at) = sent_at {
             self.metrics.acked(kind, sent_at.elapsed().as_secs_f64());
         }
@@ -109,7 +118,7 @@ impl StreamBase {
     pub fn nacked(
         &self,
         kind: ResourceType,
-        version: String,
+        version: Version,
         message: &str,
         resources: Vec<String>,
     ) {
@@ -144,35 +153,18 @@ pub(crate) fn parse_nonce(nonce: &str) -> Option<u64> {
     nonce.parse().ok()
 }
 
-struct OpenStream {
-    metrics: XdsMetrics,
-    api: Api,
-}
-
-impl Drop for OpenStream {
-    fn drop(&mut self) {
-        self.metrics.stream_closed(self.api);
-    }
-}
-
 /// A stream that has received its first request: the protocol state and the group it follows.
-struct Joined<P> {
+struct Joined<P: Protocol> {
     state: P,
-    name: String,
     config: Arc<GroupConfig>,
     group: WatchStream<Arc<GroupConfig>>,
-    _open: OpenStream,
 }
 
-impl<P> Drop for Joined<P> {
+impl<P: Protocol> Drop for Joined<P> {
     fn drop(&mut self) {
-        tracing::info!(proxy = %self.name, api = self.api(), "xDS stream closed");
-    }
-}
-
-impl<P> Joined<P> {
-    fn api(&self) -> &'static str {
-        self._open.api.as_str()
+        let base = self.state.base();
+        base.metrics.stream_closed(P::API);
+        tracing::info!(proxy = %base.connection.name(), api = P::API.as_str(), "xDS stream closed");
     }
 }
 
@@ -220,7 +212,7 @@ impl<P: Protocol> AdsCall<P> {
             None => self.joined.insert(self.join(&request)?),
         };
         let Some(kind) = ResourceType::from_type_url(P::type_url(&request)) else {
-            tracing::debug!(proxy = %joined.name, type_url = %P::type_url(&request), "ignoring request for an unserved type");
+            tracing::debug!(proxy = %joined.state.base().connection.name(), type_url = %P::type_url(&request), "ignoring request for an unserved type");
             return Ok(());
         };
         let responses = joined.state.on_request(kind, request, &joined.config);
@@ -234,10 +226,9 @@ impl<P: Protocol> AdsCall<P> {
         })?;
         let identity = NodeIdentity::from_node(node);
         let connection = self.shared.status.open(&identity, P::API);
-        let name = connection.name();
         self.shared.metrics.stream_opened(P::API);
         tracing::info!(
-            proxy = %name,
+            proxy = %connection.name(),
             namespace = %identity.proxy.namespace,
             api = P::API.as_str(),
             "xDS stream opened"
@@ -246,13 +237,8 @@ impl<P: Protocol> AdsCall<P> {
         let config = group.borrow().clone();
         Ok(Joined {
             state: P::new(StreamBase::new(connection, self.shared.metrics.clone())),
-            name,
             config,
             group: WatchStream::from_changes(group),
-            _open: OpenStream {
-                metrics: self.shared.metrics.clone(),
-                api: P::API,
-            },
         })
     }
 }

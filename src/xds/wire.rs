@@ -174,6 +174,10 @@ impl<T: Message + Default> Requests<T> {
                 if self.frame.len() >= 5 + len {
                     let message = decode(&self.frame[5..5 + len])?;
                     self.frame.advance(5 + len);
+                    if self.frame.is_empty() {
+                        // Even empty, the frame shares (and keeps alive) HTTP/2's whole read buffer.
+                        self.frame = Bytes::new();
+                    }
                     return Ok(Some(message));
                 }
             }

@@ -490,7 +490,11 @@ pub async fn wait_acked(server: &TestServer, node_id: &str, short: &str, version
     wait_until(&format!("{node_id} ACKed {short} {version}"), || {
         server.server.status().list().iter().any(|c| {
             c.node_id == node_id
-                && c.types.get(short).and_then(|t| t.acked_version.as_deref()) == Some(version)
+                && c.types
+                    .get(short)
+                    .and_then(|t| t.acked_version)
+                    .map(|v| v.to_string())
+                    == Some(version.to_string())
         })
     })
     .await;
