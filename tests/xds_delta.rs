@@ -8,7 +8,9 @@ use std::collections::HashMap;
 
 use admitpilot::translate::GatewayResources;
 use admitpilot::xds::resources::ResourceType;
-use envoy_types::pb::envoy::service::discovery::v3::DeltaDiscoveryRequest;
+use envoy_types::pb::envoy::service::discovery::v3::{
+    DeltaDiscoveryRequest, DeltaDiscoveryResponse,
+};
 use envoy_types::pb::google::rpc::Status as RpcStatus;
 use harness::*;
 
@@ -285,5 +287,58 @@ async fn unknown_subscribed_resources_are_reported_removed_once() {
     let status = server.server.status().list();
     assert_eq!(status[0].types["rds"].resources, 1);
     assert_eq!(status[0].types["rds"].subscribed, 2);
+    server.shutdown().await;
+}
+
+/// The wire shape of a request whose field 1 (`node`, a message in `DeltaDiscoveryRequest`) is a number: a
+/// message the server cannot decode.
+#[derive(Clone, PartialEq, prost::Message)]
+struct NotARequest {
+    #[prost(uint64, tag = "1")]
+    node: u64,
+}
+
+/// Sends `requests` on a Delta stream and returns the status that ends it.
+async fn status_ending<T: prost::Message + Send + Sync + 'static>(
+    server: &TestServer,
+    requests: Vec<T>,
+) -> tonic::Status {
+    let channel = tonic::transport::Endpoint::from_shared(server.endpoint())
+        .unwrap()
+        .connect()
+        .await
+        .unwrap();
+    let mut grpc = tonic::client::Grpc::new(channel);
+    grpc.ready().await.unwrap();
+    let path = tonic::codegen::http::uri::PathAndQuery::from_static(
+        "/envoy.service.discovery.v3.AggregatedDiscoveryService/DeltaAggregatedResources",
+    );
+    let codec = tonic_prost::ProstCodec::<T, DeltaDiscoveryResponse>::default();
+    let requests = tonic::Request::new(tokio_stream::iter(requests));
+    let mut responses = match grpc.streaming(requests, path, codec).await {
+        Ok(response) => response.into_inner(),
+        Err(status) => return status,
+    };
+    loop {
+        match responses.message().await {
+            Ok(Some(_)) => continue,
+            Ok(None) => panic!("the stream ended with OK"),
+            Err(status) => return status,
+        }
+    }
+}
+
+#[tokio::test]
+async fn unreadable_requests_end_the_stream_with_a_status_that_says_why() {
+    let server = TestServer::start(base()).await;
+    let status = status_ending(&server, vec![NotARequest { node: 7 }]).await;
+    assert_eq!(status.code(), tonic::Code::InvalidArgument, "{status:?}");
+    assert!(
+        status.message().contains("malformed xDS request"),
+        "{status:?}"
+    );
+    let status = status_ending(&server, vec![subscribe(None, CDS, &[])]).await;
+    assert_eq!(status.code(), tonic::Code::InvalidArgument, "{status:?}");
+    assert!(status.message().contains("must carry a node"), "{status:?}");
     server.shutdown().await;
 }

@@ -15,7 +15,7 @@ use hyper::body::Frame;
 use prost::Message;
 use tokio_stream::wrappers::WatchStream;
 use tokio_stream::Stream;
-use tonic::Status;
+use tonic::{Code, Status};
 
 use super::cache::ConfigCache;
 use super::metrics::{Api, XdsMetrics};
@@ -146,6 +146,15 @@ impl StreamBase {
         self.metrics.stale_nonce();
         tracing::debug!(proxy = %self.connection.name(), %kind, %nonce, "ignoring request with a stale or unknown nonce");
     }
+}
+
+/// Whether `status` is one the request decoder gives a request it cannot read (malformed, too large or
+/// compressed), rather than a transport error.
+fn is_bad_request(status: &Status) -> bool {
+    matches!(
+        status.code(),
+        Code::InvalidArgument | Code::ResourceExhausted | Code::Unimplemented
+    )
 }
 
 /// Parses a nonce this server sent (`None` for anything else, which then matches no response).
@@ -281,8 +290,19 @@ impl<P: Protocol> hyper::body::Body for AdsCall<P> {
                     continue;
                 }
                 Poll::Ready(Some(Err(status))) => {
-                    tracing::debug!(%status, "xDS stream ended with an error");
-                    return this.finish(&Status::ok(""));
+                    // A request the server cannot read, or a broken transport: the call ends, and its
+                    // status tells the client why.
+                    let proxy = this
+                        .joined
+                        .as_ref()
+                        .map(|j| j.state.base().connection.name());
+                    let proxy = proxy.as_deref().unwrap_or("-");
+                    if is_bad_request(&status) {
+                        tracing::warn!(proxy, %status, "ending xDS stream: unreadable request");
+                    } else {
+                        tracing::debug!(proxy, %status, "xDS stream ended with a transport error");
+                    }
+                    return this.finish(&status);
                 }
                 Poll::Ready(None) => return this.finish(&Status::ok("")),
                 Poll::Pending => {}
