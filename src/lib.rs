@@ -12,9 +12,10 @@
 //! `admin` are the edges.
 
 /// The process allocator: jemalloc, which holds idle xDS connections in less memory than glibc's malloc (it
-/// leaves the untouched pages of HTTP/2's fixed buffers unbacked and returns freed pages to the system) and
-/// speeds up webhook reviews (BENCHMARKS.md has both figures). Declared here, in the library, so that the
-/// binary, the tests and the benchmarks all run with the allocator that ships.
+/// leaves the untouched pages of HTTP/2's fixed buffers unbacked) and speeds up webhook reviews (BENCHMARKS.md
+/// has both figures). Declared here, in the library, so that the binary, the tests and the benchmarks all run
+/// with the allocator that ships. The default feature `jemalloc`; without it the system allocator is used.
+#[cfg(feature = "jemalloc")]
 #[global_allocator]
 static ALLOCATOR: tikv_jemallocator::Jemalloc = tikv_jemallocator::Jemalloc;
 
