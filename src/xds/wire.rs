@@ -174,10 +174,6 @@ impl<T: Message + Default> Requests<T> {
                 if self.frame.len() >= 5 + len {
                     let message = decode(&self.frame[5..5 + len])?;
                     self.frame.advance(5 + len);
-                    if self.frame.is_empty() {
-                        // Even empty, the frame shares (and keeps alive) HTTP/2's whole read buffer.
-                        self.frame = Bytes::new();
-                    }
                     return Ok(Some(message));
                 }
             }
@@ -205,7 +201,14 @@ impl<T: Message + Default> Stream for Requests<T> {
         let this = self.get_mut();
         loop {
             match this.next_buffered() {
-                Ok(Some(message)) => return Poll::Ready(Some(Ok(message))),
+                Ok(Some(message)) => {
+                    if this.frame.is_empty() {
+                        // Even empty, the rest of a frame or of a gathered message shares (and keeps alive)
+                        // the whole buffer it was cut from: HTTP/2's read buffer, or the gather buffer.
+                        this.frame = Bytes::new();
+                    }
+                    return Poll::Ready(Some(Ok(message)));
+                }
                 Ok(None) => {}
                 Err(status) => {
                     // Nothing after a bad message is read.
