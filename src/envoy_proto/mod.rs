@@ -1,4 +1,4 @@
-//! Envoy's protobuf descriptors (pure): the `FileDescriptorSet` shipped by the `envoy-types` crate, loaded once
+//! Envoy's protobuf descriptors (pure): the `FileDescriptorSet` that `build.rs` compiles from `proto/`, loaded once
 //! into a [`prost_reflect::DescriptorPool`], for JSON ↔ proto conversion ([`json`]), Istio-style merging
 //! ([`merge`]) and protoc-gen-validate rules ([`pgv`]).
 
@@ -8,8 +8,6 @@ pub mod pgv;
 
 use std::sync::LazyLock;
 
-use prost_reflect::prost_types::field_descriptor_proto::{Label, Type};
-use prost_reflect::prost_types::{DescriptorProto, FieldDescriptorProto, FileDescriptorProto};
 use prost_reflect::DescriptorPool;
 
 pub use json::{
@@ -19,62 +17,18 @@ pub use json::{
 pub use merge::{merge, merge_any, merge_into, ListMerge};
 pub use pgv::{validate_message, Violation};
 
-/// The encoded descriptor set, copied from `envoy-types` by `build.rs`.
+/// The encoded descriptor set that `build.rs` compiles from `proto/`.
 const ENCODED: &[u8] = include_bytes!(concat!(env!("OUT_DIR"), "/envoy_descriptors.bin"));
 
 static POOL: LazyLock<DescriptorPool> = LazyLock::new(|| {
-    // The bytes are a build input from a pinned crate, not runtime input: failing here is a build defect.
+    // The bytes are compiled from `proto/` by build.rs, not runtime input: failing here is a build defect.
     #[allow(clippy::expect_used)]
-    let mut pool =
-        DescriptorPool::decode(ENCODED).expect("envoy-types ships a valid FileDescriptorSet");
-    #[allow(clippy::expect_used)]
-    pool.add_file_descriptor_protos(typed_struct_files())
-        .expect("the TypedStruct descriptors are well formed");
-    pool
+    DescriptorPool::decode(ENCODED).expect("build.rs writes a valid FileDescriptorSet")
 });
 
 /// Returns the pool of every Envoy, xDS, udpa, validate and well-known-type descriptor.
 pub fn pool() -> &'static DescriptorPool {
     &POOL
-}
-
-/// Describes `udpa.type.v1.TypedStruct` and `xds.type.v3.TypedStruct`, which `envoy-types` does not ship but
-/// Envoy and Istio accept as a `typed_config` wrapper: `{type_url: string = 1, value: google.protobuf.Struct = 2}`.
-fn typed_struct_files() -> Vec<FileDescriptorProto> {
-    let file = |name: &str, package: &str| FileDescriptorProto {
-        name: Some(name.to_string()),
-        package: Some(package.to_string()),
-        dependency: vec!["google/protobuf/struct.proto".to_string()],
-        message_type: vec![DescriptorProto {
-            name: Some("TypedStruct".to_string()),
-            field: vec![
-                FieldDescriptorProto {
-                    name: Some("type_url".to_string()),
-                    json_name: Some("typeUrl".to_string()),
-                    number: Some(1),
-                    label: Some(Label::Optional as i32),
-                    r#type: Some(Type::String as i32),
-                    ..Default::default()
-                },
-                FieldDescriptorProto {
-                    name: Some("value".to_string()),
-                    json_name: Some("value".to_string()),
-                    number: Some(2),
-                    label: Some(Label::Optional as i32),
-                    r#type: Some(Type::Message as i32),
-                    type_name: Some(".google.protobuf.Struct".to_string()),
-                    ..Default::default()
-                },
-            ],
-            ..Default::default()
-        }],
-        syntax: Some("proto3".to_string()),
-        ..Default::default()
-    };
-    vec![
-        file("udpa/type/v1/typed_struct.proto", "udpa.type.v1"),
-        file("xds/type/v3/typed_struct.proto", "xds.type.v3"),
-    ]
 }
 
 #[cfg(test)]
@@ -93,5 +47,41 @@ mod tests {
         assert!(pool()
             .get_message_by_name("xds.type.v3.TypedStruct")
             .is_some());
+    }
+
+    /// build.rs resolves relative names as protoc does: `common.dynamic_forward_proxy.v3.DnsCacheConfig` inside
+    /// `envoy.extensions.clusters.dynamic_forward_proxy.v3` names `envoy.extensions.common.…`, although a package
+    /// `envoy.extensions.clusters.common` is loaded too (only through an indirect import).
+    #[test]
+    fn relative_names_resolve_as_protoc_does() {
+        let config = pool()
+            .get_message_by_name("envoy.extensions.clusters.dynamic_forward_proxy.v3.ClusterConfig")
+            .expect("the dynamic forward proxy cluster is described");
+        let field = config
+            .get_field_by_name("dns_cache_config")
+            .expect("ClusterConfig has dns_cache_config");
+        let kind = field.kind();
+        let message = kind.as_message().expect("dns_cache_config is a message");
+        assert_eq!(
+            message.full_name(),
+            "envoy.extensions.common.dynamic_forward_proxy.v3.DnsCacheConfig"
+        );
+    }
+
+    /// Custom options survive the build: Envoy's protoc-gen-validate rules are readable from the descriptors.
+    #[test]
+    fn validate_rules_are_kept() {
+        let rules = pool()
+            .get_extension_by_name("validate.rules")
+            .expect("validate.rules is described");
+        let hcm = pool()
+            .get_message_by_name(
+                "envoy.extensions.filters.network.http_connection_manager.v3.HttpConnectionManager",
+            )
+            .expect("HCM is described");
+        let field = hcm
+            .get_field_by_name("max_request_headers_kb")
+            .expect("HCM has max_request_headers_kb");
+        assert!(field.options().has_extension(&rules));
     }
 }
