@@ -17,6 +17,10 @@ use harness::*;
 
 const NODE_ID: &str = "router~127.0.0.1~gw-e2e.default~default.svc.cluster.local";
 
+/// Longest a cluster-only change may take to leave warming: well under Envoy's default `initial_fetch_timeout`
+/// (15 s), which is what a cluster waiting for an EDS response that never comes would take.
+const NO_WARMING_STALL: std::time::Duration = std::time::Duration::from_secs(5);
+
 fn resources(listener_port: u16, eds_port: u16, static_port: u16) -> GatewayResources {
     GatewayResources {
         clusters: vec![eds_cluster("backend"), static_cluster("fixed", static_port)],
@@ -64,6 +68,30 @@ async fn run(api: AdsApi, base_id: u32) {
     assert_eq!(status[0].node_id, NODE_ID);
     assert_eq!(status[0].namespace, "default");
     assert_eq!(status[0].labels["app"], "e2e");
+
+    // A cluster-only change (load balancing) on an EDS cluster whose endpoints stay the same: Envoy keeps the
+    // updated cluster warming until EDS for it arrives, so the server must send the endpoints again. It is
+    // applied long before the default 15 s initial_fetch_timeout that a missing EDS response would cost.
+    let accepted = envoy.stat("cluster_manager.cds.update_success").await;
+    server.update(|r| {
+        r.clusters[0].lb_policy =
+            envoy_types::pb::envoy::config::cluster::v3::cluster::LbPolicy::LeastRequest as i32;
+    });
+    let deadline = tokio::time::Instant::now() + NO_WARMING_STALL;
+    while envoy.stat("cluster_manager.cds.update_success").await <= accepted
+        || envoy.stat("cluster_manager.warming_clusters").await > 0
+    {
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "the changed cluster is still warming: {:?}",
+            envoy.stats("cluster_manager.").await
+        );
+        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+    }
+    assert_eq!(
+        get(&http, &format!("{base}/api/x")).await.unwrap(),
+        (200, "one".into())
+    );
 
     // Endpoint change (EDS) and a new route (RDS) converge.
     server.update(|r| {

@@ -283,6 +283,10 @@ impl DeltaStream {
             }
             state.rejected.remove(&entry.name);
         }
+        let changed_clusters: Vec<Arc<str>> = match kind {
+            ResourceType::Cluster => changed.iter().map(|e| e.name.clone()).collect(),
+            _ => Vec::new(),
+        };
         for name in &removed {
             state.rejected.remove(name);
             if state.names.contains(name) {
@@ -318,7 +322,21 @@ impl DeltaStream {
         let message = encode_message(&header, RESOURCES_TAG, &fields);
         self.base
             .sent(kind, version, Version::Snapshot(version), nonce, held);
+        self.resend_endpoints_of(&changed_clusters);
         Some(message)
+    }
+
+    /// Marks the endpoints of clusters just sent as to be sent again, changed or not. Envoy keeps an added or
+    /// updated EDS cluster warming until a `ClusterLoadAssignment` for it arrives, and over Delta it does not
+    /// subscribe again to a name it already holds, so without this a cluster-only change would wait for
+    /// `initial_fetch_timeout` (15 s by default). The next Endpoint diff (same push, right after CDS) carries them.
+    fn resend_endpoints_of(&mut self, clusters: &[Arc<str>]) {
+        let endpoints = &mut self.types[ResourceType::Endpoint.index()];
+        for cluster in clusters {
+            if let Some(Held::Version(_)) = endpoints.held.get(cluster) {
+                endpoints.held.insert(cluster.clone(), Held::Unknown);
+            }
+        }
     }
 
     /// Records the client's answer to one of our responses.
@@ -406,7 +424,11 @@ impl Protocol for DeltaStream {
         state.apply_subscriptions(kind, &request, config.of(kind));
         self.base
             .subscribed(kind, state.wildcard, state.names.len());
-        self.diff(kind, config, first).into_iter().collect()
+        let mut out: Vec<WireMessage> = self.diff(kind, config, first).into_iter().collect();
+        if kind == ResourceType::Cluster && self.types[ResourceType::Endpoint.index()].requested {
+            out.extend(self.diff(ResourceType::Endpoint, config, false));
+        }
+        out
     }
 
     fn on_push(&mut self, config: &GroupConfig) -> Vec<WireMessage> {
@@ -472,6 +494,77 @@ mod tests {
             }),
             ..Default::default()
         }
+    }
+
+    /// Decodes the type URL and resource names of a Delta response.
+    fn decoded(message: &WireMessage) -> (String, Vec<String>) {
+        use prost::Message;
+        let bytes = message.to_vec();
+        let response = DeltaDiscoveryResponse::decode(&bytes[5..]).unwrap();
+        let names = response.resources.iter().map(|r| r.name.clone()).collect();
+        (response.type_url, names)
+    }
+
+    #[test]
+    fn a_cluster_only_change_resends_its_unchanged_endpoints_after_the_cluster() {
+        use envoy_types::pb::envoy::config::endpoint::v3::ClusterLoadAssignment;
+        let config = |timeout_secs: i64| {
+            let resources = GatewayResources {
+                clusters: ["a", "b"]
+                    .iter()
+                    .map(|name| Cluster {
+                        name: name.to_string(),
+                        connect_timeout: Some(envoy_types::pb::google::protobuf::Duration {
+                            seconds: if *name == "a" { timeout_secs } else { 1 },
+                            nanos: 0,
+                        }),
+                        ..Default::default()
+                    })
+                    .collect(),
+                endpoints: ["a", "b"]
+                    .iter()
+                    .map(|name| ClusterLoadAssignment {
+                        cluster_name: name.to_string(),
+                        ..Default::default()
+                    })
+                    .collect(),
+                ..Default::default()
+            };
+            GroupConfig::encode(&resources, 1, Instant::now(), None)
+        };
+        let before = config(1);
+        let mut stream = stream();
+        assert_eq!(
+            stream
+                .on_request(ResourceType::Cluster, request("", None), &before)
+                .len(),
+            1
+        );
+        let endpoints = DeltaDiscoveryRequest {
+            type_url: ResourceType::Endpoint.type_url().into(),
+            resource_names_subscribe: vec!["a".into(), "b".into()],
+            ..Default::default()
+        };
+        stream.on_request(ResourceType::Endpoint, endpoints, &before);
+
+        // Only cluster "a" changes; its endpoints are the same, yet they follow it in the same push.
+        let after = config(2);
+        let pushed: Vec<_> = stream.on_push(&after).iter().map(decoded).collect();
+        assert_eq!(
+            pushed,
+            [
+                (
+                    ResourceType::Cluster.type_url().to_string(),
+                    vec!["a".to_string()]
+                ),
+                (
+                    ResourceType::Endpoint.type_url().to_string(),
+                    vec!["a".to_string()]
+                ),
+            ]
+        );
+        // Nothing changed since: nothing more is sent.
+        assert!(stream.on_push(&after).is_empty());
     }
 
     #[test]

@@ -34,7 +34,8 @@ impl AdsApi {
     }
 }
 
-/// An Envoy bootstrap fetching everything over ADS from 127.0.0.1:`xds_port`.
+/// An Envoy bootstrap fetching everything over ADS from 127.0.0.1:`xds_port`, with Envoy's default
+/// `initial_fetch_timeout` (15 s), as gateways run: a shorter one would hide a resource left warming.
 pub fn bootstrap(api: AdsApi, xds_port: u16, node_id: &str) -> String {
     format!(
         r#"node:
@@ -50,8 +51,8 @@ dynamic_resources:
     set_node_on_first_message_only: true
     grpc_services:
     - envoy_grpc: {{ cluster_name: xds_cluster }}
-  lds_config: {{ ads: {{}}, resource_api_version: V3, initial_fetch_timeout: 1s }}
-  cds_config: {{ ads: {{}}, resource_api_version: V3, initial_fetch_timeout: 1s }}
+  lds_config: {{ ads: {{}}, resource_api_version: V3 }}
+  cds_config: {{ ads: {{}}, resource_api_version: V3 }}
 static_resources:
   clusters:
   - name: xds_cluster
