@@ -39,12 +39,21 @@ fn vs(ns: &str, name: &str, label: &str) -> Value {
 }
 
 fn start(api: &ApiServer, namespaces: &[&str]) -> (Sources, SourceMetrics) {
-    let mut kube = KubeConfig::new(api.client());
-    kube.namespaces = namespaces.iter().map(|n| n.to_string()).collect();
-    kube.backoff = Backoff {
+    let backoff = Backoff {
         min: Duration::from_millis(20),
         max: Duration::from_millis(200),
     };
+    start_with_backoff(api, namespaces, backoff)
+}
+
+fn start_with_backoff(
+    api: &ApiServer,
+    namespaces: &[&str],
+    backoff: Backoff,
+) -> (Sources, SourceMetrics) {
+    let mut kube = KubeConfig::new(api.client());
+    kube.namespaces = namespaces.iter().map(|n| n.to_string()).collect();
+    kube.backoff = backoff;
     let config = SourceConfig {
         kube: Some(kube),
         store: StoreConfig {
@@ -212,6 +221,52 @@ async fn relists_after_410_gone_without_losing_state() {
     .await;
     assert_eq!(snapshot.objects.len(), 2);
     eventually(|| api.lists_of("virtualservices") > lists_before).await;
+}
+
+/// An API-server outage longer than the maximum retry delay, against the API-server double (no kube-apiserver
+/// installs here): while it is down every retry fails and the delay grows to its maximum; the restarted server has
+/// a new watch cache, so the first watch gets 410 `Expired`. The watcher must relist at once rather than wait the
+/// grown delay: a change made right after the restart arrives long before that delay.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn relists_at_once_after_an_outage_longer_than_the_maximum_backoff() {
+    const MAX_DELAY: Duration = Duration::from_secs(2);
+    const OUTAGE: Duration = Duration::from_secs(4);
+    let mut api = ApiServer::start(Duration::from_millis(50)).await;
+    install_all(&api, &[]);
+    let backoff = Backoff {
+        min: Duration::from_millis(20),
+        max: MAX_DELAY,
+    };
+    let (sources, _metrics) = start_with_backoff(&api, &[], backoff);
+    let mut rx = sources.snapshots.clone();
+    synced(&sources).await;
+
+    api.stop().await;
+    // The outage itself: long enough for 20 ms doubling to reach the 2 s maximum (20 + 40 + … + 1,280 ms).
+    tokio::time::sleep(OUTAGE).await;
+    let requests_before = api.requests().len();
+    api.restart().await;
+    // The watcher's first try after the restart (its watch, answered with 410) comes within its current delay.
+    eventually(|| {
+        api.requests()[requests_before..]
+            .iter()
+            .any(|r| r.contains("virtualservices"))
+    })
+    .await;
+    api.apply(ISTIO, "virtualservices", vs("a", "after-outage", "1"));
+    let arrived = tokio::time::timeout(
+        MAX_DELAY / 2,
+        wait_for(&mut rx, |s| {
+            s.get(&key(Kind::VirtualService, "a", "after-outage"))
+                .is_some()
+        }),
+    )
+    .await;
+    assert!(
+        arrived.is_ok(),
+        "the change waited for the grown retry delay; requests after the restart: {:?}",
+        &api.requests()[requests_before..]
+    );
 }
 
 #[tokio::test]

@@ -15,8 +15,11 @@
 //!
 //! Failure handling: a kind whose API is missing (404, CRD not installed) is tried at each served version, newest
 //! first; when none answers it is logged, counted as synced-with-nothing, and retried with exponential backoff
-//! while the other watchers keep working. Watch restarts (410 Gone, dropped connections) relist; the relisted set
-//! replaces the old one in one resync, so nothing disappears in between. An object that fails validation is kept
+//! while the other watchers keep working. A watch the API server no longer serves (410 Gone/Expired, as a watch
+//! event or as the answer to the watch request) relists at once, without a backoff wait; a dropped connection
+//! resumes from its resourceVersion. The relisted set replaces the old one in one resync, so nothing disappears in
+//! between. The retry delay doubles while errors follow each other and starts again from its minimum after any
+//! event, a 410, or as long as its maximum without an error, so a long outage does not slow the recovery. An object that fails validation is kept
 //! out of the store (its last good version stays, if there was one), logged, counted and reported as a `Warning`
 //! Event (events.k8s.io/v1, reason `InvalidConfig`) on the object, once per resourceVersion. Any other list error
 //! (403 from missing RBAC, an unreachable API server) is retried with backoff and keeps that watcher unsynced, so
@@ -96,7 +99,8 @@ pub async fn client(kubeconfig: Option<&Path>) -> Result<Client, ClientError> {
     Ok(Client::try_from(config)?)
 }
 
-/// Retry delays after watch errors: doubles from `min` to `max`, reset after a successful event.
+/// Retry delays after watch errors: doubles from `min` to `max`; back to `min` after a successful event, a 410
+/// (which relists at once) or `max` without an error.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Backoff {
     /// First delay.
@@ -257,12 +261,66 @@ fn is_not_found(error: &watcher::Error) -> bool {
     matches!(error, watcher::Error::InitialListFailed(kube::Error::Api(status)) if status.code == 404)
 }
 
+/// A watch whose resourceVersion the API server no longer has (410 Gone / Expired), as a watch event or as the
+/// answer to the watch request: only a new list can continue, and it can be made at once.
+fn is_gone(error: &watcher::Error) -> bool {
+    match error {
+        watcher::Error::WatchError(status) => status.code == 410,
+        watcher::Error::WatchStartFailed(kube::Error::Api(status)) => status.code == 410,
+        _ => false,
+    }
+}
+
+/// The delay before the next retry: doubles from `min` to `max` while errors follow each other, and starts again
+/// from `min` once the watch has gone on without error for `max` (it had connected again).
+#[derive(Debug)]
+struct RetryDelay {
+    backoff: Backoff,
+    next: Duration,
+    /// When the last retry started (after its delay).
+    retried_at: Option<tokio::time::Instant>,
+}
+
+impl RetryDelay {
+    fn new(backoff: Backoff) -> Self {
+        RetryDelay {
+            backoff,
+            next: backoff.min,
+            retried_at: None,
+        }
+    }
+
+    fn reset(&mut self) {
+        self.next = self.backoff.min;
+    }
+
+    /// The delay to wait now; the one after it doubles.
+    fn take(&mut self) -> Duration {
+        if self
+            .retried_at
+            .take()
+            .is_some_and(|at| at.elapsed() >= self.backoff.max)
+        {
+            self.reset();
+        }
+        let delay = self.next;
+        self.next = (delay * 2).min(self.backoff.max);
+        delay
+    }
+
+    /// Waits the delay [`RetryDelay::take`] gives.
+    async fn wait(&mut self, delay: Duration) {
+        tokio::time::sleep(delay).await;
+        self.retried_at = Some(tokio::time::Instant::now());
+    }
+}
+
 /// Runs one watcher forever (until the task is aborted).
 async fn run_watcher(spec: WatchSpec, shared: Arc<Shared>, sender: ScopedSender) {
     let versions = spec.kind.info().versions;
     let mut state = WatchState::default();
     let mut version = 0;
-    let mut delay = shared.backoff.min;
+    let mut retry = RetryDelay::new(shared.backoff);
     let mut config = watcher::Config::default();
     if let Some(fields) = &spec.fields {
         config = config.fields(fields);
@@ -277,10 +335,18 @@ async fn run_watcher(spec: WatchSpec, shared: Arc<Shared>, sender: ScopedSender)
         while let Some(item) = stream.next().await {
             match item {
                 Ok(event) => {
-                    delay = shared.backoff.min;
+                    retry.reset();
                     if state.handle(event, &resource, &shared, &sender).is_err() {
                         return;
                     }
+                }
+                Err(error) if is_gone(&error) => {
+                    // A new watcher lists at once (kube's own would retry a refused watch start with the same
+                    // resourceVersion); the relisted set replaces this watcher's objects at `InitDone`.
+                    tracing::info!(kind = %spec.kind, namespace = ?spec.namespace, %error,
+                        "watch expired; relisting");
+                    retry.reset();
+                    break;
                 }
                 Err(error) if is_not_found(&error) => {
                     if version + 1 < versions.len() {
@@ -289,6 +355,7 @@ async fn run_watcher(spec: WatchSpec, shared: Arc<Shared>, sender: ScopedSender)
                             "API version not served; trying an older one");
                     } else {
                         version = 0;
+                        let delay = retry.take();
                         tracing::warn!(kind = %spec.kind, namespace = ?spec.namespace,
                             retry_in = ?delay, "API not served (CRD not installed?); retrying");
                         // Nothing of this kind exists (any more): count the scope as synced, holding nothing, so
@@ -298,16 +365,15 @@ async fn run_watcher(spec: WatchSpec, shared: Arc<Shared>, sender: ScopedSender)
                         if state.resync(&sender).is_err() {
                             return;
                         }
-                        tokio::time::sleep(delay).await;
-                        delay = (delay * 2).min(shared.backoff.max);
+                        retry.wait(delay).await;
                     }
                     break;
                 }
                 Err(error) => {
+                    let delay = retry.take();
                     tracing::warn!(kind = %spec.kind, namespace = ?spec.namespace, %error,
                         retry_in = ?delay, "watch failed; retrying");
-                    tokio::time::sleep(delay).await;
-                    delay = (delay * 2).min(shared.backoff.max);
+                    retry.wait(delay).await;
                 }
             }
         }
@@ -546,6 +612,28 @@ fn report(shared: &Shared, reference: ObjectReference, errors: &[Finding]) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[tokio::test(start_paused = true)]
+    async fn retry_delay_doubles_to_its_maximum_and_starts_again_after_a_quiet_stretch() {
+        let backoff = Backoff {
+            min: Duration::from_millis(10),
+            max: Duration::from_millis(40),
+        };
+        let mut retry = RetryDelay::new(backoff);
+        let mut delays = Vec::new();
+        for _ in 0..4 {
+            let delay = retry.take();
+            delays.push(delay.as_millis());
+            retry.wait(delay).await;
+        }
+        assert_eq!(delays, [10, 20, 40, 40]);
+        // The retried watch ran without error for as long as the maximum: the next error starts from the minimum.
+        tokio::time::advance(backoff.max).await;
+        assert_eq!(retry.take(), backoff.min);
+        assert_eq!(retry.take(), backoff.min * 2);
+        retry.reset();
+        assert_eq!(retry.take(), backoff.min);
+    }
 
     #[tokio::test]
     async fn tls_secrets_are_watched_only_when_asked() {

@@ -16,7 +16,9 @@
 //! Test controls: [`ApiServer::apply`] / [`ApiServer::delete`] change objects (resourceVersion and uid assigned),
 //! [`ApiServer::hold_events`] stops delivering live events (they are lost for open watches),
 //! [`ApiServer::expire_watches`] compacts the history and ends every open watch with 410 Gone,
-//! [`ApiServer::drop_watches`] ends every open watch without an error (a dropped connection).
+//! [`ApiServer::drop_watches`] ends every open watch without an error (a dropped connection),
+//! [`ApiServer::stop`] / [`ApiServer::restart`] take it down (connections refused) and bring it back with a
+//! compacted history (an outage).
 
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::convert::Infallible;
@@ -88,6 +90,29 @@ pub struct ApiServer {
     shared: Arc<Shared>,
     addr: SocketAddr,
     task: tokio::task::JoinHandle<()>,
+    /// Ends the server (graceful: it stops accepting and closes connections once their response is done).
+    stop: Option<tokio::sync::oneshot::Sender<()>>,
+}
+
+/// Serves the double on `listener` until `stop` fires.
+fn serve(
+    listener: tokio::net::TcpListener,
+    shared: Arc<Shared>,
+) -> (
+    tokio::task::JoinHandle<()>,
+    tokio::sync::oneshot::Sender<()>,
+) {
+    let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+    let app = Router::new().fallback(handle).with_state(shared);
+    let task = tokio::spawn(async move {
+        axum::serve(listener, app)
+            .with_graceful_shutdown(async {
+                let _ = stopped.await;
+            })
+            .await
+            .unwrap();
+    });
+    (task, stop)
 }
 
 impl Drop for ApiServer {
@@ -113,11 +138,39 @@ impl ApiServer {
         });
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
         let addr = listener.local_addr().unwrap();
-        let app = Router::new().fallback(handle).with_state(shared.clone());
-        let task = tokio::spawn(async move {
-            axum::serve(listener, app).await.unwrap();
-        });
-        ApiServer { shared, addr, task }
+        let (task, stop) = serve(listener, shared.clone());
+        ApiServer {
+            shared,
+            addr,
+            task,
+            stop: Some(stop),
+        }
+    }
+
+    /// Takes the API server down, as an outage does: it stops accepting, open watches end and their connections
+    /// close, so clients get "connection refused" until [`ApiServer::restart`].
+    pub async fn stop(&mut self) {
+        if let Some(stop) = self.stop.take() {
+            let _ = stop.send(());
+        }
+        let _ = self.shared.control.send(Control::Drop);
+        (&mut self.task).await.unwrap();
+    }
+
+    /// Serves again on the same address after [`ApiServer::stop`]. Like an API server whose watch cache starts
+    /// anew while the cluster's other writers (leases, events) moved the resourceVersion on, the history is
+    /// compacted past every resourceVersion handed out before: a watch from one of them gets 410 `Expired`.
+    pub async fn restart(&mut self) {
+        {
+            let mut inner = self.shared.inner.lock().unwrap();
+            inner.rv += 1;
+            inner.compacted = inner.rv;
+            inner.history.clear();
+        }
+        let listener = tokio::net::TcpListener::bind(self.addr).await.unwrap();
+        let (task, stop) = serve(listener, self.shared.clone());
+        self.task = task;
+        self.stop = Some(stop);
     }
 
     /// Returns a kube client pointed at the double (plain HTTP, no auth).
