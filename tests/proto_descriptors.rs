@@ -2,6 +2,7 @@
 //! `Cargo.lock`: every message of the `types.bin` that crate ships (outside `google.protobuf`, whose newest
 //! descriptor.proto additions protox does not carry) is present, each field with the same type and options.
 //! The crate's folder is found with `cargo metadata`, which a test may run (build scripts do not).
+#![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use std::path::PathBuf;
 use std::process::Command;
