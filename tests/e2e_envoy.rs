@@ -167,6 +167,7 @@ async fn run(api: AdsApi, base_id: u32) {
     );
     assert_eq!(server.metrics.nack_count(ResourceType::Cluster), 1);
     wait_for_response(&http, &format!("{base}/fixed"), 200, "two").await;
+    assert_eq!(envoy.deprecated_fields(), Vec::<String>::new());
     drop(envoy);
     server.shutdown().await;
 }
@@ -308,6 +309,7 @@ mod config_dir {
             "{:?}",
             envoy.stats("update_").await
         );
+        assert_eq!(envoy.deprecated_fields(), Vec::<String>::new());
         drop(envoy);
         let _ = stop.send(());
         tokio::time::timeout(CONVERGE, task).await.unwrap().unwrap();

@@ -2,7 +2,8 @@
 //! `DeltaDiscoveryResponse`s carrying only changed resources (the group's shared bytes) and
 //! `removed_resources`. Tracks per stream and type the subscription, the version of every resource the client
 //! holds (seeded from `initial_resource_versions` on reconnect), in-flight nonces and per-resource rejections,
-//! so a NACKed resource is not resent until it changes.
+//! so a NACKed resource is not resent until it changes or a type it depends on
+//! ([`ResourceType::depends_on`]) is pushed.
 //!
 //! A resource subscribed to by name that the group does not have is listed in `removed_resources` (the xDS way
 //! of saying "does not exist", so the client need not wait for a timeout), once per subscription; if it
@@ -433,11 +434,18 @@ impl Protocol for DeltaStream {
 
     fn on_push(&mut self, config: &GroupConfig) -> Vec<WireMessage> {
         let mut out = Vec::new();
+        let mut sent = [false; 6];
         for kind in ResourceType::PUSH_ORDER {
-            if !self.types[kind.index()].requested {
+            let state = &mut self.types[kind.index()];
+            if !state.requested {
                 continue;
             }
+            if kind.depends_on().iter().any(|d| sent[d.index()]) {
+                // Rejected resources are retried, unchanged, once something they depend on was just sent.
+                state.rejected.clear();
+            }
             if let Some(response) = self.diff(kind, config, false) {
+                sent[kind.index()] = true;
                 out.push(response);
                 self.base
                     .metrics
@@ -564,6 +572,67 @@ mod tests {
             ]
         );
         // Nothing changed since: nothing more is sent.
+        assert!(stream.on_push(&after).is_empty());
+    }
+
+    #[test]
+    fn a_rejected_listener_is_resent_when_clusters_change() {
+        use envoy_types::pb::envoy::config::listener::v3::Listener;
+        let config = |clusters: &[&str]| {
+            let resources = GatewayResources {
+                clusters: clusters
+                    .iter()
+                    .map(|name| Cluster {
+                        name: name.to_string(),
+                        ..Default::default()
+                    })
+                    .collect(),
+                listeners: vec![Listener {
+                    name: "http".into(),
+                    ..Default::default()
+                }],
+                ..Default::default()
+            };
+            GroupConfig::encode(&resources, 1, Instant::now(), None)
+        };
+        let listeners = |nonce: &str, error: Option<&str>| DeltaDiscoveryRequest {
+            type_url: ResourceType::Listener.type_url().into(),
+            ..request(nonce, error)
+        };
+        let before = config(&["a"]);
+        let mut stream = stream();
+        stream.on_request(ResourceType::Cluster, request("", None), &before);
+        assert_eq!(
+            stream
+                .on_request(ResourceType::Listener, listeners("", None), &before)
+                .len(),
+            1
+        );
+        stream.on_request(ResourceType::Cluster, request("1", None), &before);
+        stream.on_request(
+            ResourceType::Listener,
+            listeners("2", Some("unknown cluster 'b'")),
+            &before,
+        );
+        // Nothing changed: the rejected listener is not resent.
+        assert!(stream.on_push(&before).is_empty());
+
+        // The listener is unchanged, but the cluster it needed now exists: it goes out after the cluster.
+        let after = config(&["a", "b"]);
+        let pushed: Vec<_> = stream.on_push(&after).iter().map(decoded).collect();
+        assert_eq!(
+            pushed,
+            [
+                (
+                    ResourceType::Cluster.type_url().to_string(),
+                    vec!["b".to_string()]
+                ),
+                (
+                    ResourceType::Listener.type_url().to_string(),
+                    vec!["http".to_string()]
+                ),
+            ]
+        );
         assert!(stream.on_push(&after).is_empty());
     }
 

@@ -5,6 +5,20 @@
 //! Proxies are grouped by [`crate::translate::Proxy`] (namespace + labels, see [`node`]); each snapshot is
 //! translated once per group ([`cache`]), encoded with content-hash versions ([`resources`]) and pushed to each
 //! stream by its protocol state machine ([`sotw`], [`delta`]) in warming order: CDS, EDS, SDS, ECDS, LDS, RDS.
+//!
+//! The rules both protocols keep, from Envoy's xDS protocol documentation (eventual consistency, warming):
+//! - **Make before break**: a push sends the types in the order above, so a cluster exists before the
+//!   endpoints, listeners and routes that use it, and a listener before its routes.
+//! - **An added or changed EDS cluster is followed by its endpoints**, changed or not: Envoy keeps it warming
+//!   until a `ClusterLoadAssignment` arrives. Over SotW, Envoy asks for EDS again after such a cluster and the
+//!   next EDS request is always answered; over Delta, Envoy does not subscribe again to a name it holds, so the
+//!   server resends the endpoints of every cluster it has just sent, in the same push.
+//! - **Likewise for listeners and routes** (SotW): the RDS request that follows a listener update is answered.
+//! - **A rejected (NACKed) resource is not resent unchanged**, except once a type it depends on
+//!   ([`resources::ResourceType::depends_on`]) is pushed: a listener rejected for naming a cluster not yet sent
+//!   passes when that cluster arrives. The NACK is recorded per proxy and type (`/debug/syncz`, and
+//!   `admitpilot_xds_nacks_total{type}`), and the proxy keeps what it last accepted.
+//! - **A name the group does not have** is answered as absent (Delta `removed_resources`) or left out (SotW).
 
 pub mod cache;
 mod delta;

@@ -75,6 +75,24 @@ impl ResourceType {
             .find(|kind| kind.type_url() == url)
     }
 
+    /// The types whose resources this type's resources name and Envoy resolves when it loads them: a listener's
+    /// filters use clusters (tracers, gRPC services), secrets and extension configs; routes name clusters;
+    /// clusters use secrets. A rejection that a missing dependency caused can pass once one of these changes.
+    pub fn depends_on(self) -> &'static [ResourceType] {
+        match self {
+            ResourceType::Cluster => &[ResourceType::Secret],
+            ResourceType::Endpoint | ResourceType::Route | ResourceType::ExtensionConfig => {
+                &[ResourceType::Cluster]
+            }
+            ResourceType::Secret => &[],
+            ResourceType::Listener => &[
+                ResourceType::Cluster,
+                ResourceType::Secret,
+                ResourceType::ExtensionConfig,
+            ],
+        }
+    }
+
     /// Whether an empty first SotW/Delta request means "everything" (legacy wildcard), as for LDS and CDS.
     pub fn wildcard_by_default(self) -> bool {
         matches!(self, ResourceType::Cluster | ResourceType::Listener)

@@ -1,7 +1,9 @@
 //! State-of-the-world ADS protocol: takes `DiscoveryRequest`s and group configurations, yields encoded
 //! `DiscoveryResponse`s built from the group's shared resource bytes. Per type: subscription (legacy/explicit
 //! wildcard or names), nonce, sent and ACKed versions. Versions are content hashes of the response, so an
-//! unchanged response is never resent and a NACKed one is not resent until the content changes.
+//! unchanged response is never resent, and a NACKed one is resent when its content changes or when a type it
+//! depends on ([`ResourceType::depends_on`]) is pushed: a listener rejected for naming a cluster not yet sent
+//! passes once that cluster arrives.
 //!
 //! Names the group does not have are remembered and answered with the resources that do exist: SotW has no
 //! way to say "does not exist" (Envoy waits for its `initial_fetch_timeout` on a missing EDS/RDS resource),
@@ -45,6 +47,8 @@ struct TypeState {
     /// Answer the next request even if nothing changed (a cluster/listener update re-creates Envoy's EDS/RDS
     /// watches, which must be answered to finish warming).
     always_respond: bool,
+    /// The client rejected the last response: it is sent again when something it depends on changes.
+    nacked: bool,
 }
 
 impl TypeState {
@@ -135,6 +139,7 @@ impl SotwStream {
         state.sent_version = Some(version);
         state.sent_at = Some(Instant::now());
         state.always_respond = false;
+        state.nacked = false;
         match kind {
             ResourceType::Cluster => {
                 self.types[ResourceType::Endpoint.index()].always_respond = true
@@ -194,6 +199,7 @@ impl Protocol for SotwStream {
         if !initial {
             let sent = Version::Hash(state.sent_version.unwrap_or_default());
             if let Some(error) = &request.error_detail {
+                state.nacked = true;
                 state.subscribe(kind, &request.resource_names, all);
                 self.base.nacked(kind, sent, &error.message, Vec::new());
                 return Vec::new();
@@ -213,14 +219,18 @@ impl Protocol for SotwStream {
 
     fn on_push(&mut self, config: &GroupConfig) -> Vec<WireMessage> {
         let mut out = Vec::new();
+        let mut sent = [false; 6];
         for kind in ResourceType::PUSH_ORDER {
             let state = &self.types[kind.index()];
             if !state.requested || state.last_nonce == 0 {
                 continue;
             }
-            if state.sent_version == Some(state.desired_version(config.of(kind))) {
+            // A rejected response is retried, unchanged, once something it depends on was just sent.
+            let retry = state.nacked && kind.depends_on().iter().any(|d| sent[d.index()]);
+            if !retry && state.sent_version == Some(state.desired_version(config.of(kind))) {
                 continue;
             }
+            sent[kind.index()] = true;
             out.push(self.response(kind, config));
             self.base
                 .metrics
@@ -239,6 +249,96 @@ mod tests {
     use crate::translate::GatewayResources;
     use envoy_types::pb::envoy::config::endpoint::v3::ClusterLoadAssignment;
     use prost::Message;
+
+    #[test]
+    fn a_rejected_listener_is_resent_when_clusters_change() {
+        use envoy_types::pb::envoy::config::cluster::v3::Cluster;
+        use envoy_types::pb::envoy::config::listener::v3::Listener;
+        let config = |clusters: &[&str]| {
+            let resources = GatewayResources {
+                clusters: clusters
+                    .iter()
+                    .map(|name| Cluster {
+                        name: name.to_string(),
+                        ..Default::default()
+                    })
+                    .collect(),
+                listeners: vec![Listener {
+                    name: "http".into(),
+                    ..Default::default()
+                }],
+                ..Default::default()
+            };
+            GroupConfig::encode(&resources, 1, Instant::now(), None)
+        };
+        let registry = Arc::new(super::super::status::StatusRegistry::default());
+        let identity = super::super::node::NodeIdentity {
+            id: "gw".into(),
+            proxy: Default::default(),
+        };
+        let base = StreamBase::new(registry.open(&identity, Api::Sotw), Default::default());
+        let mut stream = SotwStream::new(base);
+        let request = |kind: ResourceType, nonce: &str, error: Option<&str>| DiscoveryRequest {
+            type_url: kind.type_url().into(),
+            response_nonce: nonce.into(),
+            error_detail: error.map(|message| envoy_types::pb::google::rpc::Status {
+                message: message.into(),
+                ..Default::default()
+            }),
+            ..Default::default()
+        };
+        let before = config(&["a"]);
+        assert_eq!(
+            stream
+                .on_request(
+                    ResourceType::Cluster,
+                    request(ResourceType::Cluster, "", None),
+                    &before
+                )
+                .len(),
+            1
+        );
+        assert_eq!(
+            stream
+                .on_request(
+                    ResourceType::Listener,
+                    request(ResourceType::Listener, "", None),
+                    &before
+                )
+                .len(),
+            1
+        );
+        stream.on_request(
+            ResourceType::Cluster,
+            request(ResourceType::Cluster, "1", None),
+            &before,
+        );
+        let nack = request(ResourceType::Listener, "2", Some("unknown cluster 'b'"));
+        assert!(stream
+            .on_request(ResourceType::Listener, nack, &before)
+            .is_empty());
+
+        // The listener is unchanged, but the cluster it needed now exists: both go out, clusters first.
+        let after = config(&["a", "b"]);
+        let types: Vec<String> = stream
+            .on_push(&after)
+            .iter()
+            .map(|m| {
+                DiscoveryResponse::decode(&m.to_vec()[5..])
+                    .unwrap()
+                    .type_url
+            })
+            .collect();
+        assert_eq!(
+            types,
+            [
+                ResourceType::Cluster.type_url(),
+                ResourceType::Listener.type_url()
+            ]
+        );
+        // Accepted or not, it is not sent again while nothing changes.
+        assert!(stream.on_push(&after).is_empty());
+    }
 
     #[test]
     fn response_bytes_decode_as_a_discovery_response() {

@@ -166,6 +166,16 @@ impl EnvoyProcess {
             .unwrap_or(0)
     }
 
+    /// The warnings Envoy logged for deprecated fields in the config it was given ("Deprecated field: type …
+    /// Using deprecated option '…'"), one per use.
+    pub fn deprecated_fields(&self) -> Vec<String> {
+        self.log()
+            .lines()
+            .filter(|line| line.contains("Deprecated field"))
+            .map(str::to_string)
+            .collect()
+    }
+
     /// Sum of every `*update_rejected` counter.
     pub async fn rejected_updates(&self) -> u64 {
         self.stats("update_rejected")
