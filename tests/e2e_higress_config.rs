@@ -250,10 +250,8 @@ async fn run(api: AdsApi, base_id: u32) {
                 assert_eq!(config["client_config"]["backend_token"], "[redacted]");
             }
         }
-        assert_eq!(
-            router(&dump).unwrap()["typed_config"]["start_child_span"],
-            true
-        );
+        let hcm = dumped_hcms(&dump)[0];
+        assert_eq!(hcm["tracing"]["spawn_upstream_span"], true, "{hcm}");
         let collector_cluster = cluster(&dump, &collector).expect("collector cluster");
         let http2 = collector_http2(collector_cluster);
         // gRPC collectors get HTTP/2; zipkin (HTTP/JSON) keeps the cluster as it is.
@@ -399,7 +397,7 @@ async fn run(api: AdsApi, base_id: u32) {
     .await;
     gw.assert_nothing_rejected("disableXEnvoyHeaders").await;
 
-    // Everything at once: the router keeps both suppress_envoy_headers (REPLACE) and start_child_span (MERGE).
+    // Everything at once: the router keeps suppress_envoy_headers (REPLACE) with tracing on.
     gw.configure(&format!(
         "tracing:\n  enable: true\n  zipkin: {{service: {COLLECTOR_HOST}, port: {collector_port}}}\n\
          gzip:\n  enable: true\n  minContentLength: 256\n  contentType: [text/plain]\n\
@@ -416,7 +414,15 @@ async fn run(api: AdsApi, base_id: u32) {
         router_config["suppress_envoy_headers"], true,
         "{router_config}"
     );
-    assert_eq!(router_config["start_child_span"], true, "{router_config}");
+    assert_eq!(
+        router_config.get("start_child_span"),
+        None,
+        "{router_config}"
+    );
+    assert_eq!(
+        dumped_hcms(&dump)[0]["tracing"]["spawn_upstream_span"],
+        true
+    );
     gw.wait_for_traffic("every item in traffic", "/api/big", |response, upstream| {
         response
             .headers()

@@ -223,8 +223,10 @@ fn envoy_accepts_the_higress_config_filters() {
         let http_filters = &bootstrap["static_resources"]["listeners"][0]["filter_chains"][0]
             ["filters"][0]["typed_config"]["http_filters"];
         let router = &http_filters[2]["typed_config"];
-        assert_eq!(router["start_child_span"], true, "{tracer}");
         assert_eq!(router["suppress_envoy_headers"], true, "{tracer}");
+        let hcm = &bootstrap["static_resources"]["listeners"][0]["filter_chains"][0]["filters"][0]
+            ["typed_config"];
+        assert_eq!(hcm["tracing"]["spawn_upstream_span"], true, "{tracer}");
         let (ok, log) = validate(&binary, &bootstrap);
         assert!(
             ok,

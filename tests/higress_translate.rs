@@ -137,8 +137,8 @@ fn defaults_add_gzip_and_the_global_options() {
     }
 }
 
-// Higress patches two deprecated Envoy fields (router `start_child_span`, cluster
-// `common_http_protocol_options`); Envoy 1.40 still accepts them (see tests/higress_envoy.rs).
+// Higress patches one deprecated Envoy field admitpilot still generates (cluster
+// `common_http_protocol_options`); Envoy 1.40 still accepts it (see tests/higress_envoy.rs).
 #[allow(deprecated)]
 #[test]
 fn every_option_reaches_the_proxy() {
@@ -159,10 +159,12 @@ fn every_option_reaches_the_proxy() {
     assert_eq!(hcm.stream_idle_timeout.unwrap().seconds, 200);
     let router: Router = unpack(&filter_config(&hcm, "envoy.filters.http.router"));
     assert!(router.suppress_envoy_headers, "REPLACE by global-option");
-    assert!(
-        router.start_child_span,
-        "MERGE by tracing, after global-option's REPLACE"
+    assert_eq!(
+        tracing.spawn_upstream_span,
+        Some(envoy_types::pb::google::protobuf::BoolValue { value: true }),
+        "a span per upstream request, instead of the router's deprecated start_child_span"
     );
+    assert!(!router.start_child_span);
     let compressor: Compressor = unpack(&filter_config(&hcm, "envoy.filters.http.compressor"));
     let gzip: Gzip = unpack(
         compressor

@@ -1,10 +1,10 @@
 //! tracing → `higress-config-tracing`: takes the stored [`Tracing`] item, yields its EnvoyFilter (only when
-//! tracing is enabled and a tracer is configured): the tracer on every gateway HTTP connection manager,
-//! `start_child_span` on the router, and HTTP/2 towards gRPC collectors (SkyWalking, OpenTelemetry).
+//! tracing is enabled and a tracer is configured): the tracer on every gateway HTTP connection manager with a span
+//! per upstream request (`spawn_upstream_span`), and HTTP/2 towards gRPC collectors (SkyWalking, OpenTelemetry).
 
 use serde_json::{json, Value};
 
-use super::{document, hcm, http_filter, patch, HCM, HCM_TYPE, ROUTER, ROUTER_TYPE};
+use super::{document, hcm, patch, HCM, HCM_TYPE};
 use crate::model::higress_config::Tracing;
 
 /// Name of the EnvoyFilter.
@@ -19,23 +19,22 @@ pub(super) fn envoy_filter(t: &Tracing, namespace: &str) -> Option<Value> {
         return None;
     }
     let provider = provider(t, namespace)?;
-    let mut patches = vec![
-        patch(
-            "NETWORK_FILTER",
-            Some(hcm()),
-            "MERGE",
-            json!({"name": HCM, "typed_config": {
-                "@type": HCM_TYPE,
-                "tracing": {"provider": provider, "random_sampling": {"value": one_decimal(t.sampling)}},
-            }}),
-        ),
-        patch(
-            "HTTP_FILTER",
-            Some(http_filter(ROUTER)),
-            "MERGE",
-            json!({"name": ROUTER, "typed_config": {"@type": ROUTER_TYPE, "start_child_span": true}}),
-        ),
-    ];
+    // Higress sets the router's `start_child_span` and Zipkin's `split_spans_for_request`, both deprecated in
+    // Envoy 1.40 in favour of the connection manager's `spawn_upstream_span`, which does the same: a span for each
+    // upstream request, child of the gateway's span.
+    let mut patches = vec![patch(
+        "NETWORK_FILTER",
+        Some(hcm()),
+        "MERGE",
+        json!({"name": HCM, "typed_config": {
+            "@type": HCM_TYPE,
+            "tracing": {
+                "provider": provider,
+                "random_sampling": {"value": one_decimal(t.sampling)},
+                "spawn_upstream_span": true,
+            },
+        }}),
+    )];
     let grpc_collectors = [
         t.skywalking.as_ref().map(|s| (&s.port, &s.service)),
         t.opentelemetry.as_ref().map(|o| (&o.port, &o.service)),
@@ -69,7 +68,6 @@ fn provider(t: &Tracing, namespace: &str) -> Option<Value> {
             "collector_endpoint": "/api/v2/spans",
             "collector_hostname": "higress-gateway",
             "collector_endpoint_version": "HTTP_JSON",
-            "split_spans_for_request": true,
         }}));
     }
     if let Some(otel) = &t.opentelemetry {
@@ -162,16 +160,17 @@ mod tests {
         };
         let filter = envoy_filter(&t, "ns").unwrap();
         let patches = filter["spec"]["configPatches"].as_array().unwrap();
-        assert_eq!(patches.len(), 4);
+        assert_eq!(patches.len(), 3);
         let tracing = &patches[0]["patch"]["value"]["typed_config"]["tracing"];
         assert_eq!(tracing["provider"]["name"], "envoy.tracers.opentelemetry");
         assert_eq!(tracing["random_sampling"]["value"], 0.0);
+        assert_eq!(tracing["spawn_upstream_span"], true);
         assert_eq!(
-            patches[2]["match"]["cluster"]["name"],
+            patches[1]["match"]["cluster"]["name"],
             "outbound|11800||sky"
         );
         assert_eq!(
-            patches[3]["match"]["cluster"]["name"],
+            patches[2]["match"]["cluster"]["name"],
             "outbound|4317||otel"
         );
     }
