@@ -8,6 +8,8 @@
 //! upstream options (idle timeouts, buffer limits, HTTP/2 settings, header size, route timeout, all in
 //! `/config_dump`), `addXRealIpHeader` (the backend receives `x-real-ip`) and `disableXEnvoyHeaders` (no
 //! `x-envoy-*` header in the response, none from the router upstream), then everything at once.
+//! Tracing is first configured before its collector exists: the listener is served without it, with no
+//! rejection, and the tracer follows once the collector is created.
 //! After every step Envoy must have rejected no update (`*update_rejected` stats all 0).
 //!
 //! `mcpServer` is left out: its filters are Higress's golang filter, which stock Envoy does not have (admitpilot
@@ -160,11 +162,6 @@ async fn run(api: AdsApi, base_id: u32) {
     let backend_cluster = format!("outbound|{}||backend.example.com", backend.port);
     let port = free_port();
     let dir = api_config_dir(port, backend.port);
-    write(
-        dir.path(),
-        "collector.yaml",
-        &service_entry("collector", COLLECTOR_HOST, collector_port),
-    );
     let admitpilot = Admitpilot::start(dir.path()).await;
     let yaml = bootstrap(api, admitpilot.xds_port, NODE_ID)
         .replace("NAMESPACE: default", "NAMESPACE: higress-system")
@@ -188,6 +185,45 @@ async fn run(api: AdsApi, base_id: u32) {
     assert!(!x_envoy_headers(&upstream).is_empty(), "{upstream:?}");
     assert!(!upstream.contains_key("x-real-ip"));
     gw.assert_nothing_rejected("baseline").await;
+
+    // Tracing whose collector does not exist yet: the listener is served without it (Envoy would reject a
+    // listener naming a cluster it does not have), and tracing follows as soon as the collector is created.
+    // (The same ConfigMap as the zipkin step below, which then finds it in force.)
+    gw.configure(&format!(
+        "tracing:\n  enable: true\n  sampling: 50\n  timeout: 750\n  \
+         zipkin: {{service: {COLLECTOR_HOST}, port: {collector_port}}}\ngzip: {{enable: false}}\n"
+    ));
+    let http = client();
+    let metrics = format!("{}/metrics", admitpilot.admin);
+    let deadline = tokio::time::Instant::now() + CONVERGE;
+    while !get(&http, &metrics)
+        .await
+        .is_some_and(|(_, text)| text.contains("admitpilot_xds_left_out_features_total 1"))
+    {
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "tracing was never left out:\n{}",
+            admitpilot.log()
+        );
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+    }
+    wait_for_response(&gw.http, &format!("{}/api/x", gw.base), 200, "backend").await;
+    assert!(tracer(&envoy.config_dump_json().await).is_none());
+    gw.assert_nothing_rejected("tracing before its collector exists")
+        .await;
+    write(
+        dir.path(),
+        "collector.yaml",
+        &service_entry("collector", COLLECTOR_HOST, collector_port),
+    );
+    envoy
+        .wait_for_config("zipkin once its collector exists", |d| {
+            tracer(d).is_some_and(|t| t["name"] == "envoy.tracers.zipkin")
+                && cluster(d, &collector).is_some()
+        })
+        .await;
+    gw.assert_nothing_rejected("tracing after its collector was created")
+        .await;
 
     // Tracing, one tracer after the other; gzip stays off meanwhile.
     let tracers = [

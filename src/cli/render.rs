@@ -88,6 +88,10 @@ pub fn run(args: RenderArgs) -> anyhow::Result<ExitCode> {
             .collect(),
     };
     let resources = translate(&snapshot, &proxy);
+    for item in &resources.left_out {
+        tracing::warn!(listener = %item.listener, feature = %item.feature, missing_clusters = ?item.missing,
+            "left out of the listener until the clusters it names exist (Envoy would reject the listener)");
+    }
     let json = output::to_json(&resources, !args.show_secrets)
         .context("converting the resources to JSON")?;
     let text = match args.output {

@@ -1,10 +1,11 @@
 //! Envoy's protobuf descriptors (pure): the `FileDescriptorSet` that `build.rs` compiles from `proto/`, loaded once
 //! into a [`prost_reflect::DescriptorPool`], for JSON ↔ proto conversion ([`json`]), Istio-style merging
-//! ([`merge`]) and protoc-gen-validate rules ([`pgv`]).
+//! ([`merge`]), protoc-gen-validate rules ([`pgv`]) and the clusters a config names ([`references`]).
 
 pub mod json;
 pub mod merge;
 pub mod pgv;
+pub mod references;
 
 use std::sync::LazyLock;
 

@@ -39,6 +39,7 @@ use crate::model::istio::VirtualService;
 use crate::model::{ConfigObject, Kind, Snapshot, Spec};
 
 pub mod cluster;
+pub mod dangling;
 pub mod envoy;
 pub mod envoy_filter;
 pub mod gateway;
@@ -82,6 +83,9 @@ pub struct GatewayResources {
     pub secrets: Vec<Secret>,
     /// ECDS, when EnvoyFilters use EXTENSION_CONFIG.
     pub extension_configs: Vec<TypedExtensionConfig>,
+    /// Features left out of the listeners because they name clusters this proxy does not get (see
+    /// [`dangling`]); not a resource, reported by whoever serves or renders these.
+    pub left_out: Vec<dangling::LeftOut>,
 }
 
 /// Translation settings.
@@ -391,6 +395,7 @@ impl Translator {
         }
         out.secrets = build_secrets(&cx, &credentials);
         self.touched = self.apply_envoy_filters(snapshot, proxy, &mut out);
+        out.left_out = dangling::leave_out_dangling_tracing(&mut out);
         out.listeners.retain(|l| !l.filter_chains.is_empty());
         out.listeners.sort_by(|a, b| a.name.cmp(&b.name));
         out.route_configs.sort_by(|a, b| a.name.cmp(&b.name));

@@ -10,8 +10,10 @@ use std::time::Instant;
 
 use tokio::sync::watch;
 
+use super::metrics::XdsMetrics;
 use super::resources::GroupConfig;
 use crate::model::Snapshot;
+use crate::translate::dangling::LeftOut;
 use crate::translate::{GatewayResources, Options, Proxy, Translator};
 
 /// Translates snapshots for one proxy group, keeping what it reuses between calls.
@@ -81,6 +83,8 @@ impl TranslateFn {
 struct Group {
     translator: Box<dyn GroupTranslator>,
     sender: watch::Sender<Arc<GroupConfig>>,
+    /// What the last translation left out (reported when it changes).
+    left_out: Vec<LeftOut>,
 }
 
 /// Latest encoded configuration of every proxy group that has at least one connected stream.
@@ -90,6 +94,7 @@ pub struct ConfigCache {
     groups: Mutex<HashMap<Proxy, Group>>,
     /// Set by [`ConfigCache::close`]: no group is kept or created any more.
     closed: AtomicBool,
+    metrics: XdsMetrics,
 }
 
 impl std::fmt::Debug for ConfigCache {
@@ -102,12 +107,17 @@ impl std::fmt::Debug for ConfigCache {
 
 impl ConfigCache {
     /// Creates the cache; call [`ConfigCache::run`] to follow snapshot changes.
-    pub fn new(snapshots: watch::Receiver<Arc<Snapshot>>, translate: TranslateFn) -> Arc<Self> {
+    pub fn new(
+        snapshots: watch::Receiver<Arc<Snapshot>>,
+        translate: TranslateFn,
+        metrics: XdsMetrics,
+    ) -> Arc<Self> {
         Arc::new(ConfigCache {
             snapshots,
             translate,
             groups: Mutex::new(HashMap::new()),
             closed: AtomicBool::new(false),
+            metrics,
         })
     }
 
@@ -126,16 +136,24 @@ impl ConfigCache {
         let snapshot = self.snapshots.borrow().clone();
         if let Some(group) = groups.get_mut(proxy) {
             if group.sender.borrow().snapshot_version != snapshot.version {
-                group.refresh(&snapshot, proxy, Instant::now());
+                group.refresh(&snapshot, proxy, Instant::now(), &self.metrics);
             }
             return group.sender.subscribe();
         }
         groups.retain(|_, group| group.sender.receiver_count() > 0);
         let mut translator = (self.translate.new_group)();
         let resources = translator.translate(&snapshot, proxy);
+        let left_out = report_left_out(&[], &resources.left_out, proxy, &self.metrics);
         let config = GroupConfig::encode(resources, snapshot.version, Instant::now(), None);
         let (sender, receiver) = watch::channel(Arc::new(config));
-        groups.insert(proxy.clone(), Group { translator, sender });
+        groups.insert(
+            proxy.clone(),
+            Group {
+                translator,
+                sender,
+                left_out,
+            },
+        );
         receiver
     }
 
@@ -184,7 +202,7 @@ impl ConfigCache {
             if group.sender.borrow().snapshot_version == snapshot.version {
                 continue;
             }
-            if group.refresh(snapshot, proxy, published) {
+            if group.refresh(snapshot, proxy, published, &self.metrics) {
                 changed += 1;
             }
         }
@@ -200,9 +218,18 @@ impl ConfigCache {
 
 impl Group {
     /// Re-translates the group; returns whether its content changed (and was published).
-    fn refresh(&mut self, snapshot: &Snapshot, proxy: &Proxy, published: Instant) -> bool {
+    fn refresh(
+        &mut self,
+        snapshot: &Snapshot,
+        proxy: &Proxy,
+        published: Instant,
+        metrics: &XdsMetrics,
+    ) -> bool {
         let previous = self.sender.borrow().clone();
         let resources = self.translator.translate(snapshot, proxy);
+        if resources.left_out != self.left_out {
+            self.left_out = report_left_out(&self.left_out, &resources.left_out, proxy, metrics);
+        }
         let config = GroupConfig::encode(resources, snapshot.version, published, Some(&previous));
         if config.same_content(&previous) {
             // Record the version without waking anyone.
@@ -218,6 +245,27 @@ impl Group {
         self.sender.send_replace(Arc::new(config));
         true
     }
+}
+
+/// Logs and counts each feature in `now` that was not in `before` (and logs the ones that came back); returns
+/// `now` to keep.
+fn report_left_out(
+    before: &[LeftOut],
+    now: &[LeftOut],
+    proxy: &Proxy,
+    metrics: &XdsMetrics,
+) -> Vec<LeftOut> {
+    for item in now.iter().filter(|item| !before.contains(item)) {
+        metrics.left_out();
+        tracing::warn!(namespace = %proxy.namespace, labels = ?proxy.labels, listener = %item.listener,
+            feature = %item.feature, missing_clusters = ?item.missing,
+            "left out of the listener until the clusters it names exist (Envoy would reject the listener)");
+    }
+    for item in before.iter().filter(|item| !now.contains(item)) {
+        tracing::info!(namespace = %proxy.namespace, listener = %item.listener, feature = %item.feature,
+            "no longer left out: the clusters it names exist");
+    }
+    now.to_vec()
 }
 
 #[cfg(test)]
@@ -255,7 +303,7 @@ mod tests {
             }
         });
         let (tx, rx) = watch::channel(Arc::new(Snapshot::default()));
-        let cache = ConfigCache::new(rx, translate);
+        let cache = ConfigCache::new(rx, translate, XdsMetrics::default());
         let mut a1 = cache.subscribe(&proxy("a"));
         let _a2 = cache.subscribe(&proxy("a"));
         let mut b = cache.subscribe(&proxy("b"));

@@ -81,6 +81,7 @@ struct Families {
     pushes: Family<TypeLabels, Counter>,
     nacks: Family<TypeLabels, Counter>,
     stale_nonces: Counter,
+    left_out: Counter,
     push_latency: HistogramFamily,
     ack_latency: HistogramFamily,
 }
@@ -92,6 +93,7 @@ impl Default for Families {
             pushes: Family::default(),
             nacks: Family::default(),
             stale_nonces: Counter::default(),
+            left_out: Counter::default(),
             push_latency: Family::new_with_constructor(latency_histogram),
             ack_latency: Family::new_with_constructor(latency_histogram),
         }
@@ -123,6 +125,12 @@ impl XdsMetrics {
             "stale_nonces",
             "xDS requests ignored because they answered an outdated nonce",
             families.stale_nonces.clone(),
+        );
+        sub.register(
+            "left_out_features",
+            "Times a proxy group's translation newly left a feature out because it names a cluster the group \
+             does not get (e.g. tracing whose collector Service does not exist)",
+            families.left_out.clone(),
         );
         sub.register(
             "push_latency_seconds",
@@ -171,6 +179,15 @@ impl XdsMetrics {
         self.0.stale_nonces.inc();
     }
 
+    pub(crate) fn left_out(&self) {
+        self.0.left_out.inc();
+    }
+
+    /// Features newly left out so far (see [`crate::translate::dangling`]).
+    pub fn left_out_count(&self) -> u64 {
+        self.0.left_out.get()
+    }
+
     /// NACKs counted so far for one type (for tests and `/debug/syncz` consumers).
     pub fn nack_count(&self, kind: ResourceType) -> u64 {
         self.0.nacks.get_or_create(&TypeLabels::of(kind)).get()
@@ -196,6 +213,10 @@ mod tests {
         assert!(text.contains("admitpilot_xds_pushes_total{type=\"cds\"} 1"));
         assert!(text.contains("admitpilot_xds_nacks_total{type=\"lds\"} 1"));
         assert!(text.contains("admitpilot_xds_push_latency_seconds_bucket"));
+        metrics.left_out();
+        let mut text = String::new();
+        encode(&mut text, &registry).unwrap();
+        assert!(text.contains("admitpilot_xds_left_out_features_total 1"));
         assert_eq!(metrics.nack_count(ResourceType::Listener), 1);
     }
 }

@@ -62,7 +62,7 @@ impl XdsServer {
         metrics: XdsMetrics,
     ) -> Self {
         XdsServer {
-            cache: ConfigCache::new(snapshots, translate),
+            cache: ConfigCache::new(snapshots, translate, metrics.clone()),
             status: Arc::new(StatusRegistry::default()),
             metrics,
         }

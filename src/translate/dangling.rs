@@ -1,0 +1,169 @@
+//! Dangling tracer references (pure): takes the finished [`GatewayResources`] of one proxy, leaves out the
+//! tracing of every HTTP connection manager whose tracer names a cluster the output does not have, and yields
+//! what it left out. Envoy resolves a tracer's collector cluster when it loads the listener and rejects the whole
+//! listener when it is missing (e.g. higress-config tracing points at a collector Service not created yet); left
+//! out, the listener still serves traffic, and tracing comes back by itself once the cluster exists.
+//!
+//! Only tracing is left out this way: it changes what is observed, not what is allowed. Other filters naming a
+//! missing cluster (ext_authz, rate limits) are kept, so Envoy rejects them rather than serving without them.
+
+use std::collections::HashSet;
+
+use envoy_types::pb::envoy::config::listener::v3::{filter, Filter};
+use envoy_types::pb::envoy::config::trace::v3::tracing::http::ConfigType as TracerConfig;
+use envoy_types::pb::envoy::extensions::filters::network::http_connection_manager::v3::HttpConnectionManager;
+use prost::{Message, Name};
+
+use super::GatewayResources;
+use crate::envoy_proto::references::clusters_named;
+
+/// A feature left out of one listener because it names clusters the proxy does not get.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct LeftOut {
+    /// The listener.
+    pub listener: String,
+    /// What was left out, e.g. `tracing (envoy.tracers.zipkin)`.
+    pub feature: String,
+    /// The clusters it names that do not exist.
+    pub missing: Vec<String>,
+}
+
+/// Leaves out tracing that names missing clusters, in every listener of `out`; returns what was left out.
+pub fn leave_out_dangling_tracing(out: &mut GatewayResources) -> Vec<LeftOut> {
+    let clusters: HashSet<&str> = out.clusters.iter().map(|c| c.name.as_str()).collect();
+    let mut left_out = Vec::new();
+    for listener in &mut out.listeners {
+        let chains = listener
+            .filter_chains
+            .iter_mut()
+            .chain(listener.default_filter_chain.iter_mut());
+        for network_filter in chains.flat_map(|chain| chain.filters.iter_mut()) {
+            if let Some((feature, missing)) = strip_dangling_tracing(network_filter, &clusters) {
+                left_out.push(LeftOut {
+                    listener: listener.name.clone(),
+                    feature,
+                    missing,
+                });
+            }
+        }
+    }
+    left_out.sort();
+    left_out.dedup();
+    left_out
+}
+
+/// Removes the tracing of `network_filter` (an HTTP connection manager) if its tracer names clusters not in
+/// `clusters`; returns what was removed and the missing clusters.
+fn strip_dangling_tracing(
+    network_filter: &mut Filter,
+    clusters: &HashSet<&str>,
+) -> Option<(String, Vec<String>)> {
+    let Some(filter::ConfigType::TypedConfig(any)) = network_filter.config_type.as_mut() else {
+        return None;
+    };
+    if any.type_url != HttpConnectionManager::type_url() {
+        return None;
+    }
+    let mut hcm = HttpConnectionManager::decode(any.value.as_slice()).ok()?;
+    let provider = hcm.tracing.as_ref()?.provider.as_ref()?;
+    let Some(TracerConfig::TypedConfig(tracer)) = provider.config_type.as_ref() else {
+        return None;
+    };
+    let mut missing: Vec<String> = clusters_named(tracer)
+        .into_iter()
+        .filter(|cluster| !clusters.contains(cluster.as_str()))
+        .collect();
+    if missing.is_empty() {
+        return None;
+    }
+    missing.sort();
+    missing.dedup();
+    let feature = format!("tracing ({})", provider.name);
+    hcm.tracing = None;
+    any.value = hcm.encode_to_vec();
+    Some((feature, missing))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::translate::envoy::any;
+    use envoy_types::pb::envoy::config::cluster::v3::Cluster;
+    use envoy_types::pb::envoy::config::listener::v3::{FilterChain, Listener};
+    use envoy_types::pb::envoy::config::trace::v3::{tracing, ZipkinConfig};
+    use envoy_types::pb::envoy::extensions::filters::network::http_connection_manager::v3::http_connection_manager;
+
+    fn gateway(collector: &str, clusters: &[&str]) -> GatewayResources {
+        let tracer = ZipkinConfig {
+            collector_cluster: collector.into(),
+            collector_endpoint: "/api/v2/spans".into(),
+            ..Default::default()
+        };
+        let hcm = HttpConnectionManager {
+            stat_prefix: "http".into(),
+            tracing: Some(http_connection_manager::Tracing {
+                provider: Some(tracing::Http {
+                    name: "envoy.tracers.zipkin".into(),
+                    config_type: Some(TracerConfig::TypedConfig(any(tracer))),
+                }),
+                ..Default::default()
+            }),
+            ..Default::default()
+        };
+        GatewayResources {
+            listeners: vec![Listener {
+                name: "0.0.0.0_80".into(),
+                filter_chains: vec![FilterChain {
+                    filters: vec![Filter {
+                        name: "envoy.filters.network.http_connection_manager".into(),
+                        config_type: Some(filter::ConfigType::TypedConfig(any(hcm))),
+                    }],
+                    ..Default::default()
+                }],
+                ..Default::default()
+            }],
+            clusters: clusters
+                .iter()
+                .map(|name| Cluster {
+                    name: name.to_string(),
+                    ..Default::default()
+                })
+                .collect(),
+            ..Default::default()
+        }
+    }
+
+    fn tracing_of(out: &GatewayResources) -> Option<http_connection_manager::Tracing> {
+        let filter = &out.listeners[0].filter_chains[0].filters[0];
+        let Some(filter::ConfigType::TypedConfig(any)) = &filter.config_type else {
+            panic!("typed config");
+        };
+        HttpConnectionManager::decode(any.value.as_slice())
+            .unwrap()
+            .tracing
+    }
+
+    #[test]
+    fn tracing_naming_a_missing_collector_is_left_out_and_reported() {
+        let mut out = gateway("outbound|9411||zipkin.tracing.svc.cluster.local", &["web"]);
+        let left_out = leave_out_dangling_tracing(&mut out);
+        assert_eq!(
+            left_out,
+            [LeftOut {
+                listener: "0.0.0.0_80".into(),
+                feature: "tracing (envoy.tracers.zipkin)".into(),
+                missing: vec!["outbound|9411||zipkin.tracing.svc.cluster.local".into()],
+            }]
+        );
+        assert_eq!(tracing_of(&out), None);
+    }
+
+    #[test]
+    fn tracing_whose_collector_exists_is_kept() {
+        let mut out = gateway("zipkin", &["web", "zipkin"]);
+        let before = out.clone();
+        assert!(leave_out_dangling_tracing(&mut out).is_empty());
+        assert_eq!(out, before);
+        assert!(tracing_of(&out).is_some());
+    }
+}
