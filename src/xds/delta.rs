@@ -577,24 +577,7 @@ mod tests {
 
     #[test]
     fn a_rejected_listener_is_resent_when_clusters_change() {
-        use envoy_types::pb::envoy::config::listener::v3::Listener;
-        let config = |clusters: &[&str]| {
-            let resources = GatewayResources {
-                clusters: clusters
-                    .iter()
-                    .map(|name| Cluster {
-                        name: name.to_string(),
-                        ..Default::default()
-                    })
-                    .collect(),
-                listeners: vec![Listener {
-                    name: "http".into(),
-                    ..Default::default()
-                }],
-                ..Default::default()
-            };
-            GroupConfig::encode(&resources, 1, Instant::now(), None)
-        };
+        let config = super::super::resources::clusters_and_listener;
         let listeners = |nonce: &str, error: Option<&str>| DeltaDiscoveryRequest {
             type_url: ResourceType::Listener.type_url().into(),
             ..request(nonce, error)

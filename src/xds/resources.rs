@@ -345,6 +345,28 @@ fn fnv1a_extend(mut hash: u64, bytes: &[u8]) -> u64 {
     hash
 }
 
+/// A group configuration with these clusters and one listener, `http` (for the protocol tests).
+#[cfg(test)]
+pub(crate) fn clusters_and_listener(clusters: &[&str]) -> GroupConfig {
+    use envoy_types::pb::envoy::config::cluster::v3::Cluster;
+    use envoy_types::pb::envoy::config::listener::v3::Listener;
+    let resources = GatewayResources {
+        clusters: clusters
+            .iter()
+            .map(|name| Cluster {
+                name: name.to_string(),
+                ..Default::default()
+            })
+            .collect(),
+        listeners: vec![Listener {
+            name: "http".into(),
+            ..Default::default()
+        }],
+        ..Default::default()
+    };
+    GroupConfig::encode(&resources, 1, Instant::now(), None)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

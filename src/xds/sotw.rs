@@ -250,34 +250,22 @@ mod tests {
     use envoy_types::pb::envoy::config::endpoint::v3::ClusterLoadAssignment;
     use prost::Message;
 
-    #[test]
-    fn a_rejected_listener_is_resent_when_clusters_change() {
-        use envoy_types::pb::envoy::config::cluster::v3::Cluster;
-        use envoy_types::pb::envoy::config::listener::v3::Listener;
-        let config = |clusters: &[&str]| {
-            let resources = GatewayResources {
-                clusters: clusters
-                    .iter()
-                    .map(|name| Cluster {
-                        name: name.to_string(),
-                        ..Default::default()
-                    })
-                    .collect(),
-                listeners: vec![Listener {
-                    name: "http".into(),
-                    ..Default::default()
-                }],
-                ..Default::default()
-            };
-            GroupConfig::encode(&resources, 1, Instant::now(), None)
-        };
+    fn stream() -> SotwStream {
         let registry = Arc::new(super::super::status::StatusRegistry::default());
         let identity = super::super::node::NodeIdentity {
             id: "gw".into(),
             proxy: Default::default(),
         };
-        let base = StreamBase::new(registry.open(&identity, Api::Sotw), Default::default());
-        let mut stream = SotwStream::new(base);
+        SotwStream::new(StreamBase::new(
+            registry.open(&identity, Api::Sotw),
+            Default::default(),
+        ))
+    }
+
+    #[test]
+    fn a_rejected_listener_is_resent_when_clusters_change() {
+        let config = super::super::resources::clusters_and_listener;
+        let mut stream = stream();
         let request = |kind: ResourceType, nonce: &str, error: Option<&str>| DiscoveryRequest {
             type_url: kind.type_url().into(),
             response_nonce: nonce.into(),
@@ -356,13 +344,7 @@ mod tests {
             ..Default::default()
         };
         let config = GroupConfig::encode(&resources, 1, Instant::now(), None);
-        let registry = Arc::new(super::super::status::StatusRegistry::default());
-        let identity = super::super::node::NodeIdentity {
-            id: "gw".into(),
-            proxy: Default::default(),
-        };
-        let base = StreamBase::new(registry.open(&identity, Api::Sotw), Default::default());
-        let mut stream = SotwStream::new(base);
+        let mut stream = stream();
         let request = DiscoveryRequest {
             type_url: ResourceType::Endpoint.type_url().into(),
             resource_names: vec!["a".into(), "b".repeat(4000), "missing".into()],
