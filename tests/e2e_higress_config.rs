@@ -10,7 +10,8 @@
 //! `x-envoy-*` header in the response, none from the router upstream), then everything at once.
 //! Tracing is first configured before its collector exists: the listener is served without it, with no
 //! rejection, and the tracer follows once the collector is created.
-//! After every step Envoy must have rejected no update (`*update_rejected` stats all 0).
+//! After every step Envoy must have rejected no update (`*update_rejected` stats all 0), and by the end it must
+//! have logged no deprecated field.
 //!
 //! `mcpServer` is left out: its filters are Higress's golang filter, which stock Envoy does not have (admitpilot
 //! does not serve them either). Skips with a message when Envoy is not installed.
@@ -107,6 +108,14 @@ fn tracer(dump: &Value) -> Option<&Value> {
     hcms.iter()
         .all(|hcm| hcm.pointer("/tracing/provider") == Some(first))
         .then_some(first)
+}
+
+/// The upstream idle timeout of a dumped cluster, from its typed HTTP protocol options.
+fn upstream_idle_timeout(cluster: &Value) -> Option<&Value> {
+    cluster.pointer(
+        "/typed_extension_protocol_options/envoy.extensions.upstreams.http.v3.HttpProtocolOptions\
+         /common_http_protocol_options/idle_timeout",
+    )
 }
 
 /// The dumped cluster called `name`.
@@ -385,7 +394,7 @@ async fn run(api: AdsApi, base_id: u32) {
                 && routes.iter().all(|r| r["route"]["timeout"] == "17s")
                 && clusters
                     .iter()
-                    .all(|c| c["common_http_protocol_options"]["idle_timeout"] == "11s")
+                    .all(|c| upstream_idle_timeout(c) == Some(&Value::from("11s")))
         })
         .await;
     let clusters = dumped(&dump, Dumped::Cluster);
@@ -394,9 +403,11 @@ async fn run(api: AdsApi, base_id: u32) {
         .any(|c| c["name"] == backend_cluster.as_str()));
     for cluster in clusters {
         assert_eq!(
-            cluster["common_http_protocol_options"]["idle_timeout"], "11s",
+            upstream_idle_timeout(cluster),
+            Some(&Value::from("11s")),
             "{cluster}"
         );
+        assert_eq!(cluster.get("common_http_protocol_options"), None);
         assert_eq!(
             cluster["per_connection_buffer_limit_bytes"], 20000,
             "{cluster}"
@@ -470,6 +481,8 @@ async fn run(api: AdsApi, base_id: u32) {
     })
     .await;
     gw.assert_nothing_rejected("everything").await;
+    // Every step's config used only current fields: Envoy logged no deprecated one.
+    assert_eq!(envoy.deprecated_fields(), Vec::<String>::new());
     drop(envoy);
     drop(admitpilot);
 }

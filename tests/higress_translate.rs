@@ -44,9 +44,16 @@ fn resources(higress: &str) -> GatewayResources {
         "metadata": {"name": "higress-config", "namespace": "higress-system"},
         "data": {"higress": higress},
     }));
+    // The tracing collector the tests name; without it, tracing would be left out (see translate::dangling).
+    let collector = object(json!({
+        "apiVersion": "networking.istio.io/v1", "kind": "ServiceEntry",
+        "metadata": {"name": "zipkin", "namespace": "tracing"},
+        "spec": {"hosts": ["zipkin.tracing.svc.cluster.local"], "resolution": "DNS",
+                 "ports": [{"number": 9411, "name": "http", "protocol": "HTTP"}]}
+    }));
     let snapshot = Snapshot {
         version: 1,
-        objects: [gateway, route, config]
+        objects: [gateway, route, config, collector]
             .into_iter()
             .map(|o| (o.key(), o))
             .collect(),
@@ -137,8 +144,7 @@ fn defaults_add_gzip_and_the_global_options() {
     }
 }
 
-// Higress patches one deprecated Envoy field admitpilot still generates (cluster
-// `common_http_protocol_options`); Envoy 1.40 still accepts it (see tests/higress_envoy.rs).
+// The deprecated fields Higress's patches set are checked to be absent.
 #[allow(deprecated)]
 #[test]
 fn every_option_reaches_the_proxy() {
@@ -188,11 +194,23 @@ fn every_option_reaches_the_proxy() {
     };
     assert_eq!(action.timeout.unwrap().seconds, 30);
     for cluster in &out.clusters {
-        let options = cluster
+        // Higress's patch sets the deprecated cluster field; it reaches Envoy as the typed options.
+        assert_eq!(
+            cluster.common_http_protocol_options, None,
+            "{}",
+            cluster.name
+        );
+        let typed = &cluster.typed_extension_protocol_options
+            ["envoy.extensions.upstreams.http.v3.HttpProtocolOptions"];
+        let options =
+            envoy_types::pb::envoy::extensions::upstreams::http::v3::HttpProtocolOptions::decode(
+                typed.value.as_slice(),
+            )
+            .unwrap();
+        let common = options
             .common_http_protocol_options
-            .as_ref()
             .unwrap_or_else(|| panic!("{} has no upstream idle timeout", cluster.name));
-        assert_eq!(options.idle_timeout.unwrap().seconds, 20);
+        assert_eq!(common.idle_timeout.unwrap().seconds, 20);
     }
 }
 

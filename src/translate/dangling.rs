@@ -9,11 +9,10 @@
 
 use std::collections::HashSet;
 
-use envoy_types::pb::envoy::config::listener::v3::{filter, Filter};
 use envoy_types::pb::envoy::config::trace::v3::tracing::http::ConfigType as TracerConfig;
 use envoy_types::pb::envoy::extensions::filters::network::http_connection_manager::v3::HttpConnectionManager;
-use prost::{Message, Name};
 
+use super::envoy::for_each_hcm;
 use super::GatewayResources;
 use crate::envoy_proto::references::clusters_named;
 
@@ -30,58 +29,44 @@ pub struct LeftOut {
 
 /// Leaves out tracing that names missing clusters, in every listener of `out`; returns what was left out.
 pub fn leave_out_dangling_tracing(out: &mut GatewayResources) -> Vec<LeftOut> {
-    let clusters: HashSet<&str> = out.clusters.iter().map(|c| c.name.as_str()).collect();
+    let clusters: HashSet<String> = out.clusters.iter().map(|c| c.name.clone()).collect();
     let mut left_out = Vec::new();
-    for listener in &mut out.listeners {
-        let chains = listener
-            .filter_chains
-            .iter_mut()
-            .chain(listener.default_filter_chain.iter_mut());
-        for network_filter in chains.flat_map(|chain| chain.filters.iter_mut()) {
-            if let Some((feature, missing)) = strip_dangling_tracing(network_filter, &clusters) {
-                left_out.push(LeftOut {
-                    listener: listener.name.clone(),
-                    feature,
-                    missing,
-                });
-            }
-        }
-    }
+    for_each_hcm(&mut out.listeners, |listener, hcm| {
+        let Some((feature, missing)) = dangling_tracing(hcm, &clusters) else {
+            return false;
+        };
+        hcm.tracing = None;
+        left_out.push(LeftOut {
+            listener: listener.to_string(),
+            feature,
+            missing,
+        });
+        true
+    });
     left_out.sort();
     left_out.dedup();
     left_out
 }
 
-/// Removes the tracing of `network_filter` (an HTTP connection manager) if its tracer names clusters not in
-/// `clusters`; returns what was removed and the missing clusters.
-fn strip_dangling_tracing(
-    network_filter: &mut Filter,
-    clusters: &HashSet<&str>,
+/// What the tracing of `hcm` is and the clusters it names that are not in `clusters`, if any are missing.
+fn dangling_tracing(
+    hcm: &HttpConnectionManager,
+    clusters: &HashSet<String>,
 ) -> Option<(String, Vec<String>)> {
-    let Some(filter::ConfigType::TypedConfig(any)) = network_filter.config_type.as_mut() else {
-        return None;
-    };
-    if any.type_url != HttpConnectionManager::type_url() {
-        return None;
-    }
-    let mut hcm = HttpConnectionManager::decode(any.value.as_slice()).ok()?;
     let provider = hcm.tracing.as_ref()?.provider.as_ref()?;
     let Some(TracerConfig::TypedConfig(tracer)) = provider.config_type.as_ref() else {
         return None;
     };
     let mut missing: Vec<String> = clusters_named(tracer)
         .into_iter()
-        .filter(|cluster| !clusters.contains(cluster.as_str()))
+        .filter(|cluster| !clusters.contains(cluster))
         .collect();
     if missing.is_empty() {
         return None;
     }
     missing.sort();
     missing.dedup();
-    let feature = format!("tracing ({})", provider.name);
-    hcm.tracing = None;
-    any.value = hcm.encode_to_vec();
-    Some((feature, missing))
+    Some((format!("tracing ({})", provider.name), missing))
 }
 
 #[cfg(test)]
@@ -89,9 +74,10 @@ mod tests {
     use super::*;
     use crate::translate::envoy::any;
     use envoy_types::pb::envoy::config::cluster::v3::Cluster;
-    use envoy_types::pb::envoy::config::listener::v3::{FilterChain, Listener};
+    use envoy_types::pb::envoy::config::listener::v3::{filter, Filter, FilterChain, Listener};
     use envoy_types::pb::envoy::config::trace::v3::{tracing, ZipkinConfig};
     use envoy_types::pb::envoy::extensions::filters::network::http_connection_manager::v3::http_connection_manager;
+    use prost::Message;
 
     fn gateway(collector: &str, clusters: &[&str]) -> GatewayResources {
         let tracer = ZipkinConfig {

@@ -1,11 +1,14 @@
 //! Small Envoy building blocks (pure): takes plain values and yields the protobuf pieces every translator
-//! uses (ADS config sources, socket addresses, durations, typed extension configs).
+//! uses (ADS config sources, socket addresses, durations, typed extension configs), and a walk over the HTTP
+//! connection managers of finished listeners.
 
 use envoy_types::pb::envoy::config::core::v3::Address;
 use envoy_types::pb::envoy::config::core::v3::{
     address, config_source, socket_address, AggregatedConfigSource, ApiVersion, ConfigSource,
     SocketAddress,
 };
+use envoy_types::pb::envoy::config::listener::v3::{filter, Listener};
+use envoy_types::pb::envoy::extensions::filters::network::http_connection_manager::v3::HttpConnectionManager;
 use envoy_types::pb::google::protobuf::{Any, Duration};
 use envoy_types::util::pack_any;
 use prost::{Message, Name};
@@ -87,6 +90,35 @@ pub fn parse_duration(text: &str) -> Option<Duration> {
         seconds: i64::try_from(nanos / 1_000_000_000).ok()?,
         nanos: i32::try_from(nanos % 1_000_000_000).ok()?,
     })
+}
+
+/// Calls `change` with every HTTP connection manager of `listeners` (decoded, with its listener's name) and
+/// stores it back when `change` returns `true`. A connection manager that does not decode is skipped.
+pub fn for_each_hcm(
+    listeners: &mut [Listener],
+    mut change: impl FnMut(&str, &mut HttpConnectionManager) -> bool,
+) {
+    for listener in listeners {
+        let chains = listener
+            .filter_chains
+            .iter_mut()
+            .chain(listener.default_filter_chain.iter_mut());
+        for network_filter in chains.flat_map(|chain| chain.filters.iter_mut()) {
+            let Some(filter::ConfigType::TypedConfig(any)) = network_filter.config_type.as_mut()
+            else {
+                continue;
+            };
+            if any.type_url != HttpConnectionManager::type_url() {
+                continue;
+            }
+            let Ok(mut hcm) = HttpConnectionManager::decode(any.value.as_slice()) else {
+                continue;
+            };
+            if change(&listener.name, &mut hcm) {
+                any.value = hcm.encode_to_vec();
+            }
+        }
+    }
 }
 
 /// Packs a message into `Any` (re-exported so translators need one import).

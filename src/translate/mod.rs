@@ -40,6 +40,7 @@ use crate::model::{ConfigObject, Kind, Snapshot, Spec};
 
 pub mod cluster;
 pub mod dangling;
+pub mod deprecated;
 pub mod envoy;
 pub mod envoy_filter;
 pub mod gateway;
@@ -395,6 +396,7 @@ impl Translator {
         }
         out.secrets = build_secrets(&cx, &credentials);
         self.touched = self.apply_envoy_filters(snapshot, proxy, &mut out);
+        deprecated::upgrade(&mut out);
         out.left_out = dangling::leave_out_dangling_tracing(&mut out);
         out.listeners.retain(|l| !l.filter_chains.is_empty());
         out.listeners.sort_by(|a, b| a.name.cmp(&b.name));

@@ -42,7 +42,8 @@ use crate::model::istio::destination_rule::{
 use crate::model::{ConfigObject, Kind, Snapshot, Spec};
 
 /// Key of the upstream HTTP protocol options in `typed_extension_protocol_options`.
-const HTTP_PROTOCOL_OPTIONS: &str = "envoy.extensions.upstreams.http.v3.HttpProtocolOptions";
+pub(super) const HTTP_PROTOCOL_OPTIONS: &str =
+    "envoy.extensions.upstreams.http.v3.HttpProtocolOptions";
 
 /// One DestinationRule with its host resolved.
 #[derive(Debug, Clone)]

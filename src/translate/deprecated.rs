@@ -1,0 +1,359 @@
+//! Deprecated Envoy fields (pure): takes the resources after EnvoyFilters were applied and moves deprecated fields
+//! that patches set to their replacements, with the same effect, so Envoy loads no deprecated field. Higress's
+//! own patches set three: `Cluster.common_http_protocol_options` (upstream idle timeout; moves into the cluster's
+//! `HttpProtocolOptions`), `HeaderValueOption.append` (`addXRealIpHeader`; becomes `append_action`) and the
+//! compressor's `content_type` (gzip; becomes `content_type_matcher` with one exact matcher per type, which
+//! Envoy compares with the response's content type without its parameters, as it did the list).
+
+use envoy_types::pb::envoy::config::cluster::v3::Cluster;
+use envoy_types::pb::envoy::config::core::v3::Http1ProtocolOptions;
+use envoy_types::pb::envoy::extensions::upstreams::http::v3::{
+    http_protocol_options, HttpProtocolOptions,
+};
+use prost::Message;
+
+use envoy_types::pb::envoy::config::core::v3::header_value_option::HeaderAppendAction;
+use envoy_types::pb::envoy::config::core::v3::HeaderValueOption;
+use envoy_types::pb::envoy::config::route::v3::{route, route_action, RouteConfiguration};
+use envoy_types::pb::envoy::extensions::filters::http::compressor::v3::{compressor, Compressor};
+use envoy_types::pb::envoy::extensions::filters::network::http_connection_manager::v3::{
+    http_filter, HttpConnectionManager,
+};
+use envoy_types::pb::envoy::r#type::matcher::v3::{string_matcher, StringMatcher};
+
+use super::envoy::{any, for_each_hcm};
+use super::policy::HTTP_PROTOCOL_OPTIONS;
+use super::GatewayResources;
+
+/// Moves every deprecated field patches set in `out` to its replacement (see the module docs).
+pub fn upgrade(out: &mut GatewayResources) {
+    out.clusters
+        .iter_mut()
+        .for_each(upgrade_http_protocol_options);
+    out.route_configs
+        .iter_mut()
+        .for_each(upgrade_header_options);
+    for_each_hcm(&mut out.listeners, |_, hcm| upgrade_compressors(hcm));
+}
+
+/// Moves `cluster.common_http_protocol_options` into its `HttpProtocolOptions` (created with HTTP/1.1, Envoy's
+/// default upstream protocol, when the cluster has none). Fields the typed options already set win. A typed
+/// entry that does not decode is left alone with the deprecated field, for Envoy to judge.
+#[allow(deprecated)]
+fn upgrade_http_protocol_options(cluster: &mut Cluster) {
+    let Some(deprecated) = cluster.common_http_protocol_options.take() else {
+        return;
+    };
+    let mut options = match cluster
+        .typed_extension_protocol_options
+        .get(HTTP_PROTOCOL_OPTIONS)
+    {
+        None => HttpProtocolOptions {
+            upstream_protocol_options: Some(
+                http_protocol_options::UpstreamProtocolOptions::ExplicitHttpConfig(
+                    http_protocol_options::ExplicitHttpConfig {
+                        protocol_config: Some(
+                            http_protocol_options::explicit_http_config::ProtocolConfig::HttpProtocolOptions(
+                                Http1ProtocolOptions::default(),
+                            ),
+                        ),
+                    },
+                ),
+            ),
+            ..Default::default()
+        },
+        Some(typed) => match HttpProtocolOptions::decode(typed.value.as_slice()) {
+            Ok(options) => options,
+            Err(_) => {
+                cluster.common_http_protocol_options = Some(deprecated);
+                return;
+            }
+        },
+    };
+    let mut common = deprecated;
+    if let Some(typed) = options.common_http_protocol_options.take() {
+        // A message merge: what the typed options set overwrites the deprecated values.
+        if common.merge(typed.encode_to_vec().as_slice()).is_err() {
+            common = typed;
+        }
+    }
+    options.common_http_protocol_options = Some(common);
+    cluster
+        .typed_extension_protocol_options
+        .insert(HTTP_PROTOCOL_OPTIONS.into(), any(options));
+}
+
+/// Turns `append` into `append_action` on every header option of the route configuration, its virtual hosts,
+/// routes and weighted clusters (where `append_action` is not set too, which Envoy rejects either way).
+#[allow(deprecated)]
+fn upgrade_header_options(config: &mut RouteConfiguration) {
+    fn upgrade(options: &mut [HeaderValueOption]) {
+        for option in options {
+            let default_action =
+                option.append_action == HeaderAppendAction::AppendIfExistsOrAdd as i32;
+            if let (Some(append), true) = (option.append, default_action) {
+                option.append = None;
+                option.append_action = if append.value {
+                    HeaderAppendAction::AppendIfExistsOrAdd
+                } else {
+                    HeaderAppendAction::OverwriteIfExistsOrAdd
+                } as i32;
+            }
+        }
+    }
+    upgrade(&mut config.request_headers_to_add);
+    upgrade(&mut config.response_headers_to_add);
+    for host in &mut config.virtual_hosts {
+        upgrade(&mut host.request_headers_to_add);
+        upgrade(&mut host.response_headers_to_add);
+        for r in &mut host.routes {
+            upgrade(&mut r.request_headers_to_add);
+            upgrade(&mut r.response_headers_to_add);
+            let Some(route::Action::Route(action)) = r.action.as_mut() else {
+                continue;
+            };
+            let Some(route_action::ClusterSpecifier::WeightedClusters(weighted)) =
+                action.cluster_specifier.as_mut()
+            else {
+                continue;
+            };
+            for cluster in &mut weighted.clusters {
+                upgrade(&mut cluster.request_headers_to_add);
+                upgrade(&mut cluster.response_headers_to_add);
+            }
+        }
+    }
+}
+
+/// Turns the compressor's deprecated `content_type` lists into `content_type_matcher`s; returns whether any
+/// compressor of `hcm` changed.
+#[allow(deprecated)]
+fn upgrade_compressors(hcm: &mut HttpConnectionManager) -> bool {
+    fn upgrade(common: Option<&mut compressor::CommonDirectionConfig>) -> bool {
+        let Some(common) = common else {
+            return false;
+        };
+        if common.content_type.is_empty() || !common.content_type_matcher.is_empty() {
+            return false;
+        }
+        common.content_type_matcher = std::mem::take(&mut common.content_type)
+            .into_iter()
+            .map(|content_type| StringMatcher {
+                match_pattern: Some(string_matcher::MatchPattern::Exact(content_type)),
+                ..Default::default()
+            })
+            .collect();
+        true
+    }
+    let mut changed = false;
+    for filter in &mut hcm.http_filters {
+        let Some(http_filter::ConfigType::TypedConfig(typed)) = filter.config_type.as_mut() else {
+            continue;
+        };
+        if typed.type_url != <Compressor as prost::Name>::type_url() {
+            continue;
+        }
+        let Ok(mut config) = Compressor::decode(typed.value.as_slice()) else {
+            continue;
+        };
+        let response = upgrade(
+            config
+                .response_direction_config
+                .as_mut()
+                .and_then(|d| d.common_config.as_mut()),
+        );
+        let request = upgrade(
+            config
+                .request_direction_config
+                .as_mut()
+                .and_then(|d| d.common_config.as_mut()),
+        );
+        if response || request {
+            typed.value = config.encode_to_vec();
+            changed = true;
+        }
+    }
+    changed
+}
+
+#[cfg(test)]
+#[allow(deprecated)]
+mod tests {
+    use super::*;
+    use envoy_types::pb::envoy::config::core::v3::{
+        Http2ProtocolOptions, HttpProtocolOptions as Common,
+    };
+    use envoy_types::pb::google::protobuf::{Duration, UInt32Value};
+
+    fn typed(cluster: &Cluster) -> HttpProtocolOptions {
+        HttpProtocolOptions::decode(
+            cluster.typed_extension_protocol_options[HTTP_PROTOCOL_OPTIONS]
+                .value
+                .as_slice(),
+        )
+        .unwrap()
+    }
+
+    fn idle(seconds: i64) -> Common {
+        Common {
+            idle_timeout: Some(Duration { seconds, nanos: 0 }),
+            ..Default::default()
+        }
+    }
+
+    #[test]
+    fn a_cluster_without_typed_options_gets_http1_with_the_deprecated_values() {
+        let mut cluster = Cluster {
+            common_http_protocol_options: Some(idle(20)),
+            ..Default::default()
+        };
+        upgrade_http_protocol_options(&mut cluster);
+        assert_eq!(cluster.common_http_protocol_options, None);
+        let options = typed(&cluster);
+        assert_eq!(options.common_http_protocol_options, Some(idle(20)));
+        assert!(matches!(
+            options.upstream_protocol_options,
+            Some(http_protocol_options::UpstreamProtocolOptions::ExplicitHttpConfig(_))
+        ));
+    }
+
+    #[test]
+    fn existing_typed_options_keep_their_protocol_and_their_own_values() {
+        let http2 = HttpProtocolOptions {
+            common_http_protocol_options: Some(Common {
+                max_headers_count: Some(UInt32Value { value: 50 }),
+                ..Default::default()
+            }),
+            upstream_protocol_options: Some(
+                http_protocol_options::UpstreamProtocolOptions::ExplicitHttpConfig(
+                    http_protocol_options::ExplicitHttpConfig {
+                        protocol_config: Some(
+                            http_protocol_options::explicit_http_config::ProtocolConfig::Http2ProtocolOptions(
+                                Http2ProtocolOptions::default(),
+                            ),
+                        ),
+                    },
+                ),
+            ),
+            ..Default::default()
+        };
+        let mut cluster = Cluster {
+            common_http_protocol_options: Some(idle(20)),
+            ..Default::default()
+        };
+        cluster
+            .typed_extension_protocol_options
+            .insert(HTTP_PROTOCOL_OPTIONS.into(), any(http2.clone()));
+        upgrade_http_protocol_options(&mut cluster);
+        let options = typed(&cluster);
+        assert_eq!(
+            options.upstream_protocol_options,
+            http2.upstream_protocol_options
+        );
+        let common = options.common_http_protocol_options.unwrap();
+        assert_eq!(
+            common.idle_timeout,
+            Some(Duration {
+                seconds: 20,
+                nanos: 0
+            })
+        );
+        assert_eq!(common.max_headers_count, Some(UInt32Value { value: 50 }));
+        assert_eq!(cluster.common_http_protocol_options, None);
+    }
+
+    #[test]
+    fn header_append_becomes_an_append_action() {
+        use envoy_types::pb::envoy::config::core::v3::HeaderValue;
+        use envoy_types::pb::google::protobuf::BoolValue;
+        let header = |append: Option<bool>, action: HeaderAppendAction| HeaderValueOption {
+            header: Some(HeaderValue {
+                key: "x-real-ip".into(),
+                value: "%DOWNSTREAM_REMOTE_ADDRESS_WITHOUT_PORT%".into(),
+                ..Default::default()
+            }),
+            append: append.map(|value| BoolValue { value }),
+            append_action: action as i32,
+            ..Default::default()
+        };
+        let mut config = RouteConfiguration {
+            request_headers_to_add: vec![
+                header(Some(false), HeaderAppendAction::AppendIfExistsOrAdd),
+                header(Some(true), HeaderAppendAction::AppendIfExistsOrAdd),
+                header(None, HeaderAppendAction::AddIfAbsent),
+            ],
+            ..Default::default()
+        };
+        upgrade_header_options(&mut config);
+        let got: Vec<_> = config
+            .request_headers_to_add
+            .iter()
+            .map(|h| (h.append, h.append_action))
+            .collect();
+        assert_eq!(
+            got,
+            [
+                (None, HeaderAppendAction::OverwriteIfExistsOrAdd as i32),
+                (None, HeaderAppendAction::AppendIfExistsOrAdd as i32),
+                (None, HeaderAppendAction::AddIfAbsent as i32),
+            ]
+        );
+    }
+
+    #[test]
+    fn compressor_content_types_become_exact_matchers() {
+        use envoy_types::pb::envoy::extensions::filters::network::http_connection_manager::v3::HttpFilter;
+        let compressor = Compressor {
+            response_direction_config: Some(compressor::ResponseDirectionConfig {
+                common_config: Some(compressor::CommonDirectionConfig {
+                    content_type: vec!["text/plain".into(), "application/json".into()],
+                    ..Default::default()
+                }),
+                ..Default::default()
+            }),
+            ..Default::default()
+        };
+        let mut hcm = HttpConnectionManager {
+            http_filters: vec![HttpFilter {
+                name: "envoy.filters.http.compressor".into(),
+                config_type: Some(http_filter::ConfigType::TypedConfig(any(compressor))),
+                ..Default::default()
+            }],
+            ..Default::default()
+        };
+        assert!(upgrade_compressors(&mut hcm));
+        let Some(http_filter::ConfigType::TypedConfig(typed)) = &hcm.http_filters[0].config_type
+        else {
+            panic!("typed config");
+        };
+        let common = Compressor::decode(typed.value.as_slice())
+            .unwrap()
+            .response_direction_config
+            .unwrap()
+            .common_config
+            .unwrap();
+        assert!(common.content_type.is_empty());
+        let exact: Vec<_> = common
+            .content_type_matcher
+            .iter()
+            .map(|m| m.match_pattern.clone())
+            .collect();
+        assert_eq!(
+            exact,
+            [
+                Some(string_matcher::MatchPattern::Exact("text/plain".into())),
+                Some(string_matcher::MatchPattern::Exact(
+                    "application/json".into()
+                )),
+            ]
+        );
+        assert!(!upgrade_compressors(&mut hcm), "nothing left to move");
+    }
+
+    #[test]
+    fn clusters_without_the_deprecated_field_are_untouched() {
+        let mut cluster = Cluster::default();
+        upgrade_http_protocol_options(&mut cluster);
+        assert_eq!(cluster, Cluster::default());
+    }
+}
