@@ -76,8 +76,13 @@ pub struct Admitpilot {
 impl Admitpilot {
     /// Starts the `admitpilot` binary of this package on `config_dir` and waits until `/readyz` answers 200.
     pub async fn start(config_dir: &Path) -> Admitpilot {
+        Self::start_on(config_dir, free_port()).await
+    }
+
+    /// Like [`Admitpilot::start`], with the xDS server on `xds_port` (to restart where gateways connect).
+    pub async fn start_on(config_dir: &Path, xds_port: u16) -> Admitpilot {
         let dir = tempfile::tempdir().unwrap();
-        let (xds_port, admin_port, webhook_port) = (free_port(), free_port(), free_port());
+        let (admin_port, webhook_port) = (free_port(), free_port());
         let log = std::fs::File::create(dir.path().join("admitpilot.log")).unwrap();
         let child = Command::new(env!("CARGO_BIN_EXE_admitpilot"))
             .arg("serve")
