@@ -57,12 +57,7 @@ async fn run(api: AdsApi, base_id: u32) {
     wait_for_response(&http, &format!("{base}/fixed"), 200, "two").await;
     assert_eq!(get(&http, &format!("{base}/nope")).await.unwrap().0, 404);
     assert_eq!(envoy.stat("control_plane.connected_state").await, 1);
-    assert_eq!(
-        envoy.rejected_updates().await,
-        0,
-        "{:?}",
-        envoy.stats("update_").await
-    );
+    envoy.assert_nothing_rejected("initial config").await;
     let status = server.server.status().list();
     assert_eq!(status.len(), 1);
     assert_eq!(status[0].node_id, NODE_ID);
@@ -120,12 +115,7 @@ async fn run(api: AdsApi, base_id: u32) {
         "one",
     )
     .await;
-    assert_eq!(
-        envoy.rejected_updates().await,
-        0,
-        "{:?}",
-        envoy.stats("update_").await
-    );
+    envoy.assert_nothing_rejected("changes converged").await;
 
     // A cluster Envoy rejects (negative connect timeout): NACK recorded, Envoy keeps serving.
     server.update(|r| {
@@ -273,12 +263,9 @@ mod config_dir {
             get(&http, &format!("{base}/new/x")).await.unwrap(),
             (200, "one".to_string())
         );
-        assert_eq!(
-            envoy.rejected_updates().await,
-            0,
-            "{:?}",
-            envoy.stats("update_").await
-        );
+        envoy
+            .assert_nothing_rejected("invalid edit kept the last good config")
+            .await;
 
         // Restart the xDS server on the same address: Envoy keeps serving meanwhile and reconnects.
         let _ = stop.send(());
@@ -303,13 +290,9 @@ mod config_dir {
             get(&http, &format!("{base}/new/x")).await.unwrap(),
             (200, "one".to_string())
         );
-        assert_eq!(
-            envoy.rejected_updates().await,
-            0,
-            "{:?}",
-            envoy.stats("update_").await
-        );
-        assert_eq!(envoy.deprecated_fields(), Vec::<String>::new());
+        envoy
+            .assert_nothing_rejected("after the xDS server restart")
+            .await;
         drop(envoy);
         let _ = stop.send(());
         tokio::time::timeout(CONVERGE, task).await.unwrap().unwrap();

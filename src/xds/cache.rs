@@ -13,7 +13,7 @@ use tokio::sync::watch;
 use super::metrics::XdsMetrics;
 use super::resources::GroupConfig;
 use crate::model::Snapshot;
-use crate::translate::dangling::LeftOut;
+use crate::translate::dangling::{LeftOut, LEFT_OUT_MESSAGE};
 use crate::translate::{GatewayResources, Options, Proxy, Translator};
 
 /// Translates snapshots for one proxy group, keeping what it reuses between calls.
@@ -258,8 +258,7 @@ fn report_left_out(
     for item in now.iter().filter(|item| !before.contains(item)) {
         metrics.left_out();
         tracing::warn!(namespace = %proxy.namespace, labels = ?proxy.labels, listener = %item.listener,
-            feature = %item.feature, missing_clusters = ?item.missing,
-            "left out of the listener until the clusters it names exist (Envoy would reject the listener)");
+            feature = %item.feature, missing_clusters = ?item.missing, "{LEFT_OUT_MESSAGE}");
     }
     for item in before.iter().filter(|item| !now.contains(item)) {
         tracing::info!(namespace = %proxy.namespace, listener = %item.listener, feature = %item.feature,

@@ -466,19 +466,8 @@ mod tests {
     use envoy_types::pb::envoy::config::cluster::v3::Cluster;
     use envoy_types::pb::google::rpc::Status as RpcStatus;
 
-    fn config(names: &[&str]) -> GroupConfig {
-        let resources = GatewayResources {
-            clusters: names
-                .iter()
-                .map(|name| Cluster {
-                    name: name.to_string(),
-                    ..Default::default()
-                })
-                .collect(),
-            ..Default::default()
-        };
-        GroupConfig::encode(&resources, 1, Instant::now(), None)
-    }
+    // A configuration with these clusters (and one listener, which these tests leave alone).
+    use super::super::resources::clusters_and_listener as config;
 
     fn stream() -> DeltaStream {
         let registry = Arc::new(super::super::status::StatusRegistry::default());
@@ -577,7 +566,6 @@ mod tests {
 
     #[test]
     fn a_rejected_listener_is_resent_when_clusters_change() {
-        let config = super::super::resources::clusters_and_listener;
         let listeners = |nonce: &str, error: Option<&str>| DeltaDiscoveryRequest {
             type_url: ResourceType::Listener.type_url().into(),
             ..request(nonce, error)

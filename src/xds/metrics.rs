@@ -183,11 +183,6 @@ impl XdsMetrics {
         self.0.left_out.inc();
     }
 
-    /// Features newly left out so far (see [`crate::translate::dangling`]).
-    pub fn left_out_count(&self) -> u64 {
-        self.0.left_out.get()
-    }
-
     /// NACKs counted so far for one type (for tests and `/debug/syncz` consumers).
     pub fn nack_count(&self, kind: ResourceType) -> u64 {
         self.0.nacks.get_or_create(&TypeLabels::of(kind)).get()

@@ -176,13 +176,26 @@ impl EnvoyProcess {
             .collect()
     }
 
-    /// Sum of every `*update_rejected` counter.
-    pub async fn rejected_updates(&self) -> u64 {
-        self.stats("update_rejected")
-            .await
-            .into_iter()
-            .map(|(_, v)| v)
-            .sum()
+    /// Asserts that Envoy rejected no update (every `*update_rejected` counter, CDS's and LDS's among them, is 0)
+    /// and logged no deprecated field; `step` names the moment in the failure message.
+    pub async fn assert_nothing_rejected(&self, step: &str) {
+        let stats = self.stats("update_rejected").await;
+        assert!(
+            stats
+                .iter()
+                .any(|(n, _)| n == "cluster_manager.cds.update_rejected")
+                && stats
+                    .iter()
+                    .any(|(n, _)| n == "listener_manager.lds.update_rejected"),
+            "{step}: CDS/LDS stats missing: {stats:?}"
+        );
+        let rejected: Vec<_> = stats.iter().filter(|(_, v)| *v != 0).collect();
+        assert!(
+            rejected.is_empty(),
+            "{step}: Envoy rejected updates {rejected:?}\n{}",
+            self.log()
+        );
+        assert_eq!(self.deprecated_fields(), Vec::<String>::new(), "{step}");
     }
 
     /// `/config_dump` as text.
