@@ -10,7 +10,7 @@ use std::time::Duration;
 
 use admitpilot::model::{Kind, ObjectKey, Snapshot};
 use admitpilot::source::metrics::{RejectLabels, SourceLabels};
-use admitpilot::source::{self, SourceConfig, SourceMetrics, Sources, StoreConfig};
+use admitpilot::source::{self, SourceConfig, SourceMetrics, Sources, StateLocation, StoreConfig};
 use support::logs::CapturedLogs;
 use support::wait_for;
 
@@ -22,6 +22,14 @@ fn vs(name: &str, namespace: Option<&str>, label: &str) -> String {
 }
 
 fn start(dir: &Path, debounce: Duration) -> (Sources, SourceMetrics) {
+    start_with_state(dir, debounce, None)
+}
+
+fn start_with_state(
+    dir: &Path,
+    debounce: Duration,
+    state: Option<StateLocation>,
+) -> (Sources, SourceMetrics) {
     let metrics = SourceMetrics::default();
     let mut config = SourceConfig {
         config_dir: Some(dir.to_path_buf()),
@@ -29,6 +37,7 @@ fn start(dir: &Path, debounce: Duration) -> (Sources, SourceMetrics) {
             debounce,
             debounce_max: debounce * 10,
         },
+        state,
         ..SourceConfig::default()
     };
     config.admit.default_namespace = "apps".into();
@@ -283,4 +292,55 @@ async fn a_burst_of_writes_is_published_as_one_snapshot() {
         "the burst was split into several versions"
     );
     assert_eq!(metrics.publishes.get(), 2);
+}
+
+/// With `--state-dir`, the last good version of an invalid document, and the objects of a file that no longer
+/// parses, are persisted; a restart serves them in its first snapshot (instead of dropping them) until the files
+/// are fixed, which empties the state again.
+#[tokio::test]
+async fn last_good_versions_survive_a_restart_through_a_state_folder() {
+    let dir = tempfile::tempdir().unwrap();
+    let state_dir = tempfile::tempdir().unwrap();
+    let root = dir.path();
+    let state = || Some(StateLocation::Dir(state_dir.path().to_path_buf()));
+    let state_file = state_dir.path().join("last-good.json");
+    let persisted = || std::fs::read_to_string(&state_file).unwrap_or_default();
+    write(&root.join("a.yaml"), &vs("web", None, "good"));
+    write(&root.join("b.yaml"), &vs("other", None, "good"));
+    let web = key(Kind::VirtualService, "apps", "web");
+    let other = key(Kind::VirtualService, "apps", "other");
+
+    let (first, metrics) = start_with_state(root, Duration::from_millis(5), state());
+    let mut rx = first.snapshots.clone();
+    wait_for(&mut rx, |s| {
+        label(s, &web).is_some() && label(s, &other).is_some()
+    })
+    .await;
+    write(
+        &root.join("a.yaml"),
+        &vs("web", None, "bad").replace("hosts: [example.com]", "hosts: 7"),
+    );
+    write(&root.join("b.yaml"), "kind: [unclosed\n");
+    support::eventually(|| {
+        let text = persisted();
+        text.contains(r#""origin":"a.yaml""#) && text.contains(r#""origin":"b.yaml""#)
+    })
+    .await;
+    assert_eq!(metrics.last_good_held.get(), 2);
+    drop(first);
+
+    let (second, _) = start_with_state(root, Duration::from_millis(5), state());
+    let mut rx = second.snapshots.clone();
+    let snapshot = wait_for(&mut rx, |s| s.version >= 1).await;
+    assert_eq!(snapshot.version, 1);
+    assert_eq!(label(&snapshot, &web).as_deref(), Some("good"));
+    assert_eq!(label(&snapshot, &other).as_deref(), Some("good"));
+
+    write(&root.join("a.yaml"), &vs("web", None, "fixed"));
+    write(&root.join("b.yaml"), &vs("other", None, "fixed"));
+    wait_for(&mut rx, |s| {
+        label(s, &web).as_deref() == Some("fixed") && label(s, &other).as_deref() == Some("fixed")
+    })
+    .await;
+    support::eventually(|| persisted() == r#"{"format":1,"objects":[]}"#).await;
 }

@@ -11,7 +11,7 @@ use std::time::Duration;
 use admitpilot::model::{Kind, ObjectKey, Snapshot};
 use admitpilot::source::kubernetes::{Backoff, KubeConfig, DEFAULT_KINDS};
 use admitpilot::source::metrics::RejectLabels;
-use admitpilot::source::{self, SourceConfig, SourceMetrics, Sources, StoreConfig};
+use admitpilot::source::{self, SourceConfig, SourceMetrics, Sources, StateLocation, StoreConfig};
 use serde_json::{json, Value};
 use support::apiserver::ApiServer;
 use support::{eventually, wait_for};
@@ -51,6 +51,15 @@ fn start_with_backoff(
     namespaces: &[&str],
     backoff: Backoff,
 ) -> (Sources, SourceMetrics) {
+    start_with(api, namespaces, backoff, None)
+}
+
+fn start_with(
+    api: &ApiServer,
+    namespaces: &[&str],
+    backoff: Backoff,
+    state: Option<StateLocation>,
+) -> (Sources, SourceMetrics) {
     let mut kube = KubeConfig::new(api.client());
     kube.namespaces = namespaces.iter().map(|n| n.to_string()).collect();
     kube.backoff = backoff;
@@ -60,6 +69,7 @@ fn start_with_backoff(
             debounce: Duration::from_millis(5),
             debounce_max: Duration::from_millis(50),
         },
+        state,
         ..SourceConfig::default()
     };
     let metrics = SourceMetrics::default();
@@ -432,4 +442,98 @@ async fn higress_config_items_are_merged_with_their_last_good_values() {
             .get(),
         1
     );
+}
+
+/// The persisted state in the double, as text (empty while there is none).
+fn persisted(api: &ApiServer) -> String {
+    api.object("", "configmaps", "admitpilot", "last-good")
+        .and_then(|map| map["data"]["last-good.json"].as_str().map(String::from))
+        .unwrap_or_default()
+}
+
+/// Last good versions outlive the process: what a replica serves in place of an invalid object (a whole
+/// VirtualService, a higress-config item) is persisted in the ConfigMap `admitpilot/last-good`; a replica started
+/// afterwards serves it in its very first snapshot. A fixed object leaves the state, and an object deleted and
+/// created again (new uid) does not inherit the old one's version.
+#[tokio::test]
+async fn last_good_versions_survive_a_restart_through_a_configmap() {
+    let api = ApiServer::start(Duration::from_millis(50)).await;
+    install_all(&api, &[]);
+    let config_map = |higress: &str| {
+        json!({"apiVersion": "v1", "kind": "ConfigMap",
+            "metadata": {"name": "higress-config", "namespace": "higress-system"},
+            "data": {"higress": higress}})
+    };
+    api.apply(ISTIO, "virtualservices", vs("a", "web", "good"));
+    api.apply(
+        "",
+        "configmaps",
+        config_map("gzip:\n  minContentLength: 2048\n"),
+    );
+    let state = || Some("admitpilot/last-good".parse::<StateLocation>().unwrap());
+    let backoff = Backoff {
+        min: Duration::from_millis(20),
+        max: Duration::from_millis(200),
+    };
+    let web = key(Kind::VirtualService, "a", "web");
+    let gzip_min = |s: &Snapshot| {
+        s.higress_config()
+            .and_then(|c| c.gzip.as_ref())
+            .map(|g| g.min_content_length)
+    };
+    let (first, metrics) = start_with(&api, &[], backoff, state());
+    synced(&first).await;
+    let mut bad = vs("a", "web", "bad");
+    bad["spec"]["http"] = json!(12);
+    api.apply(ISTIO, "virtualservices", bad.clone());
+    api.apply(
+        "",
+        "configmaps",
+        config_map("gzip:\n  minContentLength: 4096\n  memoryLevel: 0\naddXRealIpHeader: true\n"),
+    );
+    eventually(|| {
+        let text = persisted(&api);
+        text.contains(r#""name":"web""#) && text.contains(r#""name":"higress-config""#)
+    })
+    .await;
+    assert_eq!(metrics.last_good_held.get(), 2);
+    drop(first);
+
+    // Another start: its first snapshot already serves the persisted versions.
+    let (second, _) = start_with(&api, &[], backoff, state());
+    synced(&second).await;
+    let snapshot = second.snapshots.borrow().clone();
+    assert_eq!(snapshot.version, 1);
+    assert_eq!(label(&snapshot, &web).as_deref(), Some("good"));
+    assert_eq!(gzip_min(&snapshot), Some(2048));
+    assert!(snapshot
+        .higress_config()
+        .is_some_and(|c| c.add_x_real_ip_header));
+
+    // Fixing the higress-config item takes it out of the state; the VirtualService stays held.
+    api.apply(
+        "",
+        "configmaps",
+        config_map("gzip:\n  minContentLength: 4096\n"),
+    );
+    eventually(|| !persisted(&api).contains("higress-config")).await;
+    assert!(persisted(&api).contains(r#""name":"web""#));
+
+    // Deleted and created again, invalid: a new object (new uid) gets nothing of the old one's version.
+    api.delete(ISTIO, "virtualservices", "a", "web");
+    api.apply(ISTIO, "virtualservices", bad);
+    api.apply(ISTIO, "virtualservices", vs("a", "marker", "1"));
+    let mut rx = second.snapshots.clone();
+    let snapshot = wait_for(&mut rx, |s| {
+        s.get(&key(Kind::VirtualService, "a", "marker")).is_some()
+    })
+    .await;
+    assert!(snapshot.get(&web).is_none());
+    eventually(|| !persisted(&api).contains(r#""name":"web""#)).await;
+    drop(second);
+
+    // A replica started now finds nothing to fall back on for the new object.
+    let (third, _) = start_with(&api, &[], backoff, state());
+    synced(&third).await;
+    assert!(third.snapshots.borrow().get(&web).is_none());
 }

@@ -10,7 +10,7 @@ use admitpilot::admission::server::ServerLimits;
 use admitpilot::admission::tls::{CertSource, TlsFiles};
 use admitpilot::app::{shutdown_signal, App, ServeConfig, WebhookConfig, XdsConfig};
 use admitpilot::model::decode::DecodeOptions;
-use admitpilot::source::{AdmitOptions, SourceSettings, StoreConfig};
+use admitpilot::source::{AdmitOptions, SourceSettings, StateLocation, StoreConfig};
 use admitpilot::xds::{TlsFiles as XdsTlsFiles, TranslateFn};
 use anyhow::Context;
 use clap::Args;
@@ -87,6 +87,17 @@ pub struct ServeArgs {
     /// admitpilot is not allowed to read Secrets.
     #[arg(long)]
     no_tls_secrets: bool,
+
+    /// Folder where the last good versions of currently invalid objects are persisted (file last-good.json), so a
+    /// restarted admitpilot keeps serving them instead of dropping their routes. At most 900 KiB; objects past it
+    /// are served but not persisted (logged, metric admitpilot_source_last_good_unsaved).
+    #[arg(long, conflicts_with = "state_configmap")]
+    state_dir: Option<PathBuf>,
+
+    /// Like --state-dir, in the key last-good.json of this ConfigMap (NAMESPACE/NAME, e.g. admitpilot's own
+    /// namespace); needs --kube. Replicas may share it.
+    #[arg(long, value_name = "NAMESPACE/NAME")]
+    state_configmap: Option<StateLocation>,
 
     /// Namespace given to config objects that name none.
     #[arg(long, default_value = admitpilot::source::DEFAULT_NAMESPACE)]
@@ -175,6 +186,11 @@ impl ServeArgs {
                 debounce: self.debounce,
                 debounce_max: self.debounce_max.max(self.debounce),
             },
+            state: self
+                .state_dir
+                .clone()
+                .map(StateLocation::Dir)
+                .or_else(|| self.state_configmap.clone()),
         }
     }
 

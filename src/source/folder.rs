@@ -15,6 +15,9 @@
 //! * Duplicates (the same kind/namespace/name in two files): the file whose path sorts first (byte-wise) wins; the
 //!   others are reported (warning + `rejected_objects{reason="duplicate"}`). Within one file the first document
 //!   wins.
+//! * Objects served in a last good version are reported to the shared [`HeldObjects`] (with their file, relative
+//!   to the folder) so they can be persisted; after a restart, an invalid document (or a file that does not parse)
+//!   falls back on the version persisted for the same file.
 //! * Files are read on the async task with blocking I/O; a config folder is small and local.
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
@@ -30,6 +33,8 @@ use tokio::task::JoinHandle;
 use tokio::time::Instant;
 
 use super::admit::{admit, AdmitOptions, Verdict};
+use super::last_good::{fallback, Held, HeldObject, HeldObjects};
+use super::state::State;
 use super::{Scope, ScopedSender, SourceEvent, SourceMetrics};
 use crate::model::document::{parse_documents, Document};
 use crate::model::{ConfigObject, ObjectKey};
@@ -62,12 +67,15 @@ pub fn scope(dir: &Path) -> Scope {
     Scope::new(format!("folder:{}", dir.display()))
 }
 
-/// Starts watching `dir`, loads it, sends the initial resync, then sends changes until the task is aborted.
+/// Starts watching `dir`, waits for the persisted last good versions of `state`, loads the folder, sends the
+/// initial resync, then sends changes until the task is aborted; objects served in a last good version go to `held`.
 pub fn spawn(
     dir: PathBuf,
     options: AdmitOptions,
     sender: ScopedSender,
     metrics: SourceMetrics,
+    state: State,
+    held: HeldObjects,
 ) -> Result<JoinHandle<()>, Error> {
     let root = dir.canonicalize().map_err(Error::NotADirectory)?;
     if !root.is_dir() {
@@ -80,18 +88,21 @@ pub fn spawn(
     })?;
     // Watch before the first scan so no change between the two is lost.
     watcher.watch(&root, RecursiveMode::Recursive)?;
-    let folder = Folder::new(root, options, metrics);
+    let mut folder = Folder::new(root, options, metrics);
     Ok(tokio::spawn(async move {
         let _watcher = watcher;
-        folder.run(rx, sender).await;
+        folder.persisted = state.loaded().await;
+        folder.run(rx, sender, held).await;
     }))
 }
 
-/// What one file contributes: its content hash and the objects in force from it.
+/// What one file contributes: its content hash, the objects in force from it, and which of them are last good
+/// versions of invalid documents.
 #[derive(Debug, Default)]
 struct FileState {
     hash: u64,
     objects: BTreeMap<ObjectKey, Arc<ConfigObject>>,
+    held: BTreeSet<ObjectKey>,
 }
 
 /// The folder's state: every file's objects and, per key, the files that define it.
@@ -102,6 +113,8 @@ pub struct Folder {
     metrics: SourceMetrics,
     files: BTreeMap<PathBuf, FileState>,
     index: HashMap<ObjectKey, BTreeSet<PathBuf>>,
+    /// Last good versions an earlier run persisted (origin: the file, relative to `root`).
+    persisted: Arc<Held>,
 }
 
 impl Folder {
@@ -113,6 +126,7 @@ impl Folder {
             metrics,
             files: BTreeMap::new(),
             index: HashMap::new(),
+            persisted: Arc::default(),
         }
     }
 
@@ -120,8 +134,10 @@ impl Folder {
         mut self,
         mut rx: mpsc::UnboundedReceiver<notify::Result<notify::Event>>,
         sender: ScopedSender,
+        held: HeldObjects,
     ) {
         self.rescan();
+        held.set(sender.scope(), self.held());
         if sender.send(SourceEvent::Resync(self.objects())).is_err() {
             return;
         }
@@ -139,7 +155,9 @@ impl Folder {
                     Err(_) => break,
                 }
             }
-            for event in self.process(batch) {
+            let events = self.process(batch);
+            held.set(sender.scope(), self.held());
+            for event in events {
                 if sender.send(event).is_err() {
                     return;
                 }
@@ -176,6 +194,48 @@ impl Folder {
         keys.into_iter()
             .filter_map(|key| self.resolve(key))
             .collect()
+    }
+
+    /// Returns the objects served in a last good version, with their files.
+    pub fn held(&self) -> Held {
+        let mut held = Held::new();
+        for (path, file) in &self.files {
+            for key in &file.held {
+                if let Some(object) = file.objects.get(key) {
+                    let origin = self.origin(path);
+                    held.insert(
+                        key.clone(),
+                        HeldObject {
+                            origin,
+                            object: object.clone(),
+                        },
+                    );
+                }
+            }
+        }
+        held
+    }
+
+    /// A file's name relative to the folder (the origin recorded with persisted versions).
+    fn origin(&self, path: &Path) -> String {
+        path.strip_prefix(&self.root)
+            .unwrap_or(path)
+            .display()
+            .to_string()
+    }
+
+    /// The last good version of `key` from `path`: this run's, else the one an earlier run persisted.
+    fn last_good_of(
+        &self,
+        path: &Path,
+        key: &ObjectKey,
+        previous: &BTreeMap<ObjectKey, Arc<ConfigObject>>,
+    ) -> Option<Arc<ConfigObject>> {
+        previous.get(key).cloned().or_else(|| {
+            fallback(&self.persisted, key, None)
+                .filter(|held| held.origin == self.origin(path))
+                .map(|held| held.object.clone())
+        })
     }
 
     /// Reads the whole folder again; returns the keys whose files changed.
@@ -274,14 +334,24 @@ impl Folder {
             tracing::error!(file = %path.display(), document = %position, field = "", %error,
                 "config file does not parse; skipped, the objects it held stay in force");
             self.metrics.parse_error("folder");
-            self.files.entry(path.to_path_buf()).or_default().hash = hash;
-            return BTreeSet::new();
+            if let Some(file) = self.files.get_mut(path) {
+                file.hash = hash;
+                file.held = file.objects.keys().cloned().collect();
+                return BTreeSet::new();
+            }
+            return self.restore_persisted(path, hash);
         }
         let previous = self.files.remove(path).unwrap_or_default();
         let mut objects = BTreeMap::new();
+        let mut held = BTreeSet::new();
         for Document { position, value } in documents {
             if let Ok(value) = value {
-                self.admit_document(path, &position, value, &previous.objects, &mut objects);
+                let document = Admitted {
+                    path,
+                    label: &position,
+                    previous: &previous.objects,
+                };
+                self.admit_document(&document, value, &mut objects, &mut held);
             }
         }
         let mut affected: BTreeSet<ObjectKey> = previous.objects.keys().cloned().collect();
@@ -295,21 +365,65 @@ impl Folder {
                 .insert(path.to_path_buf());
             affected.insert(key.clone());
         }
-        self.files
-            .insert(path.to_path_buf(), FileState { hash, objects });
+        self.files.insert(
+            path.to_path_buf(),
+            FileState {
+                hash,
+                objects,
+                held,
+            },
+        );
         affected
     }
 
-    /// Admits one document (`label` is its 1-based position in the file, as `admitpilot validate` prints it).
+    /// A file that does not parse, seen for the first time this run: the versions an earlier run persisted for it
+    /// are put in force (all held). Returns their keys.
+    fn restore_persisted(&mut self, path: &Path, hash: u64) -> BTreeSet<ObjectKey> {
+        let origin = self.origin(path);
+        let objects: BTreeMap<ObjectKey, Arc<ConfigObject>> = self
+            .persisted
+            .iter()
+            .filter(|(_, held)| held.origin == origin)
+            .map(|(key, held)| (key.clone(), held.object.clone()))
+            .collect();
+        if !objects.is_empty() {
+            tracing::warn!(file = %path.display(), objects = objects.len(),
+                "serving the last good versions an earlier run persisted for this file");
+        }
+        for key in objects.keys() {
+            self.index
+                .entry(key.clone())
+                .or_default()
+                .insert(path.to_path_buf());
+        }
+        let keys: BTreeSet<ObjectKey> = objects.keys().cloned().collect();
+        self.files.insert(
+            path.to_path_buf(),
+            FileState {
+                hash,
+                objects,
+                held: keys.clone(),
+            },
+        );
+        keys
+    }
+
+    /// Admits one document into `objects`; a key served in its last good version goes into `held`.
     fn admit_document(
         &self,
-        path: &Path,
-        label: &str,
+        document: &Admitted<'_>,
         value: Value,
-        previous: &BTreeMap<ObjectKey, Arc<ConfigObject>>,
         objects: &mut BTreeMap<ObjectKey, Arc<ConfigObject>>,
+        held: &mut BTreeSet<ObjectKey>,
     ) {
-        match admit(value, &self.options, &|key| previous.get(key).cloned()) {
+        let Admitted {
+            path,
+            label,
+            previous,
+        } = *document;
+        match admit(value, &self.options, &|key| {
+            self.last_good_of(path, key, previous)
+        }) {
             Verdict::Accept {
                 object,
                 warnings,
@@ -326,6 +440,7 @@ impl Folder {
                 }
                 if !rejected.is_empty() {
                     self.metrics.reject(Some(key.kind), "invalid");
+                    held.insert(key.clone());
                 }
                 match objects.entry(key) {
                     std::collections::btree_map::Entry::Occupied(entry) => {
@@ -351,13 +466,14 @@ impl Folder {
                 }
                 self.metrics.reject(kind, reason.as_str());
                 if let Some(key) = key {
-                    if let Some(last_good) = previous.get(&key) {
+                    if let Some(last_good) = self.last_good_of(path, &key, previous) {
                         if let std::collections::btree_map::Entry::Vacant(entry) =
                             objects.entry(key)
                         {
                             tracing::warn!(file = %path.display(), object = %entry.key(),
                                 "keeping the last good version of the invalid object");
-                            entry.insert(last_good.clone());
+                            held.insert(entry.key().clone());
+                            entry.insert(last_good);
                         }
                     }
                 }
@@ -411,6 +527,15 @@ impl Folder {
             None => SourceEvent::Delete(key),
         }
     }
+}
+
+/// One document being admitted: its file, its 1-based position there (as `admitpilot validate` prints it), and
+/// the objects the file held before.
+#[derive(Clone, Copy)]
+struct Admitted<'a> {
+    path: &'a Path,
+    label: &'a str,
+    previous: &'a BTreeMap<ObjectKey, Arc<ConfigObject>>,
 }
 
 /// Touched paths collected from one burst of file-system events.

@@ -41,7 +41,7 @@
 //!   verbs: [create, patch]
 //! ```
 
-use std::collections::HashMap;
+use std::collections::{BTreeSet, HashMap};
 use std::path::Path;
 use std::sync::Arc;
 use std::time::Duration;
@@ -56,6 +56,8 @@ use serde_json::Value;
 use tokio::task::JoinHandle;
 
 use super::admit::{admit, AdmitOptions, Verdict};
+use super::last_good::{fallback, Held, HeldObject, HeldObjects};
+use super::state::State;
 use super::{Scope, ScopedSender, SourceEvent, SourceMetrics, Store};
 use crate::model::{ConfigObject, Finding, Kind, ObjectKey};
 
@@ -207,12 +209,15 @@ fn watch_specs(config: &KubeConfig, options: &AdmitOptions) -> Vec<WatchSpec> {
     specs
 }
 
-/// Registers one scope per watcher with the store and starts the watchers.
+/// Registers one scope per watcher with the store and starts the watchers. Each first waits for the persisted
+/// last good versions of `state`, and reports the objects it serves in a last good version to `held`.
 pub fn spawn(
     config: KubeConfig,
     options: AdmitOptions,
     store: &Store,
     metrics: SourceMetrics,
+    state: State,
+    held: HeldObjects,
 ) -> Vec<JoinHandle<()>> {
     let reporter = Reporter {
         controller: REPORTER.into(),
@@ -224,6 +229,8 @@ pub fn spawn(
         options,
         metrics,
         backoff: config.backoff,
+        state,
+        held,
     });
     watch_specs(&config, &shared.options)
         .into_iter()
@@ -240,6 +247,8 @@ struct Shared {
     options: AdmitOptions,
     metrics: SourceMetrics,
     backoff: Backoff,
+    state: State,
+    held: HeldObjects,
 }
 
 fn api_resource(kind: Kind, version: &str) -> ApiResource {
@@ -274,7 +283,7 @@ fn is_gone(error: &watcher::Error) -> bool {
 /// The delay before the next retry: doubles from `min` to `max` while errors follow each other, and starts again
 /// from `min` once the watch has gone on without error for `max` (it had connected again).
 #[derive(Debug)]
-struct RetryDelay {
+pub(super) struct RetryDelay {
     backoff: Backoff,
     next: Duration,
     /// When the last retry started (after its delay).
@@ -282,7 +291,7 @@ struct RetryDelay {
 }
 
 impl RetryDelay {
-    fn new(backoff: Backoff) -> Self {
+    pub(super) fn new(backoff: Backoff) -> Self {
         RetryDelay {
             backoff,
             next: backoff.min,
@@ -295,7 +304,7 @@ impl RetryDelay {
     }
 
     /// The delay to wait now; the one after it doubles.
-    fn take(&mut self) -> Duration {
+    pub(super) fn take(&mut self) -> Duration {
         if self
             .retried_at
             .take()
@@ -309,7 +318,7 @@ impl RetryDelay {
     }
 
     /// Waits the delay [`RetryDelay::take`] gives.
-    async fn wait(&mut self, delay: Duration) {
+    pub(super) async fn wait(&mut self, delay: Duration) {
         tokio::time::sleep(delay).await;
         self.retried_at = Some(tokio::time::Instant::now());
     }
@@ -318,7 +327,14 @@ impl RetryDelay {
 /// Runs one watcher forever (until the task is aborted).
 async fn run_watcher(spec: WatchSpec, shared: Arc<Shared>, sender: ScopedSender) {
     let versions = spec.kind.info().versions;
-    let mut state = WatchState::default();
+    let mut state = WatchState {
+        scope: spec.scope(),
+        persisted: shared.state.loaded().await,
+        last_good: HashMap::new(),
+        relist: None,
+        reported: HashMap::new(),
+        held: BTreeSet::new(),
+    };
     let mut version = 0;
     let mut retry = RetryDelay::new(shared.backoff);
     let mut config = watcher::Config::default();
@@ -336,8 +352,12 @@ async fn run_watcher(spec: WatchSpec, shared: Arc<Shared>, sender: ScopedSender)
             match item {
                 Ok(event) => {
                     retry.reset();
+                    let held = state.held.len();
                     if state.handle(event, &resource, &shared, &sender).is_err() {
                         return;
+                    }
+                    if held != state.held.len() || !state.held.is_empty() {
+                        state.report_held(&shared);
                     }
                 }
                 Err(error) if is_gone(&error) => {
@@ -362,6 +382,8 @@ async fn run_watcher(spec: WatchSpec, shared: Arc<Shared>, sender: ScopedSender)
                         // the rest can go live.
                         state.last_good.clear();
                         state.reported.clear();
+                        state.held.clear();
+                        state.report_held(&shared);
                         if state.resync(&sender).is_err() {
                             return;
                         }
@@ -381,8 +403,13 @@ async fn run_watcher(spec: WatchSpec, shared: Arc<Shared>, sender: ScopedSender)
 }
 
 /// Per-watcher state: last good objects and the relist buffer.
-#[derive(Default)]
 struct WatchState {
+    /// The watcher's store scope.
+    scope: Scope,
+    /// Last good versions an earlier run persisted (the fallback for objects invalid since before this start).
+    persisted: Arc<Held>,
+    /// Keys served in a last good version because their newest version is invalid.
+    held: BTreeSet<ObjectKey>,
     /// Objects in force from this watcher (the last valid version of each).
     last_good: HashMap<ObjectKey, Arc<ConfigObject>>,
     /// Objects seen during a relist, until `InitDone`.
@@ -416,6 +443,7 @@ impl WatchState {
                 self.last_good = self.relist.take().unwrap_or_default();
                 self.reported
                     .retain(|key, _| self.last_good.contains_key(key));
+                self.held.retain(|key| self.last_good.contains_key(key));
                 self.resync(sender)
             }
             Event::Apply(object) => match self.admit(object, resource, shared) {
@@ -431,6 +459,7 @@ impl WatchState {
                 };
                 self.last_good.remove(&key);
                 self.reported.remove(&key);
+                self.held.remove(&key);
                 sender.send(SourceEvent::Delete(key))
             }
         }
@@ -460,9 +489,8 @@ impl WatchState {
             }
         };
         prepare(&mut value, resource);
-        let verdict = admit(value, &shared.options, &|key| {
-            self.last_good.get(key).cloned()
-        });
+        let uid = reference.uid.as_deref();
+        let verdict = admit(value, &shared.options, &|key| self.last_good_of(key, uid));
         match verdict {
             Verdict::Accept {
                 object,
@@ -476,10 +504,12 @@ impl WatchState {
                 }
                 if rejected.is_empty() {
                     self.reported.remove(&key);
+                    self.held.remove(&key);
                 } else {
                     // Only parts were left out (higress-config items): report them, serve the rest.
                     self.reject(&key, &reference, &rejected, shared);
                     shared.metrics.reject(Some(key.kind), "invalid");
+                    self.held.insert(key);
                 }
                 Some(Arc::from(object))
             }
@@ -498,9 +528,12 @@ impl WatchState {
                 shared.metrics.reject(kind, reason.as_str());
                 let key = key?;
                 self.reject(&key, &reference, &errors, shared);
-                let last_good = self.last_good.get(&key).cloned();
+                let last_good = self.last_good_of(&key, uid);
                 if last_good.is_some() {
                     tracing::warn!(object = %key, "keeping the last good version of the invalid object");
+                    self.held.insert(key);
+                } else {
+                    self.held.remove(&key);
                 }
                 last_good
             }
@@ -510,6 +543,35 @@ impl WatchState {
 }
 
 impl WatchState {
+    /// The version in force for `key` (this run's), else the one an earlier run persisted for the same object.
+    fn last_good_of(&self, key: &ObjectKey, uid: Option<&str>) -> Option<Arc<ConfigObject>> {
+        self.last_good.get(key).cloned().or_else(|| {
+            fallback(&self.persisted, key, uid).map(|held| {
+                tracing::info!(object = %key, "using the last good version persisted by an earlier run");
+                held.object.clone()
+            })
+        })
+    }
+
+    /// Reports the objects this watcher serves in a last good version.
+    fn report_held(&self, shared: &Shared) {
+        let held = self
+            .held
+            .iter()
+            .filter_map(|key| {
+                let object = self.last_good.get(key)?;
+                Some((
+                    key.clone(),
+                    HeldObject {
+                        origin: String::new(),
+                        object: object.clone(),
+                    },
+                ))
+            })
+            .collect();
+        shared.held.set(&self.scope, held);
+    }
+
     /// Logs the errors of a rejected object (or part) and reports them as an Event, once per resourceVersion.
     fn reject(
         &mut self,

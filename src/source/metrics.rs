@@ -50,6 +50,12 @@ pub struct SourceMetrics {
     pub snapshot_version: Gauge,
     /// Kubernetes Events that could not be created.
     pub event_errors: Counter,
+    /// Objects served in their last good version because their newest version is invalid.
+    pub last_good_held: Gauge,
+    /// Held objects not persisted because the state would grow past its size limit.
+    pub last_good_unsaved: Gauge,
+    /// Failed writes of the persisted last-good state.
+    pub state_write_errors: Counter,
 }
 
 impl Default for SourceMetrics {
@@ -63,6 +69,9 @@ impl Default for SourceMetrics {
             publish_latency: Histogram::new(exponential_buckets(0.0005, 2.0, 15)),
             snapshot_version: Gauge::default(),
             event_errors: Counter::default(),
+            last_good_held: Gauge::default(),
+            last_good_unsaved: Gauge::default(),
+            state_write_errors: Counter::default(),
         }
     }
 }
@@ -106,6 +115,21 @@ impl SourceMetrics {
             "event_errors",
             "Kubernetes Events that could not be created",
             self.event_errors.clone(),
+        );
+        registry.register(
+            "last_good_held",
+            "Objects served in their last good version because their newest version is invalid",
+            self.last_good_held.clone(),
+        );
+        registry.register(
+            "last_good_unsaved",
+            "Held objects not persisted because the state would grow past its size limit",
+            self.last_good_unsaved.clone(),
+        );
+        registry.register(
+            "state_write_errors",
+            "Failed writes of the persisted last-good state",
+            self.state_write_errors.clone(),
         );
     }
 

@@ -9,7 +9,9 @@
 //! ```
 //!
 //! Invalid objects never reach the store: each source validates with [`crate::validate::validate_document`] and,
-//! when an object that was valid before turns invalid, keeps its last good version in force.
+//! when an object that was valid before turns invalid, keeps its last good version in force. With a state
+//! location (`--state-dir`, `--state-configmap`), those last good versions are persisted ([`state`]) and a
+//! restarted replica falls back on them before its first snapshot.
 //!
 //! Timing: the store publishes once no event arrived for `debounce` (default 20 ms), and at the latest
 //! `debounce_max` (default 250 ms) after the first unpublished change, so a steady stream of changes cannot starve
@@ -19,7 +21,9 @@ pub mod admit;
 pub mod configz;
 pub mod folder;
 pub mod kubernetes;
+pub mod last_good;
 pub mod metrics;
+pub mod state;
 pub mod store;
 
 use std::path::PathBuf;
@@ -34,6 +38,7 @@ use crate::model::{ConfigObject, ObjectKey, Snapshot};
 
 pub use admit::AdmitOptions;
 pub use metrics::SourceMetrics;
+pub use state::StateLocation;
 pub use store::{ScopedSender, Store, StoreConfig};
 
 /// Default quiet period before a burst of changes is published.
@@ -86,6 +91,9 @@ pub enum Error {
     /// The Kubernetes client could not be built.
     #[error("kubernetes client: {0}")]
     Kube(#[from] ::kube::Error),
+    /// The state location cannot be used.
+    #[error("last-good state: {0}")]
+    State(#[source] state::Error),
 }
 
 /// Everything needed to start the sources.
@@ -99,6 +107,8 @@ pub struct SourceConfig {
     pub admit: AdmitOptions,
     /// Debounce window and maximum delay of the store.
     pub store: StoreConfig,
+    /// Where last good versions of invalid objects are persisted; `None` keeps them in memory only.
+    pub state: Option<StateLocation>,
 }
 
 impl Default for SourceConfig {
@@ -111,6 +121,7 @@ impl Default for SourceConfig {
                 default_namespace: DEFAULT_NAMESPACE.to_string(),
             },
             store: StoreConfig::default(),
+            state: None,
         }
     }
 }
@@ -136,6 +147,8 @@ pub struct SourceSettings {
     pub admit: Option<AdmitOptions>,
     /// Debounce settings.
     pub store: StoreConfig,
+    /// `--state-dir` / `--state-configmap`.
+    pub state: Option<StateLocation>,
 }
 
 impl SourceSettings {
@@ -162,6 +175,7 @@ impl SourceSettings {
             kube,
             admit: self.admit.unwrap_or(defaults.admit),
             store: self.store,
+            state: self.state,
         })
     }
 }
@@ -188,14 +202,32 @@ impl Drop for Sources {
 /// Must be called inside a Tokio runtime.
 pub fn start(config: SourceConfig, metrics: SourceMetrics) -> Result<Sources, Error> {
     let store = Store::spawn(config.store, metrics.clone());
+    let state = match config.state {
+        Some(location) => {
+            let client = config.kube.as_ref().map(|kube| kube.client.clone());
+            if matches!(location, StateLocation::ConfigMap { .. }) && client.is_none() {
+                return Err(Error::State(state::Error::NoClient));
+            }
+            state::State::new(location, client, config.admit.clone())
+        }
+        None => state::State::default(),
+    };
+    let held = last_good::HeldObjects::default();
     let mut tasks = Vec::new();
     if let Some(dir) = &config.config_dir {
         let sender = store.sender(folder::scope(dir));
-        let task = folder::spawn(dir.clone(), config.admit.clone(), sender, metrics.clone())
-            .map_err(|source| Error::Folder {
-                path: dir.clone(),
-                source,
-            })?;
+        let task = folder::spawn(
+            dir.clone(),
+            config.admit.clone(),
+            sender,
+            metrics.clone(),
+            state.clone(),
+            held.clone(),
+        )
+        .map_err(|source| Error::Folder {
+            path: dir.clone(),
+            source,
+        })?;
         tasks.push(task);
     }
     if let Some(kube_config) = config.kube {
@@ -204,8 +236,11 @@ pub fn start(config: SourceConfig, metrics: SourceMetrics) -> Result<Sources, Er
             config.admit.clone(),
             &store,
             metrics.clone(),
+            state.clone(),
+            held.clone(),
         ));
     }
+    tasks.extend(state.spawn_writer(held, store.synced(), metrics.clone()));
     Ok(Sources {
         snapshots: store.subscribe(),
         synced: store.synced(),

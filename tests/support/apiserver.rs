@@ -12,6 +12,9 @@
 //! * A resource that is not installed (CRD missing, or a version not served) answers `404 page not found` as
 //!   plain text, like the API server's mux.
 //! * `POST`/`PATCH` of events.k8s.io/v1 Events are recorded and echoed back (201 / 200).
+//! * GET of one object (404 `NotFound` Status when absent), `POST` create (409 `AlreadyExists`) and `PUT`
+//!   replace, which is optimistic like the real one: a `metadata.resourceVersion` other than the stored one is
+//!   409 `Conflict`. Writes get a new resourceVersion and reach watches.
 //!
 //! Test controls: [`ApiServer::apply`] / [`ApiServer::delete`] change objects (resourceVersion and uid assigned),
 //! [`ApiServer::hold_events`] stops delivering live events (they are lost for open watches),
@@ -192,32 +195,21 @@ impl ApiServer {
     }
 
     /// Creates or replaces an object; returns its new resourceVersion.
-    pub fn apply(&self, group: &str, plural: &str, mut object: Value) -> u64 {
-        let res = resource(group, plural);
+    pub fn apply(&self, group: &str, plural: &str, object: Value) -> u64 {
         let mut inner = self.shared.inner.lock().unwrap();
-        inner.rv += 1;
-        let rv = inner.rv;
-        let ns = object["metadata"]["namespace"]
+        let stored = store(&self.shared, &mut inner, resource(group, plural), object);
+        stored["metadata"]["resourceVersion"]
             .as_str()
-            .unwrap_or_default()
-            .to_string();
-        let name = object["metadata"]["name"].as_str().unwrap().to_string();
-        let key = (res.clone(), ns, name);
-        let kind = if let Some(old) = inner.objects.get(&key) {
-            object["metadata"]["uid"] = old["metadata"]["uid"].clone();
-            object["metadata"]["creationTimestamp"] = old["metadata"]["creationTimestamp"].clone();
-            "MODIFIED"
-        } else {
-            inner.uid += 1;
-            object["metadata"]["uid"] = json!(format!("uid-{}", inner.uid));
-            object["metadata"]["creationTimestamp"] = json!("2026-01-01T00:00:00Z");
-            "ADDED"
-        };
-        object["metadata"]["resourceVersion"] = json!(rv.to_string());
-        object["metadata"]["managedFields"] = json!([{"manager": "kubectl", "operation": "Apply"}]);
-        inner.objects.insert(key, object.clone());
-        self.record(&mut inner, res, kind, object);
-        rv
+            .unwrap()
+            .parse()
+            .unwrap()
+    }
+
+    /// Returns the stored object, if any.
+    pub fn object(&self, group: &str, plural: &str, ns: &str, name: &str) -> Option<Value> {
+        let inner = self.shared.inner.lock().unwrap();
+        let key = (resource(group, plural), ns.to_string(), name.to_string());
+        inner.objects.get(&key).cloned()
     }
 
     /// Deletes an object (its final state is sent with a new resourceVersion).
@@ -230,21 +222,7 @@ impl ApiServer {
         };
         inner.rv += 1;
         object["metadata"]["resourceVersion"] = json!(inner.rv.to_string());
-        self.record(&mut inner, res, "DELETED", object);
-    }
-
-    fn record(&self, inner: &mut Inner, resource: Resource, kind: &'static str, object: Value) {
-        let change = Change {
-            rv: inner.rv,
-            resource,
-            kind,
-            object,
-        };
-        inner.history.push(change.clone());
-        if !self.shared.held.load(Ordering::SeqCst) {
-            // No receivers is fine.
-            let _ = self.shared.changes.send(change);
-        }
+        record(&self.shared, &mut inner, res, "DELETED", object);
     }
 
     /// Stops (true) or resumes (false) delivering live events to open watches; held events are lost to them.
@@ -288,6 +266,57 @@ impl ApiServer {
                     && !r.contains("watch=true")
             })
             .count()
+    }
+}
+
+/// Stores an object (new resourceVersion; uid and creationTimestamp kept from the old one, or assigned) and
+/// records the change for watches; returns the stored object.
+fn store(shared: &Shared, inner: &mut Inner, res: Resource, mut object: Value) -> Value {
+    inner.rv += 1;
+    let rv = inner.rv;
+    let ns = object["metadata"]["namespace"]
+        .as_str()
+        .unwrap_or_default()
+        .to_string();
+    let name = object["metadata"]["name"]
+        .as_str()
+        .unwrap_or_default()
+        .to_string();
+    let key = (res.clone(), ns, name);
+    let kind = if let Some(old) = inner.objects.get(&key) {
+        object["metadata"]["uid"] = old["metadata"]["uid"].clone();
+        object["metadata"]["creationTimestamp"] = old["metadata"]["creationTimestamp"].clone();
+        "MODIFIED"
+    } else {
+        inner.uid += 1;
+        object["metadata"]["uid"] = json!(format!("uid-{}", inner.uid));
+        object["metadata"]["creationTimestamp"] = json!("2026-01-01T00:00:00Z");
+        "ADDED"
+    };
+    object["metadata"]["resourceVersion"] = json!(rv.to_string());
+    object["metadata"]["managedFields"] = json!([{"manager": "kubectl", "operation": "Apply"}]);
+    inner.objects.insert(key, object.clone());
+    record(shared, inner, res, kind, object.clone());
+    object
+}
+
+fn record(
+    shared: &Shared,
+    inner: &mut Inner,
+    resource: Resource,
+    kind: &'static str,
+    object: Value,
+) {
+    let change = Change {
+        rv: inner.rv,
+        resource,
+        kind,
+        object,
+    };
+    inner.history.push(change.clone());
+    if !shared.held.load(Ordering::SeqCst) {
+        // No receivers is fine.
+        let _ = shared.changes.send(change);
     }
 }
 
@@ -449,13 +478,6 @@ async fn handle(State(shared): State<Arc<Shared>>, req: Request) -> Response {
     if target.group == "events.k8s.io" && target.plural == "events" {
         return record_event(&shared, req).await;
     }
-    if req.method() != Method::GET || target.name.is_some() {
-        return status(
-            StatusCode::METHOD_NOT_ALLOWED,
-            "MethodNotAllowed",
-            "only LIST and WATCH are served by this double",
-        );
-    }
     let res = resource(&target.group, &target.plural);
     let kind = {
         let inner = shared.inner.lock().unwrap();
@@ -464,6 +486,9 @@ async fn handle(State(shared): State<Arc<Shared>>, req: Request) -> Response {
             _ => return not_found(),
         }
     };
+    if target.name.is_some() || req.method() != Method::GET {
+        return object_request(&shared, req, target, res, kind).await;
+    }
     let params = query(&req);
     let selector = match field_selector(params.get("fieldSelector")) {
         Ok(selector) => selector,
@@ -681,6 +706,85 @@ fn watch_response(shared: Arc<Shared>, ctx: Ctx, params: &HashMap<String, String
         .header("content-type", "application/json")
         .body(Body::from_stream(body))
         .unwrap()
+}
+
+/// GET, PUT (replace) or POST (create) of one object.
+async fn object_request(
+    shared: &Shared,
+    req: Request,
+    target: Target,
+    res: Resource,
+    kind: String,
+) -> Response {
+    let api_version = if target.group.is_empty() {
+        target.version.clone()
+    } else {
+        format!("{}/{}", target.group, target.version)
+    };
+    let namespace = target.namespace.clone().unwrap_or_default();
+    let method = req.method().clone();
+    let body = match axum::body::to_bytes(req.into_body(), 4 << 20).await {
+        Ok(bytes) if bytes.is_empty() => Value::Null,
+        Ok(bytes) => match serde_json::from_slice::<Value>(&bytes) {
+            Ok(value) => value,
+            Err(_) => return status(StatusCode::BAD_REQUEST, "BadRequest", "body is not JSON"),
+        },
+        Err(_) => return status(StatusCode::BAD_REQUEST, "BadRequest", "unreadable body"),
+    };
+    let name = target
+        .name
+        .clone()
+        .or_else(|| body["metadata"]["name"].as_str().map(String::from))
+        .unwrap_or_default();
+    let key = (res.clone(), namespace.clone(), name.clone());
+    let mut inner = shared.inner.lock().unwrap();
+    let existing = inner.objects.get(&key).cloned();
+    let stored = match (method, target.name.is_some(), existing) {
+        (Method::GET, true, Some(object)) => object,
+        (Method::GET, true, None) | (Method::PUT, true, None) => {
+            return status(
+                StatusCode::NOT_FOUND,
+                "NotFound",
+                &format!("{} \"{name}\" not found", res.plural),
+            )
+        }
+        (Method::PUT, true, Some(old)) => {
+            let sent = &body["metadata"]["resourceVersion"];
+            if !sent.is_null() && *sent != old["metadata"]["resourceVersion"] {
+                return status(
+                    StatusCode::CONFLICT,
+                    "Conflict",
+                    "the object has been modified; please apply your changes to the latest version",
+                );
+            }
+            store(shared, &mut inner, res, with_namespace(body, &namespace))
+        }
+        (Method::POST, false, Some(_)) => {
+            return status(
+                StatusCode::CONFLICT,
+                "AlreadyExists",
+                &format!("{} \"{name}\" already exists", res.plural),
+            )
+        }
+        (Method::POST, false, None) => {
+            store(shared, &mut inner, res, with_namespace(body, &namespace))
+        }
+        _ => {
+            return status(
+                StatusCode::METHOD_NOT_ALLOWED,
+                "MethodNotAllowed",
+                "this double serves GET, PUT and POST of one object, LIST and WATCH",
+            )
+        }
+    };
+    axum::Json(present(&stored, &api_version, &kind, false, false)).into_response()
+}
+
+fn with_namespace(mut object: Value, namespace: &str) -> Value {
+    if !namespace.is_empty() {
+        object["metadata"]["namespace"] = json!(namespace);
+    }
+    object
 }
 
 async fn record_event(shared: &Shared, req: Request) -> Response {

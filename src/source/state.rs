@@ -1,0 +1,345 @@
+//! Where last good versions are kept between runs (`--state-dir` or `--state-configmap`): takes the shared
+//! [`HeldObjects`], yields the versions an earlier run persisted ([`State::loaded`], read once, before any source
+//! admits an object) and a writer task that saves the current set whenever it changes.
+//!
+//! Rules:
+//! * The writer starts saving once every source has synced, so a half-listed view never overwrites the state; it
+//!   waits [`WRITE_QUIET`] after a change so a burst is one write.
+//! * Several replicas may share one ConfigMap. Each writes its own view only when it differs from what is stored
+//!   (read, compare, replace with the read `resourceVersion`; a conflict reads again). Replicas watch the same
+//!   objects, so their views agree once they are caught up; an entry left by a lagging replica is harmless (a
+//!   persisted version is only used for an object that is invalid when admitpilot starts, and only when its
+//!   `uid` is the same) and the next write of a caught-up replica removes it.
+//! * A state that cannot be read at start is logged and treated as empty, except that a Kubernetes API that does
+//!   not answer is retried (the watchers cannot sync without it either).
+
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Duration;
+
+use k8s_openapi::api::core::v1::ConfigMap;
+use kube::api::{ObjectMeta, PostParams};
+use kube::{Api, Client};
+use tokio::sync::{watch, OnceCell};
+use tokio::task::JoinHandle;
+
+use super::kubernetes::{Backoff, RetryDelay};
+use super::last_good::{decode, encode, Held, HeldObjects, MAX_STATE_BYTES};
+use super::{AdmitOptions, SourceMetrics};
+
+/// File name in `--state-dir`, and data key of the `--state-configmap`.
+pub const STATE_KEY: &str = "last-good.json";
+/// Quiet time after a change of the held set before it is written.
+pub const WRITE_QUIET: Duration = Duration::from_millis(200);
+/// Attempts of one write that keeps meeting a conflicting writer.
+const WRITE_ATTEMPTS: usize = 5;
+
+/// Where the state lives.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum StateLocation {
+    /// `--state-dir`: the file [`STATE_KEY`] in this folder (created when missing).
+    Dir(PathBuf),
+    /// `--state-configmap NAMESPACE/NAME`: the data key [`STATE_KEY`] of this ConfigMap.
+    ConfigMap {
+        /// Namespace (admitpilot's own).
+        namespace: String,
+        /// Name.
+        name: String,
+    },
+}
+
+impl std::str::FromStr for StateLocation {
+    type Err = String;
+
+    /// Parses `NAMESPACE/NAME` as a ConfigMap location.
+    fn from_str(text: &str) -> Result<Self, String> {
+        match text.split_once('/') {
+            Some((namespace, name)) if !namespace.is_empty() && !name.is_empty() => {
+                Ok(StateLocation::ConfigMap {
+                    namespace: namespace.to_string(),
+                    name: name.to_string(),
+                })
+            }
+            _ => Err(format!("expected NAMESPACE/NAME, got {text:?}")),
+        }
+    }
+}
+
+impl std::fmt::Display for StateLocation {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            StateLocation::Dir(dir) => write!(f, "{}", dir.join(STATE_KEY).display()),
+            StateLocation::ConfigMap { namespace, name } => {
+                write!(f, "ConfigMap {namespace}/{name} key {STATE_KEY}")
+            }
+        }
+    }
+}
+
+/// Errors reading or writing the state.
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    /// The state file could not be read or written.
+    #[error("{0}")]
+    Io(#[from] std::io::Error),
+    /// The Kubernetes API refused or did not answer.
+    #[error("{0}")]
+    Kube(#[from] kube::Error),
+    /// A ConfigMap location without a Kubernetes client (`--state-configmap` needs `--kube`).
+    #[error("a ConfigMap state needs the Kubernetes source (--kube)")]
+    NoClient,
+    /// Other writers kept changing the ConfigMap.
+    #[error("the ConfigMap kept changing under the write")]
+    Conflicts,
+}
+
+/// The persisted state of one run: where it lives and what was loaded from it. Cheap to clone.
+#[derive(Debug, Clone, Default)]
+pub struct State {
+    location: Option<Arc<Backend>>,
+    loaded: Arc<OnceCell<Arc<Held>>>,
+}
+
+struct Backend {
+    location: StateLocation,
+    client: Option<Client>,
+    options: AdmitOptions,
+}
+
+impl std::fmt::Debug for Backend {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Backend")
+            .field("location", &self.location)
+            .finish_non_exhaustive()
+    }
+}
+
+impl State {
+    /// A state at `location`; `client` is needed for a ConfigMap, `options` validate what is read back.
+    pub fn new(location: StateLocation, client: Option<Client>, options: AdmitOptions) -> Self {
+        State {
+            location: Some(Arc::new(Backend {
+                location,
+                client,
+                options,
+            })),
+            loaded: Arc::default(),
+        }
+    }
+
+    /// Returns what an earlier run persisted (read on the first call; every later call waits for that read).
+    pub async fn loaded(&self) -> Arc<Held> {
+        self.loaded
+            .get_or_init(|| async {
+                match &self.location {
+                    Some(backend) => Arc::new(backend.load().await),
+                    None => Arc::default(),
+                }
+            })
+            .await
+            .clone()
+    }
+
+    /// Starts the writer: once `synced` is true, saves the held set whenever it changes. `None` without a location.
+    pub fn spawn_writer(
+        &self,
+        held: HeldObjects,
+        synced: watch::Receiver<bool>,
+        metrics: SourceMetrics,
+    ) -> Option<JoinHandle<()>> {
+        let backend = self.location.clone()?;
+        Some(tokio::spawn(write_changes(backend, held, synced, metrics)))
+    }
+}
+
+async fn write_changes(
+    backend: Arc<Backend>,
+    held: HeldObjects,
+    mut synced: watch::Receiver<bool>,
+    metrics: SourceMetrics,
+) {
+    if synced.wait_for(|synced| *synced).await.is_err() {
+        return;
+    }
+    let mut changed = held.subscribe();
+    let mut written: Option<String> = None;
+    loop {
+        let all = held.all();
+        metrics.last_good_held.set(gauge(all.len()));
+        let encoded = encode(&all, MAX_STATE_BYTES);
+        metrics.last_good_unsaved.set(gauge(encoded.left_out.len()));
+        if !encoded.left_out.is_empty() {
+            let left_out: Vec<String> = encoded.left_out.iter().map(ToString::to_string).collect();
+            tracing::error!(state = %backend.location, limit_bytes = MAX_STATE_BYTES, ?left_out,
+                "last good versions do not fit in the state; these are served but not persisted");
+        }
+        if written.as_deref() != Some(encoded.text.as_str()) {
+            match backend.save(&encoded.text).await {
+                Ok(()) => {
+                    tracing::info!(state = %backend.location, objects = all.len() - encoded.left_out.len(),
+                        "last good versions persisted");
+                    written = Some(encoded.text);
+                }
+                Err(error) => {
+                    metrics.state_write_errors.inc();
+                    tracing::error!(state = %backend.location, %error,
+                        "cannot persist last good versions; retrying on the next change");
+                }
+            }
+        }
+        if changed.changed().await.is_err() {
+            return;
+        }
+        // Let a burst of changes settle into one write.
+        while tokio::time::timeout(WRITE_QUIET, changed.changed())
+            .await
+            .is_ok_and(|r| r.is_ok())
+        {}
+    }
+}
+
+fn gauge(count: usize) -> i64 {
+    i64::try_from(count).unwrap_or(i64::MAX)
+}
+
+impl Backend {
+    /// Reads and decodes the state; logs what was dropped. Never fails: an unreadable state counts as empty.
+    async fn load(&self) -> Held {
+        let text = match self.read_retrying().await {
+            Ok(Some(text)) => text,
+            Ok(None) => {
+                tracing::info!(state = %self.location, "no persisted last good versions");
+                return Held::new();
+            }
+            Err(error) => {
+                tracing::error!(state = %self.location, %error,
+                    "cannot read persisted last good versions; starting without them");
+                return Held::new();
+            }
+        };
+        match decode(&text, &self.options) {
+            Ok((held, dropped)) => {
+                for reason in dropped {
+                    tracing::warn!(state = %self.location, %reason, "persisted last good version dropped");
+                }
+                tracing::info!(state = %self.location, objects = held.len(),
+                    "persisted last good versions loaded");
+                held
+            }
+            Err(error) => {
+                tracing::error!(state = %self.location, %error,
+                    "persisted last good versions unreadable; starting without them");
+                Held::new()
+            }
+        }
+    }
+
+    /// Reads the text; a Kubernetes API that does not answer (or answers 5xx) is retried with backoff.
+    async fn read_retrying(&self) -> Result<Option<String>, Error> {
+        let mut retry = RetryDelay::new(Backoff::default());
+        loop {
+            match self.read().await {
+                Err(Error::Kube(error)) if transient(&error) => {
+                    let delay = retry.take();
+                    tracing::warn!(state = %self.location, %error, retry_in = ?delay,
+                        "cannot read persisted last good versions yet; retrying");
+                    retry.wait(delay).await;
+                }
+                other => return other,
+            }
+        }
+    }
+
+    async fn read(&self) -> Result<Option<String>, Error> {
+        match &self.location {
+            StateLocation::Dir(dir) => match tokio::fs::read_to_string(dir.join(STATE_KEY)).await {
+                Ok(text) => Ok(Some(text)),
+                Err(error) if error.kind() == std::io::ErrorKind::NotFound => Ok(None),
+                Err(error) => Err(error.into()),
+            },
+            StateLocation::ConfigMap { namespace, name } => {
+                let map = self.config_maps(namespace)?.get_opt(name).await?;
+                Ok(map
+                    .and_then(|m| m.data)
+                    .and_then(|mut d| d.remove(STATE_KEY)))
+            }
+        }
+    }
+
+    /// Writes the text (a folder: a temporary file renamed over the old one).
+    async fn save(&self, text: &str) -> Result<(), Error> {
+        match &self.location {
+            StateLocation::Dir(dir) => {
+                tokio::fs::create_dir_all(dir).await?;
+                let temporary = dir.join(format!(".{STATE_KEY}.tmp"));
+                tokio::fs::write(&temporary, text).await?;
+                tokio::fs::rename(&temporary, dir.join(STATE_KEY)).await?;
+                Ok(())
+            }
+            StateLocation::ConfigMap { namespace, name } => {
+                let api = self.config_maps(namespace)?;
+                for _ in 0..WRITE_ATTEMPTS {
+                    let result = match api.get_opt(name).await? {
+                        Some(mut map) => {
+                            let data = map.data.get_or_insert_with(Default::default);
+                            if data.get(STATE_KEY).map(String::as_str) == Some(text) {
+                                return Ok(());
+                            }
+                            data.insert(STATE_KEY.to_string(), text.to_string());
+                            api.replace(name, &PostParams::default(), &map).await
+                        }
+                        None => {
+                            let map = ConfigMap {
+                                metadata: ObjectMeta {
+                                    name: Some(name.clone()),
+                                    namespace: Some(namespace.clone()),
+                                    ..ObjectMeta::default()
+                                },
+                                data: Some([(STATE_KEY.to_string(), text.to_string())].into()),
+                                ..ConfigMap::default()
+                            };
+                            api.create(&PostParams::default(), &map).await
+                        }
+                    };
+                    match result {
+                        Ok(_) => return Ok(()),
+                        Err(kube::Error::Api(status)) if status.code == 409 => continue,
+                        Err(error) => return Err(error.into()),
+                    }
+                }
+                Err(Error::Conflicts)
+            }
+        }
+    }
+
+    fn config_maps(&self, namespace: &str) -> Result<Api<ConfigMap>, Error> {
+        let client = self.client.clone().ok_or(Error::NoClient)?;
+        Ok(Api::namespaced(client, namespace))
+    }
+}
+
+/// An API error worth retrying: no answer, or a server-side failure.
+fn transient(error: &kube::Error) -> bool {
+    match error {
+        kube::Error::Api(status) => status.code >= 500 || status.code == 429,
+        _ => true,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn configmap_locations_parse() {
+        assert_eq!(
+            "admitpilot/last-good".parse::<StateLocation>(),
+            Ok(StateLocation::ConfigMap {
+                namespace: "admitpilot".into(),
+                name: "last-good".into()
+            })
+        );
+        assert!("last-good".parse::<StateLocation>().is_err());
+        assert!("/x".parse::<StateLocation>().is_err());
+    }
+}
