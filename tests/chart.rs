@@ -284,6 +284,22 @@ fn rbac_is_least_privilege() {
     let secret_role = find(&docs, "Role", "ap-admitpilot-certs-gen");
     assert!(grants(secret_role).iter().all(|(_, r, _)| r == "secrets"));
 
+    // The last-good state: one ConfigMap the chart creates, which replicas may only read and replace.
+    let state_role = find(&docs, "Role", "ap-admitpilot-last-good");
+    assert_eq!(
+        state_role["rules"][0]["resourceNames"],
+        serde_json::json!(["ap-admitpilot-last-good"])
+    );
+    assert_eq!(
+        grants(state_role),
+        [
+            ("".into(), "configmaps".into(), "get".into()),
+            ("".into(), "configmaps".into(), "update".into()),
+        ]
+    );
+    let state = find(&docs, "ConfigMap", "ap-admitpilot-last-good");
+    assert!(state["data"].is_null(), "the chart must not own the data");
+
     let args = &find(&docs, "Deployment", "ap-admitpilot")["spec"]["template"]["spec"]
         ["containers"][0]["args"];
     assert!(args
@@ -291,6 +307,11 @@ fn rbac_is_least_privilege() {
         .unwrap()
         .iter()
         .any(|a| a == "--no-tls-secrets"));
+    assert!(args
+        .as_array()
+        .unwrap()
+        .iter()
+        .any(|a| a == "--state-configmap=higress-system/ap-admitpilot-last-good"));
 
     let docs = render(&helm, &["tlsGateways=true", "watchNamespaces={shop,web}"]);
     let args = &find(&docs, "Deployment", "ap-admitpilot")["spec"]["template"]["spec"]

@@ -1,7 +1,9 @@
 //! End-to-end restarts, with the real `admitpilot` binary (`serve --config-dir`) and a real Envoy 1.40 over ADS
 //! (`GRPC` and `DELTA_GRPC`), Envoy's default `initial_fetch_timeout`:
 //! - admitpilot is killed and started again on the same xDS address while requests keep flowing through Envoy:
-//!   not one request fails, Envoy reconnects, and the next config change lands;
+//!   not one request fails, Envoy reconnects, and the next config change lands. The routed VirtualService's
+//!   file was made invalid before the kill, so its route is served from the last good version, which the
+//!   restarted admitpilot finds in its `--state-dir`;
 //! - Envoy is restarted: it gets the whole config again and serves every route.
 //!
 //! Throughout, Envoy rejects no update and logs no deprecated field. Skips with a message when Envoy is not
@@ -94,7 +96,8 @@ async fn run(api: AdsApi, base_id: u32) {
     let backend = Backend::start("backend").await;
     let port = free_port();
     let dir = api_config_dir(port, backend.port);
-    let admitpilot = Admitpilot::start(dir.path()).await;
+    let state = tempfile::tempdir().unwrap();
+    let admitpilot = Admitpilot::start_on(dir.path(), free_port(), Some(state.path())).await;
     let xds_port = admitpilot.xds_port;
     let yaml = bootstrap(api, xds_port, NODE_ID).replace("app: e2e", "istio: ingressgateway");
     let envoy = EnvoyProcess::start(&binary, &yaml, base_id).await;
@@ -103,10 +106,29 @@ async fn run(api: AdsApi, base_id: u32) {
     wait_for_response(&http, &format!("{base}/api/x"), 200, "backend").await;
     wait_for_proxy(&admitpilot).await;
 
+    // The VirtualService turns invalid: its last good version stays in force and is persisted.
+    write(
+        dir.path(),
+        "api.yaml",
+        &virtual_service("api", "/api", backend.port).replace("http:", "http: 12\nignored:"),
+    );
+    let state_file = state.path().join("last-good.json");
+    let deadline = tokio::time::Instant::now() + CONVERGE;
+    while !std::fs::read_to_string(&state_file)
+        .is_ok_and(|text| text.contains(r#""origin":"api.yaml""#))
+    {
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "the last good version was never persisted:\n{}",
+            admitpilot.log()
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+
     // admitpilot dies and comes back on the same address while requests keep flowing.
     let traffic = Traffic::start(format!("{base}/api/x"), "backend");
     drop(admitpilot);
-    let admitpilot = Admitpilot::start_on(dir.path(), xds_port).await;
+    let admitpilot = Admitpilot::start_on(dir.path(), xds_port, Some(state.path())).await;
     wait_for_proxy(&admitpilot).await;
     write(
         dir.path(),

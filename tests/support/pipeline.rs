@@ -76,11 +76,16 @@ pub struct Admitpilot {
 impl Admitpilot {
     /// Starts the `admitpilot` binary of this package on `config_dir` and waits until `/readyz` answers 200.
     pub async fn start(config_dir: &Path) -> Admitpilot {
-        Self::start_on(config_dir, free_port()).await
+        Self::start_on(config_dir, free_port(), None).await
     }
 
-    /// Like [`Admitpilot::start`], with the xDS server on `xds_port` (to restart where gateways connect).
-    pub async fn start_on(config_dir: &Path, xds_port: u16) -> Admitpilot {
+    /// Like [`Admitpilot::start`], with the xDS server on `xds_port` (to restart where gateways connect) and, when
+    /// given, last good versions persisted in `state_dir` (`--state-dir`).
+    pub async fn start_on(
+        config_dir: &Path,
+        xds_port: u16,
+        state_dir: Option<&Path>,
+    ) -> Admitpilot {
         let dir = tempfile::tempdir().unwrap();
         let (admin_port, webhook_port) = (free_port(), free_port());
         let log = std::fs::File::create(dir.path().join("admitpilot.log")).unwrap();
@@ -93,6 +98,7 @@ impl Admitpilot {
             .args(["--webhook-addr", &format!("127.0.0.1:{webhook_port}")])
             .arg("--self-signed-ca-out")
             .arg(dir.path().join("ca.crt"))
+            .args(state_dir.map(|state| format!("--state-dir={}", state.display())))
             .stdout(Stdio::null())
             .stderr(log)
             .spawn()
