@@ -183,10 +183,9 @@ async fn run(api: AdsApi, base_id: u32) {
     let http = client();
     let metrics = format!("{}/metrics", admitpilot.admin);
     let deadline = tokio::time::Instant::now() + CONVERGE;
-    while !get(&http, &metrics)
-        .await
-        .is_some_and(|(_, text)| text.contains("admitpilot_xds_left_out_features_total 1"))
-    {
+    while !get(&http, &metrics).await.is_some_and(|(_, text)| {
+        text.contains(r#"admitpilot_xds_left_out_features_total{effect="left_out"} 1"#)
+    }) {
         assert!(
             tokio::time::Instant::now() < deadline,
             "tracing was never left out:\n{}",

@@ -90,8 +90,8 @@ pub fn run(args: RenderArgs) -> anyhow::Result<ExitCode> {
     };
     let resources = translate(&snapshot, &proxy);
     for item in &resources.left_out {
-        tracing::warn!(listener = %item.listener, feature = %item.feature, missing_clusters = ?item.missing,
-            "{LEFT_OUT_MESSAGE}");
+        tracing::warn!(resource = %item.resource, feature = %item.feature, missing_clusters = ?item.missing,
+            effect = %item.effect, blame = ?item.blame, "{LEFT_OUT_MESSAGE}");
     }
     let json = output::to_json(&resources, !args.show_secrets)
         .context("converting the resources to JSON")?;

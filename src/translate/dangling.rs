@@ -1,55 +1,223 @@
-//! Dangling tracer references (pure): takes the finished [`GatewayResources`] of one proxy, leaves out the
-//! tracing of every HTTP connection manager whose tracer names a cluster the output does not have, and yields
-//! what it left out. Envoy resolves a tracer's collector cluster when it loads the listener and rejects the whole
-//! listener when it is missing (e.g. higress-config tracing points at a collector Service not created yet); left
-//! out, the listener still serves traffic, and tracing comes back by itself once the cluster exists.
+//! Dangling cluster references (pure): takes the finished [`GatewayResources`] of one proxy and the listeners it
+//! was last given, makes the output closed (no listener or route names a cluster the output lacks) and yields what
+//! it changed, for the proxy's log and metric. Envoy resolves the clusters a listener's filters name when it loads
+//! the listener and rejects the whole listener when one is missing (e.g. higress-config tracing pointing at a
+//! collector Service not created yet, or an EnvoyFilter adding ext_authz before its cluster exists).
 //!
-//! Only tracing is left out this way: it changes what is observed, not what is allowed. Other filters naming a
-//! missing cluster (ext_authz, rate limits) are kept, so Envoy rejects them rather than serving without them.
+//! What happens to a reference to a missing cluster:
+//! * **tracing and access logs** are left out: they change what is observed, not what is allowed, and come back by
+//!   themselves once the cluster exists;
+//! * **any other filter** (ext_authz, rate limits, remote JWKS, …) holds its listener back: the proxy keeps the
+//!   version of the listener it was last given (closed again against today's clusters), or does not get the
+//!   listener yet. Never the listener without the filter, which could let through what the filter would stop;
+//! * **a route** whose cluster is missing answers 503, as Envoy answers for an unknown cluster, and a mirror
+//!   policy naming a missing cluster is left out.
 
 use std::collections::HashSet;
 
+use envoy_types::pb::envoy::config::accesslog::v3::{access_log, AccessLog};
+use envoy_types::pb::envoy::config::listener::v3::{filter, Listener};
+use envoy_types::pb::envoy::config::route::v3::{
+    route, route_action, DirectResponseAction, RouteConfiguration,
+};
 use envoy_types::pb::envoy::config::trace::v3::tracing::http::ConfigType as TracerConfig;
-use envoy_types::pb::envoy::extensions::filters::network::http_connection_manager::v3::HttpConnectionManager;
+use envoy_types::pb::envoy::extensions::filters::network::http_connection_manager::v3::{
+    http_filter, HttpConnectionManager,
+};
+use envoy_types::pb::google::protobuf::Any;
+use prost::{Message, Name};
 
 use super::envoy::for_each_hcm;
 use super::GatewayResources;
 use crate::envoy_proto::references::clusters_named;
+use crate::model::{Kind, Snapshot};
 
 /// What to say of a [`LeftOut`] (in logs, with its fields).
 pub const LEFT_OUT_MESSAGE: &str =
-    "left out of the listener until the clusters it names exist (Envoy would reject the listener)";
+    "config naming clusters this gateway does not get was not sent as is (Envoy would reject it)";
 
-/// A feature left out of one listener because it names clusters the proxy does not get.
+/// One change made because a resource named clusters the proxy does not get.
 #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub struct LeftOut {
-    /// The listener.
-    pub listener: String,
-    /// What was left out, e.g. `tracing (envoy.tracers.zipkin)`.
+    /// The resource, e.g. `listener 0.0.0.0_80` or `route http.80`.
+    pub resource: String,
+    /// The part naming them, e.g. `tracing (envoy.tracers.zipkin)` or `http filter envoy.filters.http.ext_authz`.
     pub feature: String,
     /// The clusters it names that do not exist.
     pub missing: Vec<String>,
+    /// What was done.
+    pub effect: Effect,
+    /// The objects that put the reference there, when known (`EnvoyFilter ns/name`, `ConfigMap ns/higress-config`).
+    pub blame: Vec<String>,
 }
 
-/// Leaves out tracing that names missing clusters, in every listener of `out`; returns what was left out.
-pub fn leave_out_dangling_tracing(out: &mut GatewayResources) -> Vec<LeftOut> {
+/// What was done to a part naming missing clusters, until they exist.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum Effect {
+    /// Tracing, an access log or a mirror policy is left out.
+    LeftOut,
+    /// The listener stays at the version last sent.
+    HeldBack,
+    /// The listener is not sent (none was sent before).
+    NotSent,
+    /// The route answers 503.
+    Answers503,
+}
+
+impl Effect {
+    /// The metric label value.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Effect::LeftOut => "left_out",
+            Effect::HeldBack => "listener_held_back",
+            Effect::NotSent => "listener_not_sent",
+            Effect::Answers503 => "route_answers_503",
+        }
+    }
+}
+
+impl std::fmt::Display for Effect {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            Effect::LeftOut => "left out until the clusters exist",
+            Effect::HeldBack => "listener kept at the version last sent until the clusters exist",
+            Effect::NotSent => "listener not sent until the clusters exist",
+            Effect::Answers503 => "route answers 503 until the clusters exist",
+        })
+    }
+}
+
+/// Makes `out` closed against its own clusters (see the module docs); `previous` are the listeners the proxy was
+/// last given. Returns the changes, sorted.
+pub fn close(out: &mut GatewayResources, previous: &[Listener]) -> Vec<LeftOut> {
     let clusters: HashSet<String> = out.clusters.iter().map(|c| c.name.clone()).collect();
-    let mut left_out = Vec::new();
-    for_each_hcm(&mut out.listeners, |listener, hcm| {
-        let Some((feature, missing)) = dangling_tracing(hcm, &clusters) else {
-            return false;
+    let mut changes = Vec::new();
+    let listeners = std::mem::take(&mut out.listeners);
+    for mut listener in listeners {
+        leave_out_observability(std::slice::from_mut(&mut listener), &clusters, &mut changes);
+        let dangling = dangling_filters(&listener, &clusters);
+        if dangling.is_empty() {
+            out.listeners.push(listener);
+            continue;
+        }
+        let kept = previous
+            .iter()
+            .find(|p| p.name == listener.name)
+            .and_then(|p| {
+                let mut p = p.clone();
+                leave_out_observability(std::slice::from_mut(&mut p), &clusters, &mut Vec::new());
+                dangling_filters(&p, &clusters).is_empty().then_some(p)
+            });
+        let effect = if kept.is_some() {
+            Effect::HeldBack
+        } else {
+            Effect::NotSent
         };
-        hcm.tracing = None;
-        left_out.push(LeftOut {
-            listener: listener.to_string(),
+        for (feature, missing) in dangling {
+            changes.push(change(
+                format!("listener {}", listener.name),
+                feature,
+                missing,
+                effect,
+            ));
+        }
+        out.listeners.extend(kept);
+    }
+    for config in &mut out.route_configs {
+        close_routes(config, &clusters, &mut changes);
+    }
+    changes.sort();
+    changes.dedup();
+    changes
+}
+
+/// Names the objects behind each change: EnvoyFilters whose patches mention a missing cluster, and the
+/// higress-config ConfigMap for tracing (its tracing item names the collector).
+pub fn blame(changes: &mut [LeftOut], snapshot: &Snapshot) {
+    if changes.is_empty() {
+        return;
+    }
+    let filters: Vec<(String, String)> = snapshot
+        .of_kind(Kind::EnvoyFilter)
+        .map(|object| {
+            let spec = serde_json::to_string(&object.spec).unwrap_or_default();
+            (object.key().to_string(), spec)
+        })
+        .collect();
+    let higress = snapshot
+        .of_kind(Kind::HigressConfig)
+        .next()
+        .map(|object| object.key().to_string());
+    for change in changes {
+        change.blame = filters
+            .iter()
+            .filter(|(_, spec)| change.missing.iter().any(|m| spec.contains(m.as_str())))
+            .map(|(key, _)| key.clone())
+            .collect();
+        if change.blame.is_empty() && change.feature.starts_with("tracing") {
+            change.blame.extend(higress.clone());
+        }
+    }
+}
+
+fn change(resource: String, feature: String, missing: Vec<String>, effect: Effect) -> LeftOut {
+    LeftOut {
+        resource,
+        feature,
+        missing,
+        effect,
+        blame: Vec::new(),
+    }
+}
+
+/// Leaves out tracing and access logs naming missing clusters.
+fn leave_out_observability(
+    listeners: &mut [Listener],
+    clusters: &HashSet<String>,
+    changes: &mut Vec<LeftOut>,
+) {
+    for listener in listeners.iter_mut() {
+        let name = format!("listener {}", listener.name);
+        retain_access_logs(&mut listener.access_log, clusters, &name, changes);
+    }
+    for_each_hcm(listeners, |listener, hcm| {
+        let name = format!("listener {listener}");
+        let mut changed = retain_access_logs(&mut hcm.access_log, clusters, &name, changes);
+        if let Some((feature, missing)) = dangling_tracing(hcm, clusters) {
+            hcm.tracing = None;
+            changes.push(change(name, feature, missing, Effect::LeftOut));
+            changed = true;
+        }
+        changed
+    });
+}
+
+/// Drops the access logs naming missing clusters; returns whether any was dropped.
+fn retain_access_logs(
+    logs: &mut Vec<AccessLog>,
+    clusters: &HashSet<String>,
+    resource: &str,
+    changes: &mut Vec<LeftOut>,
+) -> bool {
+    let before = logs.len();
+    logs.retain(|log| {
+        let Some(access_log::ConfigType::TypedConfig(config)) = &log.config_type else {
+            return true;
+        };
+        let missing = missing(config, clusters);
+        if missing.is_empty() {
+            return true;
+        }
+        let feature = format!("access log {}", log.name);
+        changes.push(change(
+            resource.to_string(),
             feature,
             missing,
-        });
-        true
+            Effect::LeftOut,
+        ));
+        false
     });
-    left_out.sort();
-    left_out.dedup();
-    left_out
+    logs.len() != before
 }
 
 /// What the tracing of `hcm` is and the clusters it names that are not in `clusters`, if any are missing.
@@ -61,57 +229,139 @@ fn dangling_tracing(
     let Some(TracerConfig::TypedConfig(tracer)) = provider.config_type.as_ref() else {
         return None;
     };
-    let mut missing: Vec<String> = clusters_named(tracer)
+    let missing = missing(tracer, clusters);
+    (!missing.is_empty()).then(|| (format!("tracing ({})", provider.name), missing))
+}
+
+/// The filters of `listener` (network filters, and HTTP filters of its connection managers) naming missing
+/// clusters, each with those clusters.
+fn dangling_filters(listener: &Listener, clusters: &HashSet<String>) -> Vec<(String, Vec<String>)> {
+    let mut found = Vec::new();
+    let chains = listener
+        .filter_chains
+        .iter()
+        .chain(listener.default_filter_chain.iter());
+    for network_filter in chains.flat_map(|chain| chain.filters.iter()) {
+        let Some(filter::ConfigType::TypedConfig(config)) = &network_filter.config_type else {
+            continue;
+        };
+        if config.type_url != HttpConnectionManager::type_url() {
+            let missing = missing(config, clusters);
+            if !missing.is_empty() {
+                found.push((format!("network filter {}", network_filter.name), missing));
+            }
+            continue;
+        }
+        let Ok(hcm) = HttpConnectionManager::decode(config.value.as_slice()) else {
+            continue;
+        };
+        for http in &hcm.http_filters {
+            let Some(http_filter::ConfigType::TypedConfig(config)) = &http.config_type else {
+                continue;
+            };
+            let missing = missing(config, clusters);
+            if !missing.is_empty() {
+                found.push((format!("http filter {}", http.name), missing));
+            }
+        }
+    }
+    found
+}
+
+/// Makes every route of `config` name only existing clusters.
+fn close_routes(
+    config: &mut RouteConfiguration,
+    clusters: &HashSet<String>,
+    changes: &mut Vec<LeftOut>,
+) {
+    let resource = format!("route {}", config.name);
+    for host in &mut config.virtual_hosts {
+        for entry in &mut host.routes {
+            let Some(route::Action::Route(action)) = &mut entry.action else {
+                continue;
+            };
+            let feature = format!("virtual host {} route {}", host.name, entry.name);
+            action.request_mirror_policies.retain(|mirror| {
+                if clusters.contains(&mirror.cluster) {
+                    return true;
+                }
+                let what = format!("{feature} mirror");
+                changes.push(change(
+                    resource.clone(),
+                    what,
+                    vec![mirror.cluster.clone()],
+                    Effect::LeftOut,
+                ));
+                false
+            });
+            let named: Vec<String> = match &action.cluster_specifier {
+                Some(route_action::ClusterSpecifier::Cluster(name)) => vec![name.clone()],
+                Some(route_action::ClusterSpecifier::WeightedClusters(weighted)) => {
+                    weighted.clusters.iter().map(|c| c.name.clone()).collect()
+                }
+                _ => Vec::new(),
+            };
+            let mut missing: Vec<String> = named
+                .into_iter()
+                .filter(|c| !clusters.contains(c))
+                .collect();
+            if missing.is_empty() {
+                continue;
+            }
+            missing.sort();
+            missing.dedup();
+            entry.action = Some(route::Action::DirectResponse(DirectResponseAction {
+                status: 503,
+                ..Default::default()
+            }));
+            changes.push(change(
+                resource.clone(),
+                feature,
+                missing,
+                Effect::Answers503,
+            ));
+        }
+    }
+}
+
+/// The clusters `config` names that are not in `clusters`, sorted and without repeats.
+fn missing(config: &Any, clusters: &HashSet<String>) -> Vec<String> {
+    let mut missing: Vec<String> = clusters_named(config)
         .into_iter()
         .filter(|cluster| !clusters.contains(cluster))
         .collect();
-    if missing.is_empty() {
-        return None;
-    }
     missing.sort();
     missing.dedup();
-    Some((format!("tracing ({})", provider.name), missing))
+    missing
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::translate::envoy::any;
+    use crate::envoy_proto::json::{message_from_json, message_to_json};
     use envoy_types::pb::envoy::config::cluster::v3::Cluster;
-    use envoy_types::pb::envoy::config::listener::v3::{filter, Filter, FilterChain, Listener};
-    use envoy_types::pb::envoy::config::trace::v3::{tracing, ZipkinConfig};
-    use envoy_types::pb::envoy::extensions::filters::network::http_connection_manager::v3::http_connection_manager;
-    use prost::Message;
+    use serde_json::{json, Value};
 
-    fn gateway(collector: &str, clusters: &[&str]) -> GatewayResources {
-        let tracer = ZipkinConfig {
-            collector_cluster: collector.into(),
-            collector_endpoint: "/api/v2/spans".into(),
-            ..Default::default()
-        };
-        let hcm = HttpConnectionManager {
-            stat_prefix: "http".into(),
-            tracing: Some(http_connection_manager::Tracing {
-                provider: Some(tracing::Http {
-                    name: "envoy.tracers.zipkin".into(),
-                    config_type: Some(TracerConfig::TypedConfig(any(tracer))),
-                }),
-                ..Default::default()
-            }),
-            ..Default::default()
-        };
+    const HCM: &str =
+        "type.googleapis.com/envoy.extensions.filters.network.http_connection_manager.v3.HttpConnectionManager";
+
+    /// A listener whose connection manager has `extra` merged in (tracing, access logs, HTTP filters).
+    fn listener(name: &str, extra: Value) -> Listener {
+        let mut hcm = json!({"@type": HCM, "stat_prefix": "http", "rds": {"route_config_name": "http.80",
+            "config_source": {"ads": {}, "resource_api_version": "V3"}},
+            "http_filters": [{"name": "envoy.filters.http.router", "typed_config": {
+                "@type": "type.googleapis.com/envoy.extensions.filters.http.router.v3.Router"}}]});
+        for (key, value) in extra.as_object().unwrap() {
+            hcm[key] = value.clone();
+        }
+        message_from_json(&json!({"name": name, "filter_chains": [{"filters": [
+            {"name": "envoy.filters.network.http_connection_manager", "typed_config": hcm}]}]}))
+        .unwrap()
+    }
+
+    fn gateway(listeners: Vec<Listener>, clusters: &[&str]) -> GatewayResources {
         GatewayResources {
-            listeners: vec![Listener {
-                name: "0.0.0.0_80".into(),
-                filter_chains: vec![FilterChain {
-                    filters: vec![Filter {
-                        name: "envoy.filters.network.http_connection_manager".into(),
-                        config_type: Some(filter::ConfigType::TypedConfig(any(hcm))),
-                    }],
-                    ..Default::default()
-                }],
-                ..Default::default()
-            }],
+            listeners,
             clusters: clusters
                 .iter()
                 .map(|name| Cluster {
@@ -123,37 +373,171 @@ mod tests {
         }
     }
 
-    fn tracing_of(out: &GatewayResources) -> Option<http_connection_manager::Tracing> {
-        let filter = &out.listeners[0].filter_chains[0].filters[0];
-        let Some(filter::ConfigType::TypedConfig(any)) = &filter.config_type else {
-            panic!("typed config");
-        };
-        HttpConnectionManager::decode(any.value.as_slice())
-            .unwrap()
-            .tracing
+    fn zipkin(cluster: &str) -> Value {
+        json!({"tracing": {"provider": {"name": "envoy.tracers.zipkin", "typed_config": {
+            "@type": "type.googleapis.com/envoy.config.trace.v3.ZipkinConfig",
+            "collector_cluster": cluster, "collector_endpoint": "/api/v2/spans",
+            "collector_endpoint_version": "HTTP_JSON"}}}})
+    }
+
+    fn ext_authz(cluster: &str) -> Value {
+        json!({"http_filters": [
+            {"name": "envoy.filters.http.ext_authz", "typed_config": {
+                "@type": "type.googleapis.com/envoy.extensions.filters.http.ext_authz.v3.ExtAuthz",
+                "grpc_service": {"envoy_grpc": {"cluster_name": cluster}}}},
+            {"name": "envoy.filters.http.router", "typed_config": {
+                "@type": "type.googleapis.com/envoy.extensions.filters.http.router.v3.Router"}}]})
+    }
+
+    fn hcm_json(listener: &Listener) -> Value {
+        message_to_json(listener).unwrap()["filter_chains"][0]["filters"][0]["typed_config"].clone()
+    }
+
+    fn left_out(resource: &str, feature: &str, missing: &str, effect: Effect) -> LeftOut {
+        change(
+            resource.into(),
+            feature.into(),
+            vec![missing.into()],
+            effect,
+        )
     }
 
     #[test]
     fn tracing_naming_a_missing_collector_is_left_out_and_reported() {
-        let mut out = gateway("outbound|9411||zipkin.tracing.svc.cluster.local", &["web"]);
-        let left_out = leave_out_dangling_tracing(&mut out);
-        assert_eq!(
-            left_out,
-            [LeftOut {
-                listener: "0.0.0.0_80".into(),
-                feature: "tracing (envoy.tracers.zipkin)".into(),
-                missing: vec!["outbound|9411||zipkin.tracing.svc.cluster.local".into()],
-            }]
+        let collector = "outbound|9411||zipkin.tracing.svc.cluster.local";
+        let mut out = gateway(vec![listener("0.0.0.0_80", zipkin(collector))], &["web"]);
+        let changes = close(&mut out, &[]);
+        let expected = left_out(
+            "listener 0.0.0.0_80",
+            "tracing (envoy.tracers.zipkin)",
+            collector,
+            Effect::LeftOut,
         );
-        assert_eq!(tracing_of(&out), None);
+        assert_eq!(changes, [expected]);
+        assert!(hcm_json(&out.listeners[0])["tracing"].is_null());
     }
 
     #[test]
-    fn tracing_whose_collector_exists_is_kept() {
-        let mut out = gateway("zipkin", &["web", "zipkin"]);
+    fn config_whose_clusters_exist_is_kept_as_it_is() {
+        let mut out = gateway(
+            vec![listener(
+                "0.0.0.0_80",
+                json!({"tracing": zipkin("zipkin")["tracing"],
+                "http_filters": ext_authz("authz")["http_filters"]}),
+            )],
+            &["zipkin", "authz"],
+        );
         let before = out.clone();
-        assert!(leave_out_dangling_tracing(&mut out).is_empty());
+        assert!(close(&mut out, &[]).is_empty());
         assert_eq!(out, before);
-        assert!(tracing_of(&out).is_some());
+    }
+
+    #[test]
+    fn access_logs_naming_a_missing_cluster_are_left_out() {
+        let log = json!({"access_log": [{"name": "envoy.access_loggers.http_grpc", "typed_config": {
+            "@type": "type.googleapis.com/envoy.extensions.access_loggers.grpc.v3.HttpGrpcAccessLogConfig",
+            "common_config": {"log_name": "al", "transport_api_version": "V3",
+                "grpc_service": {"envoy_grpc": {"cluster_name": "als"}}}}}]});
+        let mut out = gateway(vec![listener("0.0.0.0_80", log)], &[]);
+        let changes = close(&mut out, &[]);
+        assert_eq!(
+            changes[0].feature,
+            "access log envoy.access_loggers.http_grpc"
+        );
+        assert_eq!(changes[0].effect, Effect::LeftOut);
+        assert!(hcm_json(&out.listeners[0])["access_log"].is_null());
+    }
+
+    #[test]
+    fn a_filter_naming_a_missing_cluster_holds_its_listener_back() {
+        let previous = listener("0.0.0.0_80", json!({}));
+        let mut out = gateway(vec![listener("0.0.0.0_80", ext_authz("authz"))], &[]);
+        let changes = close(&mut out, std::slice::from_ref(&previous));
+        let feature = "http filter envoy.filters.http.ext_authz";
+        assert_eq!(
+            changes,
+            [left_out(
+                "listener 0.0.0.0_80",
+                feature,
+                "authz",
+                Effect::HeldBack
+            )]
+        );
+        assert_eq!(out.listeners, [previous]);
+
+        // Never sent before: not sent at all (never without the filter).
+        let mut out = gateway(vec![listener("0.0.0.0_80", ext_authz("authz"))], &[]);
+        let changes = close(&mut out, &[]);
+        assert_eq!(changes[0].effect, Effect::NotSent);
+        assert!(out.listeners.is_empty());
+    }
+
+    #[test]
+    fn routes_to_missing_clusters_answer_503_and_mirrors_are_left_out() {
+        let mut out = gateway(Vec::new(), &["web"]);
+        out.route_configs = vec![
+            message_from_json(&json!({"name": "http.80", "virtual_hosts": [
+            {"name": "all", "domains": ["*"], "routes": [
+                {"name": "gone", "match": {"prefix": "/gone"}, "route": {"cluster": "missing"}},
+                {"name": "web", "match": {"prefix": "/"}, "route": {"cluster": "web",
+                    "request_mirror_policies": [{"cluster": "shadow"}]}}]}]}))
+            .unwrap(),
+        ];
+        let changes = close(&mut out, &[]);
+        let routes = &out.route_configs[0].virtual_hosts[0].routes;
+        assert_eq!(
+            routes[0].action,
+            Some(route::Action::DirectResponse(DirectResponseAction {
+                status: 503,
+                ..Default::default()
+            }))
+        );
+        let Some(route::Action::Route(web)) = &routes[1].action else {
+            panic!("route kept");
+        };
+        assert!(web.request_mirror_policies.is_empty());
+        assert_eq!(
+            changes,
+            [
+                left_out(
+                    "route http.80",
+                    "virtual host all route gone",
+                    "missing",
+                    Effect::Answers503
+                ),
+                left_out(
+                    "route http.80",
+                    "virtual host all route web mirror",
+                    "shadow",
+                    Effect::LeftOut
+                ),
+            ]
+        );
+    }
+
+    #[test]
+    fn envoy_filters_mentioning_a_missing_cluster_are_blamed() {
+        let snapshot = crate::model::Snapshot::default();
+        let mut changes = vec![left_out(
+            "listener x",
+            "tracing (zipkin)",
+            "authz",
+            Effect::LeftOut,
+        )];
+        blame(&mut changes, &snapshot);
+        assert!(changes[0].blame.is_empty());
+        let text = "apiVersion: networking.istio.io/v1alpha3\nkind: EnvoyFilter\nmetadata: {name: authz, namespace: istio-system}\nspec:\n  configPatches:\n  - applyTo: HTTP_FILTER\n    patch:\n      operation: INSERT_BEFORE\n      value: {name: envoy.filters.http.ext_authz, typed_config: {\"@type\": type.googleapis.com/envoy.extensions.filters.http.ext_authz.v3.ExtAuthz, grpc_service: {envoy_grpc: {cluster_name: authz}}}}\n";
+        let value = crate::model::document::parse_documents(text)
+            .remove(0)
+            .value
+            .unwrap();
+        let report = crate::validate::validate_document(&value, &Default::default());
+        let object = report.object.unwrap();
+        let mut snapshot = crate::model::Snapshot::default();
+        snapshot
+            .objects
+            .insert(object.key(), std::sync::Arc::new(object));
+        blame(&mut changes, &snapshot);
+        assert_eq!(changes[0].blame, ["EnvoyFilter istio-system/authz"]);
     }
 }

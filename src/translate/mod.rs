@@ -84,8 +84,8 @@ pub struct GatewayResources {
     pub secrets: Vec<Secret>,
     /// ECDS, when EnvoyFilters use EXTENSION_CONFIG.
     pub extension_configs: Vec<TypedExtensionConfig>,
-    /// Features left out of the listeners because they name clusters this proxy does not get (see
-    /// [`dangling`]); not a resource, reported by whoever serves or renders these.
+    /// Changes made because resources named clusters this proxy does not get (see [`dangling`]); not a
+    /// resource, reported by whoever serves or renders these.
     pub left_out: Vec<dangling::LeftOut>,
 }
 
@@ -397,7 +397,8 @@ impl Translator {
         out.secrets = build_secrets(&cx, &credentials);
         self.touched = self.apply_envoy_filters(snapshot, proxy, &mut out);
         deprecated::upgrade(&mut out);
-        out.left_out = dangling::leave_out_dangling_tracing(&mut out);
+        out.left_out = dangling::close(&mut out, &previous.listeners);
+        dangling::blame(&mut out.left_out, snapshot);
         out.listeners.retain(|l| !l.filter_chains.is_empty());
         out.listeners.sort_by(|a, b| a.name.cmp(&b.name));
         out.route_configs.sort_by(|a, b| a.name.cmp(&b.name));

@@ -256,13 +256,14 @@ fn report_left_out(
     metrics: &XdsMetrics,
 ) -> Vec<LeftOut> {
     for item in now.iter().filter(|item| !before.contains(item)) {
-        metrics.left_out();
-        tracing::warn!(namespace = %proxy.namespace, labels = ?proxy.labels, listener = %item.listener,
-            feature = %item.feature, missing_clusters = ?item.missing, "{LEFT_OUT_MESSAGE}");
+        metrics.left_out(item.effect);
+        tracing::warn!(namespace = %proxy.namespace, labels = ?proxy.labels, resource = %item.resource,
+            feature = %item.feature, missing_clusters = ?item.missing, effect = %item.effect,
+            blame = ?item.blame, "{LEFT_OUT_MESSAGE}");
     }
     for item in before.iter().filter(|item| !now.contains(item)) {
-        tracing::info!(namespace = %proxy.namespace, listener = %item.listener, feature = %item.feature,
-            "no longer left out: the clusters it names exist");
+        tracing::info!(namespace = %proxy.namespace, resource = %item.resource, feature = %item.feature,
+            "sent again in full: the clusters it names exist");
     }
     now.to_vec()
 }

@@ -1,6 +1,7 @@
 //! xDS metrics: counters, gauges and histograms the stream handlers update, registered into the shared
 //! prometheus-client registry under `admitpilot_xds_*`.
 
+use crate::translate::dangling::Effect;
 use std::fmt::Write as _;
 use std::sync::Arc;
 
@@ -64,6 +65,13 @@ impl TypeLabels {
     }
 }
 
+/// Label set: what was done to config naming clusters a proxy does not get (`left_out`, `listener_held_back`, …).
+#[derive(Debug, Clone, PartialEq, Eq, Hash, EncodeLabelSet)]
+pub struct EffectLabels {
+    /// [`Effect::as_str`].
+    pub effect: &'static str,
+}
+
 type HistogramFamily = Family<TypeLabels, Histogram, fn() -> Histogram>;
 
 fn latency_histogram() -> Histogram {
@@ -81,7 +89,7 @@ struct Families {
     pushes: Family<TypeLabels, Counter>,
     nacks: Family<TypeLabels, Counter>,
     stale_nonces: Counter,
-    left_out: Counter,
+    left_out: Family<EffectLabels, Counter>,
     push_latency: HistogramFamily,
     ack_latency: HistogramFamily,
 }
@@ -93,7 +101,7 @@ impl Default for Families {
             pushes: Family::default(),
             nacks: Family::default(),
             stale_nonces: Counter::default(),
-            left_out: Counter::default(),
+            left_out: Family::default(),
             push_latency: Family::new_with_constructor(latency_histogram),
             ack_latency: Family::new_with_constructor(latency_histogram),
         }
@@ -128,8 +136,8 @@ impl XdsMetrics {
         );
         sub.register(
             "left_out_features",
-            "Times a proxy group's translation newly left a feature out because it names a cluster the group \
-             does not get (e.g. tracing whose collector Service does not exist)",
+            "Times a proxy group's translation newly changed config because it names a cluster the group does \
+             not get (e.g. tracing whose collector Service does not exist), by what was done",
             families.left_out.clone(),
         );
         sub.register(
@@ -179,8 +187,13 @@ impl XdsMetrics {
         self.0.stale_nonces.inc();
     }
 
-    pub(crate) fn left_out(&self) {
-        self.0.left_out.inc();
+    pub(crate) fn left_out(&self, effect: Effect) {
+        self.0
+            .left_out
+            .get_or_create(&EffectLabels {
+                effect: effect.as_str(),
+            })
+            .inc();
     }
 
     /// NACKs counted so far for one type (for tests and `/debug/syncz` consumers).
@@ -208,10 +221,11 @@ mod tests {
         assert!(text.contains("admitpilot_xds_pushes_total{type=\"cds\"} 1"));
         assert!(text.contains("admitpilot_xds_nacks_total{type=\"lds\"} 1"));
         assert!(text.contains("admitpilot_xds_push_latency_seconds_bucket"));
-        metrics.left_out();
+        metrics.left_out(Effect::HeldBack);
         let mut text = String::new();
         encode(&mut text, &registry).unwrap();
-        assert!(text.contains("admitpilot_xds_left_out_features_total 1"));
+        assert!(text
+            .contains("admitpilot_xds_left_out_features_total{effect=\"listener_held_back\"} 1"));
         assert_eq!(metrics.nack_count(ResourceType::Listener), 1);
     }
 }

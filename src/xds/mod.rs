@@ -19,6 +19,10 @@
 //!   passes when that cluster arrives. The NACK is recorded per proxy and type (`/debug/syncz`, and
 //!   `admitpilot_xds_nacks_total{type}`), and the proxy keeps what it last accepted.
 //! - **A name the group does not have** is answered as absent (Delta `removed_resources`) or left out (SotW).
+//! - **Nothing names what is not sent**: translation output is closed before it is encoded
+//!   ([`crate::translate::dangling`]): a listener, route, tracer, access log or filter naming a cluster the group
+//!   does not get is left out, held back or answered with 503, logged with the object to blame, and counted in
+//!   `admitpilot_xds_left_out_features_total{effect}`.
 
 pub mod cache;
 mod delta;
