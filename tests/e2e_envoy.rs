@@ -10,9 +10,16 @@ mod harness;
 #[path = "support/pipeline.rs"]
 mod pipeline;
 
+use admitpilot::translate::envoy::any;
 use admitpilot::translate::GatewayResources;
 use admitpilot::xds::resources::ResourceType;
 use envoy::*;
+use envoy_types::pb::envoy::config::cluster::v3::{
+    circuit_breakers, cluster, CircuitBreakers, Cluster,
+};
+use envoy_types::pb::envoy::config::core::v3::{transport_socket, TransportSocket};
+use envoy_types::pb::envoy::extensions::transport_sockets::tls::v3::UpstreamTlsContext;
+use envoy_types::pb::google::protobuf::UInt32Value;
 use harness::*;
 
 const NODE_ID: &str = "router~127.0.0.1~gw-e2e.default~default.svc.cluster.local";
@@ -20,6 +27,29 @@ const NODE_ID: &str = "router~127.0.0.1~gw-e2e.default~default.svc.cluster.local
 /// Longest a cluster-only change may take to leave warming: well under Envoy's default `initial_fetch_timeout`
 /// (15 s), which is what a cluster waiting for an EDS response that never comes would take.
 const NO_WARMING_STALL: std::time::Duration = std::time::Duration::from_secs(5);
+
+/// Changes the first cluster with `change` and waits until Envoy accepted the new CDS and no cluster is warming.
+async fn cluster_only_change(
+    envoy: &EnvoyProcess,
+    server: &TestServer,
+    what: &str,
+    change: impl FnOnce(&mut Cluster),
+) {
+    let accepted = envoy.stat("cluster_manager.cds.update_success").await;
+    server.update(|r| change(&mut r.clusters[0]));
+    let deadline = tokio::time::Instant::now() + NO_WARMING_STALL;
+    while envoy.stat("cluster_manager.cds.update_success").await <= accepted
+        || envoy.stat("cluster_manager.warming_clusters").await > 0
+    {
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "{what}: the changed cluster is still warming: {:?}",
+            envoy.stats("cluster_manager.").await
+        );
+        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+    }
+    envoy.assert_nothing_rejected(what).await;
+}
 
 fn resources(listener_port: u16, eds_port: u16, static_port: u16) -> GatewayResources {
     GatewayResources {
@@ -64,29 +94,59 @@ async fn run(api: AdsApi, base_id: u32) {
     assert_eq!(status[0].namespace, "default");
     assert_eq!(status[0].labels["app"], "e2e");
 
-    // A cluster-only change (load balancing) on an EDS cluster whose endpoints stay the same: Envoy keeps the
-    // updated cluster warming until EDS for it arrives, so the server must send the endpoints again. It is
-    // applied long before the default 15 s initial_fetch_timeout that a missing EDS response would cost.
-    let accepted = envoy.stat("cluster_manager.cds.update_success").await;
-    server.update(|r| {
-        r.clusters[0].lb_policy =
-            envoy_types::pb::envoy::config::cluster::v3::cluster::LbPolicy::LeastRequest as i32;
-    });
-    let deadline = tokio::time::Instant::now() + NO_WARMING_STALL;
-    while envoy.stat("cluster_manager.cds.update_success").await <= accepted
-        || envoy.stat("cluster_manager.warming_clusters").await > 0
-    {
-        assert!(
-            tokio::time::Instant::now() < deadline,
-            "the changed cluster is still warming: {:?}",
-            envoy.stats("cluster_manager.").await
-        );
-        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
-    }
+    // Cluster-only changes (load balancing, circuit breakers, upstream TLS on and off again) on an EDS cluster
+    // whose endpoints stay the same: Envoy keeps an updated cluster warming until EDS for it arrives, so the
+    // server must send the endpoints again. Each is applied long before the default 15 s initial_fetch_timeout
+    // that a missing EDS response would cost (BENCHMARKS.md has the latencies).
+    cluster_only_change(&envoy, &server, "load balancing", |c| {
+        c.lb_policy = cluster::LbPolicy::LeastRequest as i32;
+    })
+    .await;
+    cluster_only_change(&envoy, &server, "circuit breakers", |c| {
+        c.circuit_breakers = Some(CircuitBreakers {
+            thresholds: vec![circuit_breakers::Thresholds {
+                max_connections: Some(UInt32Value { value: 64 }),
+                max_pending_requests: Some(UInt32Value { value: 32 }),
+                ..Default::default()
+            }],
+            ..Default::default()
+        });
+    })
+    .await;
     assert_eq!(
         get(&http, &format!("{base}/api/x")).await.unwrap(),
         (200, "one".into())
     );
+    cluster_only_change(&envoy, &server, "upstream TLS on", |c| {
+        c.transport_socket = Some(TransportSocket {
+            name: "envoy.transport_sockets.tls".into(),
+            config_type: Some(transport_socket::ConfigType::TypedConfig(any(
+                UpstreamTlsContext {
+                    sni: "backend.example.com".into(),
+                    ..Default::default()
+                },
+            ))),
+        });
+    })
+    .await;
+    // The backend speaks plain HTTP: with TLS on, requests through the cluster fail; off again, they pass.
+    let deadline = tokio::time::Instant::now() + CONVERGE;
+    while get(&http, &format!("{base}/api/x"))
+        .await
+        .map(|(status, _)| status)
+        != Some(503)
+    {
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "TLS to a plain backend never failed"
+        );
+        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+    }
+    cluster_only_change(&envoy, &server, "upstream TLS off", |c| {
+        c.transport_socket = None;
+    })
+    .await;
+    wait_for_response(&http, &format!("{base}/api/x"), 200, "one").await;
 
     // Endpoint change (EDS) and a new route (RDS) converge.
     server.update(|r| {
