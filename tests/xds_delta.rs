@@ -142,6 +142,7 @@ async fn nack_is_tracked_per_resource_and_not_resent() {
     assert_eq!(server.metrics.nack_count(ResourceType::Cluster), 1);
     let status = server.server.status().list();
     let nack = status[0].types["cds"].last_nack.clone().unwrap();
+    assert_eq!(status[0].types["cds"].nacks, 1);
     assert_eq!(nack.resources, ["bad"]);
     assert_eq!(nack.message, "bad cluster");
 

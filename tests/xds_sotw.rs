@@ -155,6 +155,7 @@ async fn nack_is_recorded_and_not_resent_until_change() {
         Some(cds.version_info.clone())
     );
     let nack = cds_status.last_nack.as_ref().unwrap();
+    assert_eq!(cds_status.nacks, 1);
     assert_eq!(nack.message, "cluster bad: rejected by test");
     assert_eq!(nack.version.to_string(), pushed.version_info);
 

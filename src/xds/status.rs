@@ -57,6 +57,8 @@ pub struct TypeStatus {
     pub wildcard: bool,
     /// Resource names the client subscribed to explicitly.
     pub subscribed: usize,
+    /// Rejections on this stream so far.
+    pub nacks: u64,
     /// The last rejection, if any.
     pub last_nack: Option<Box<NackStatus>>,
 }
