@@ -344,3 +344,22 @@ async fn last_good_versions_survive_a_restart_through_a_state_folder() {
     .await;
     support::eventually(|| persisted() == r#"{"format":1,"objects":[]}"#).await;
 }
+
+/// A state that cannot be written is counted and retried with backoff, without waiting for another change.
+#[tokio::test]
+async fn a_failed_state_write_is_retried() {
+    let dir = tempfile::tempdir().unwrap();
+    let parent = tempfile::tempdir().unwrap();
+    let state_dir = parent.path().join("state");
+    std::fs::write(&state_dir, "a file where the folder should be").unwrap();
+    write(&dir.path().join("a.yaml"), &vs("web", None, "good"));
+    let (sources, metrics) = start_with_state(
+        dir.path(),
+        Duration::from_millis(5),
+        Some(StateLocation::Dir(state_dir.clone())),
+    );
+    support::eventually(|| metrics.state_write_errors.get() >= 1).await;
+    std::fs::remove_file(&state_dir).unwrap();
+    support::eventually(|| state_dir.join("last-good.json").exists()).await;
+    drop(sources);
+}

@@ -240,7 +240,7 @@ pub fn start(config: SourceConfig, metrics: SourceMetrics) -> Result<Sources, Er
             held.clone(),
         ));
     }
-    tasks.extend(state.spawn_writer(held, store.synced(), metrics.clone()));
+    tasks.push(state.spawn_writer(held, store.synced(), metrics.clone()));
     Ok(Sources {
         snapshots: store.subscribe(),
         synced: store.synced(),

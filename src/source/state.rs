@@ -140,20 +140,20 @@ impl State {
             .clone()
     }
 
-    /// Starts the writer: once `synced` is true, saves the held set whenever it changes. `None` without a location.
+    /// Starts the writer: once `synced` is true, keeps the `last_good_*` gauges current and, with a location,
+    /// saves the held set whenever it changes (a failed write is retried with backoff).
     pub fn spawn_writer(
         &self,
         held: HeldObjects,
         synced: watch::Receiver<bool>,
         metrics: SourceMetrics,
-    ) -> Option<JoinHandle<()>> {
-        let backend = self.location.clone()?;
-        Some(tokio::spawn(write_changes(backend, held, synced, metrics)))
+    ) -> JoinHandle<()> {
+        tokio::spawn(write_changes(self.location.clone(), held, synced, metrics))
     }
 }
 
 async fn write_changes(
-    backend: Arc<Backend>,
+    backend: Option<Arc<Backend>>,
     held: HeldObjects,
     mut synced: watch::Receiver<bool>,
     metrics: SourceMetrics,
@@ -163,32 +163,50 @@ async fn write_changes(
     }
     let mut changed = held.subscribe();
     let mut written: Option<String> = None;
+    let mut retry = RetryDelay::new(Backoff::default());
     loop {
         let all = held.all();
         metrics.last_good_held.set(gauge(all.len()));
-        let encoded = encode(&all, MAX_STATE_BYTES);
-        metrics.last_good_unsaved.set(gauge(encoded.left_out.len()));
-        if !encoded.left_out.is_empty() {
-            let left_out: Vec<String> = encoded.left_out.iter().map(ToString::to_string).collect();
-            tracing::error!(state = %backend.location, limit_bytes = MAX_STATE_BYTES, ?left_out,
-                "last good versions do not fit in the state; these are served but not persisted");
-        }
-        if written.as_deref() != Some(encoded.text.as_str()) {
-            match backend.save(&encoded.text).await {
-                Ok(()) => {
-                    tracing::info!(state = %backend.location, objects = all.len() - encoded.left_out.len(),
-                        "last good versions persisted");
-                    written = Some(encoded.text);
-                }
-                Err(error) => {
-                    metrics.state_write_errors.inc();
-                    tracing::error!(state = %backend.location, %error,
-                        "cannot persist last good versions; retrying on the next change");
+        let mut failed = None;
+        if let Some(backend) = &backend {
+            let encoded = encode(&all, MAX_STATE_BYTES);
+            metrics.last_good_unsaved.set(gauge(encoded.left_out.len()));
+            if !encoded.left_out.is_empty() {
+                let left_out: Vec<String> =
+                    encoded.left_out.iter().map(ToString::to_string).collect();
+                tracing::error!(state = %backend.location, limit_bytes = MAX_STATE_BYTES, ?left_out,
+                    "last good versions do not fit in the state; these are served but not persisted");
+            }
+            if written.as_deref() != Some(encoded.text.as_str()) {
+                match backend.save(&encoded.text).await {
+                    Ok(()) => {
+                        tracing::info!(state = %backend.location,
+                            objects = all.len() - encoded.left_out.len(), "last good versions persisted");
+                        written = Some(encoded.text);
+                        retry = RetryDelay::new(Backoff::default());
+                    }
+                    Err(error) => {
+                        metrics.state_write_errors.inc();
+                        let delay = retry.take();
+                        tracing::error!(state = %backend.location, %error, retry_in = ?delay,
+                            "cannot persist last good versions; retrying");
+                        failed = Some(delay);
+                    }
                 }
             }
         }
-        if changed.changed().await.is_err() {
-            return;
+        match failed {
+            // Retry after the delay, or sooner when the set changes.
+            Some(delay) => {
+                if let Ok(Err(_)) = tokio::time::timeout(delay, changed.changed()).await {
+                    return;
+                }
+            }
+            None => {
+                if changed.changed().await.is_err() {
+                    return;
+                }
+            }
         }
         // Let a burst of changes settle into one write.
         while tokio::time::timeout(WRITE_QUIET, changed.changed())

@@ -137,11 +137,10 @@ impl StreamBase {
             resources,
             at_unix: unix_now(),
         };
-        self.connection
-            .update(kind, |status| {
-                status.nacks += 1;
-                status.last_nack = Some(Box::new(nack));
-            });
+        self.connection.update(kind, |status| {
+            status.nacks += 1;
+            status.last_nack = Some(Box::new(nack));
+        });
     }
 
     /// Records a request answering a nonce this stream is not waiting for.
