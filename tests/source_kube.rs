@@ -76,6 +76,21 @@ fn start_with(
     (source::start(config, metrics.clone()).unwrap(), metrics)
 }
 
+/// The `higress-system/higress-config` ConfigMap with `higress` as its `higress` key.
+fn higress_config_map(higress: &str) -> Value {
+    json!({"apiVersion": "v1", "kind": "ConfigMap",
+        "metadata": {"name": "higress-config", "namespace": "higress-system"},
+        "data": {"higress": higress}})
+}
+
+/// gzip's `minContentLength` in the snapshot's higress-config.
+fn gzip_min(snapshot: &Snapshot) -> Option<i32> {
+    snapshot
+        .higress_config()
+        .and_then(|c| c.gzip.as_ref())
+        .map(|g| g.min_content_length)
+}
+
 fn key(kind: Kind, ns: &str, name: &str) -> ObjectKey {
     ObjectKey::new(kind, ns, name)
 }
@@ -394,31 +409,23 @@ async fn invalid_objects_are_excluded_and_reported_with_an_event() {
 async fn higress_config_items_are_merged_with_their_last_good_values() {
     let api = ApiServer::start(Duration::from_millis(50)).await;
     install_all(&api, &[]);
-    let config_map = |higress: &str| {
-        json!({"apiVersion": "v1", "kind": "ConfigMap",
-            "metadata": {"name": "higress-config", "namespace": "higress-system"},
-            "data": {"higress": higress}})
-    };
     api.apply(
         "",
         "configmaps",
-        config_map("gzip:\n  minContentLength: 2048\n"),
+        higress_config_map("gzip:\n  minContentLength: 2048\n"),
     );
     let (sources, metrics) = start(&api, &[]);
     let mut rx = sources.snapshots.clone();
     synced(&sources).await;
-    let gzip_min = |s: &Snapshot| {
-        s.higress_config()
-            .and_then(|c| c.gzip.as_ref())
-            .map(|g| g.min_content_length)
-    };
     wait_for(&mut rx, |s| gzip_min(s) == Some(2048)).await;
 
     // gzip turns invalid, a global option changes: the global option applies, gzip keeps its last good value.
     api.apply(
         "",
         "configmaps",
-        config_map("gzip:\n  minContentLength: 4096\n  memoryLevel: 0\naddXRealIpHeader: true\n"),
+        higress_config_map(
+            "gzip:\n  minContentLength: 4096\n  memoryLevel: 0\naddXRealIpHeader: true\n",
+        ),
     );
     let snapshot = wait_for(&mut rx, |s| {
         s.higress_config().is_some_and(|c| c.add_x_real_ip_header)
@@ -459,16 +466,11 @@ fn persisted(api: &ApiServer) -> String {
 async fn last_good_versions_survive_a_restart_through_a_configmap() {
     let api = ApiServer::start(Duration::from_millis(50)).await;
     install_all(&api, &[]);
-    let config_map = |higress: &str| {
-        json!({"apiVersion": "v1", "kind": "ConfigMap",
-            "metadata": {"name": "higress-config", "namespace": "higress-system"},
-            "data": {"higress": higress}})
-    };
     api.apply(ISTIO, "virtualservices", vs("a", "web", "good"));
     api.apply(
         "",
         "configmaps",
-        config_map("gzip:\n  minContentLength: 2048\n"),
+        higress_config_map("gzip:\n  minContentLength: 2048\n"),
     );
     let state = || Some("admitpilot/last-good".parse::<StateLocation>().unwrap());
     let backoff = Backoff {
@@ -476,11 +478,6 @@ async fn last_good_versions_survive_a_restart_through_a_configmap() {
         max: Duration::from_millis(200),
     };
     let web = key(Kind::VirtualService, "a", "web");
-    let gzip_min = |s: &Snapshot| {
-        s.higress_config()
-            .and_then(|c| c.gzip.as_ref())
-            .map(|g| g.min_content_length)
-    };
     let (first, metrics) = start_with(&api, &[], backoff, state());
     synced(&first).await;
     let mut bad = vs("a", "web", "bad");
@@ -489,7 +486,9 @@ async fn last_good_versions_survive_a_restart_through_a_configmap() {
     api.apply(
         "",
         "configmaps",
-        config_map("gzip:\n  minContentLength: 4096\n  memoryLevel: 0\naddXRealIpHeader: true\n"),
+        higress_config_map(
+            "gzip:\n  minContentLength: 4096\n  memoryLevel: 0\naddXRealIpHeader: true\n",
+        ),
     );
     eventually(|| {
         let text = persisted(&api);
@@ -514,7 +513,7 @@ async fn last_good_versions_survive_a_restart_through_a_configmap() {
     api.apply(
         "",
         "configmaps",
-        config_map("gzip:\n  minContentLength: 4096\n"),
+        higress_config_map("gzip:\n  minContentLength: 4096\n"),
     );
     eventually(|| !persisted(&api).contains("higress-config")).await;
     assert!(persisted(&api).contains(r#""name":"web""#));
