@@ -16,7 +16,7 @@ pub use json::{
     ProtoJsonError,
 };
 pub use merge::{merge, merge_any, merge_into, ListMerge};
-pub use pgv::{validate_message, Violation};
+pub use pgv::{validate_message, validate_partial_message, Violation};
 
 /// The encoded descriptor set that `build.rs` compiles from `proto/`.
 const ENCODED: &[u8] = include_bytes!(concat!(env!("OUT_DIR"), "/envoy_descriptors.bin"));

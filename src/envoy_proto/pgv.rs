@@ -51,6 +51,22 @@ pub fn validate_message(message: &DynamicMessage) -> Vec<Violation> {
     let mut walker = Walker {
         path: String::new(),
         out: Vec::new(),
+        partial: false,
+    };
+    walker.message(message);
+    walker.out
+}
+
+/// Checks a partial `message`, one to be merged into another (an EnvoyFilter MERGE value): every field it sets
+/// must satisfy its rules, but presence and size rules, which depend on what it is merged into, are not checked
+/// (`required`, required oneofs, `min_items`, `min_pairs`). Upper bounds still hold: merging appends lists and
+/// unites maps, so what is already too long stays too long. List items and map values are appended or replaced
+/// whole, so they are checked as whole messages.
+pub fn validate_partial_message(message: &DynamicMessage) -> Vec<Violation> {
+    let mut walker = Walker {
+        path: String::new(),
+        out: Vec::new(),
+        partial: true,
     };
     walker.message(message);
     walker.out
@@ -168,6 +184,8 @@ fn regex(pattern: &str) -> Option<Arc<Regex>> {
 struct Walker {
     path: String,
     out: Vec<Violation>,
+    /// Checking a value to be merged: only the rules of the fields it sets.
+    partial: bool,
 }
 
 /// Numeric rules, normalised across the twelve numeric rule messages.
@@ -225,7 +243,11 @@ impl Walker {
         }
         // Writing into a String cannot fail.
         let _ = self.path.write_fmt(segment);
+        // List items and map values are not merged into anything: merging appends or replaces them whole.
+        let partial = self.partial;
+        self.partial &= !index;
         let result = f(self);
+        self.partial = partial;
         self.path.truncate(len);
         result
     }
@@ -240,7 +262,12 @@ impl Walker {
         if plan.skip {
             return;
         }
-        for oneof in &plan.required_oneofs {
+        let required_oneofs = if self.partial {
+            &[][..]
+        } else {
+            &plan.required_oneofs[..]
+        };
+        for oneof in required_oneofs {
             if !oneof.fields().any(|f| message.has_field(&f)) {
                 let names: Vec<String> = oneof.fields().map(|f| f.name().to_string()).collect();
                 self.at(false, format_args!("{}", oneof.name()), |w| {
@@ -307,6 +334,10 @@ impl Walker {
         }
         if field.containing_oneof().is_some() && !present {
             // An unset member of a oneof is not checked.
+            return;
+        }
+        if self.partial && !present {
+            // Not set by the value to merge: whatever the target has stays.
             return;
         }
         if let Kind::Message(_) = field.kind() {
@@ -790,11 +821,11 @@ impl Walker {
             _ => None,
         };
         if let Some(r) = r {
-            if r.ignore_empty == Some(true) && items.is_empty() {
+            if (r.ignore_empty == Some(true) || self.partial) && items.is_empty() {
                 return;
             }
             let n = items.len() as u64;
-            if let Some(min) = r.min_items.filter(|min| n < *min) {
+            if let Some(min) = r.min_items.filter(|min| n < *min && !self.partial) {
                 self.violation(
                     "repeated.min_items",
                     format!("value must contain at least {min} item(s)"),
@@ -848,11 +879,11 @@ impl Walker {
             _ => None,
         };
         if let Some(r) = r {
-            if r.ignore_empty == Some(true) && map.is_empty() {
+            if (r.ignore_empty == Some(true) || self.partial) && map.is_empty() {
                 return;
             }
             let n = map.len() as u64;
-            if let Some(min) = r.min_pairs.filter(|min| n < *min) {
+            if let Some(min) = r.min_pairs.filter(|min| n < *min && !self.partial) {
                 self.violation(
                     "map.min_pairs",
                     format!("value must contain at least {min} pair(s)"),

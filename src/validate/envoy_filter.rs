@@ -2,8 +2,9 @@
 //! paths. Besides Istio's webhook rules (patch shape, match/applyTo agreement, proxy version regex, selector
 //! rules and the CRD's CEL rules), every patch value is converted to the Envoy message its `applyTo` implies,
 //! each `typed_config` to the message its `@type` names; unknown types and fields are errors. Whole values
-//! (ADD, INSERT_*, REPLACE) must also satisfy Envoy's protoc-gen-validate rules; MERGE values are partial by
-//! nature, so only their field names and types are checked.
+//! (ADD, INSERT_*, REPLACE) must also satisfy Envoy's protoc-gen-validate rules; MERGE values are partial, so
+//! every field they set must satisfy its rules, while presence rules (which depend on the merge target) are not
+//! checked (`envoy_proto::validate_partial_message`).
 
 use prost_reflect::{DynamicMessage, ReflectMessage, Value};
 
@@ -355,10 +356,15 @@ fn validate_value(
             ),
         );
     }
-    if operation.is_merge() || operation == Operation::Remove {
+    if operation == Operation::Remove {
         return;
     }
-    for violation in envoy_proto::validate_message(&message) {
+    let violations = if operation.is_merge() {
+        envoy_proto::validate_partial_message(&message)
+    } else {
+        envoy_proto::validate_message(&message)
+    };
+    for violation in violations {
         out.error(
             join(field, &violation.path),
             format!("{} (Envoy rule {})", violation.message, violation.rule),
@@ -579,9 +585,44 @@ mod tests {
                     == "spec.configPatches[0].patch.value.typed_config.http_filters[0].name"),
             "{e:?}"
         );
+        // In a MERGE the network filter's own name may be left out (the target has one), but the HTTP filter is
+        // appended as it is, so its empty name still breaks the rule.
         let mut merge = add;
         merge["configPatches"][0]["patch"]["operation"] = json!("MERGE");
-        assert!(errors(merge).is_empty());
+        let e = errors(merge);
+        assert_eq!(
+            e.iter().map(|(f, _)| f.as_str()).collect::<Vec<_>>(),
+            ["spec.configPatches[0].patch.value.typed_config.http_filters[0].name"],
+            "{e:?}"
+        );
+    }
+
+    #[test]
+    fn merge_values_keep_envoys_field_rules() {
+        // Envoy rejects every listener with this merged in: max_request_headers_kb must be in (0, 8192].
+        let hcm = json!({"configPatches": [{"applyTo": "NETWORK_FILTER", "match": {"context": "GATEWAY",
+            "listener": {"filterChain": {"filter": {"name": "envoy.filters.network.http_connection_manager"}}}},
+            "patch": {"operation": "MERGE", "value": {"typed_config": {
+                "@type": "type.googleapis.com/envoy.extensions.filters.network.http_connection_manager.v3.HttpConnectionManager",
+                "max_request_headers_kb": 99999}}}}]});
+        let e = errors(hcm);
+        assert_eq!(e.len(), 1, "{e:?}");
+        assert_eq!(
+            e[0].0,
+            "spec.configPatches[0].patch.value.typed_config.max_request_headers_kb"
+        );
+        assert!(e[0].1.contains("less than or equal to 8192"), "{e:?}");
+        // A cluster's connect_timeout must be > 0.
+        let cluster = json!({"configPatches": [{"applyTo": "CLUSTER", "match": {"context": "GATEWAY"},
+            "patch": {"operation": "MERGE", "value": {"connect_timeout": "0s"}}}]});
+        let e = errors(cluster);
+        assert_eq!(e.len(), 1, "{e:?}");
+        assert_eq!(e[0].0, "spec.configPatches[0].patch.value.connect_timeout");
+        // Leaving out what the merge target already has is fine: no name, no stat_prefix, no required fields.
+        let fine = json!({"configPatches": [{"applyTo": "CLUSTER", "match": {"context": "GATEWAY"},
+            "patch": {"operation": "MERGE", "value": {"connect_timeout": "2s",
+                "circuit_breakers": {"thresholds": [{"max_connections": 10}]}}}}]});
+        assert_eq!(errors(fine), Vec::<(String, String)>::new());
     }
 
     #[test]
