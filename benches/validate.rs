@@ -89,7 +89,7 @@ fn bench_review(c: &mut Criterion) {
     ))
     .unwrap_or_default();
     c.bench_function("webhook_review", |b| {
-        b.iter(|| black_box(review(black_box(&body), &options).map(|r| r.body.len())))
+        b.iter(|| black_box(review(black_box(&body), &options, None).map(|r| r.body.len())))
     });
 }
 

@@ -17,6 +17,7 @@ use tokio::sync::watch;
 use tokio::task::JoinSet;
 
 use crate::admin::{self, Readiness};
+use crate::admission::effects::{GatewayCheck, LiveGatewayCheck};
 use crate::admission::metrics::WebhookMetrics;
 use crate::admission::server::{serve_https, ServerLimits};
 use crate::admission::tls::{self, CertSource, CertStore, TlsError};
@@ -201,25 +202,37 @@ impl App {
             }
             None => self.snapshot_feed.take(),
         };
+        let mut xds_addr = None;
+        let mut gateway_check = None;
+        if let Some(setup) = self.xds.take() {
+            // Without sources the xDS server serves the empty snapshot until the process stops.
+            let feed = snapshots
+                .clone()
+                .unwrap_or_else(|| watch::channel(Arc::new(Snapshot::default())).1);
+            let options = setup.translate.options().cloned();
+            let server =
+                start_xds(setup, feed, &mut self.registry, &stopped_rx, &mut tasks).await?;
+            xds_addr = Some(server.addr);
+            self.admin_routes.push(server.syncz);
+            // The webhook checks what a change does to the gateways this process serves.
+            if let (Some(options), Some(snapshots)) = (options, &snapshots) {
+                let connected = server.connected;
+                gateway_check = Some(Arc::new(LiveGatewayCheck::new(
+                    options,
+                    snapshots.clone(),
+                    Arc::new(move || connected.connected_groups()),
+                )) as Arc<dyn GatewayCheck>);
+            }
+        }
         let webhook = start_webhook(
             &self.config.webhook,
+            gateway_check,
             &mut self.registry,
             &self.readiness,
             &stopped_rx,
             &mut tasks,
         )
         .await?;
-        let mut xds_addr = None;
-        if let Some(setup) = self.xds.take() {
-            // Without sources the xDS server serves the empty snapshot until the process stops.
-            let feed = snapshots
-                .clone()
-                .unwrap_or_else(|| watch::channel(Arc::new(Snapshot::default())).1);
-            let (addr, syncz) =
-                start_xds(setup, feed, &mut self.registry, &stopped_rx, &mut tasks).await?;
-            xds_addr = Some(addr);
-            self.admin_routes.push(syncz);
-        }
         let admin_router =
             admin::router(Arc::new(self.registry), self.readiness, self.admin_routes);
         let admin_addr = start_admin(
@@ -304,6 +317,7 @@ struct StartedWebhook {
 
 async fn start_webhook(
     config: &WebhookConfig,
+    gateway_check: Option<Arc<dyn GatewayCheck>>,
     registry: &mut Registry,
     readiness: &Readiness,
     stop: &watch::Receiver<bool>,
@@ -314,7 +328,10 @@ async fn start_webhook(
     let (store, self_signed_ca) = load_certificate(config, &metrics, stop, tasks)?;
     cert_loaded.set(true);
     let tls = tls::server_config(store)?;
-    let webhook = Webhook::new(config.decode.clone(), config.limits.max_body_bytes, metrics);
+    let mut webhook = Webhook::new(config.decode.clone(), config.limits.max_body_bytes, metrics);
+    if let Some(check) = gateway_check {
+        webhook = webhook.with_gateway_check(check);
+    }
     let router = admission::router(webhook, &config.limits, config.bench_noop);
     let listener = bind("the webhook", config.addr).await?;
     let addr = local_addr("the webhook", &listener, config.addr)?;
@@ -402,14 +419,22 @@ async fn start_sources(
     Ok(snapshots)
 }
 
-/// Starts the xDS server task; returns its address and the `/debug/syncz` router.
+struct StartedXds {
+    addr: SocketAddr,
+    /// `/debug/syncz`.
+    syncz: Router,
+    /// The server, to ask which proxy groups are connected.
+    connected: XdsServer,
+}
+
+/// Starts the xDS server task.
 async fn start_xds(
     setup: XdsSetup,
     snapshots: watch::Receiver<Arc<Snapshot>>,
     registry: &mut Registry,
     stop: &watch::Receiver<bool>,
     tasks: &mut Tasks,
-) -> Result<(SocketAddr, Router), AppError> {
+) -> Result<StartedXds, AppError> {
     let metrics = XdsMetrics::register(registry);
     let server = XdsServer::new(snapshots, setup.translate, metrics);
     let syncz = server.router();
@@ -418,6 +443,7 @@ async fn start_xds(
     let addr = local_addr("the xDS server", &listener, config.addr)?;
     let shutdown = stopped(stop.clone());
     let tls = config.tls.is_some();
+    let connected = server.clone();
     tasks.spawn(async move {
         server
             .serve(listener, config.tls.as_ref(), shutdown)
@@ -425,7 +451,11 @@ async fn start_xds(
             .map_err(AppError::from)
     });
     tracing::info!(%addr, tls, "xDS server listening (gRPC ADS)");
-    Ok((addr, syncz))
+    Ok(StartedXds {
+        addr,
+        syncz,
+        connected,
+    })
 }
 
 async fn start_admin(

@@ -232,6 +232,59 @@ async fn envoy_delta_routes_traffic_and_survives_nack() {
     run(AdsApi::Delta, 41_100 + std::process::id() % 1000).await;
 }
 
+/// The production guard: the same cluster Envoy rejects above is held back by the server instead of being sent,
+/// while the rest of the same change (a new route to a good cluster) reaches Envoy; nothing is rejected.
+async fn guarded(api: AdsApi, base_id: u32) {
+    let Some(binary) = envoy_binary() else {
+        eprintln!("skipping: Envoy not found (set ADMITPILOT_ENVOY or install .venv/bin/envoy)");
+        return;
+    };
+    let one = Backend::start("one").await;
+    let two = Backend::start("two").await;
+    let port = free_port();
+    let server = TestServer::start_guarded(resources(port, one.port, two.port)).await;
+    let envoy = EnvoyProcess::start(
+        &binary,
+        &bootstrap(api, server.addr.port(), NODE_ID),
+        base_id,
+    )
+    .await;
+    let http = client();
+    let base = format!("http://127.0.0.1:{port}");
+    wait_for_response(&http, &format!("{base}/api/x"), 200, "one").await;
+
+    server.update(|r| {
+        let mut bad = static_cluster("bad", one.port);
+        bad.connect_timeout = Some(envoy_types::pb::google::protobuf::Duration {
+            seconds: -1,
+            nanos: 0,
+        });
+        r.clusters.push(bad);
+        r.route_configs = vec![route_config(
+            "routes",
+            &[("/api", "backend"), ("/fixed", "fixed"), ("/v2", "fixed")],
+        )];
+    });
+    wait_for_response(&http, &format!("{base}/v2"), 200, "two").await;
+    assert_eq!(server.metrics.held_back_count(), 1);
+    assert_eq!(server.metrics.nack_count(ResourceType::Cluster), 0);
+    envoy
+        .assert_nothing_rejected("a cluster Envoy would reject was held back")
+        .await;
+    drop(envoy);
+    server.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn envoy_sotw_is_never_sent_what_it_would_reject() {
+    guarded(AdsApi::Sotw, 48_100 + std::process::id() % 1000).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn envoy_delta_is_never_sent_what_it_would_reject() {
+    guarded(AdsApi::Delta, 49_100 + std::process::id() % 1000).await;
+}
+
 mod config_dir {
     //! The whole pipeline: a config folder (Gateway, ServiceEntry, VirtualService) → source → translate → xDS →
     //! real Envoy; file edits converge, an invalid edit keeps the last good routing, and a restarted xDS server

@@ -1,9 +1,11 @@
 //! The validating admission webhook: takes HTTPS `POST /validate` (or `/admitpilot`) AdmissionReviews and
 //! answers allow/deny using the shared validator ([`crate::validate`]).
 //!
-//! [`review`] is the HTTP-free core, [`router`] the axum routes and HTTP-level checks (size, content type,
-//! timeout), [`server`] the TLS accept loop, [`tls`] the reloadable certificate, [`metrics`] what is exported.
+//! [`review`] is the HTTP-free core, [`effects`] what a valid object would do to the gateways, [`router`] the
+//! axum routes and HTTP-level checks (size, content type, timeout), [`server`] the TLS accept loop, [`tls`] the
+//! reloadable certificate, [`metrics`] what is exported.
 
+pub mod effects;
 pub mod metrics;
 pub mod review;
 pub mod server;
@@ -21,6 +23,7 @@ use axum::Router;
 use tower_http::timeout::TimeoutLayer;
 
 use crate::model::decode::DecodeOptions;
+use effects::GatewayCheck;
 use metrics::WebhookMetrics;
 use review::{ReviewError, Verdict};
 use server::ServerLimits;
@@ -31,18 +34,31 @@ pub const PATHS: [&str; 2] = ["/validate", "/admitpilot"];
 /// Bodies up to this size are reviewed on the async worker that received them; larger ones on the blocking
 /// pool. A typical review (3 KB) takes tens of microseconds, less than handing it to another thread costs;
 /// at 64 KiB a review takes about a millisecond, long enough to hold up every other connection on that worker
-/// (see BENCHMARKS.md, webhook).
+/// (see BENCHMARKS.md, webhook). With the effect check on, every review goes to the blocking pool: it translates,
+/// and waits for other reviews of the same gateway.
 pub const INLINE_REVIEW_BYTES: usize = 64 * 1024;
 
 /// Path of the do-nothing endpoint enabled for benchmarks only (transport floor).
 pub const NOOP_PATH: &str = "/noop";
 
-/// What the webhook handler needs: where higress-config lives, the body limit, and its metrics.
-#[derive(Debug, Clone)]
+/// What the webhook handler needs: where higress-config lives, the body limit, its metrics, and the effect
+/// check when the process serves gateways.
+#[derive(Clone)]
 pub struct Webhook {
     options: DecodeOptions,
     max_body_bytes: usize,
     metrics: WebhookMetrics,
+    gateways: Option<Arc<dyn GatewayCheck>>,
+}
+
+impl std::fmt::Debug for Webhook {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Webhook")
+            .field("options", &self.options)
+            .field("max_body_bytes", &self.max_body_bytes)
+            .field("effect_check", &self.gateways.is_some())
+            .finish_non_exhaustive()
+    }
 }
 
 impl Webhook {
@@ -52,12 +68,19 @@ impl Webhook {
             options,
             max_body_bytes,
             metrics,
+            gateways: None,
         }
+    }
+
+    /// Also checks every valid object for its effect on the gateways (see [`effects`]).
+    pub fn with_gateway_check(mut self, gateways: Arc<dyn GatewayCheck>) -> Self {
+        self.gateways = Some(gateways);
+        self
     }
 
     /// Answers one request body that passed the HTTP checks: an AdmissionReview response, or 400.
     pub fn respond(&self, body: &[u8], started: Instant) -> Response {
-        match review::review(body, &self.options) {
+        match review::review(body, &self.options, self.gateways.as_deref()) {
             Ok(reviewed) => {
                 self.metrics
                     .observe_review(&reviewed, started.elapsed().as_secs_f64());
@@ -137,7 +160,7 @@ async fn validate_handler(State(webhook): State<Arc<Webhook>>, request: Request)
     if body.is_empty() {
         return webhook.http_error(StatusCode::BAD_REQUEST, &ReviewError::EmptyBody);
     }
-    if body.len() <= INLINE_REVIEW_BYTES {
+    if body.len() <= INLINE_REVIEW_BYTES && webhook.gateways.is_none() {
         return webhook.respond(&body, started);
     }
     let blocking = Arc::clone(&webhook);

@@ -3,12 +3,14 @@
 //! usable AdmissionReview (the HTTP layer turns those into 400).
 //!
 //! Both `admission.k8s.io/v1` and `v1beta1` are read; the response uses the request's apiVersion and echoes
-//! its `uid`. CREATE and UPDATE are validated with [`crate::validate::validate_document`]; DELETE and CONNECT
-//! are allowed untouched.
+//! its `uid`. CREATE and UPDATE are validated with [`crate::validate::validate_document`]; an object that passes
+//! is then checked for its effect on the gateways when a [`GatewayCheck`] is given (denied when a gateway's Envoy
+//! would reject the result, warned about what would not take effect). DELETE and CONNECT are allowed untouched.
 
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
+use super::effects::{self, GatewayCheck};
 use crate::model::decode::DecodeOptions;
 use crate::model::{Finding, Kind};
 use crate::validate::{validate_document, Report};
@@ -142,6 +144,8 @@ pub enum DenialReason {
     DecodeError,
     /// The object decoded but breaks validation rules.
     InvalidResource,
+    /// The object is valid alone, but a gateway's Envoy would reject the config it makes.
+    WouldBeRejected,
 }
 
 impl DenialReason {
@@ -151,6 +155,7 @@ impl DenialReason {
             DenialReason::MissingObject => "missing_object",
             DenialReason::DecodeError => "decode_error",
             DenialReason::InvalidResource => "invalid_resource",
+            DenialReason::WouldBeRejected => "would_be_rejected",
         }
     }
 }
@@ -205,7 +210,11 @@ impl Reviewed {
 /// The body is parsed once: the review's own fields into typed fields and the object into one [`Value`] that
 /// the validator reads in place. The path-tracking parser only runs again when the body is malformed, to name
 /// the field in the error.
-pub fn review(body: &[u8], options: &DecodeOptions) -> Result<Reviewed, ReviewError> {
+pub fn review(
+    body: &[u8],
+    options: &DecodeOptions,
+    gateways: Option<&dyn GatewayCheck>,
+) -> Result<Reviewed, ReviewError> {
     if body.iter().all(u8::is_ascii_whitespace) {
         return Err(ReviewError::EmptyBody);
     }
@@ -219,7 +228,7 @@ pub fn review(body: &[u8], options: &DecodeOptions) -> Result<Reviewed, ReviewEr
             kind: parsed.kind.clone(),
         })?;
     let request = parsed.request.ok_or(ReviewError::MissingRequest)?;
-    Ok(decide(api_version, request, options))
+    Ok(decide(api_version, request, options, gateways))
 }
 
 /// Parses a body that failed the fast parse again, tracking the path, and describes where it went wrong.
@@ -243,7 +252,12 @@ fn malformed(body: &[u8]) -> ReviewError {
     ReviewError::Malformed(message)
 }
 
-fn decide(api_version: &str, request: AdmissionRequest, options: &DecodeOptions) -> Reviewed {
+fn decide(
+    api_version: &str,
+    request: AdmissionRequest,
+    options: &DecodeOptions,
+    gateways: Option<&dyn GatewayCheck>,
+) -> Reviewed {
     let kind = Kind::from_group_kind(&request.kind.group, &request.kind.kind);
     let (verdict, status, warnings) = match request.operation {
         Operation::Delete | Operation::Connect => (Verdict::Skipped, None, Vec::new()),
@@ -258,7 +272,14 @@ fn decide(api_version: &str, request: AdmissionRequest, options: &DecodeOptions)
             ),
             Some(mut object) => {
                 fill_namespace(&mut object, request.namespace.as_deref());
-                judge(&validate_document(&object, options), &request.kind)
+                let report = validate_document(&object, options);
+                let judged = judge(&report, &request.kind);
+                match (judged.0, gateways, report.object) {
+                    (Verdict::Allowed, Some(gateways), Some(object)) => {
+                        judge_effects(judged, &gateways.effects(object))
+                    }
+                    _ => judged,
+                }
             }
         },
     };
@@ -338,6 +359,22 @@ fn judge(report: &Report, gvk: &GroupVersionKind) -> (Verdict, Option<String>, V
     (Verdict::Denied(reason), Some(message), warnings)
 }
 
+/// Adds what the object would do to the gateways to the judgement of a valid object.
+fn judge_effects(
+    (verdict, status, mut warnings): (Verdict, Option<String>, Vec<String>),
+    effects: &[effects::GatewayEffect],
+) -> (Verdict, Option<String>, Vec<String>) {
+    warnings.extend(effects::warnings(effects));
+    match effects::denial(effects) {
+        Some(denial) => (
+            Verdict::Denied(DenialReason::WouldBeRejected),
+            Some(format!("{DENIAL_PREFIX}{denial}")),
+            warnings,
+        ),
+        None => (verdict, status, warnings),
+    }
+}
+
 fn describe_gvk(gvk: &GroupVersionKind) -> String {
     if gvk.group.is_empty() {
         format!("{}/{}", gvk.version, gvk.kind)
@@ -396,6 +433,7 @@ mod tests {
             let out = review(
                 &body(version, "CREATE", vs(json!({}))),
                 &DecodeOptions::default(),
+                None,
             )
             .unwrap();
             let value = response(&out);
@@ -412,6 +450,7 @@ mod tests {
         let out = review(
             &body(API_VERSIONS[0], "UPDATE", object),
             &DecodeOptions::default(),
+            None,
         )
         .unwrap();
         assert_eq!(out.verdict, Verdict::Denied(DenialReason::DecodeError));
@@ -436,19 +475,23 @@ mod tests {
     #[test]
     fn rejects_bodies_that_are_not_reviews() {
         let options = DecodeOptions::default();
-        assert_eq!(review(b"  ", &options).unwrap_err(), ReviewError::EmptyBody);
+        assert_eq!(
+            review(b"  ", &options, None).unwrap_err(),
+            ReviewError::EmptyBody
+        );
         assert!(matches!(
-            review(b"{", &options),
+            review(b"{", &options, None),
             Err(ReviewError::Malformed(_))
         ));
         assert!(matches!(
-            review(br#"{"apiVersion":"v1","kind":"Pod"}"#, &options),
+            review(br#"{"apiVersion":"v1","kind":"Pod"}"#, &options, None),
             Err(ReviewError::UnsupportedType { .. })
         ));
         assert_eq!(
             review(
                 br#"{"apiVersion":"admission.k8s.io/v1","kind":"AdmissionReview"}"#,
-                &options
+                &options,
+                None
             )
             .unwrap_err(),
             ReviewError::MissingRequest
@@ -456,6 +499,7 @@ mod tests {
         let err = review(
             br#"{"apiVersion":"admission.k8s.io/v1","kind":"AdmissionReview","request":{"uid":"x","kind":{},"operation":"PATCH"}}"#,
             &options,
+            None,
         )
         .unwrap_err();
         assert!(err.to_string().contains("request.operation"), "{err}");

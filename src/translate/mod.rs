@@ -41,6 +41,7 @@ use crate::model::{ConfigObject, Kind, Snapshot, Spec};
 pub mod cluster;
 pub mod dangling;
 pub mod deprecated;
+pub mod effect;
 pub mod envoy;
 pub mod envoy_filter;
 pub mod gateway;

@@ -2,6 +2,11 @@
 //! channel of [`GroupConfig`] per proxy group. Each group keeps its own translator, so a snapshot is translated
 //! once per group reusing that group's earlier work; groups whose content did not change are not woken; slow
 //! readers only ever see the latest value (watch coalescing).
+//!
+//! Guard: before a group's translation is encoded, every resource that changed is checked the way Envoy checks it
+//! on load ([`crate::translate::effect::hold_back`], the same check the webhook denies with); a resource Envoy would
+//! reject keeps the version last sent (or is not sent), and is logged and counted
+//! (`admitpilot_xds_held_back_resources_total`).
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -14,6 +19,7 @@ use super::metrics::XdsMetrics;
 use super::resources::GroupConfig;
 use crate::model::Snapshot;
 use crate::translate::dangling::{LeftOut, LEFT_OUT_MESSAGE};
+use crate::translate::effect::{hold_back, Rejection};
 use crate::translate::{GatewayResources, Options, Proxy, Translator};
 
 /// Translates snapshots for one proxy group, keeping what it reuses between calls.
@@ -47,6 +53,10 @@ impl GroupTranslator for Stateless {
 #[derive(Clone)]
 pub struct TranslateFn {
     new_group: Arc<dyn Fn() -> Box<dyn GroupTranslator> + Send + Sync>,
+    /// Hold back resources Envoy would reject (on unless [`TranslateFn::unguarded`]).
+    guard: bool,
+    /// The translation options, when every group translates with [`Translator`].
+    options: Option<Options>,
 }
 
 impl std::fmt::Debug for TranslateFn {
@@ -58,9 +68,23 @@ impl std::fmt::Debug for TranslateFn {
 impl TranslateFn {
     /// A caching [`Translator`] per proxy group, with these options (what `serve` uses).
     pub fn caching(options: Options) -> Self {
+        let shared = options.clone();
         TranslateFn {
-            new_group: Arc::new(move || Box::new(Translator::new(options.clone()))),
+            new_group: Arc::new(move || Box::new(Translator::new(shared.clone()))),
+            guard: true,
+            options: Some(options),
         }
+    }
+
+    /// The options of [`TranslateFn::caching`] (`None` for a [`TranslateFn::stateless`] function).
+    pub fn options(&self) -> Option<&Options> {
+        self.options.as_ref()
+    }
+
+    /// Sends every translation as it is, even what Envoy will reject (tests of NACK handling).
+    pub fn unguarded(mut self) -> Self {
+        self.guard = false;
+        self
     }
 
     /// Calls `translate` for every translation, reusing nothing (fixed or hand-built configurations).
@@ -75,6 +99,8 @@ impl TranslateFn {
                     last: GatewayResources::default(),
                 })
             }),
+            guard: true,
+            options: None,
         }
     }
 }
@@ -85,6 +111,12 @@ struct Group {
     sender: watch::Sender<Arc<GroupConfig>>,
     /// What the last translation left out (reported when it changes).
     left_out: Vec<LeftOut>,
+    /// Whether resources Envoy would reject are held back.
+    guard: bool,
+    /// What was last sent, when guarded (the baseline of the guard's check).
+    last: GatewayResources,
+    /// What the guard held back last time (reported when it changes).
+    held_back: Vec<Rejection>,
 }
 
 /// Latest encoded configuration of every proxy group that has at least one connected stream.
@@ -141,19 +173,17 @@ impl ConfigCache {
             return group.sender.subscribe();
         }
         groups.retain(|_, group| group.sender.receiver_count() > 0);
-        let mut translator = (self.translate.new_group)();
-        let resources = translator.translate(&snapshot, proxy);
-        let left_out = report_left_out(&[], &resources.left_out, proxy, &self.metrics);
-        let config = GroupConfig::encode(resources, snapshot.version, Instant::now(), None);
-        let (sender, receiver) = watch::channel(Arc::new(config));
-        groups.insert(
-            proxy.clone(),
-            Group {
-                translator,
-                sender,
-                left_out,
-            },
-        );
+        let (sender, receiver) = watch::channel(Arc::new(GroupConfig::empty()));
+        let mut group = Group {
+            translator: (self.translate.new_group)(),
+            sender,
+            left_out: Vec::new(),
+            guard: self.translate.guard,
+            last: GatewayResources::default(),
+            held_back: Vec::new(),
+        };
+        group.refresh(&snapshot, proxy, Instant::now(), &self.metrics);
+        groups.insert(proxy.clone(), group);
         receiver
     }
 
@@ -171,6 +201,15 @@ impl ConfigCache {
             .values()
             .filter(|group| group.sender.receiver_count() > 0)
             .count()
+    }
+
+    /// The proxy groups with connected streams.
+    pub fn connected_groups(&self) -> Vec<Proxy> {
+        self.lock()
+            .iter()
+            .filter(|(_, group)| group.sender.receiver_count() > 0)
+            .map(|(proxy, _)| proxy.clone())
+            .collect()
     }
 
     /// Follows snapshot changes until the snapshot sender goes away or `shutdown` fires, re-translating every
@@ -226,11 +265,24 @@ impl Group {
         metrics: &XdsMetrics,
     ) -> bool {
         let previous = self.sender.borrow().clone();
-        let resources = self.translator.translate(snapshot, proxy);
-        if resources.left_out != self.left_out {
-            self.left_out = report_left_out(&self.left_out, &resources.left_out, proxy, metrics);
+        let translated = self.translator.translate(snapshot, proxy);
+        if translated.left_out != self.left_out {
+            self.left_out = report_left_out(&self.left_out, &translated.left_out, proxy, metrics);
         }
-        let config = GroupConfig::encode(resources, snapshot.version, published, Some(&previous));
+        let config = if self.guard {
+            let mut resources = translated.clone();
+            let held_back = hold_back(&mut resources, &self.last);
+            if held_back != self.held_back {
+                report_held_back(&self.held_back, &held_back, proxy, metrics);
+                self.held_back = held_back;
+            }
+            let config =
+                GroupConfig::encode(&resources, snapshot.version, published, Some(&previous));
+            self.last = resources;
+            config
+        } else {
+            GroupConfig::encode(translated, snapshot.version, published, Some(&previous))
+        };
         if config.same_content(&previous) {
             // Record the version without waking anyone.
             self.sender.send_if_modified(|current| {
@@ -244,6 +296,20 @@ impl Group {
         }
         self.sender.send_replace(Arc::new(config));
         true
+    }
+}
+
+/// Logs and counts each resource the guard newly holds back (and logs the ones sent again).
+fn report_held_back(before: &[Rejection], now: &[Rejection], proxy: &Proxy, metrics: &XdsMetrics) {
+    for rejection in now.iter().filter(|r| !before.contains(r)) {
+        metrics.held_back();
+        tracing::error!(namespace = %proxy.namespace, labels = ?proxy.labels, resource = %rejection.resource,
+            field = %rejection.path, rule = %rejection.message,
+            "Envoy would reject this resource; the gateway keeps the version last sent");
+    }
+    for rejection in before.iter().filter(|r| !now.contains(r)) {
+        tracing::info!(namespace = %proxy.namespace, resource = %rejection.resource,
+            "resource sent again: Envoy accepts it now");
     }
 }
 

@@ -90,6 +90,7 @@ struct Families {
     nacks: Family<TypeLabels, Counter>,
     stale_nonces: Counter,
     left_out: Family<EffectLabels, Counter>,
+    held_back: Counter,
     push_latency: HistogramFamily,
     ack_latency: HistogramFamily,
 }
@@ -102,6 +103,7 @@ impl Default for Families {
             nacks: Family::default(),
             stale_nonces: Counter::default(),
             left_out: Family::default(),
+            held_back: Counter::default(),
             push_latency: Family::new_with_constructor(latency_histogram),
             ack_latency: Family::new_with_constructor(latency_histogram),
         }
@@ -139,6 +141,11 @@ impl XdsMetrics {
             "Times a proxy group's translation newly changed config because it names a cluster the group does \
              not get (e.g. tracing whose collector Service does not exist), by what was done",
             families.left_out.clone(),
+        );
+        sub.register(
+            "held_back_resources",
+            "Times a proxy group's changed resource was held back because Envoy would reject it",
+            families.held_back.clone(),
         );
         sub.register(
             "push_latency_seconds",
@@ -187,6 +194,10 @@ impl XdsMetrics {
         self.0.stale_nonces.inc();
     }
 
+    pub(crate) fn held_back(&self) {
+        self.0.held_back.inc();
+    }
+
     pub(crate) fn left_out(&self, effect: Effect) {
         self.0
             .left_out
@@ -199,6 +210,11 @@ impl XdsMetrics {
     /// NACKs counted so far for one type (for tests and `/debug/syncz` consumers).
     pub fn nack_count(&self, kind: ResourceType) -> u64 {
         self.0.nacks.get_or_create(&TypeLabels::of(kind)).get()
+    }
+
+    /// Resources held back so far because Envoy would reject them.
+    pub fn held_back_count(&self) -> u64 {
+        self.0.held_back.get()
     }
 }
 

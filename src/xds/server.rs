@@ -73,6 +73,11 @@ impl XdsServer {
         self.status.clone()
     }
 
+    /// The proxy groups with connected streams now (the webhook checks changes against them).
+    pub fn connected_groups(&self) -> Vec<crate::translate::Proxy> {
+        self.cache.connected_groups()
+    }
+
     /// The `/debug/syncz` router, to be merged into the admin server.
     pub fn router(&self) -> axum::Router {
         self.status.router()

@@ -71,6 +71,8 @@ pub struct Admitpilot {
     pub xds_port: u16,
     /// Base URL of the admin server.
     pub admin: String,
+    /// Port of the admission webhook (HTTPS, self-signed).
+    pub webhook_port: u16,
 }
 
 impl Admitpilot {
@@ -108,6 +110,7 @@ impl Admitpilot {
             dir,
             xds_port,
             admin: format!("http://127.0.0.1:{admin_port}"),
+            webhook_port,
         };
         let http = client();
         let deadline = tokio::time::Instant::now() + CONVERGE;
@@ -127,6 +130,39 @@ impl Admitpilot {
             );
             tokio::time::sleep(Duration::from_millis(20)).await;
         }
+    }
+
+    /// Sends a CREATE AdmissionReview of `object` (a Kubernetes object as JSON) to the webhook; returns the
+    /// review's `response`.
+    pub async fn review(&self, object: serde_json::Value) -> serde_json::Value {
+        let ca = std::fs::read(self.dir.path().join("ca.crt")).unwrap();
+        let https = reqwest::Client::builder()
+            .use_rustls_tls()
+            .tls_built_in_root_certs(false)
+            .add_root_certificate(reqwest::Certificate::from_pem(&ca).unwrap())
+            .no_proxy()
+            .timeout(Duration::from_secs(10))
+            .build()
+            .unwrap();
+        let api_version = object["apiVersion"].as_str().unwrap_or_default();
+        let (group, version) = api_version.rsplit_once('/').unwrap_or(("", api_version));
+        let body = serde_json::json!({
+            "apiVersion": "admission.k8s.io/v1",
+            "kind": "AdmissionReview",
+            "request": {
+                "uid": "e2e",
+                "kind": {"group": group, "version": version, "kind": object["kind"]},
+                "operation": "CREATE",
+                "namespace": object["metadata"]["namespace"],
+                "name": object["metadata"]["name"],
+                "object": object,
+            },
+        });
+        let url = format!("https://127.0.0.1:{}/validate", self.webhook_port);
+        let response = https.post(url).json(&body).send().await.unwrap();
+        assert_eq!(response.status(), 200);
+        let mut review: serde_json::Value = response.json().await.unwrap();
+        review["response"].take()
     }
 
     /// What the process logged so far.

@@ -57,12 +57,36 @@ pub struct TestServer {
 
 impl TestServer {
     /// Starts a server on 127.0.0.1:0 serving `initial` to every proxy.
+    /// Everything is sent as set, even what Envoy rejects (see [`TestServer::start_guarded`]).
     pub async fn start(initial: GatewayResources) -> TestServer {
+        Self::start_serving(initial, false, None).await
+    }
+
+    /// Like [`TestServer::start`], but resources Envoy would reject are held back, as in production.
+    pub async fn start_guarded(initial: GatewayResources) -> TestServer {
+        Self::start_serving(initial, true, None).await
+    }
+
+    /// Starts a server serving `initial` over TLS.
+    pub async fn start_tls(initial: GatewayResources, tls: TlsFiles) -> TestServer {
+        Self::start_serving(initial, false, Some(tls)).await
+    }
+
+    async fn start_serving(
+        initial: GatewayResources,
+        guarded: bool,
+        tls: Option<TlsFiles>,
+    ) -> TestServer {
         let resources = Arc::new(Mutex::new(initial));
         let source = resources.clone();
         let translate =
             TranslateFn::stateless(move |_: &Snapshot, _: &Proxy| source.lock().unwrap().clone());
-        Self::start_with(translate, resources, None).await
+        let translate = if guarded {
+            translate
+        } else {
+            translate.unguarded()
+        };
+        Self::start_with(translate, resources, tls).await
     }
 
     /// Starts a server with a custom translation (`resources` is what [`TestServer::set`] changes).
@@ -125,15 +149,6 @@ impl TestServer {
         if let Some(task) = self.task.take() {
             tokio::time::timeout(WAIT, task).await.unwrap().unwrap();
         }
-    }
-
-    /// Starts a server serving `initial` over TLS.
-    pub async fn start_tls(initial: GatewayResources, tls: TlsFiles) -> TestServer {
-        let resources = Arc::new(Mutex::new(initial));
-        let source = resources.clone();
-        let translate =
-            TranslateFn::stateless(move |_: &Snapshot, _: &Proxy| source.lock().unwrap().clone());
-        Self::start_with(translate, resources, Some(tls)).await
     }
 
     pub fn endpoint(&self) -> String {

@@ -1,0 +1,578 @@
+//! Effect check (pure): what a config change does to the gateways. Takes the live snapshot, a candidate object and
+//! the proxy groups to check; translates the config with the candidate in place for each group and yields, per
+//! group, what Envoy would reject when it loads what changed ([`check_changed`]) and what would not take effect
+//! (references to clusters the group does not get, see [`super::dangling`]).
+//!
+//! [`check_changed`] applies the checks Envoy applies on load to every changed listener, cluster and virtual host:
+//! its protoc-gen-validate rules, unique virtual host names and domains in a route configuration, one listener
+//! per address, and distinct filter chain matches in a listener. Costs grow with what changed, not with the whole
+//! config: unchanged resources are skipped by comparing them with the live output, and duplicates are found
+//! with hash sets, not pairwise.
+//!
+//! The webhook denies a change that any gateway would reject ([`EffectChecker`]); the push path holds back the
+//! resources [`check_changed`] rejects, so a change that got past the webhook is never sent.
+
+use std::collections::{BTreeMap, HashMap, HashSet};
+use std::fmt;
+use std::sync::{Arc, Mutex, PoisonError};
+
+use envoy_types::pb::envoy::config::cluster::v3::Cluster;
+use envoy_types::pb::envoy::config::listener::v3::Listener;
+use envoy_types::pb::envoy::config::route::v3::{RouteConfiguration, VirtualHost};
+use prost::Message;
+
+use super::dangling::LeftOut;
+use super::{GatewayResources, Options, Proxy, Translator};
+use crate::envoy_proto::{to_dynamic, validate_message};
+use crate::model::{ConfigObject, Kind, Snapshot, Spec};
+
+/// Something Envoy would reject when loading a resource.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct Rejection {
+    /// The resource, e.g. `listener 0.0.0.0_80`, `cluster outbound|80||web.shop.svc.cluster.local`.
+    pub resource: String,
+    /// The field path inside it (proto names), e.g. `virtual_hosts[2].routes[0].timeout`.
+    pub path: String,
+    /// What Envoy requires, with the rule.
+    pub message: String,
+}
+
+impl fmt::Display for Rejection {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        if self.path.is_empty() {
+            write!(f, "{}: {}", self.resource, self.message)
+        } else {
+            write!(f, "{}: {}: {}", self.resource, self.path, self.message)
+        }
+    }
+}
+
+/// What a change does to one proxy group.
+#[derive(Debug, Clone, PartialEq)]
+pub struct GatewayEffect {
+    /// The group.
+    pub proxy: Proxy,
+    /// What Envoy would reject.
+    pub rejections: Vec<Rejection>,
+    /// References to clusters the group does not get that the change adds (they will not take effect).
+    pub left_out: Vec<LeftOut>,
+}
+
+/// Shows a proxy group as `namespace {label=value,…}`.
+pub fn describe_proxy(proxy: &Proxy) -> String {
+    let labels: Vec<String> = proxy
+        .labels
+        .iter()
+        .map(|(k, v)| format!("{k}={v}"))
+        .collect();
+    format!("{} {{{}}}", proxy.namespace, labels.join(","))
+}
+
+/// The live snapshot with `object` added or replacing the object of the same key.
+pub fn candidate(live: &Snapshot, object: Arc<ConfigObject>) -> Snapshot {
+    let mut candidate = live.clone();
+    candidate.objects.insert(object.key(), object);
+    candidate
+}
+
+/// The proxy groups the Gateways of `snapshot` select: each Gateway's selector, in the Gateway's namespace.
+pub fn gateway_proxies(snapshot: &Snapshot) -> Vec<Proxy> {
+    let mut proxies: Vec<Proxy> = snapshot
+        .of_kind(Kind::Gateway)
+        .filter_map(|object| match &object.spec {
+            Spec::Gateway(gateway) => Some(Proxy {
+                namespace: object.metadata.namespace.clone(),
+                labels: gateway.selector.clone(),
+            }),
+            _ => None,
+        })
+        .collect();
+    proxies.sort();
+    proxies.dedup();
+    proxies
+}
+
+/// Checks every resource of `after` that differs from `before` the way Envoy does when it loads it.
+pub fn check_changed(before: &GatewayResources, after: &GatewayResources) -> Vec<Rejection> {
+    let mut out = Vec::new();
+    let old_listeners: HashMap<&str, &Listener> = before
+        .listeners
+        .iter()
+        .map(|l| (l.name.as_str(), l))
+        .collect();
+    // The first listener seen on each address, and whether it changed.
+    let mut addresses: HashMap<Vec<u8>, (&str, bool)> = HashMap::new();
+    for listener in &after.listeners {
+        let changed = old_listeners.get(listener.name.as_str()) != Some(&listener);
+        let resource = format!("listener {}", listener.name);
+        if let Some(address) = &listener.address {
+            match addresses.get(&address.encode_to_vec()) {
+                None => {
+                    addresses.insert(address.encode_to_vec(), (&listener.name, changed));
+                }
+                // Blame the change: the listener that is new or changed, not the one already serving.
+                Some(&(other, _)) if changed => out.push(rejection(
+                    &resource,
+                    "address",
+                    format!("listener {other} already listens on this address"),
+                )),
+                Some(&(other, true)) => out.push(rejection(
+                    &format!("listener {other}"),
+                    "address",
+                    format!("listener {} already listens on this address", listener.name),
+                )),
+                Some(_) => {}
+            }
+        }
+        if changed {
+            check_message(listener, &resource, "", &mut out);
+            check_filter_chain_matches(listener, &resource, &mut out);
+        }
+    }
+    let old_clusters: HashMap<&str, &Cluster> = before
+        .clusters
+        .iter()
+        .map(|c| (c.name.as_str(), c))
+        .collect();
+    for cluster in &after.clusters {
+        if old_clusters.get(cluster.name.as_str()) != Some(&cluster) {
+            check_message(cluster, &format!("cluster {}", cluster.name), "", &mut out);
+        }
+    }
+    let old_routes: HashMap<&str, &RouteConfiguration> = before
+        .route_configs
+        .iter()
+        .map(|r| (r.name.as_str(), r))
+        .collect();
+    for config in &after.route_configs {
+        let old = old_routes.get(config.name.as_str()).copied();
+        if old != Some(config) {
+            check_route_config(config, old, &mut out);
+        }
+    }
+    out.sort();
+    out.dedup();
+    out
+}
+
+/// The push path's guard: checks what changed from `last` (what the proxy group was last given) to `out` with
+/// [`check_changed`], and puts back the last version of every rejected listener, cluster and route configuration
+/// (or leaves it out when there was none). Returns the rejections.
+pub fn hold_back(out: &mut GatewayResources, last: &GatewayResources) -> Vec<Rejection> {
+    let rejections = check_changed(last, out);
+    if rejections.is_empty() {
+        return rejections;
+    }
+    let rejected: HashSet<&str> = rejections.iter().map(|r| r.resource.as_str()).collect();
+    restore(
+        &mut out.listeners,
+        &last.listeners,
+        |l| format!("listener {}", l.name),
+        &rejected,
+    );
+    restore(
+        &mut out.clusters,
+        &last.clusters,
+        |c| format!("cluster {}", c.name),
+        &rejected,
+    );
+    restore(
+        &mut out.route_configs,
+        &last.route_configs,
+        |r| format!("route {}", r.name),
+        &rejected,
+    );
+    rejections
+}
+
+/// Replaces each item whose resource name is in `rejected` by its namesake in `last`, or drops it.
+fn restore<T: Clone>(
+    items: &mut Vec<T>,
+    last: &[T],
+    resource: impl Fn(&T) -> String,
+    rejected: &HashSet<&str>,
+) {
+    let old: HashMap<String, &T> = last.iter().map(|item| (resource(item), item)).collect();
+    let mut kept = Vec::with_capacity(items.len());
+    for item in items.drain(..) {
+        let name = resource(&item);
+        if !rejected.contains(name.as_str()) {
+            kept.push(item);
+        } else if let Some(previous) = old.get(&name) {
+            kept.push((*previous).clone());
+        }
+    }
+    *items = kept;
+}
+
+fn rejection(resource: &str, path: &str, message: String) -> Rejection {
+    Rejection {
+        resource: resource.to_string(),
+        path: path.to_string(),
+        message,
+    }
+}
+
+/// protoc-gen-validate rules of one message; `prefix` is its path inside the resource.
+fn check_message<M: Message + prost::Name>(
+    message: &M,
+    resource: &str,
+    prefix: &str,
+    out: &mut Vec<Rejection>,
+) {
+    let dynamic = match to_dynamic(message) {
+        Ok(dynamic) => dynamic,
+        Err(error) => {
+            out.push(rejection(resource, prefix, error.to_string()));
+            return;
+        }
+    };
+    for violation in validate_message(&dynamic) {
+        let path = match (prefix.is_empty(), violation.path.is_empty()) {
+            (true, _) => violation.path.clone(),
+            (false, true) => prefix.to_string(),
+            (false, false) => format!("{prefix}.{}", violation.path),
+        };
+        let message = format!("{} (Envoy rule {})", violation.message, violation.rule);
+        out.push(rejection(resource, &path, message));
+    }
+}
+
+/// Envoy rejects a listener two of whose filter chains have the same match.
+fn check_filter_chain_matches(listener: &Listener, resource: &str, out: &mut Vec<Rejection>) {
+    let mut seen: HashMap<Vec<u8>, usize> = HashMap::new();
+    for (index, chain) in listener.filter_chains.iter().enumerate() {
+        let key = chain
+            .filter_chain_match
+            .as_ref()
+            .map(Message::encode_to_vec)
+            .unwrap_or_default();
+        if let Some(first) = seen.insert(key, index) {
+            out.push(rejection(
+                resource,
+                &format!("filter_chains[{index}].filter_chain_match"),
+                format!(
+                    "the same match as filter_chains[{first}] (Envoy requires distinct matches)"
+                ),
+            ));
+        }
+    }
+}
+
+/// The changed virtual hosts of a route configuration, and the uniqueness of names and domains.
+fn check_route_config(
+    config: &RouteConfiguration,
+    old: Option<&RouteConfiguration>,
+    out: &mut Vec<Rejection>,
+) {
+    let resource = format!("route {}", config.name);
+    let old_hosts: HashMap<&str, &VirtualHost> = old
+        .map(|o| {
+            o.virtual_hosts
+                .iter()
+                .map(|h| (h.name.as_str(), h))
+                .collect()
+        })
+        .unwrap_or_default();
+    let mut names = HashSet::new();
+    let mut domains: HashMap<&str, &str> = HashMap::new();
+    for (index, host) in config.virtual_hosts.iter().enumerate() {
+        let path = format!("virtual_hosts[{index}]");
+        if !names.insert(host.name.as_str()) {
+            out.push(rejection(
+                &resource,
+                &format!("{path}.name"),
+                format!("virtual host name {:?} is used twice", host.name),
+            ));
+        }
+        for domain in &host.domains {
+            if let Some(other) = domains.insert(domain.as_str(), host.name.as_str()) {
+                out.push(rejection(
+                    &resource,
+                    &format!("{path}.domains"),
+                    format!("domain {domain:?} is also in virtual host {other:?} (Envoy requires unique domains)"),
+                ));
+            }
+        }
+        if old_hosts.get(host.name.as_str()) != Some(&host) {
+            check_message(host, &resource, &path, out);
+        }
+    }
+}
+
+/// Checks candidate changes against every known proxy group, translating incrementally: one translator per group,
+/// kept warm on the live snapshot. Safe to share between threads; checks of one group run one at a time.
+#[derive(Debug, Default)]
+pub struct EffectChecker {
+    options: Options,
+    groups: Mutex<HashMap<Proxy, Arc<Mutex<GroupState>>>>,
+}
+
+#[derive(Debug, Default)]
+struct GroupState {
+    translator: Translator,
+    /// Version of the live snapshot `live` was translated from.
+    live_version: Option<u64>,
+    live: GatewayResources,
+}
+
+impl EffectChecker {
+    /// A checker translating with `options`.
+    pub fn new(options: Options) -> Self {
+        EffectChecker {
+            options,
+            groups: Mutex::default(),
+        }
+    }
+
+    /// What putting `object` into `live` does to each proxy group: the groups the Gateways of the candidate
+    /// select, plus `connected`. Only groups with something to report are returned.
+    pub fn check(
+        &self,
+        live: &Snapshot,
+        object: Arc<ConfigObject>,
+        connected: &[Proxy],
+    ) -> Vec<GatewayEffect> {
+        let candidate = candidate(live, object);
+        let mut proxies = gateway_proxies(&candidate);
+        proxies.extend(connected.iter().cloned());
+        proxies.sort();
+        proxies.dedup();
+        let mut effects = Vec::new();
+        for proxy in proxies {
+            let group = self.group(&proxy);
+            let mut state = group.lock().unwrap_or_else(PoisonError::into_inner);
+            if state.live_version != Some(live.version) {
+                state.live = state.translator.translate(live, &proxy).clone();
+                state.live_version = Some(live.version);
+            }
+            let GroupState {
+                translator, live, ..
+            } = &mut *state;
+            let after = translator.translate(&candidate, &proxy);
+            let rejections = check_changed(live, after);
+            let left_out: Vec<LeftOut> = after
+                .left_out
+                .iter()
+                .filter(|item| !live.left_out.contains(item))
+                .cloned()
+                .collect();
+            if !rejections.is_empty() || !left_out.is_empty() {
+                effects.push(GatewayEffect {
+                    proxy,
+                    rejections,
+                    left_out,
+                });
+            }
+        }
+        effects
+    }
+
+    fn group(&self, proxy: &Proxy) -> Arc<Mutex<GroupState>> {
+        let mut groups = self.groups.lock().unwrap_or_else(PoisonError::into_inner);
+        groups
+            .entry(proxy.clone())
+            .or_insert_with(|| {
+                Arc::new(Mutex::new(GroupState {
+                    translator: Translator::new(self.options.clone()),
+                    ..GroupState::default()
+                }))
+            })
+            .clone()
+    }
+}
+
+/// Groups effects by what they say, for messages: each rejection with the groups it applies to.
+pub fn rejections_by_message(effects: &[GatewayEffect]) -> BTreeMap<String, Vec<String>> {
+    let mut by_message: BTreeMap<String, Vec<String>> = BTreeMap::new();
+    for effect in effects {
+        for rejection in &effect.rejections {
+            by_message
+                .entry(rejection.to_string())
+                .or_default()
+                .push(describe_proxy(&effect.proxy));
+        }
+    }
+    by_message
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::model::decode::{decode, DecodeOptions, Decoded};
+    use serde_json::{json, Value};
+
+    fn object(doc: Value) -> Arc<ConfigObject> {
+        match decode(&doc, &DecodeOptions::default()) {
+            Decoded::Object { object, .. } => Arc::new(object),
+            other => panic!("test document does not decode: {other:?}"),
+        }
+    }
+
+    fn live() -> Snapshot {
+        let gateway = object(
+            json!({"apiVersion": "networking.istio.io/v1", "kind": "Gateway",
+            "metadata": {"name": "gw", "namespace": "istio-system"},
+            "spec": {"selector": {"istio": "ingressgateway"}, "servers": [
+                {"port": {"number": 80, "name": "http", "protocol": "HTTP"}, "hosts": ["*"]}]}}),
+        );
+        let mut snapshot = Snapshot {
+            version: 7,
+            ..Snapshot::default()
+        };
+        snapshot.objects.insert(gateway.key(), gateway);
+        snapshot
+    }
+
+    fn vs(prefix: &str) -> Arc<ConfigObject> {
+        object(
+            json!({"apiVersion": "networking.istio.io/v1", "kind": "VirtualService",
+            "metadata": {"name": "api", "namespace": "istio-system"},
+            "spec": {"hosts": ["*"], "gateways": ["gw"], "http": [{"match": [{"uri": {"prefix": prefix}}],
+                "route": [{"destination": {"host": "web.shop.svc.cluster.local"}}]}]}}),
+        )
+    }
+
+    #[test]
+    fn a_change_envoy_accepts_has_no_effect_to_report() {
+        let checker = EffectChecker::default();
+        assert_eq!(checker.check(&live(), vs("/api"), &[]), Vec::new());
+        // Checked again against the same live snapshot (the translator now holds the first candidate).
+        assert_eq!(checker.check(&live(), vs("/v2"), &[]), Vec::new());
+    }
+
+    #[test]
+    fn a_second_listener_on_the_same_address_is_rejected_for_the_selected_gateway() {
+        let filter = object(
+            json!({"apiVersion": "networking.istio.io/v1alpha3", "kind": "EnvoyFilter",
+            "metadata": {"name": "extra", "namespace": "istio-system"},
+            "spec": {"configPatches": [{"applyTo": "LISTENER", "match": {"context": "GATEWAY"},
+                "patch": {"operation": "ADD", "value": {"name": "extra", "address": {"socket_address":
+                    {"address": "0.0.0.0", "port_value": 80}}, "filter_chains": [{"filters": [
+                    {"name": "envoy.filters.network.tcp_proxy", "typed_config": {
+                        "@type": "type.googleapis.com/envoy.extensions.filters.network.tcp_proxy.v3.TcpProxy",
+                        "stat_prefix": "t", "cluster": "BlackHoleCluster"}}]}]}}}]}}),
+        );
+        let effects = EffectChecker::default().check(&live(), filter, &[]);
+        assert_eq!(effects.len(), 1, "{effects:?}");
+        assert_eq!(
+            describe_proxy(&effects[0].proxy),
+            "istio-system {istio=ingressgateway}"
+        );
+        let rejection = &effects[0].rejections[0];
+        assert_eq!(rejection.path, "address");
+        assert!(
+            rejection
+                .message
+                .contains("already listens on this address"),
+            "{rejection}"
+        );
+    }
+
+    #[test]
+    fn changed_resources_are_checked_with_envoys_rules_and_unchanged_ones_are_not() {
+        let before = GatewayResources {
+            clusters: vec![Cluster {
+                name: "old".into(),
+                ..Default::default()
+            }],
+            ..Default::default()
+        };
+        let mut after = before.clone();
+        // Unchanged (even though it breaks a rule): not checked again.
+        assert!(check_changed(&before, &after).is_empty());
+        after.clusters.push(Cluster {
+            name: String::new(),
+            connect_timeout: Some(envoy_types::pb::google::protobuf::Duration {
+                seconds: -1,
+                nanos: 0,
+            }),
+            ..Default::default()
+        });
+        let rejections = check_changed(&before, &after);
+        assert!(
+            rejections
+                .iter()
+                .any(|r| r.resource == "cluster " && r.path == "connect_timeout"),
+            "{rejections:?}"
+        );
+    }
+
+    #[test]
+    fn the_push_path_keeps_the_last_version_of_a_rejected_resource() {
+        let good = Cluster {
+            name: "web".into(),
+            ..Default::default()
+        };
+        let last = GatewayResources {
+            clusters: vec![good.clone()],
+            ..Default::default()
+        };
+        let bad = |name: &str| Cluster {
+            name: name.into(),
+            connect_timeout: Some(envoy_types::pb::google::protobuf::Duration {
+                seconds: -1,
+                nanos: 0,
+            }),
+            ..Default::default()
+        };
+        let mut out = GatewayResources {
+            clusters: vec![bad("new"), bad("web")],
+            ..Default::default()
+        };
+        let rejections = hold_back(&mut out, &last);
+        assert_eq!(rejections.len(), 2, "{rejections:?}");
+        assert_eq!(out.clusters, [good]);
+    }
+
+    #[test]
+    fn a_duplicate_address_is_blamed_on_the_new_listener_whatever_the_order() {
+        use envoy_types::pb::envoy::config::core::v3::{
+            address, socket_address, Address, SocketAddress,
+        };
+        let listener = |name: &str| Listener {
+            name: name.into(),
+            address: Some(Address {
+                address: Some(address::Address::SocketAddress(SocketAddress {
+                    address: "0.0.0.0".into(),
+                    port_specifier: Some(socket_address::PortSpecifier::PortValue(80)),
+                    ..Default::default()
+                })),
+            }),
+            ..Default::default()
+        };
+        let before = GatewayResources {
+            listeners: vec![listener("serving")],
+            ..Default::default()
+        };
+        for order in [["added", "serving"], ["serving", "added"]] {
+            let after = GatewayResources {
+                listeners: order.iter().map(|name| listener(name)).collect(),
+                ..Default::default()
+            };
+            let rejections = check_changed(&before, &after);
+            assert_eq!(rejections.len(), 1, "{rejections:?}");
+            assert_eq!(rejections[0].resource, "listener added");
+        }
+    }
+
+    #[test]
+    fn duplicate_domains_in_a_route_configuration_are_rejected() {
+        let host = |name: &str| VirtualHost {
+            name: name.into(),
+            domains: vec!["a.example.com".into()],
+            ..Default::default()
+        };
+        let after = GatewayResources {
+            route_configs: vec![RouteConfiguration {
+                name: "http.80".into(),
+                virtual_hosts: vec![host("a"), host("b")],
+                ..Default::default()
+            }],
+            ..Default::default()
+        };
+        let rejections = check_changed(&GatewayResources::default(), &after);
+        assert_eq!(rejections.len(), 1, "{rejections:?}");
+        assert_eq!(rejections[0].path, "virtual_hosts[1].domains");
+    }
+}
