@@ -1,7 +1,8 @@
 //! The descriptor set `build.rs` compiles from `proto/` describes the same API as the `envoy-types` crate in
 //! `Cargo.lock`: every message of the `types.bin` that crate ships (outside `google.protobuf`, whose newest
 //! descriptor.proto additions protox does not carry) is present, each field with the same type and options.
-//! The crate's folder is found with `cargo metadata`, which a test may run (build scripts do not).
+//! The crate's folder is found with `cargo metadata`, which a test may run (build scripts do not); limited to the
+//! host platform, so packages only other platforms need (never downloaded here) are not required.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use std::path::PathBuf;
@@ -11,11 +12,26 @@ use admitpilot::envoy_proto::pool;
 use prost::Message;
 use prost_reflect::DescriptorPool;
 
+/// The platform `rustc` builds for by default (`host:` of `rustc -vV`).
+fn host_triple() -> String {
+    let rustc = std::env::var("RUSTC").unwrap_or_else(|_| "rustc".into());
+    let output = Command::new(rustc)
+        .arg("-vV")
+        .output()
+        .expect("run rustc -vV");
+    String::from_utf8_lossy(&output.stdout)
+        .lines()
+        .find_map(|line| line.strip_prefix("host: "))
+        .expect("rustc -vV names the host")
+        .to_string()
+}
+
 /// The source folder of the `envoy-types` package this workspace resolved.
 fn envoy_types_dir() -> PathBuf {
     let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
     let output = Command::new(cargo)
         .args(["metadata", "--format-version", "1", "--offline"])
+        .args(["--filter-platform", &host_triple()])
         .current_dir(env!("CARGO_MANIFEST_DIR"))
         .output()
         .expect("run cargo metadata");

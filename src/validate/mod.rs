@@ -1,6 +1,7 @@
 //! Validation (pure), shared by the admission webhook, the watch loop and the `validate` CLI.
 //! Takes one document (JSON value) or one decoded object and yields a [`Report`]: every error and warning
-//! with its field path. One file per kind holds that kind's rules; `common` holds shared primitives.
+//! with its field path. One file per kind holds that kind's rules; `common` holds shared primitives; `references` the
+//! cross-object checks (what an object names that the config it joins lacks).
 
 mod authorization_policy;
 pub mod common;
@@ -13,6 +14,7 @@ mod http2rpc;
 mod mcp_bridge;
 mod peer_authentication;
 mod proxy_config;
+pub mod references;
 mod request_authentication;
 mod service_entry;
 mod sidecar;

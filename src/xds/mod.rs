@@ -23,6 +23,9 @@
 //!   ([`crate::translate::dangling`]): a listener, route, tracer, access log or filter naming a cluster the group
 //!   does not get is left out, held back or answered with 503, logged with the object to blame, and counted in
 //!   `admitpilot_xds_left_out_features_total{effect}`.
+//! - **Nothing Envoy would reject is sent**: each changed listener, cluster and route configuration is checked
+//!   as Envoy checks it on load ([`crate::translate::effect`], the webhook's check); a rejected one keeps the
+//!   version last sent ([`cache`]), logged and counted in `admitpilot_xds_held_back_resources_total`.
 
 pub mod cache;
 mod delta;

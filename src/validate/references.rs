@@ -1,0 +1,552 @@
+//! Reference analysis (pure): takes the config an object joins (a snapshot that holds it) and the object, and yields
+//! what the object names that the config does not have, or claims that another object claims too, as
+//! [`Reference`] findings carrying Istio's analyzer codes so users can look them up:
+//!
+//! | code | what | mirrors (istio `pkg/config/analysis/analyzers/…`) |
+//! |---|---|---|
+//! | IST0101 | a VirtualService names a Gateway that does not exist | `virtualservice/gateways.go` `analyzeVirtualService` |
+//! | IST0101 | a route destination names a host no Service or ServiceEntry provides | `virtualservice/destinationhosts.go` `analyzeVirtualService` |
+//! | IST0101 | a route destination names a subset no DestinationRule for its host defines | `virtualservice/destinationrules.go` `analyzeVirtualService` |
+//! | IST0101 | a Gateway server's `credentialName` names no Secret in the Gateway's namespace | `gateway/secret.go` `Analyze` |
+//! | IST0101 | higress-config tracing names a collector service that does not exist (Higress builds its cluster from it) | — |
+//! | IST0109 | two VirtualServices bound to one Gateway claim the same host | `virtualservice/conflictingmeshgatewayhosts.go` (there: the mesh gateway) |
+//! | IST0132 | a VirtualService host that no server of its Gateway accepts | `virtualservice/gateways.go` `analyzeVirtualService` |
+//!
+//! An object silences codes with Istio's `galley.istio.io/analyze-suppress` annotation (comma-separated codes).
+//! Each check looks at what the object names, so its cost grows with the object plus, for IST0109, the
+//! VirtualServices of the same Gateways.
+
+use std::collections::{HashMap, HashSet};
+use std::fmt;
+
+use crate::model::istio::virtual_service::Destination;
+use crate::model::istio::{Gateway, VirtualService};
+use crate::model::{ConfigObject, Kind, ObjectKey, Snapshot, Spec};
+
+/// Istio's annotation listing analyzer codes not to report for the object.
+pub const SUPPRESS_ANNOTATION: &str = "galley.istio.io/analyze-suppress";
+
+/// Istio's code for "a resource being referenced does not exist".
+pub const REFERENCED_RESOURCE_NOT_FOUND: &str = "IST0101";
+/// Istio's code for "VirtualServices define the same host" (for the mesh gateway there; any gateway here).
+pub const CONFLICTING_VIRTUAL_SERVICE_HOSTS: &str = "IST0109";
+/// Istio's code for "a VirtualService host is not found in its Gateway".
+pub const HOST_NOT_FOUND_IN_GATEWAY: &str = "IST0132";
+
+/// One reference problem of an object.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
+pub struct Reference {
+    /// The analyzer code, e.g. `IST0101`.
+    pub code: &'static str,
+    /// Field path in the object.
+    pub field: String,
+    /// What is wrong.
+    pub message: String,
+}
+
+impl fmt::Display for Reference {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "[{}] {}: {}", self.code, self.field, self.message)
+    }
+}
+
+/// The reference problems of `object` within `config` (which should hold it), minus the codes its
+/// [`SUPPRESS_ANNOTATION`] silences. `domain_suffix` completes short Service names (`cluster.local`).
+pub fn check_references(
+    config: &Snapshot,
+    object: &ConfigObject,
+    domain_suffix: &str,
+) -> Vec<Reference> {
+    let registry = Registry {
+        config,
+        domain_suffix,
+    };
+    let mut out = Vec::new();
+    match &object.spec {
+        Spec::VirtualService(vs) => registry.virtual_service(object, vs, &mut out),
+        Spec::Gateway(gateway) => registry.gateway_secrets(object, gateway, &mut out),
+        Spec::HigressConfig(higress) => {
+            if let Some(tracing) = &higress.tracing {
+                let collectors = [
+                    ("zipkin", tracing.zipkin.as_ref().map(|z| &z.service)),
+                    (
+                        "skywalking",
+                        tracing.skywalking.as_ref().map(|s| &s.service),
+                    ),
+                    (
+                        "opentelemetry",
+                        tracing.opentelemetry.as_ref().map(|o| &o.service),
+                    ),
+                ];
+                for (name, service) in collectors {
+                    let Some(service) = service.filter(|s| !s.is_empty()) else {
+                        continue;
+                    };
+                    if !registry.has_host(service) {
+                        out.push(not_found(
+                            format!("data.higress.tracing.{name}.service"),
+                            "tracing service",
+                            service,
+                        ));
+                    }
+                }
+            }
+        }
+        _ => {}
+    }
+    let silenced: HashSet<&str> = object
+        .metadata
+        .annotations
+        .get(SUPPRESS_ANNOTATION)
+        .map(|codes| codes.split(',').map(str::trim).collect())
+        .unwrap_or_default();
+    out.retain(|reference| !silenced.contains(reference.code));
+    out.sort();
+    out.dedup();
+    out
+}
+
+fn not_found(field: String, what: &str, name: &str) -> Reference {
+    Reference {
+        code: REFERENCED_RESOURCE_NOT_FOUND,
+        field,
+        message: format!("Referenced {what} not found: {name:?}"),
+    }
+}
+
+/// Looks names up in the config.
+struct Registry<'a> {
+    config: &'a Snapshot,
+    domain_suffix: &'a str,
+}
+
+impl Registry<'_> {
+    /// A name without dots is a Service in `namespace` (as Istio resolves destination hosts).
+    fn resolve(&self, host: &str, namespace: &str) -> String {
+        if host.contains('.') || host.contains('*') {
+            host.to_string()
+        } else {
+            format!("{host}.{namespace}.svc.{}", self.domain_suffix)
+        }
+    }
+
+    /// Whether a Service (by its FQDN) or a ServiceEntry host provides `host` (already resolved).
+    fn has_host(&self, host: &str) -> bool {
+        let service = host
+            .strip_suffix(self.domain_suffix)
+            .and_then(|rest| rest.strip_suffix(".svc."))
+            .and_then(|rest| rest.split_once('.'));
+        if let Some((name, namespace)) = service {
+            if self
+                .config
+                .get(&ObjectKey::new(Kind::Service, namespace, name))
+                .is_some()
+            {
+                return true;
+            }
+        }
+        self.config
+            .of_kind(Kind::ServiceEntry)
+            .any(|entry| match &entry.spec {
+                Spec::ServiceEntry(se) => se.hosts.iter().any(|h| host_matches(host, h)),
+                _ => false,
+            })
+    }
+
+    /// The subsets DestinationRules define for `host` (resolved).
+    fn has_subset(&self, host: &str, subset: &str) -> bool {
+        self.config
+            .of_kind(Kind::DestinationRule)
+            .any(|object| match &object.spec {
+                Spec::DestinationRule(dr) => {
+                    host_matches(host, &self.resolve(&dr.host, &object.metadata.namespace))
+                        && dr.subsets.iter().any(|s| s.name == subset)
+                }
+                _ => false,
+            })
+    }
+
+    fn virtual_service(
+        &self,
+        object: &ConfigObject,
+        vs: &VirtualService,
+        out: &mut Vec<Reference>,
+    ) {
+        let namespace = &object.metadata.namespace;
+        for (index, name) in vs.gateways.iter().enumerate() {
+            if name == "mesh" {
+                continue;
+            }
+            let key = gateway_key(name, namespace);
+            let Some(Spec::Gateway(gateway)) = self.config.get(&key).map(|g| &g.spec) else {
+                out.push(not_found(
+                    format!("spec.gateways[{index}]"),
+                    "gateway",
+                    &format!("{}/{}", key.namespace, key.name),
+                ));
+                continue;
+            };
+            let missing: Vec<&str> = vs
+                .hosts
+                .iter()
+                .filter(|host| !gateway_accepts(gateway, &key.namespace, namespace, host))
+                .map(String::as_str)
+                .collect();
+            if !missing.is_empty() {
+                out.push(Reference {
+                    code: HOST_NOT_FOUND_IN_GATEWAY,
+                    field: "spec.hosts".into(),
+                    message: format!(
+                        "one or more host [{}] defined in VirtualService {namespace}/{} not found in Gateway {}/{}.",
+                        missing.join(" "),
+                        object.metadata.name,
+                        key.namespace,
+                        key.name
+                    ),
+                });
+            }
+            self.conflicts(object, vs, &key, out);
+        }
+        for (field, destination) in destinations(vs) {
+            let host = self.resolve(&destination.host, namespace);
+            if host.contains('*') {
+                continue;
+            }
+            if !self.has_host(&host) {
+                out.push(not_found(format!("{field}.host"), "host", &host));
+            } else if !destination.subset.is_empty() && !self.has_subset(&host, &destination.subset)
+            {
+                out.push(not_found(
+                    format!("{field}.subset"),
+                    "host+subset in destinationrule",
+                    &format!("{host}+{}", destination.subset),
+                ));
+            }
+        }
+    }
+
+    /// IST0109: other VirtualServices bound to the Gateway `gateway` that claim one of `vs`'s hosts.
+    fn conflicts(
+        &self,
+        object: &ConfigObject,
+        vs: &VirtualService,
+        gateway: &ObjectKey,
+        out: &mut Vec<Reference>,
+    ) {
+        let namespace = &object.metadata.namespace;
+        // Each resolved host of `vs`, with its index.
+        let own: HashMap<String, usize> = vs
+            .hosts
+            .iter()
+            .enumerate()
+            .map(|(index, h)| (self.resolve(h, namespace), index))
+            .collect();
+        for other in self.config.of_kind(Kind::VirtualService) {
+            let Spec::VirtualService(other_vs) = &other.spec else {
+                continue;
+            };
+            let other_ns = &other.metadata.namespace;
+            if (other_ns, &other.metadata.name) == (namespace, &object.metadata.name)
+                || !other_vs
+                    .gateways
+                    .iter()
+                    .any(|g| gateway_key(g, other_ns) == *gateway)
+            {
+                continue;
+            }
+            for host in &other_vs.hosts {
+                let resolved = self.resolve(host, other_ns);
+                let Some(&index) = own.get(&resolved) else {
+                    continue;
+                };
+                out.push(Reference {
+                    code: CONFLICTING_VIRTUAL_SERVICE_HOSTS,
+                    field: format!("spec.hosts[{index}]"),
+                    message: format!(
+                        "The VirtualServices {namespace}/{}, {other_ns}/{} associated with gateway {}/{} define the \
+                         same host {resolved} which can lead to undefined behavior. This can be fixed by merging \
+                         the conflicting VirtualServices into a single resource.",
+                        object.metadata.name, other.metadata.name, gateway.namespace, gateway.name
+                    ),
+                });
+            }
+        }
+    }
+
+    fn gateway_secrets(&self, object: &ConfigObject, gateway: &Gateway, out: &mut Vec<Reference>) {
+        let namespace = &object.metadata.namespace;
+        for (index, server) in gateway.servers.iter().enumerate() {
+            let Some(tls) = &server.tls else { continue };
+            let names = std::iter::once(("credentialName".to_string(), &tls.credential_name))
+                .chain(
+                    tls.credential_names
+                        .iter()
+                        .enumerate()
+                        .map(|(i, name)| (format!("credentialNames[{i}]"), name)),
+                )
+                .filter(|(_, name)| !name.is_empty());
+            for (field, name) in names {
+                let (secret_ns, secret) = name.split_once('/').unwrap_or((namespace, name));
+                if self
+                    .config
+                    .get(&ObjectKey::new(Kind::Secret, secret_ns, secret))
+                    .is_none()
+                {
+                    out.push(not_found(
+                        format!("spec.servers[{index}].tls.{field}"),
+                        "credentialName",
+                        name,
+                    ));
+                }
+            }
+        }
+    }
+}
+
+/// The key of the Gateway a VirtualService in `namespace` names (`name` or `namespace/name`).
+fn gateway_key(name: &str, namespace: &str) -> ObjectKey {
+    match name.split_once('/') {
+        Some((ns, name)) => ObjectKey::new(Kind::Gateway, ns, name),
+        None => ObjectKey::new(Kind::Gateway, namespace, name),
+    }
+}
+
+/// Whether some server of `gateway` (in `gateway_ns`) accepts `host` of a VirtualService in `vs_ns`: a server host
+/// `[namespace/]host` whose namespace part admits the VirtualService (`*`, `.` for the Gateway's own, or `vs_ns`) and
+/// whose host part overlaps it.
+fn gateway_accepts(gateway: &Gateway, gateway_ns: &str, vs_ns: &str, host: &str) -> bool {
+    gateway
+        .servers
+        .iter()
+        .flat_map(|s| &s.hosts)
+        .any(|server_host| {
+            let (ns, name) = server_host.split_once('/').unwrap_or(("*", server_host));
+            let admits = ns == "*" || ns == vs_ns || (ns == "." && gateway_ns == vs_ns);
+            admits && (host_matches(host, name) || host_matches(name, host))
+        })
+}
+
+/// Whether `pattern` (a host, `*`, or `*.suffix`) covers `host`.
+fn host_matches(host: &str, pattern: &str) -> bool {
+    match pattern.strip_prefix('*') {
+        Some(suffix) => host.ends_with(suffix),
+        None => host.eq_ignore_ascii_case(pattern),
+    }
+}
+
+/// Every destination of a VirtualService with its field path: HTTP, TLS and TCP routes and HTTP mirrors.
+fn destinations(vs: &VirtualService) -> Vec<(String, &Destination)> {
+    let mut out = Vec::new();
+    for (i, route) in vs.http.iter().enumerate() {
+        for (j, to) in route.route.iter().enumerate() {
+            if let Some(destination) = &to.destination {
+                out.push((
+                    format!("spec.http[{i}].route[{j}].destination"),
+                    destination,
+                ));
+            }
+        }
+        if let Some(mirror) = &route.mirror {
+            out.push((format!("spec.http[{i}].mirror"), mirror));
+        }
+        for (j, mirror) in route.mirrors.iter().enumerate() {
+            if let Some(destination) = &mirror.destination {
+                out.push((
+                    format!("spec.http[{i}].mirrors[{j}].destination"),
+                    destination,
+                ));
+            }
+        }
+    }
+    for (kind, routes) in [
+        ("tls", vs.tls.iter().map(|r| &r.route).collect::<Vec<_>>()),
+        ("tcp", vs.tcp.iter().map(|r| &r.route).collect()),
+    ] {
+        for (i, route) in routes.into_iter().enumerate() {
+            for (j, to) in route.iter().enumerate() {
+                if let Some(destination) = &to.destination {
+                    out.push((
+                        format!("spec.{kind}[{i}].route[{j}].destination"),
+                        destination,
+                    ));
+                }
+            }
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Arc;
+
+    use serde_json::{json, Value};
+
+    use super::*;
+    use crate::model::decode::{decode, DecodeOptions, Decoded};
+
+    fn object(doc: Value) -> Arc<ConfigObject> {
+        match decode(&doc, &DecodeOptions::default()) {
+            Decoded::Object { object, .. } => Arc::new(object),
+            other => panic!("test document does not decode: {other:?}"),
+        }
+    }
+
+    fn config(objects: &[Arc<ConfigObject>]) -> Snapshot {
+        let mut snapshot = Snapshot::default();
+        for object in objects {
+            snapshot.objects.insert(object.key(), object.clone());
+        }
+        snapshot
+    }
+
+    fn gateway(hosts: Value, tls: Value) -> Arc<ConfigObject> {
+        object(
+            json!({"apiVersion": "networking.istio.io/v1", "kind": "Gateway",
+            "metadata": {"name": "gw", "namespace": "shop"},
+            "spec": {"selector": {"istio": "ingressgateway"}, "servers": [
+                {"port": {"number": 443, "name": "https", "protocol": "HTTPS"}, "hosts": hosts, "tls": tls}]}}),
+        )
+    }
+
+    fn vs(name: &str, hosts: Value, route: Value) -> Arc<ConfigObject> {
+        object(
+            json!({"apiVersion": "networking.istio.io/v1", "kind": "VirtualService",
+            "metadata": {"name": name, "namespace": "shop"},
+            "spec": {"hosts": hosts, "gateways": ["gw"], "http": [{"route": route}]}}),
+        )
+    }
+
+    fn service(name: &str) -> Arc<ConfigObject> {
+        object(
+            json!({"apiVersion": "v1", "kind": "Service", "metadata": {"name": name, "namespace": "shop"},
+            "spec": {"ports": [{"port": 80}]}}),
+        )
+    }
+
+    fn codes(found: &[Reference]) -> Vec<(&str, &str)> {
+        found.iter().map(|r| (r.code, r.field.as_str())).collect()
+    }
+
+    #[test]
+    fn a_fully_resolved_virtual_service_has_no_findings() {
+        let gw = gateway(
+            json!(["*.example.com"]),
+            json!({"mode": "SIMPLE", "credentialName": "cert"}),
+        );
+        let dr = object(
+            json!({"apiVersion": "networking.istio.io/v1", "kind": "DestinationRule",
+            "metadata": {"name": "web", "namespace": "shop"},
+            "spec": {"host": "web", "subsets": [{"name": "v1", "labels": {"version": "v1"}}]}}),
+        );
+        let secret = object(
+            json!({"apiVersion": "v1", "kind": "Secret", "metadata": {"name": "cert", "namespace": "shop"}}),
+        );
+        let api = vs(
+            "api",
+            json!(["api.example.com"]),
+            json!([{"destination": {"host": "web", "subset": "v1"}}]),
+        );
+        let snapshot = config(&[gw.clone(), dr, secret, service("web"), api.clone()]);
+        assert_eq!(
+            check_references(&snapshot, &api, "cluster.local"),
+            Vec::new()
+        );
+        assert_eq!(
+            check_references(&snapshot, &gw, "cluster.local"),
+            Vec::new()
+        );
+    }
+
+    #[test]
+    fn missing_gateway_host_subset_and_secret_are_ist0101() {
+        let api = vs(
+            "api",
+            json!(["api.example.com"]),
+            json!([{"destination": {"host": "nowhere"}}, {"destination": {"host": "web", "subset": "v9"}}]),
+        );
+        let alone = config(&[service("web"), api.clone()]);
+        let found = check_references(&alone, &api, "cluster.local");
+        assert_eq!(
+            codes(&found),
+            [
+                ("IST0101", "spec.gateways[0]"),
+                ("IST0101", "spec.http[0].route[0].destination.host"),
+                ("IST0101", "spec.http[0].route[1].destination.subset"),
+            ]
+        );
+        assert_eq!(
+            found[0].message,
+            r#"Referenced gateway not found: "shop/gw""#
+        );
+        assert_eq!(
+            found[1].message,
+            r#"Referenced host not found: "nowhere.shop.svc.cluster.local""#
+        );
+        assert_eq!(
+            found[2].message,
+            r#"Referenced host+subset in destinationrule not found: "web.shop.svc.cluster.local+v9""#
+        );
+        let gw = gateway(
+            json!(["*"]),
+            json!({"mode": "SIMPLE", "credentialName": "cert"}),
+        );
+        let found = check_references(&config(&[gw.clone()]), &gw, "cluster.local");
+        assert_eq!(
+            codes(&found),
+            [("IST0101", "spec.servers[0].tls.credentialName")]
+        );
+    }
+
+    #[test]
+    fn a_host_the_gateway_does_not_serve_is_ist0132_and_a_shared_host_is_ist0109() {
+        let gw = gateway(
+            json!(["shop/*.example.com"]),
+            json!({"mode": "SIMPLE", "credentialName": "cert"}),
+        );
+        let to = json!([{"destination": {"host": "web"}}]);
+        let first = vs("first", json!(["a.example.com"]), to.clone());
+        let second = vs("second", json!(["a.example.com", "b.other.org"]), to);
+        let snapshot = config(&[gw, service("web"), first, second.clone()]);
+        let found = check_references(&snapshot, &second, "cluster.local");
+        assert_eq!(
+            codes(&found),
+            [("IST0109", "spec.hosts[0]"), ("IST0132", "spec.hosts")]
+        );
+        assert!(
+            found[0].message.contains("shop/second, shop/first"),
+            "{}",
+            found[0].message
+        );
+        assert_eq!(
+            found[1].message,
+            "one or more host [b.other.org] defined in VirtualService shop/second not found in Gateway shop/gw."
+        );
+    }
+
+    #[test]
+    fn the_suppress_annotation_silences_a_code() {
+        let api = object(
+            json!({"apiVersion": "networking.istio.io/v1", "kind": "VirtualService",
+            "metadata": {"name": "api", "namespace": "shop",
+                "annotations": {SUPPRESS_ANNOTATION: "IST0132, IST0101"}},
+            "spec": {"hosts": ["x"], "gateways": ["gw"], "http": [{"route": [{"destination": {"host": "nowhere"}}]}]}}),
+        );
+        assert_eq!(
+            check_references(&config(&[api.clone()]), &api, "cluster.local"),
+            Vec::new()
+        );
+    }
+
+    #[test]
+    fn higress_tracing_naming_a_missing_service_is_ist0101() {
+        let higress = object(json!({"apiVersion": "v1", "kind": "ConfigMap",
+            "metadata": {"name": "higress-config", "namespace": "higress-system"},
+            "data": {"higress": "tracing:\n  enable: true\n  zipkin:\n    service: zipkin.istio-system.svc.cluster.local\n    port: \"9411\"\n"}}));
+        let found = check_references(&config(&[higress.clone()]), &higress, "cluster.local");
+        assert_eq!(
+            codes(&found),
+            [("IST0101", "data.higress.tracing.zipkin.service")]
+        );
+    }
+}
