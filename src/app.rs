@@ -17,7 +17,7 @@ use tokio::sync::watch;
 use tokio::task::JoinSet;
 
 use crate::admin::{self, Readiness};
-use crate::admission::effects::{GatewayCheck, LiveGatewayCheck};
+use crate::admission::effects::{GatewayCheck, LiveGatewayCheck, ReferenceCheck};
 use crate::admission::metrics::WebhookMetrics;
 use crate::admission::server::{serve_https, ServerLimits};
 use crate::admission::tls::{self, CertSource, CertStore, TlsError};
@@ -51,6 +51,8 @@ pub struct WebhookConfig {
     pub limits: ServerLimits,
     /// Adds the do-nothing `/noop` route (benchmarks only).
     pub bench_noop: bool,
+    /// What to do with reference findings (when the process serves gateways).
+    pub reference_check: ReferenceCheck,
 }
 
 /// Settings of the xDS (ADS) server.
@@ -219,6 +221,7 @@ impl App {
                 let connected = server.connected;
                 gateway_check = Some(Arc::new(LiveGatewayCheck::new(
                     options,
+                    self.config.webhook.reference_check,
                     snapshots.clone(),
                     Arc::new(move || connected.connected_groups()),
                 )) as Arc<dyn GatewayCheck>);

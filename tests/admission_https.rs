@@ -66,6 +66,7 @@ async fn start(dir: &Path) -> Running {
             decode: DecodeOptions::default(),
             limits: ServerLimits::default(),
             bench_noop: false,
+            reference_check: Default::default(),
         },
         admin_addr: "127.0.0.1:0".parse().unwrap(),
     };
@@ -261,6 +262,7 @@ async fn without_files_a_self_signed_certificate_is_served_and_its_ca_written() 
             decode: DecodeOptions::default(),
             limits: ServerLimits::default(),
             bench_noop: false,
+            reference_check: Default::default(),
         },
         admin_addr: "127.0.0.1:0".parse().unwrap(),
     };

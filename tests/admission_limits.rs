@@ -28,6 +28,7 @@ async fn start(dir: &std::path::Path, limits: ServerLimits) -> Running {
             decode: DecodeOptions::default(),
             limits,
             bench_noop: false,
+            reference_check: Default::default(),
         },
         admin_addr: "127.0.0.1:0".parse().unwrap(),
     };

@@ -1,7 +1,11 @@
-//! The webhook's effect check: takes an object that passed validation and tells what admitting it would do to
-//! the gateways, as a denial message (some gateway's Envoy would reject the resulting config) or warnings (parts
-//! that would not take effect). The check itself is [`crate::translate::effect`], the same one that guards the
-//! xDS push path; this module feeds it the live snapshot and the connected proxy groups, and words its answer.
+//! The webhook's whole-config checks: takes an object that passed validation and tells what admitting it would do,
+//! as a denial message or warnings:
+//! - to the gateways ([`crate::translate::effect`], the same check that guards the xDS push path): denied when a
+//!   gateway's Envoy would reject the resulting config, warned about parts that would not take effect;
+//! - to references ([`crate::validate::references`]): what it names that the config lacks, with Istio's analyzer
+//!   codes; warned about, denied, or not checked ([`ReferenceCheck`]).
+//!
+//! This module feeds both the live snapshot and the connected proxy groups, and words their answers.
 
 use std::sync::Arc;
 
@@ -9,14 +13,50 @@ use tokio::sync::watch;
 
 use crate::model::{ConfigObject, Snapshot};
 pub use crate::translate::effect::GatewayEffect;
-use crate::translate::effect::{describe_proxy, rejections_by_message, EffectChecker};
+use crate::translate::effect::{candidate, describe_proxy, rejections_by_message, EffectChecker};
 use crate::translate::{Options, Proxy};
+use crate::validate::references::{check_references, Reference};
+
+/// What to do with reference findings (`--reference-check`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum ReferenceCheck {
+    /// Admit, with a warning per finding.
+    #[default]
+    Warn,
+    /// Deny.
+    Deny,
+    /// Do not look.
+    Off,
+}
+
+impl std::str::FromStr for ReferenceCheck {
+    type Err = String;
+
+    fn from_str(text: &str) -> Result<Self, Self::Err> {
+        match text {
+            "warn" => Ok(ReferenceCheck::Warn),
+            "deny" => Ok(ReferenceCheck::Deny),
+            "off" => Ok(ReferenceCheck::Off),
+            other => Err(format!("`{other}` is not one of warn, deny, off")),
+        }
+    }
+}
+
+/// What admitting one object would do to the whole config.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct ConfigEffects {
+    /// Per gateway: what Envoy would reject, and what would not take effect.
+    pub gateways: Vec<GatewayEffect>,
+    /// What the object names that the config lacks.
+    pub references: Vec<Reference>,
+    /// Whether reference findings deny the request.
+    pub deny_references: bool,
+}
 
 /// What the webhook asks about an object it is about to admit.
 pub trait GatewayCheck: Send + Sync {
-    /// What admitting `object` would do to each gateway; empty when nothing is to be said (or the live config
-    /// is not known yet).
-    fn effects(&self, object: ConfigObject) -> Vec<GatewayEffect>;
+    /// What admitting `object` would do; empty when nothing is to be said (or the live config is not known yet).
+    fn check(&self, object: ConfigObject) -> ConfigEffects;
 }
 
 /// Proxy groups that are connected now.
@@ -26,6 +66,8 @@ pub type ConnectedGroups = Arc<dyn Fn() -> Vec<Proxy> + Send + Sync>;
 /// its Gateways select and the groups connected to its xDS server.
 pub struct LiveGatewayCheck {
     checker: EffectChecker,
+    domain_suffix: String,
+    references: ReferenceCheck,
     snapshots: watch::Receiver<Arc<Snapshot>>,
     connected: ConnectedGroups,
 }
@@ -39,14 +81,18 @@ impl std::fmt::Debug for LiveGatewayCheck {
 }
 
 impl LiveGatewayCheck {
-    /// Checks against what `snapshots` publishes, translating with `options` (those of the xDS server).
+    /// Checks against what `snapshots` publishes, translating with `options` (those of the xDS server), and
+    /// handles reference findings as `references` says.
     pub fn new(
         options: Options,
+        references: ReferenceCheck,
         snapshots: watch::Receiver<Arc<Snapshot>>,
         connected: ConnectedGroups,
     ) -> Self {
         LiveGatewayCheck {
+            domain_suffix: options.domain_suffix.clone(),
             checker: EffectChecker::new(options),
+            references,
             snapshots,
             connected,
         }
@@ -54,14 +100,26 @@ impl LiveGatewayCheck {
 }
 
 impl GatewayCheck for LiveGatewayCheck {
-    fn effects(&self, object: ConfigObject) -> Vec<GatewayEffect> {
+    fn check(&self, object: ConfigObject) -> ConfigEffects {
         let live = self.snapshots.borrow().clone();
         // Version 0: the sources have not synced yet, so the config the object joins is not known.
         if live.version == 0 {
-            return Vec::new();
+            return ConfigEffects::default();
         }
-        self.checker
-            .check(&live, Arc::new(object), &(self.connected)())
+        let object = Arc::new(object);
+        let references = match self.references {
+            ReferenceCheck::Off => Vec::new(),
+            ReferenceCheck::Warn | ReferenceCheck::Deny => check_references(
+                &candidate(&live, object.clone()),
+                &object,
+                &self.domain_suffix,
+            ),
+        };
+        ConfigEffects {
+            gateways: self.checker.check(&live, object, &(self.connected)()),
+            references,
+            deny_references: self.references == ReferenceCheck::Deny,
+        }
     }
 }
 

@@ -146,6 +146,8 @@ pub enum DenialReason {
     InvalidResource,
     /// The object is valid alone, but a gateway's Envoy would reject the config it makes.
     WouldBeRejected,
+    /// The object names what the config lacks (`--reference-check=deny`).
+    BrokenReference,
 }
 
 impl DenialReason {
@@ -156,6 +158,7 @@ impl DenialReason {
             DenialReason::DecodeError => "decode_error",
             DenialReason::InvalidResource => "invalid_resource",
             DenialReason::WouldBeRejected => "would_be_rejected",
+            DenialReason::BrokenReference => "broken_reference",
         }
     }
 }
@@ -276,7 +279,7 @@ fn decide(
                 let judged = judge(&report, &request.kind);
                 match (judged.0, gateways, report.object) {
                     (Verdict::Allowed, Some(gateways), Some(object)) => {
-                        judge_effects(judged, &gateways.effects(object))
+                        judge_effects(judged, &gateways.check(object))
                     }
                     _ => judged,
                 }
@@ -359,20 +362,31 @@ fn judge(report: &Report, gvk: &GroupVersionKind) -> (Verdict, Option<String>, V
     (Verdict::Denied(reason), Some(message), warnings)
 }
 
-/// Adds what the object would do to the gateways to the judgement of a valid object.
+/// Adds what the object would do to the whole config to the judgement of a valid object.
 fn judge_effects(
     (verdict, status, mut warnings): (Verdict, Option<String>, Vec<String>),
-    effects: &[effects::GatewayEffect],
+    effects: &effects::ConfigEffects,
 ) -> (Verdict, Option<String>, Vec<String>) {
-    warnings.extend(effects::warnings(effects));
-    match effects::denial(effects) {
-        Some(denial) => (
+    warnings.extend(effects::warnings(&effects.gateways));
+    let references = effects.references.iter().map(ToString::to_string);
+    if let Some(denial) = effects::denial(&effects.gateways) {
+        warnings.extend(references);
+        return (
             Verdict::Denied(DenialReason::WouldBeRejected),
             Some(format!("{DENIAL_PREFIX}{denial}")),
             warnings,
-        ),
-        None => (verdict, status, warnings),
+        );
     }
+    if effects.deny_references && !effects.references.is_empty() {
+        let message = references.collect::<Vec<_>>().join("; ");
+        return (
+            Verdict::Denied(DenialReason::BrokenReference),
+            Some(format!("{DENIAL_PREFIX}{message}")),
+            warnings,
+        );
+    }
+    warnings.extend(references);
+    (verdict, status, warnings)
 }
 
 fn describe_gvk(gvk: &GroupVersionKind) -> String {

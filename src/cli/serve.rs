@@ -6,6 +6,7 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::Duration;
 
+use admitpilot::admission::effects::ReferenceCheck;
 use admitpilot::admission::server::ServerLimits;
 use admitpilot::admission::tls::{CertSource, TlsFiles};
 use admitpilot::app::{shutdown_signal, App, ServeConfig, WebhookConfig, XdsConfig};
@@ -127,6 +128,11 @@ pub struct ServeArgs {
     #[arg(long, requires = "xds_tls_cert")]
     xds_client_ca: Option<PathBuf>,
 
+    /// What the webhook does when an object names what the config lacks (a Gateway, host, subset, Secret…;
+    /// reported with Istio's analyzer codes): warn (admit with a warning), deny, or off.
+    #[arg(long, default_value = "warn", value_parser = clap::value_parser!(ReferenceCheck), value_name = "warn|deny|off")]
+    reference_check: ReferenceCheck,
+
     /// Adds a do-nothing POST /noop route to the webhook (for measuring the transport; benchmarks only).
     #[arg(long, hide = true)]
     bench_noop: bool,
@@ -238,6 +244,7 @@ impl ServeArgs {
                 },
                 limits,
                 bench_noop: self.bench_noop,
+                reference_check: self.reference_check,
             },
             admin_addr: self.admin_addr,
         }

@@ -491,7 +491,7 @@ mod tests {
             json!(["*"]),
             json!({"mode": "SIMPLE", "credentialName": "cert"}),
         );
-        let found = check_references(&config(&[gw.clone()]), &gw, "cluster.local");
+        let found = check_references(&config(std::slice::from_ref(&gw)), &gw, "cluster.local");
         assert_eq!(
             codes(&found),
             [("IST0101", "spec.servers[0].tls.credentialName")]
@@ -533,7 +533,7 @@ mod tests {
             "spec": {"hosts": ["x"], "gateways": ["gw"], "http": [{"route": [{"destination": {"host": "nowhere"}}]}]}}),
         );
         assert_eq!(
-            check_references(&config(&[api.clone()]), &api, "cluster.local"),
+            check_references(&config(std::slice::from_ref(&api)), &api, "cluster.local"),
             Vec::new()
         );
     }
@@ -543,7 +543,11 @@ mod tests {
         let higress = object(json!({"apiVersion": "v1", "kind": "ConfigMap",
             "metadata": {"name": "higress-config", "namespace": "higress-system"},
             "data": {"higress": "tracing:\n  enable: true\n  zipkin:\n    service: zipkin.istio-system.svc.cluster.local\n    port: \"9411\"\n"}}));
-        let found = check_references(&config(&[higress.clone()]), &higress, "cluster.local");
+        let found = check_references(
+            &config(std::slice::from_ref(&higress)),
+            &higress,
+            "cluster.local",
+        );
         assert_eq!(
             codes(&found),
             [("IST0101", "data.higress.tracing.zipkin.service")]

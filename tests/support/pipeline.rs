@@ -88,6 +88,17 @@ impl Admitpilot {
         xds_port: u16,
         state_dir: Option<&Path>,
     ) -> Admitpilot {
+        let state = state_dir.map(|state| format!("--state-dir={}", state.display()));
+        Self::launch(config_dir, xds_port, state.as_slice()).await
+    }
+
+    /// Like [`Admitpilot::start`], with more `serve` flags.
+    pub async fn start_with_args(config_dir: &Path, args: &[&str]) -> Admitpilot {
+        let args: Vec<String> = args.iter().map(ToString::to_string).collect();
+        Self::launch(config_dir, free_port(), &args).await
+    }
+
+    async fn launch(config_dir: &Path, xds_port: u16, args: &[String]) -> Admitpilot {
         let dir = tempfile::tempdir().unwrap();
         let (admin_port, webhook_port) = (free_port(), free_port());
         let log = std::fs::File::create(dir.path().join("admitpilot.log")).unwrap();
@@ -100,7 +111,7 @@ impl Admitpilot {
             .args(["--webhook-addr", &format!("127.0.0.1:{webhook_port}")])
             .arg("--self-signed-ca-out")
             .arg(dir.path().join("ca.crt"))
-            .args(state_dir.map(|state| format!("--state-dir={}", state.display())))
+            .args(args)
             .stdout(Stdio::null())
             .stderr(log)
             .spawn()

@@ -21,6 +21,7 @@ pub fn serve_config(dir: &Path) -> ServeConfig {
             decode: DecodeOptions::default(),
             limits: ServerLimits::default(),
             bench_noop: false,
+            reference_check: Default::default(),
         },
         admin_addr: "127.0.0.1:0".parse().unwrap(),
     }
