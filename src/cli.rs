@@ -1,4 +1,4 @@
-//! Command-line interface: `serve`, `validate` and `render`. Takes argv, dispatches to the library, returns the exit code.
+//! Command-line interface: `serve`, `validate`, `analyze` and `render`. Takes argv, dispatches to the library, returns the exit code.
 
 use std::process::ExitCode;
 
@@ -22,6 +22,9 @@ enum Command {
     Serve(Box<serve::ServeArgs>),
     /// Validate Istio/Higress config files offline (exit 0 valid, 1 invalid, 2 usage or unreadable input).
     Validate(validate::ValidateArgs),
+    /// Validate config files and check them together: broken references (Istio analyzer codes) and what gateways
+    /// would reject (exit 0 clean, 1 errors, 2 usage or unreadable input).
+    Analyze(analyze::AnalyzeArgs),
     /// Print the Envoy resources a gateway with the given labels gets from a config folder.
     Render(render::RenderArgs),
 }
@@ -32,10 +35,12 @@ pub fn run(cli: Cli) -> anyhow::Result<ExitCode> {
     match cli.command {
         Command::Serve(args) => serve::run(*args),
         Command::Validate(args) => validate::run(args),
+        Command::Analyze(args) => analyze::run(args),
         Command::Render(args) => render::run(args),
     }
 }
 
+mod analyze;
 mod logging;
 mod render;
 mod serve;

@@ -10,7 +10,7 @@ use serde::Serialize;
 
 use admitpilot::model::decode::DecodeOptions;
 use admitpilot::model::document::parse_documents;
-use admitpilot::model::Finding;
+use admitpilot::model::{ConfigObject, Finding};
 use admitpilot::source::folder::config_files;
 use admitpilot::validate::{validate_document, Report};
 
@@ -31,7 +31,7 @@ pub struct ValidateArgs {
 
 /// How results are printed.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
-enum Output {
+pub(super) enum Output {
     /// One line per finding, then a summary line.
     Text,
     /// A JSON array with one object per document.
@@ -40,14 +40,15 @@ enum Output {
 
 /// The verdict on one document, as printed.
 #[derive(Debug, Serialize)]
-struct DocumentResult {
+pub(super) struct DocumentResult {
     path: String,
     doc: String,
     kind: String,
     namespace: String,
     name: String,
     valid: bool,
-    findings: Vec<Finding>,
+    /// Errors and warnings, in document order.
+    pub findings: Vec<Finding>,
 }
 
 /// Validates every document under the given paths and prints the findings.
@@ -56,46 +57,96 @@ pub fn run(args: ValidateArgs) -> anyhow::Result<ExitCode> {
         higress_namespace: args.higress_namespace.clone(),
         ..DecodeOptions::default()
     };
-    let mut results = Vec::new();
-    let mut unreadable = false;
-    for source in expand_paths(&args.paths, &mut unreadable) {
+    let loaded = load(&args.paths, &options);
+    print(&loaded.results, args.output)?;
+    Ok(exit_code(&loaded, false))
+}
+
+/// Every document under some paths, validated.
+pub(super) struct Loaded {
+    /// One result per document that parsed, in input order.
+    pub results: Vec<DocumentResult>,
+    /// The decoded object of each result, when it decoded (index-aligned with `results`).
+    pub objects: Vec<Option<ConfigObject>>,
+    /// Some input could not be read or parsed.
+    pub unreadable: bool,
+}
+
+/// Reads and validates every document under `paths` (unreadable input is reported on stderr).
+pub(super) fn load(paths: &[String], options: &DecodeOptions) -> Loaded {
+    let mut loaded = Loaded {
+        results: Vec::new(),
+        objects: Vec::new(),
+        unreadable: false,
+    };
+    for source in expand_paths(paths, &mut loaded.unreadable) {
         let text = match source.read() {
             Ok(text) => text,
             Err(error) => {
                 eprintln!("{}: cannot read: {error}", source.name());
-                unreadable = true;
+                loaded.unreadable = true;
                 continue;
             }
         };
         for document in parse_documents(&text) {
             match document.value {
-                Ok(value) => results.push(to_result(
-                    &source.name(),
-                    document.position,
-                    validate_document(&value, &options),
-                )),
+                Ok(value) => {
+                    let mut report = validate_document(&value, options);
+                    loaded.objects.push(report.object.take());
+                    loaded
+                        .results
+                        .push(to_result(&source.name(), document.position, report));
+                }
                 Err(error) => {
                     eprintln!(
                         "{}:{}: cannot parse: {error}",
                         source.name(),
                         document.position
                     );
-                    unreadable = true;
+                    loaded.unreadable = true;
                 }
             }
         }
     }
-    match args.output {
-        Output::Text => print_text(&results),
-        Output::Json => println!("{}", serde_json::to_string_pretty(&results)?),
+    loaded
+}
+
+/// Prints the results in `output` format.
+pub(super) fn print(results: &[DocumentResult], output: Output) -> anyhow::Result<()> {
+    match output {
+        Output::Text => print_text(results),
+        Output::Json => println!("{}", serde_json::to_string_pretty(results)?),
     }
-    Ok(if unreadable {
+    Ok(())
+}
+
+/// 2 when some input was unreadable, else 1 when some document has errors (or warnings, with
+/// `fail_on_warnings`), else 0.
+pub(super) fn exit_code(loaded: &Loaded, fail_on_warnings: bool) -> ExitCode {
+    let failed = |r: &DocumentResult| !r.valid || (fail_on_warnings && !r.findings.is_empty());
+    if loaded.unreadable {
         ExitCode::from(2)
-    } else if results.iter().any(|r| !r.valid) {
+    } else if loaded.results.iter().any(failed) {
         ExitCode::from(1)
     } else {
         ExitCode::SUCCESS
-    })
+    }
+}
+
+impl DocumentResult {
+    /// The findings of no single document but of the config a gateway (pods in `namespace` with `labels`, shown
+    /// as `{k=v,…}`) gets.
+    pub(super) fn gateway(namespace: &str, labels: String, findings: Vec<Finding>) -> Self {
+        DocumentResult {
+            path: "(translated)".into(),
+            doc: "-".into(),
+            kind: "gateway".into(),
+            namespace: namespace.to_string(),
+            name: labels,
+            valid: !findings.iter().any(Finding::is_error),
+            findings,
+        }
+    }
 }
 
 fn to_result(path: &str, doc: String, report: Report) -> DocumentResult {

@@ -60,12 +60,17 @@ pub struct GatewayEffect {
 
 /// Shows a proxy group as `namespace {label=value,…}`.
 pub fn describe_proxy(proxy: &Proxy) -> String {
+    format!("{} {}", proxy.namespace, describe_labels(proxy))
+}
+
+/// Shows a proxy group's labels as `{label=value,…}`.
+pub fn describe_labels(proxy: &Proxy) -> String {
     let labels: Vec<String> = proxy
         .labels
         .iter()
         .map(|(k, v)| format!("{k}={v}"))
         .collect();
-    format!("{} {{{}}}", proxy.namespace, labels.join(","))
+    format!("{{{}}}", labels.join(","))
 }
 
 /// The live snapshot with `object` added or replacing the object of the same key.
