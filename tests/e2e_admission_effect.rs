@@ -17,7 +17,7 @@ mod pipeline;
 use std::time::Duration;
 
 use admitpilot::source::{self, SourceConfig, SourceMetrics};
-use admitpilot::xds::{TranslateFn, XdsMetrics, XdsServer};
+use admitpilot::xds::TranslateFn;
 use envoy::*;
 use pipeline::*;
 use serde_json::{json, Value};
@@ -153,18 +153,9 @@ async fn what_the_webhook_denies_envoy_rejects() {
     )
     .unwrap();
     let translate = TranslateFn::caching(admitpilot::translate::Options::default()).unguarded();
-    let server = XdsServer::new(sources.snapshots.clone(), translate, XdsMetrics::default());
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let xds_port = listener.local_addr().unwrap().port();
-    let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
-    let serving = tokio::spawn(async move {
-        server
-            .serve(listener, None, async {
-                let _ = stopped.await;
-            })
-            .await
-            .unwrap();
-    });
+    let (_server, stop, serving) = start_xds(listener, sources.snapshots.clone(), translate).await;
     let envoy = EnvoyProcess::start(&binary, &gateway_bootstrap(xds_port), 51_100).await;
     let deadline = tokio::time::Instant::now() + CONVERGE;
     while envoy.stat("listener_manager.lds.update_rejected").await == 0 {

@@ -64,21 +64,56 @@ fn resources(listener_port: u16, eds_port: u16, static_port: u16) -> GatewayReso
     }
 }
 
-async fn run(api: AdsApi, base_id: u32) {
+/// Two backends (`one`, `two`), a test server serving [`resources`] for a listener on `port`, and Envoy connected
+/// to it over `api`; `None` (with a message) when Envoy is not installed.
+struct Fixture {
+    one: Backend,
+    two: Backend,
+    port: u16,
+    server: TestServer,
+    envoy: EnvoyProcess,
+}
+
+async fn start(api: AdsApi, base_id: u32, guarded: bool) -> Option<Fixture> {
     let Some(binary) = envoy_binary() else {
         eprintln!("skipping: Envoy not found (set ADMITPILOT_ENVOY or install .venv/bin/envoy)");
-        return;
+        return None;
     };
     let one = Backend::start("one").await;
     let two = Backend::start("two").await;
     let port = free_port();
-    let server = TestServer::start(resources(port, one.port, two.port)).await;
+    let initial = resources(port, one.port, two.port);
+    let server = if guarded {
+        TestServer::start_guarded(initial).await
+    } else {
+        TestServer::start(initial).await
+    };
     let envoy = EnvoyProcess::start(
         &binary,
         &bootstrap(api, server.addr.port(), NODE_ID),
         base_id,
     )
     .await;
+    Some(Fixture {
+        one,
+        two,
+        port,
+        server,
+        envoy,
+    })
+}
+
+async fn run(api: AdsApi, base_id: u32) {
+    let Some(Fixture {
+        one,
+        two,
+        port,
+        server,
+        envoy,
+    }) = start(api, base_id, false).await
+    else {
+        return;
+    };
     let http = client();
     let base = format!("http://127.0.0.1:{port}");
 
@@ -235,20 +270,16 @@ async fn envoy_delta_routes_traffic_and_survives_nack() {
 /// The production guard: the same cluster Envoy rejects above is held back by the server instead of being sent,
 /// while the rest of the same change (a new route to a good cluster) reaches Envoy; nothing is rejected.
 async fn guarded(api: AdsApi, base_id: u32) {
-    let Some(binary) = envoy_binary() else {
-        eprintln!("skipping: Envoy not found (set ADMITPILOT_ENVOY or install .venv/bin/envoy)");
+    let Some(Fixture {
+        one,
+        two: _two,
+        port,
+        server,
+        envoy,
+    }) = start(api, base_id, true).await
+    else {
         return;
     };
-    let one = Backend::start("one").await;
-    let two = Backend::start("two").await;
-    let port = free_port();
-    let server = TestServer::start_guarded(resources(port, one.port, two.port)).await;
-    let envoy = EnvoyProcess::start(
-        &binary,
-        &bootstrap(api, server.addr.port(), NODE_ID),
-        base_id,
-    )
-    .await;
     let http = client();
     let base = format!("http://127.0.0.1:{port}");
     wait_for_response(&http, &format!("{base}/api/x"), 200, "one").await;
@@ -296,7 +327,7 @@ mod config_dir {
     use crate::pipeline::{api_config_dir, virtual_service, write};
 
     use admitpilot::source::{self, SourceConfig, SourceMetrics};
-    use admitpilot::xds::{TranslateFn, XdsMetrics, XdsServer};
+    use admitpilot::xds::{TranslateFn, XdsServer};
 
     async fn start_xds(
         listener: tokio::net::TcpListener,
@@ -307,18 +338,7 @@ mod config_dir {
         tokio::task::JoinHandle<()>,
     ) {
         let translate = TranslateFn::caching(admitpilot::translate::Options::default());
-        let server = XdsServer::new(snapshots, translate, XdsMetrics::default());
-        let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
-        let serving = server.clone();
-        let task = tokio::spawn(async move {
-            serving
-                .serve(listener, None, async {
-                    let _ = stopped.await;
-                })
-                .await
-                .unwrap();
-        });
-        (server, stop, task)
+        crate::pipeline::start_xds(listener, snapshots, translate).await
     }
 
     async fn run(api: AdsApi, base_id: u32) {

@@ -303,6 +303,15 @@ pub fn decode_lenient<T: DeserializeOwned>(
     }
 }
 
+/// Decodes a test document that must decode (test builds only).
+#[cfg(test)]
+pub(crate) fn test_object(doc: Value) -> std::sync::Arc<ConfigObject> {
+    match decode(&doc, &DecodeOptions::default()) {
+        Decoded::Object { object, .. } => std::sync::Arc::new(object),
+        other => panic!("test document does not decode: {other:?}"),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -404,15 +404,8 @@ pub fn rejections_by_message(effects: &[GatewayEffect]) -> BTreeMap<String, Vec<
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::model::decode::{decode, DecodeOptions, Decoded};
-    use serde_json::{json, Value};
-
-    fn object(doc: Value) -> Arc<ConfigObject> {
-        match decode(&doc, &DecodeOptions::default()) {
-            Decoded::Object { object, .. } => Arc::new(object),
-            other => panic!("test document does not decode: {other:?}"),
-        }
-    }
+    use crate::model::decode::test_object as object;
+    use serde_json::json;
 
     fn live() -> Snapshot {
         let gateway = object(

@@ -5,12 +5,7 @@ use serde_json::{json, Value};
 use super::*;
 use crate::model::ObjectKey;
 
-fn object(doc: Value) -> Arc<ConfigObject> {
-    match decode(&doc, &DecodeOptions::default()) {
-        Decoded::Object { object, .. } => Arc::new(object),
-        other => panic!("test document does not decode: {other:?}"),
-    }
-}
+use crate::model::decode::test_object as object;
 
 fn vs(name: &str, prefix: &str, delegate: Option<&str>) -> Arc<ConfigObject> {
     let rule = match delegate {

@@ -383,14 +383,7 @@ mod tests {
     use serde_json::{json, Value};
 
     use super::*;
-    use crate::model::decode::{decode, DecodeOptions, Decoded};
-
-    fn object(doc: Value) -> Arc<ConfigObject> {
-        match decode(&doc, &DecodeOptions::default()) {
-            Decoded::Object { object, .. } => Arc::new(object),
-            other => panic!("test document does not decode: {other:?}"),
-        }
-    }
+    use crate::model::decode::test_object as object;
 
     fn config(objects: &[Arc<ConfigObject>]) -> Snapshot {
         let mut snapshot = Snapshot::default();

@@ -63,6 +63,35 @@ pub fn higress_config(higress_yaml: &str) -> String {
     )
 }
 
+/// Serves `snapshots` translated by `translate` on `listener` (an in-process xDS server); send on the returned
+/// sender to stop it, then await the task.
+pub async fn start_xds(
+    listener: tokio::net::TcpListener,
+    snapshots: tokio::sync::watch::Receiver<std::sync::Arc<admitpilot::model::Snapshot>>,
+    translate: admitpilot::xds::TranslateFn,
+) -> (
+    admitpilot::xds::XdsServer,
+    tokio::sync::oneshot::Sender<()>,
+    tokio::task::JoinHandle<()>,
+) {
+    let server = admitpilot::xds::XdsServer::new(
+        snapshots,
+        translate,
+        admitpilot::xds::XdsMetrics::default(),
+    );
+    let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+    let serving = server.clone();
+    let task = tokio::spawn(async move {
+        serving
+            .serve(listener, None, async {
+                let _ = stopped.await;
+            })
+            .await
+            .unwrap();
+    });
+    (server, stop, task)
+}
+
 /// `admitpilot serve --config-dir` running as a child process, with its xDS server on 127.0.0.1:`xds_port`.
 pub struct Admitpilot {
     child: Child,
