@@ -204,6 +204,7 @@ impl App {
             }
             None => self.snapshot_feed.take(),
         };
+        let webhook_metrics = WebhookMetrics::register(&mut self.registry);
         let mut xds_addr = None;
         let mut gateway_check = None;
         if let Some(setup) = self.xds.take() {
@@ -224,13 +225,14 @@ impl App {
                     self.config.webhook.reference_check,
                     snapshots.clone(),
                     Arc::new(move || connected.connected_groups()),
+                    webhook_metrics.clone(),
                 )) as Arc<dyn GatewayCheck>);
             }
         }
         let webhook = start_webhook(
             &self.config.webhook,
             gateway_check,
-            &mut self.registry,
+            webhook_metrics,
             &self.readiness,
             &stopped_rx,
             &mut tasks,
@@ -321,13 +323,12 @@ struct StartedWebhook {
 async fn start_webhook(
     config: &WebhookConfig,
     gateway_check: Option<Arc<dyn GatewayCheck>>,
-    registry: &mut Registry,
+    metrics: WebhookMetrics,
     readiness: &Readiness,
     stop: &watch::Receiver<bool>,
     tasks: &mut Tasks,
 ) -> Result<StartedWebhook, AppError> {
     let cert_loaded = readiness.register("certificate loaded");
-    let metrics = WebhookMetrics::register(registry);
     let (store, self_signed_ca) = load_certificate(config, &metrics, stop, tasks)?;
     cert_loaded.set(true);
     let tls = tls::server_config(store)?;

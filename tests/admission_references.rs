@@ -88,3 +88,34 @@ async fn reference_check_deny_denies_them() {
         "{metrics}"
     );
 }
+
+/// The value of `admitpilot_webhook_effect_check_duration_seconds_count`.
+async fn effect_checks(admitpilot: &Admitpilot) -> u64 {
+    let metrics = get(&client(), &format!("{}/metrics", admitpilot.admin))
+        .await
+        .unwrap()
+        .1;
+    metrics
+        .lines()
+        .find_map(|l| l.strip_prefix("admitpilot_webhook_effect_check_duration_seconds_count "))
+        .unwrap()
+        .parse()
+        .unwrap()
+}
+
+#[tokio::test]
+async fn an_unrelated_config_map_is_never_checked_against_the_config() {
+    let dir = api_config_dir(free_port(), free_port());
+    let admitpilot = Admitpilot::start(dir.path()).await;
+    let settings = json!({"apiVersion": "v1", "kind": "ConfigMap",
+        "metadata": {"name": "app-settings", "namespace": "default"}, "data": {"level": "debug"}});
+    let review = admitpilot.review(settings).await;
+    assert_eq!(
+        (review["allowed"].clone(), warnings(&review)),
+        (json!(true), vec![])
+    );
+    assert_eq!(effect_checks(&admitpilot).await, 0);
+    let fine = virtual_service("fine", "fine.example.com", "gw", "backend.example.com");
+    admitpilot.review(fine).await;
+    assert_eq!(effect_checks(&admitpilot).await, 1);
+}

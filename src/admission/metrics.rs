@@ -25,7 +25,7 @@ pub struct RequestLabels {
 /// Labels of `denials_total`.
 #[derive(Debug, Clone, PartialEq, Eq, Hash, EncodeLabelSet)]
 pub struct DenialLabels {
-    /// `missing_object`, `decode_error` or `invalid_resource`.
+    /// `missing_object`, `decode_error`, `invalid_resource`, `would_be_rejected` or `broken_reference`.
     pub reason: &'static str,
 }
 
@@ -50,6 +50,7 @@ pub struct WebhookMetrics {
     denials: Family<DenialLabels, Counter>,
     http_errors: Family<HttpErrorLabels, Counter>,
     duration: Histogram,
+    effect_check_duration: Histogram,
     cert_reloads: Family<ReloadLabels, Counter>,
 }
 
@@ -61,6 +62,7 @@ impl WebhookMetrics {
             denials: Family::default(),
             http_errors: Family::default(),
             duration: Histogram::new(exponential_buckets(0.000_05, 2.0, 18)),
+            effect_check_duration: Histogram::new(exponential_buckets(0.000_05, 2.0, 18)),
             cert_reloads: Family::default(),
         };
         let sub = registry.sub_registry_with_prefix("webhook");
@@ -83,6 +85,12 @@ impl WebhookMetrics {
             "request_duration_seconds",
             "Time from request received to response ready for AdmissionReviews",
             metrics.duration.clone(),
+        );
+        sub.register(
+            "effect_check_duration_seconds",
+            "Time the whole-config check of one valid object took (translation for every gateway it touches, \
+             Envoy's load checks, references); objects admitpilot does not validate are never checked",
+            metrics.effect_check_duration.clone(),
         );
         sub.register(
             "cert_reloads",
@@ -126,6 +134,11 @@ impl WebhookMetrics {
                 verdict,
             })
             .inc();
+    }
+
+    /// Records the time one whole-config check took.
+    pub fn observe_effect_check(&self, seconds: f64) {
+        self.effect_check_duration.observe(seconds);
     }
 
     /// Records a request answered with an HTTP error status.
