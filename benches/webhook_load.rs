@@ -11,10 +11,16 @@
 //! CPU. A send that falls behind its schedule is sent at once and counted as late. The peak runs are closed
 //! loop: every thread sends its next request as soon as the last one is answered.
 //!
+//! With `--config-vs N` the server also holds a config folder (`serve --config-dir`): a Gateway selecting the
+//! gateway the reviewed VirtualService names, and N VirtualServices of 10 routes each on it, so every review runs
+//! the whole-config check (translation for that gateway with the reviewed object in place, Envoy's load checks,
+//! references). `--review configmap` sends an unrelated ConfigMap's review instead.
+//!
 //! ```text
 //! cargo build --release --bin admitpilot
 //! cargo bench --bench webhook_load                          # 10 s per run, rates 1000 and 5000, then peak
 //! cargo bench --bench webhook_load -- --seconds 5 --rates 1000 --peak-threads 16
+//! cargo bench --bench webhook_load -- --config-vs 1000 --rates 1000 --peak-threads 4
 //! ```
 //! `ADMITPILOT_BIN` names another server binary (default `target/release/admitpilot`).
 #![allow(clippy::unwrap_used, clippy::expect_used)]
@@ -38,6 +44,10 @@ struct Options {
     seconds: u64,
     rates: Vec<u64>,
     peak_threads: usize,
+    /// VirtualServices in the server's config folder (0: no folder, so no whole-config check).
+    config_vs: usize,
+    /// Which review is sent: `virtualservice` or `configmap`.
+    review: String,
 }
 
 fn options() -> Options {
@@ -46,6 +56,8 @@ fn options() -> Options {
         seconds: 10,
         rates: vec![1000, 5000],
         peak_threads: 16,
+        config_vs: 0,
+        review: "virtualservice".into(),
     };
     // Unknown arguments (cargo passes `--bench`) are ignored.
     let mut args = std::env::args().skip(1);
@@ -56,6 +68,8 @@ fn options() -> Options {
             "--seconds" => options.seconds = value().parse().unwrap(),
             "--rates" => options.rates = value().split(',').map(|r| r.parse().unwrap()).collect(),
             "--peak-threads" => options.peak_threads = value().parse().unwrap(),
+            "--config-vs" => options.config_vs = value().parse().unwrap(),
+            "--review" => options.review = value(),
             _ => {}
         }
     }
@@ -78,8 +92,66 @@ struct Server {
     _dir: tempfile::TempDir,
 }
 
+/// Writes a config of `count` VirtualServices (10 routes each, hosts `vs<i>.example.com`) bound to the Gateway
+/// `higress-system/higress-gateway`, plus that Gateway and the ServiceEntry and DestinationRule of
+/// `reviews.bookinfo.svc.cluster.local` (the host and subsets the reviewed VirtualService routes to).
+fn write_config(dir: &Path, count: usize) {
+    let mut text = String::from(
+        r#"apiVersion: networking.istio.io/v1
+kind: Gateway
+metadata: {name: higress-gateway, namespace: higress-system}
+spec:
+  selector: {higress: higress-system-higress-gateway}
+  servers:
+  - port: {number: 80, name: http, protocol: HTTP}
+    hosts: ["*/*"]
+---
+apiVersion: networking.istio.io/v1
+kind: ServiceEntry
+metadata: {name: reviews, namespace: bookinfo}
+spec:
+  hosts: [reviews.bookinfo.svc.cluster.local]
+  location: MESH_INTERNAL
+  resolution: STATIC
+  ports: [{number: 9080, name: http, protocol: HTTP}]
+  endpoints: [{address: 127.0.0.1, labels: {version: v1}}]
+---
+apiVersion: networking.istio.io/v1
+kind: DestinationRule
+metadata: {name: reviews, namespace: bookinfo}
+spec:
+  host: reviews.bookinfo.svc.cluster.local
+  subsets: [{name: v1, labels: {version: v1}}, {name: v2, labels: {version: v2}}, {name: v3, labels: {version: v3}}]
+"#,
+    );
+    for i in 0..count {
+        text.push_str(&format!(
+            "---\napiVersion: networking.istio.io/v1\nkind: VirtualService\nmetadata: {{name: vs{i}, namespace: bookinfo}}\n\
+             spec:\n  hosts: [vs{i}.example.com]\n  gateways: [higress-system/higress-gateway]\n  http:\n"
+        ));
+        for r in 0..10 {
+            text.push_str(&format!(
+                "  - match: [{{uri: {{prefix: /r{r}}}}}]\n    route: [{{destination: {{host: reviews.bookinfo.svc.cluster.local, subset: v1}}}}]\n"
+            ));
+        }
+    }
+    std::fs::write(dir.join("config.yaml"), text).unwrap();
+}
+
+/// An AdmissionReview of a ConfigMap admitpilot does not validate.
+fn config_map_review() -> Vec<u8> {
+    serde_json::to_vec(&serde_json::json!({
+        "apiVersion": "admission.k8s.io/v1", "kind": "AdmissionReview",
+        "request": {"uid": "bench", "kind": {"group": "", "version": "v1", "kind": "ConfigMap"},
+            "operation": "UPDATE", "namespace": "default", "name": "app-settings",
+            "object": {"apiVersion": "v1", "kind": "ConfigMap",
+                "metadata": {"name": "app-settings", "namespace": "default"}, "data": {"level": "debug"}}}
+    }))
+    .unwrap()
+}
+
 impl Server {
-    fn start() -> Server {
+    fn start(config_vs: usize) -> Server {
         let bin = std::env::var("ADMITPILOT_BIN").unwrap_or_else(|_| {
             concat!(env!("CARGO_MANIFEST_DIR"), "/target/release/admitpilot").to_string()
         });
@@ -91,8 +163,16 @@ impl Server {
         let ca = dir.path().join("ca.crt");
         let webhook: SocketAddr = format!("127.0.0.1:{}", free_port()).parse().unwrap();
         let admin: SocketAddr = format!("127.0.0.1:{}", free_port()).parse().unwrap();
-        let child = Command::new(&bin)
-            .args(["serve", "--bench-noop"])
+        let mut command = Command::new(&bin);
+        command.args(["serve", "--bench-noop"]);
+        if config_vs > 0 {
+            let config = dir.path().join("config");
+            std::fs::create_dir(&config).unwrap();
+            write_config(&config, config_vs);
+            command.arg("--config-dir").arg(config);
+            command.args(["--xds-addr", &format!("127.0.0.1:{}", free_port())]);
+        }
+        let child = command
             .args(["--webhook-addr", &webhook.to_string()])
             .args(["--admin-addr", &admin.to_string()])
             .arg("--self-signed-ca-out")
@@ -268,20 +348,16 @@ fn run(
     rate: Option<u64>,
     threads_per_path: usize,
     duration: Duration,
+    body: &[u8],
 ) -> Vec<PathResult> {
     let tls = tls_config(&server.ca);
-    let body = std::fs::read(concat!(
-        env!("CARGO_MANIFEST_DIR"),
-        "/benches/data/virtualservice-review.json"
-    ))
-    .unwrap();
     let total_threads = threads_per_path * paths.len();
     let period = rate.map(|r| Duration::from_secs_f64(threads_per_path as f64 / r as f64));
     let start = Instant::now() + Duration::from_millis(100);
     let mut handles = Vec::new();
     for (p, path) in paths.iter().enumerate() {
         for t in 0..threads_per_path {
-            let conn = Connection::open(server, &tls, path, &body);
+            let conn = Connection::open(server, &tls, path, body);
             // Spread the first sends evenly over one period, alternating paths.
             let slot = t * paths.len() + p;
             let offset = period.map_or(Duration::ZERO, |period| {
@@ -342,13 +418,23 @@ fn main() {
         eprintln!("webhook_load measures only under `cargo bench --bench webhook_load`");
         return;
     }
-    let server = Server::start();
+    let server = Server::start(options.config_vs);
+    let body = match options.review.as_str() {
+        "configmap" => config_map_review(),
+        _ => std::fs::read(concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/benches/data/virtualservice-review.json"
+        ))
+        .unwrap(),
+    };
     let duration = Duration::from_secs(options.seconds);
     let seconds = duration.as_secs_f64();
     println!(
-        "HTTPS keep-alive (HTTP/1.1, TLS 1.3), {}s per run after a 1 s warm-up, {} cores",
+        "HTTPS keep-alive (HTTP/1.1, TLS 1.3), {}s per run after a 1 s warm-up, {} cores; review: {}; config: {} VirtualServices",
         options.seconds,
-        std::thread::available_parallelism().map_or(0, |n| n.get())
+        std::thread::available_parallelism().map_or(0, |n| n.get()),
+        options.review,
+        options.config_vs
     );
     println!("\n| path | offered req/s | achieved req/s | p50 µs | p90 µs | p99 µs | p99.9 µs | max µs | non-200 | late sends |");
     println!("|---|---|---|---|---|---|---|---|---|---|");
@@ -356,7 +442,7 @@ fn main() {
     for &rate in &options.rates {
         // One connection per path per 1,000 req/s keeps each connection's period above its response time.
         let threads = rate.div_ceil(1000).max(1) as usize;
-        let results = run(&server, &PATHS, Some(rate), threads, duration);
+        let results = run(&server, &PATHS, Some(rate), threads, duration, &body);
         for result in &results {
             print_row(&format!("{rate} (both at once)"), result, seconds);
         }
@@ -364,7 +450,14 @@ fn main() {
         overheads.push((rate, p50(0), p50(1)));
     }
     for path in PATHS {
-        let results = run(&server, &[path], None, options.peak_threads, duration);
+        let results = run(
+            &server,
+            &[path],
+            None,
+            options.peak_threads,
+            duration,
+            &body,
+        );
         print_row(
             &format!("peak ({} connections)", options.peak_threads),
             &results[0],

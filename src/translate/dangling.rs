@@ -275,41 +275,47 @@ fn close_routes(
     changes: &mut Vec<LeftOut>,
 ) {
     let resource = format!("route {}", config.name);
+    // Runs over every route of every push: nothing is allocated for a route whose clusters all exist.
     for host in &mut config.virtual_hosts {
         for entry in &mut host.routes {
             let Some(route::Action::Route(action)) = &mut entry.action else {
                 continue;
             };
-            let feature = format!("virtual host {} route {}", host.name, entry.name);
-            action.request_mirror_policies.retain(|mirror| {
-                if clusters.contains(&mirror.cluster) {
-                    return true;
+            let feature = || format!("virtual host {} route {}", host.name, entry.name);
+            let mirrors = &mut action.request_mirror_policies;
+            if mirrors.iter().any(|m| !clusters.contains(&m.cluster)) {
+                let what = format!("{} mirror", feature());
+                mirrors.retain(|mirror| {
+                    if clusters.contains(&mirror.cluster) {
+                        return true;
+                    }
+                    changes.push(change(
+                        resource.clone(),
+                        what.clone(),
+                        vec![mirror.cluster.clone()],
+                        Effect::LeftOut,
+                    ));
+                    false
+                });
+            }
+            let mut missing: Vec<String> = match &action.cluster_specifier {
+                Some(route_action::ClusterSpecifier::Cluster(name)) if !clusters.contains(name) => {
+                    vec![name.clone()]
                 }
-                let what = format!("{feature} mirror");
-                changes.push(change(
-                    resource.clone(),
-                    what,
-                    vec![mirror.cluster.clone()],
-                    Effect::LeftOut,
-                ));
-                false
-            });
-            let named: Vec<String> = match &action.cluster_specifier {
-                Some(route_action::ClusterSpecifier::Cluster(name)) => vec![name.clone()],
-                Some(route_action::ClusterSpecifier::WeightedClusters(weighted)) => {
-                    weighted.clusters.iter().map(|c| c.name.clone()).collect()
-                }
+                Some(route_action::ClusterSpecifier::WeightedClusters(weighted)) => weighted
+                    .clusters
+                    .iter()
+                    .filter(|c| !clusters.contains(&c.name))
+                    .map(|c| c.name.clone())
+                    .collect(),
                 _ => Vec::new(),
             };
-            let mut missing: Vec<String> = named
-                .into_iter()
-                .filter(|c| !clusters.contains(c))
-                .collect();
             if missing.is_empty() {
                 continue;
             }
             missing.sort();
             missing.dedup();
+            let feature = feature();
             entry.action = Some(route::Action::DirectResponse(DirectResponseAction {
                 status: 503,
                 ..Default::default()

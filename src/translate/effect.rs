@@ -99,7 +99,21 @@ pub fn gateway_proxies(snapshot: &Snapshot) -> Vec<Proxy> {
 
 /// Checks every resource of `after` that differs from `before` the way Envoy does when it loads it.
 pub fn check_changed(before: &GatewayResources, after: &GatewayResources) -> Vec<Rejection> {
+    check_changed_among(before, after, None).0
+}
+
+/// A virtual host: (route configuration name, virtual host name).
+type VhostKey = (String, String);
+
+/// [`check_changed`], comparing only the virtual hosts in `vhosts` when given (the others are known to be equal
+/// in `before` and `after`). Also returns the virtual hosts found to differ.
+fn check_changed_among(
+    before: &GatewayResources,
+    after: &GatewayResources,
+    vhosts: Option<&HashSet<VhostKey>>,
+) -> (Vec<Rejection>, HashSet<VhostKey>) {
     let mut out = Vec::new();
+    let mut differing = HashSet::new();
     let old_listeners: HashMap<&str, &Listener> = before
         .listeners
         .iter()
@@ -151,13 +165,14 @@ pub fn check_changed(before: &GatewayResources, after: &GatewayResources) -> Vec
         .collect();
     for config in &after.route_configs {
         let old = old_routes.get(config.name.as_str()).copied();
-        if old != Some(config) {
-            check_route_config(config, old, &mut out);
+        // Without a list of candidates, an equal configuration (the common case) is skipped whole.
+        if vhosts.is_some() || old != Some(config) {
+            check_route_config(config, old, vhosts, &mut out, &mut differing);
         }
     }
     out.sort();
     out.dedup();
-    out
+    (out, differing)
 }
 
 /// The push path's guard: checks what changed from `last` (what the proxy group was last given) to `out` with
@@ -264,11 +279,14 @@ fn check_filter_chain_matches(listener: &Listener, resource: &str, out: &mut Vec
     }
 }
 
-/// The changed virtual hosts of a route configuration, and the uniqueness of names and domains.
+/// The changed virtual hosts of a route configuration (compared only among `candidates` when given; those that
+/// differ go to `differing`), and the uniqueness of names and domains.
 fn check_route_config(
     config: &RouteConfiguration,
     old: Option<&RouteConfiguration>,
+    candidates: Option<&HashSet<VhostKey>>,
     out: &mut Vec<Rejection>,
+    differing: &mut HashSet<VhostKey>,
 ) {
     let resource = format!("route {}", config.name);
     let old_hosts: HashMap<&str, &VirtualHost> = old
@@ -299,8 +317,13 @@ fn check_route_config(
                 ));
             }
         }
+        let key = (config.name.clone(), host.name.clone());
+        if candidates.is_some_and(|c| !c.contains(&key)) {
+            continue;
+        }
         if old_hosts.get(host.name.as_str()) != Some(&host) {
             check_message(host, &resource, &path, out);
+            differing.insert(key);
         }
     }
 }
@@ -319,6 +342,8 @@ struct GroupState {
     /// Version of the live snapshot `live` was translated from.
     live_version: Option<u64>,
     live: GatewayResources,
+    /// Virtual hosts of the translator's last output that differ from `live`'s.
+    differing: HashSet<VhostKey>,
 }
 
 impl EffectChecker {
@@ -350,12 +375,22 @@ impl EffectChecker {
             if state.live_version != Some(live.version) {
                 state.live = state.translator.translate(live, &proxy).clone();
                 state.live_version = Some(live.version);
+                state.differing.clear();
             }
             let GroupState {
-                translator, live, ..
+                translator,
+                live,
+                differing,
+                ..
             } = &mut *state;
-            let after = translator.translate(&candidate, &proxy);
-            let rejections = check_changed(live, after);
+            translator.translate(&candidate, &proxy);
+            // A virtual host differs from live only if this call rebuilt it or it differed after the last one.
+            let candidates: Option<HashSet<VhostKey>> = translator
+                .rebuilt_virtual_hosts()
+                .map(|rebuilt| rebuilt.union(differing).cloned().collect());
+            let after = translator.output();
+            let (rejections, now_differing) = check_changed_among(live, after, candidates.as_ref());
+            *differing = now_differing;
             let left_out: Vec<LeftOut> = after
                 .left_out
                 .iter()

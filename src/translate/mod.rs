@@ -230,6 +230,9 @@ pub struct Translator {
     higress: Option<(Arc<ConfigObject>, Vec<ConfigObject>)>,
     /// What the EnvoyFilters changed in `out`.
     touched: envoy_filter::Touched,
+    /// Virtual hosts (route configuration, name) the last call built anew; `None` when any may differ from the
+    /// call before (EnvoyFilters patched route configurations or clusters).
+    rebuilt: Option<HashSet<(String, String)>>,
     /// The last output.
     out: GatewayResources,
 }
@@ -259,6 +262,8 @@ struct Pass {
     referenced: BTreeSet<ClusterRef>,
     /// Secrets the servers terminate TLS with.
     credentials: BTreeSet<String>,
+    /// Virtual hosts (route configuration, name) built anew rather than reused.
+    rebuilt: HashSet<(String, String)>,
 }
 
 fn vs_spec(object: &ConfigObject) -> Option<&VirtualService> {
@@ -287,6 +292,11 @@ impl Translator {
     /// Returns the last output, consuming the translator.
     pub fn into_resources(self) -> GatewayResources {
         self.out
+    }
+
+    /// The output of the last [`Translator::translate`].
+    pub fn output(&self) -> &GatewayResources {
+        &self.out
     }
 
     /// Translates the snapshot for one proxy and returns the resources (kept for reuse by the next call).
@@ -348,6 +358,9 @@ impl Translator {
         };
         let previous = std::mem::take(&mut self.out);
         let mut pass = Pass::default();
+        // EnvoyFilter patches to routes or clusters (which decide which routes answer 503) may change any
+        // virtual host; then no virtual host counts as unchanged.
+        let patched_before = self.touched.route_configs || self.touched.clusters;
         if !self.touched.route_configs {
             let mut plans = std::mem::take(&mut self.plans);
             pass.previous = previous
@@ -397,6 +410,8 @@ impl Translator {
         }
         out.secrets = build_secrets(&cx, &credentials);
         self.touched = self.apply_envoy_filters(snapshot, proxy, &mut out);
+        let patched = patched_before || self.touched.route_configs || self.touched.clusters;
+        self.rebuilt = (!patched).then_some(std::mem::take(&mut pass.rebuilt));
         deprecated::upgrade(&mut out);
         out.left_out = dangling::close(&mut out, &previous.listeners);
         dangling::blame(&mut out.left_out, snapshot);
@@ -407,6 +422,13 @@ impl Translator {
         out.extension_configs.sort_by(|a, b| a.name.cmp(&b.name));
         self.out = out;
         &self.out
+    }
+
+    /// The virtual hosts (route configuration name, virtual host name) the last [`Translator::translate`] built
+    /// anew; every other virtual host of its output is the one of the call before, unchanged. `None` when that
+    /// does not hold (EnvoyFilters patched route configurations or clusters), or before the first call.
+    pub fn rebuilt_virtual_hosts(&self) -> Option<&HashSet<(String, String)>> {
+        self.rebuilt.as_ref()
     }
 
     /// Applies the EnvoyFilters built from higress-config, then the user's EnvoyFilters, with the patch
@@ -616,11 +638,17 @@ impl Translator {
                 {
                     vhost
                 }
-                _ => virtual_host(plan, port),
+                _ => {
+                    let vhost = virtual_host(plan, port);
+                    pass.rebuilt.insert((name.clone(), vhost.name.clone()));
+                    vhost
+                }
             })
             .collect();
         if config.virtual_hosts.is_empty() {
-            config.virtual_hosts.push(blackhole(port));
+            let vhost = blackhole(port);
+            pass.rebuilt.insert((name.clone(), vhost.name.clone()));
+            config.virtual_hosts.push(vhost);
         }
         pass.plans.insert(name, plans);
         config

@@ -321,3 +321,50 @@ fn every_kind_of_change_gives_the_fresh_translation() {
         previous = Some(fresh);
     }
 }
+
+/// Every virtual host that differs from the previous call's output is in [`Translator::rebuilt_virtual_hosts`]
+/// (what the webhook's effect check relies on to compare only those), and an unchanged one is not.
+#[test]
+fn rebuilt_virtual_hosts_cover_every_change() {
+    fn vhosts(out: &GatewayResources) -> BTreeMap<(String, String), VirtualHost> {
+        out.route_configs
+            .iter()
+            .flat_map(|c| {
+                c.virtual_hosts
+                    .iter()
+                    .map(|h| ((c.name.clone(), h.name.clone()), h.clone()))
+            })
+            .collect()
+    }
+    let base = snapshot(vec![vs("a", "/a", None), vs("b", "/b", None)]);
+    let steps = [
+        with(&base, vec![vs("a", "/a2", None)]),
+        with(&base, vec![vs("a", "/a2", None)]),
+        base.clone(),
+        with(&base, vec![vs("c", "/c", None)]),
+        without(&base, Kind::VirtualService, "apps", "b"),
+        with(&base, vec![vs("b", "/b", Some("d")), delegate("d", "/b")]),
+    ];
+    let mut translator = Translator::new(Options::default());
+    let mut previous = vhosts(translator.translate(&base, &proxy()));
+    for (index, step) in steps.iter().enumerate() {
+        let now = vhosts(translator.translate(step, &proxy()));
+        let rebuilt = translator
+            .rebuilt_virtual_hosts()
+            .expect("no EnvoyFilter here");
+        for (key, host) in &now {
+            if previous.get(key) != Some(host) {
+                assert!(
+                    rebuilt.contains(key),
+                    "step {index}: {key:?} changed but was not rebuilt"
+                );
+            }
+        }
+        let untouched = ("http.80".to_string(), "b.example.com:80".to_string());
+        if index < 3 {
+            assert!(now.contains_key(&untouched));
+            assert!(!rebuilt.contains(&untouched), "step {index}: {rebuilt:?}");
+        }
+        previous = now;
+    }
+}
