@@ -297,14 +297,22 @@ fn check_route_config(
                 .collect()
         })
         .unwrap_or_default();
+    // The candidate virtual hosts of this configuration, by name.
+    let wanted: Option<HashSet<&str>> = candidates.map(|c| {
+        c.iter()
+            .filter(|(route_config, _)| *route_config == config.name)
+            .map(|(_, vhost)| vhost.as_str())
+            .collect()
+    });
     let mut names = HashSet::new();
     let mut domains: HashMap<&str, &str> = HashMap::new();
+    // Runs over every virtual host of each review: allocates only for what it reports.
     for (index, host) in config.virtual_hosts.iter().enumerate() {
-        let path = format!("virtual_hosts[{index}]");
+        let path = || format!("virtual_hosts[{index}]");
         if !names.insert(host.name.as_str()) {
             out.push(rejection(
                 &resource,
-                &format!("{path}.name"),
+                &format!("{}.name", path()),
                 format!("virtual host name {:?} is used twice", host.name),
             ));
         }
@@ -312,18 +320,20 @@ fn check_route_config(
             if let Some(other) = domains.insert(domain.as_str(), host.name.as_str()) {
                 out.push(rejection(
                     &resource,
-                    &format!("{path}.domains"),
+                    &format!("{}.domains", path()),
                     format!("domain {domain:?} is also in virtual host {other:?} (Envoy requires unique domains)"),
                 ));
             }
         }
-        let key = (config.name.clone(), host.name.clone());
-        if candidates.is_some_and(|c| !c.contains(&key)) {
+        if wanted
+            .as_ref()
+            .is_some_and(|w| !w.contains(host.name.as_str()))
+        {
             continue;
         }
         if old_hosts.get(host.name.as_str()) != Some(&host) {
-            check_message(host, &resource, &path, out);
-            differing.insert(key);
+            check_message(host, &resource, &path(), out);
+            differing.insert((config.name.clone(), host.name.clone()));
         }
     }
 }

@@ -250,7 +250,7 @@ impl Registry<'_> {
                 || !other_vs
                     .gateways
                     .iter()
-                    .any(|g| gateway_key(g, other_ns) == *gateway)
+                    .any(|g| names_gateway(g, other_ns, gateway))
             {
                 continue;
             }
@@ -308,6 +308,15 @@ fn gateway_key(name: &str, namespace: &str) -> ObjectKey {
     match name.split_once('/') {
         Some((ns, name)) => ObjectKey::new(Kind::Gateway, ns, name),
         None => ObjectKey::new(Kind::Gateway, namespace, name),
+    }
+}
+
+/// Whether `name`, in a VirtualService in `namespace`, names the Gateway `key` ([`gateway_key`] without allocating;
+/// it runs for every VirtualService of each review).
+fn names_gateway(name: &str, namespace: &str, key: &ObjectKey) -> bool {
+    match name.split_once('/') {
+        Some((ns, name)) => ns == key.namespace && name == key.name,
+        None => namespace == key.namespace && name == key.name,
     }
 }
 
