@@ -1,6 +1,8 @@
 //! Translation benchmark: full translation of one gateway with 100 / 1,000 / 10,000 HTTP routes (10 routes
 //! per VirtualService, one host per VirtualService, 100 Services with EndpointSlices, a DestinationRule with
-//! subsets per Service), and the incremental rebuild after one VirtualService changes.
+//! subsets per Service), the incremental rebuild after one VirtualService changes, and the webhook's effect check
+//! of one changed VirtualService against that config (`effect_check_one_vs`; includes decoding nothing, but
+//! building the candidate, translating it and comparing with the live output).
 //!
 //! Run: `cargo bench --bench translate`. Before the timings it prints, per size, the resident-memory growth
 //! of one full translation (Linux `/proc/self/statm`) and the encoded size of the output.
@@ -9,6 +11,7 @@ use std::sync::Arc;
 
 use admitpilot::model::decode::{decode, DecodeOptions, Decoded};
 use admitpilot::model::{ConfigObject, Snapshot};
+use admitpilot::translate::effect::EffectChecker;
 use admitpilot::translate::{translate, GatewayResources, Options, Proxy, Translator};
 use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion};
 use prost::Message;
@@ -185,6 +188,24 @@ fn bench(c: &mut Criterion) {
         });
     }
     incremental.finish();
+
+    // What the webhook does per review: the live config stays, each candidate replaces one VirtualService.
+    let mut effect = c.benchmark_group("effect_check_one_vs");
+    effect.sample_size(20);
+    for routes in [1_000, 10_000] {
+        let live = snapshot(routes);
+        let checker = EffectChecker::new(Options::default());
+        let mut variant = 0;
+        effect.bench_with_input(BenchmarkId::from_parameter(routes), &routes, |b, _| {
+            b.iter(|| {
+                variant = (variant + 1) % 2;
+                checker
+                    .check(&live, virtual_service(0, variant + 1), &[])
+                    .len()
+            });
+        });
+    }
+    effect.finish();
 }
 
 criterion_group!(benches, bench);
