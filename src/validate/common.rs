@@ -1169,9 +1169,20 @@ pub fn validate_metadata(kind: Kind, meta: &ObjectMeta, out: &mut Findings) {
     }
 }
 
-/// Tells whether `s` is a valid Kubernetes object name: a lowercase RFC 1123 subdomain of at most 253 characters.
+/// Tells whether `s` is a valid Kubernetes object name: a lowercase RFC 1123 subdomain of 1–253 characters.
+/// Mirrors apimachinery's `IsDNS1123Subdomain`: dot-separated parts of `[a-z0-9-]`, each starting and ending
+/// alphanumeric, with **no** 63-character limit per part (that limit belongs to `IsDNS1123Label`).
 pub fn is_k8s_object_name(s: &str) -> bool {
-    s.len() <= 253 && s.split('.').all(is_k8s_namespace)
+    !s.is_empty()
+        && s.len() <= 253
+        && s.split('.').all(|part| {
+            let b = part.as_bytes();
+            let alnum = |c: &u8| c.is_ascii_lowercase() || c.is_ascii_digit();
+            !b.is_empty()
+                && alnum(&b[0])
+                && alnum(&b[b.len() - 1])
+                && b.iter().all(|c| alnum(c) || *c == b'-')
+        })
 }
 
 /// Tells whether `s` is a lowercase RFC 1123 label (Kubernetes namespace names).
@@ -1275,6 +1286,14 @@ mod tests {
 
     #[test]
     fn dns_labels() {
+        // Object names: subdomains without a per-part limit (apimachinery IsDNS1123Subdomain).
+        assert!(is_k8s_object_name(&"a".repeat(66)));
+        assert!(is_k8s_object_name(&"a".repeat(253)));
+        assert!(!is_k8s_object_name(&"a".repeat(254)));
+        assert!(is_k8s_object_name("a.b-c.0"));
+        for bad in ["", "A", "a.", ".a", "a..b", "-a", "a-", "a_b", "a.-b"] {
+            assert!(!is_k8s_object_name(bad), "{bad:?}");
+        }
         assert!(is_dns1123_label("foo-1"));
         assert!(is_dns1123_label("Foo"));
         assert!(!is_dns1123_label("-foo"));

@@ -177,6 +177,24 @@ mod tests {
         assert!(!touches("spec.hosts[0]", error));
     }
 
+    /// A custom resource's name is a DNS-1123 subdomain (apimachinery `IsDNS1123Subdomain`): 66 characters
+    /// without a dot are fine, 254 are not.
+    #[test]
+    fn object_names_have_no_limit_per_dot_separated_part() {
+        let named = |name: String| {
+            let doc = serde_json::json!({
+                "apiVersion": "networking.istio.io/v1", "kind": "DestinationRule",
+                "metadata": {"name": name, "namespace": "ns"}, "spec": {"host": "a"}
+            });
+            validate_document(&doc, &DecodeOptions::default())
+                .errors()
+                .map(|f| f.field.clone())
+                .collect::<Vec<_>>()
+        };
+        assert_eq!(named("r".repeat(66)), Vec::<String>::new());
+        assert_eq!(named("r".repeat(254)), ["metadata.name"]);
+    }
+
     #[test]
     fn decode_errors_and_rule_errors_on_the_rest_are_all_reported() {
         let doc = serde_json::json!({
