@@ -135,6 +135,10 @@ fn yaml_type_name(value: &Yaml) -> &'static str {
 pub(crate) fn go_format_g32(f: f64) -> String {
     #[allow(clippy::cast_possible_truncation)]
     let single = f as f32;
+    // Beyond float32's range Go formats the infinity the conversion gives (`1e300` → `+Inf`), not digits.
+    if !single.is_finite() {
+        return go_non_finite(f64::from(single)).to_string();
+    }
     let (digits, exp, negative) = shortest_digits(&format!("{single:e}"));
     let sign = if negative { "-" } else { "" };
     if !(-4..6).contains(&exp) {
@@ -221,6 +225,14 @@ mod tests {
         assert_eq!(go_format_g32(0.00001), "1e-05");
         assert_eq!(go_format_g32(0.0), "0");
         assert_eq!(go_format_g32(-2.5), "-2.5");
+        // float32 edges: past its range Go's conversion gives ±Inf; below its smallest value, (signed) zero.
+        assert_eq!(go_format_g32(1e300), "+Inf");
+        assert_eq!(go_format_g32(-1e300), "-Inf");
+        assert_eq!(go_format_g32(f64::from(f32::MAX)), "3.4028235e+38");
+        assert_eq!(go_format_g32(3.5e38), "+Inf");
+        assert_eq!(go_format_g32(1e-50), "0");
+        assert_eq!(go_format_g32(-1e-50), "-0");
+        assert_eq!(go_format_g32(f64::NAN), "NaN");
     }
 
     #[test]
