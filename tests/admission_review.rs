@@ -263,7 +263,7 @@ async fn create_without_an_object_is_denied() {
 }
 
 #[tokio::test]
-async fn dry_run_does_not_change_the_verdict_nor_count_as_a_failure() {
+async fn dry_run_does_not_change_the_verdict_and_is_counted_apart() {
     let harness = Harness::new();
     let mut denied = admission_review(V1, "CREATE", VS, Some(undecodable_virtual_service()));
     let wet = harness.review(&denied).await;
@@ -281,6 +281,10 @@ async fn dry_run_does_not_change_the_verdict_nor_count_as_a_failure() {
     );
     assert!(metrics.contains("verdict=\"denied\"} 1"), "{metrics}");
     assert!(metrics.contains("verdict=\"allowed\"} 1"), "{metrics}");
+    assert!(
+        metrics.contains("admitpilot_webhook_dry_run_denials_total{reason=\"decode_error\"} 1"),
+        "{metrics}"
+    );
 }
 
 #[tokio::test]

@@ -389,8 +389,20 @@ async fn invalid_objects_are_excluded_and_reported_with_an_event() {
     assert_eq!(web_event["regarding"]["kind"], "VirtualService");
     assert_eq!(web_event["regarding"]["uid"], "uid-1");
     assert_eq!(web_event["metadata"]["namespace"], "a");
-    assert!(web_event["note"].as_str().unwrap().contains("spec"));
-    assert!(events.iter().any(|e| e["regarding"]["name"] == "gw"));
+    let note = web_event["note"].as_str().unwrap();
+    assert!(
+        note.starts_with("admitpilot keeps serving the last good version of this object; this version is invalid: ")
+            && note.contains("spec"),
+        "{note}"
+    );
+    let gateway_event = events
+        .iter()
+        .find(|e| e["regarding"]["name"] == "gw")
+        .expect("no Event for the Gateway");
+    assert!(gateway_event["note"]
+        .as_str()
+        .unwrap()
+        .starts_with("admitpilot does not serve this object (it has no valid version yet): "));
     assert!(api
         .requests()
         .iter()
@@ -435,10 +447,12 @@ async fn higress_config_items_are_merged_with_their_last_good_values() {
     eventually(|| !api.events().is_empty()).await;
     let event = &api.events()[0];
     assert_eq!(event["regarding"]["name"], "higress-config");
-    assert!(event["note"]
-        .as_str()
-        .unwrap()
-        .contains("data.higress.gzip.memoryLevel"));
+    let note = event["note"].as_str().unwrap();
+    assert!(
+        note.starts_with("admitpilot serves this config without its invalid items")
+            && note.contains("data.higress.gzip.memoryLevel"),
+        "{note}"
+    );
     assert_eq!(
         metrics
             .rejected

@@ -48,6 +48,7 @@ pub struct ReloadLabels {
 pub struct WebhookMetrics {
     requests: Family<RequestLabels, Counter>,
     denials: Family<DenialLabels, Counter>,
+    dry_run_denials: Family<DenialLabels, Counter>,
     http_errors: Family<HttpErrorLabels, Counter>,
     duration: Histogram,
     effect_check_duration: Histogram,
@@ -60,6 +61,7 @@ impl WebhookMetrics {
         let metrics = WebhookMetrics {
             requests: Family::default(),
             denials: Family::default(),
+            dry_run_denials: Family::default(),
             http_errors: Family::default(),
             duration: Histogram::new(exponential_buckets(0.000_05, 2.0, 18)),
             effect_check_duration: Histogram::new(exponential_buckets(0.000_05, 2.0, 18)),
@@ -75,6 +77,11 @@ impl WebhookMetrics {
             "denials",
             "AdmissionReviews denied, by reason (dry-run requests excluded)",
             metrics.denials.clone(),
+        );
+        sub.register(
+            "dry_run_denials",
+            "Dry-run AdmissionReviews that would have been denied, by reason (not counted as requests or denials)",
+            metrics.dry_run_denials.clone(),
         );
         sub.register(
             "http_errors",
@@ -107,8 +114,13 @@ impl WebhookMetrics {
             Verdict::Allowed => "allowed",
             Verdict::Skipped => "skipped",
             Verdict::Denied(reason) => {
-                // Like Istio, a failed dry run is not counted as a failure.
+                // Like Istio, a failed dry run is not counted as a failure; it has a counter of its own.
                 if reviewed.dry_run {
+                    self.dry_run_denials
+                        .get_or_create(&DenialLabels {
+                            reason: reason.as_str(),
+                        })
+                        .inc();
                     return;
                 }
                 self.denials

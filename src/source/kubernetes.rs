@@ -507,7 +507,7 @@ impl WatchState {
                     self.held.remove(&key);
                 } else {
                     // Only parts were left out (higress-config items): report them, serve the rest.
-                    self.reject(&key, &reference, &rejected, shared);
+                    self.reject(&key, &reference, &rejected, Excluded::Items, shared);
                     shared.metrics.reject(Some(key.kind), "invalid");
                     self.held.insert(key);
                 }
@@ -527,8 +527,13 @@ impl WatchState {
                 }
                 shared.metrics.reject(kind, reason.as_str());
                 let key = key?;
-                self.reject(&key, &reference, &errors, shared);
                 let last_good = self.last_good_of(&key, uid);
+                let excluded = if last_good.is_some() {
+                    Excluded::KeptLastGood
+                } else {
+                    Excluded::NotServed
+                };
+                self.reject(&key, &reference, &errors, excluded, shared);
                 if last_good.is_some() {
                     tracing::warn!(object = %key, "keeping the last good version of the invalid object");
                     self.held.insert(key);
@@ -578,6 +583,7 @@ impl WatchState {
         key: &ObjectKey,
         reference: &ObjectReference,
         errors: &[Finding],
+        excluded: Excluded,
         shared: &Shared,
     ) {
         for error in errors {
@@ -587,7 +593,7 @@ impl WatchState {
         let version = reference.resource_version.clone().unwrap_or_default();
         if self.reported.get(key) != Some(&version) {
             self.reported.insert(key.clone(), version);
-            report(shared, reference.clone(), errors);
+            report(shared, reference.clone(), errors, excluded);
         }
     }
 }
@@ -637,9 +643,37 @@ fn object_reference(object: &DynamicObject, resource: &ApiResource) -> ObjectRef
 /// Largest Event note the API server accepts.
 const MAX_NOTE: usize = 1024;
 
+/// What was done with an invalid object (or its invalid parts), as its Event says.
+#[derive(Debug, Clone, Copy)]
+enum Excluded {
+    /// The object is served in its last good version.
+    KeptLastGood,
+    /// No valid version was ever seen: the object is not served.
+    NotServed,
+    /// Invalid higress-config items were dropped; the rest is served.
+    Items,
+}
+
+impl Excluded {
+    fn note(self) -> &'static str {
+        match self {
+            Excluded::KeptLastGood => {
+                "admitpilot keeps serving the last good version of this object; this version is invalid: "
+            }
+            Excluded::NotServed => {
+                "admitpilot does not serve this object (it has no valid version yet): "
+            }
+            Excluded::Items => {
+                "admitpilot serves this config without its invalid items, which keep their last good values where \
+                 there are any: "
+            }
+        }
+    }
+}
+
 /// Publishes a Warning Event on the rejected object, in the background.
-fn report(shared: &Shared, reference: ObjectReference, errors: &[Finding]) {
-    let mut note = String::from("admitpilot left this out of its config: ");
+fn report(shared: &Shared, reference: ObjectReference, errors: &[Finding], excluded: Excluded) {
+    let mut note = String::from(excluded.note());
     for (i, error) in errors.iter().enumerate() {
         if i > 0 {
             note.push_str("; ");

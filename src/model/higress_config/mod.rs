@@ -328,7 +328,10 @@ mod tests {
         assert_eq!(sky.access_token, "");
         // Too large for float32: Go's formatting gives +Inf (Higress's port check then judges that text).
         let decoded = decode_text("tracing:\n  skywalking:\n    service: oap\n    port: 1e300\n");
-        assert_eq!(decoded.config.tracing.unwrap().skywalking.unwrap().port, "+Inf");
+        assert_eq!(
+            decoded.config.tracing.unwrap().skywalking.unwrap().port,
+            "+Inf"
+        );
     }
 
     #[test]
