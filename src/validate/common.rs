@@ -98,17 +98,13 @@ pub const DNS1123_LABEL_MAX: usize = 63;
 pub const DOMAIN_MAX: usize = 255;
 
 /// Tells whether `s` is a DNS-1123 label: 1–63 ASCII letters, digits or `-`, starting and ending alphanumeric
-/// (upper case accepted, as Istio does).
+/// (upper case accepted). Mirrors Istio's `labels.IsDNS1123Label` (`pkg/config/labels`).
 pub fn is_dns1123_label(s: &str) -> bool {
-    let b = s.as_bytes();
-    !b.is_empty()
-        && b.len() <= DNS1123_LABEL_MAX
-        && b[0].is_ascii_alphanumeric()
-        && b[b.len() - 1].is_ascii_alphanumeric()
-        && b.iter().all(|c| c.is_ascii_alphanumeric() || *c == b'-')
+    s.len() <= DNS1123_LABEL_MAX && is_alnum_bounded(s, b"-")
 }
 
 /// Tells whether `s` is a label that may start a wildcard domain: `*`, `*label`, `*-label` or a plain label.
+/// Mirrors Istio's `labels.IsWildcardDNS1123Label`.
 pub fn is_wildcard_dns1123_label(s: &str) -> bool {
     if s.len() > DNS1123_LABEL_MAX {
         return false;
@@ -120,50 +116,50 @@ pub fn is_wildcard_dns1123_label(s: &str) -> bool {
     }
 }
 
+/// Istio's `checkDNS1123Preconditions`, with its error texts.
 fn check_domain_length(name: &str) -> Result<(), String> {
-    if name.is_empty() {
-        return Err("domain name must not be empty".into());
-    }
     if name.len() > DOMAIN_MAX {
-        return Err(format!(
-            "domain name {name:?} is too long ({} > {DOMAIN_MAX} characters)",
-            name.len()
-        ));
+        return Err(format!("domain name {name:?} too long (max {DOMAIN_MAX})"));
+    }
+    if name.is_empty() {
+        return Err("empty domain name not allowed".into());
     }
     Ok(())
 }
 
-/// Checks the labels of a dotted name: each a DNS-1123 label, the last may be empty (trailing dot) and the
-/// top-level label may not be all digits.
+/// Checks the labels of a dotted name as Istio's `validateDNS1123Labels` does, with its error texts: the
+/// top-level label may not be a number (Go's `strconv.Atoi` succeeds on it: optional sign, digits, within 64
+/// bits); each label is a DNS-1123 label, except that the last may be empty (trailing dot).
 pub fn check_dns1123_labels(domain: &str) -> Result<(), String> {
     let tld = domain.rsplit('.').next().unwrap_or(domain);
-    if !tld.is_empty() && tld.bytes().all(|c| c.is_ascii_digit()) {
+    if tld.parse::<i64>().is_ok() {
         return Err(format!(
-            "domain name {domain:?} is invalid: the top-level label {tld:?} is all digits"
+            "domain name {domain:?} invalid (top level domain {tld:?} cannot be all-numeric)"
         ));
     }
     let count = domain.split('.').count();
     for (i, label) in domain.split('.').enumerate() {
-        if i == count - 1 && label.is_empty() && count > 1 {
+        if i == count - 1 && label.is_empty() {
             break;
         }
         if !is_dns1123_label(label) {
             return Err(format!(
-                "domain name {domain:?} is invalid: label {label:?} is not a DNS-1123 label"
+                "domain name {domain:?} invalid (label {label:?} invalid)"
             ));
         }
     }
     Ok(())
 }
 
-/// Checks a fully qualified domain name (1–255 characters, DNS-1123 labels, optional trailing dot).
+/// Checks a fully qualified domain name (1–255 characters, DNS-1123 labels, optional trailing dot). Mirrors
+/// Istio's `ValidateFQDN`.
 pub fn check_fqdn(name: &str) -> Result<(), String> {
     check_domain_length(name)?;
     check_dns1123_labels(name)
 }
 
 /// Checks a domain that may start with a wildcard label (`*`, `*.example.com`, `*foo.example.com`); wildcards
-/// anywhere but the first label are rejected.
+/// anywhere but the first label are rejected. Mirrors Istio's `ValidateWildcardDomain`, with its error texts.
 pub fn check_wildcard_domain(name: &str) -> Result<(), String> {
     check_domain_length(name)?;
     let (first, rest) = match name.split_once('.') {
@@ -172,7 +168,7 @@ pub fn check_wildcard_domain(name: &str) -> Result<(), String> {
     };
     if !is_wildcard_dns1123_label(first) {
         return Err(format!(
-            "domain name {name:?} is invalid: label {first:?} is not a DNS-1123 label (a wildcard may only lead the first label)"
+            "domain name {name:?} invalid (label {first:?} invalid)"
         ));
     }
     match rest {
@@ -638,52 +634,48 @@ pub fn validate_regex(re: &str, path: &str, out: &mut Findings) {
 // ---------------------------------------------------------------------------------------------------------------
 // Labels and selectors
 
-fn is_qualified_name_part(s: &str) -> bool {
+/// Whether `s` is non-empty, starts and ends with an ASCII letter or digit, and has only letters, digits and
+/// `inner` characters between (the shape of the regular expressions below, with no length limit).
+fn is_alnum_bounded(s: &str, inner: &[u8]) -> bool {
     let b = s.as_bytes();
     !b.is_empty()
-        && b.len() <= DNS1123_LABEL_MAX
         && b[0].is_ascii_alphanumeric()
         && b[b.len() - 1].is_ascii_alphanumeric()
         && b.iter()
-            .all(|c| c.is_ascii_alphanumeric() || matches!(c, b'-' | b'_' | b'.'))
+            .all(|c| c.is_ascii_alphanumeric() || inner.contains(c))
 }
 
-/// Checks a label key: an optional DNS-subdomain prefix (≤253 characters) and `/`, then a name of ≤63
-/// alphanumerics, `-`, `_` or `.` starting and ending alphanumeric.
+/// Longest DNS prefix of a label key (Istio's `dnsNamePrefixMaxLength`).
+const LABEL_PREFIX_MAX: usize = 253;
+
+/// Checks a label key as Istio's `labels.validateTagKey` (`pkg/config/labels`) does, with its error texts: an
+/// optional prefix of dot-separated `[a-zA-Z0-9]([-a-zA-Z0-9]*[a-zA-Z0-9])?` parts (no limit per part, at most 253
+/// characters in all) and `/`, then a qualified name `([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]` of at most 63.
 pub fn check_label_key(key: &str) -> Result<(), String> {
     let (prefix, name) = match key.split_once('/') {
         Some((prefix, name)) => (Some(prefix), name),
         None => (None, key),
     };
-    if let Some(prefix) = prefix {
-        if prefix.len() > 253 {
-            return Err(format!(
-                "invalid label key {key:?}: prefix longer than 253 characters"
-            ));
-        }
-        if prefix.is_empty() || !prefix.split('.').all(is_dns1123_label) {
-            return Err(format!(
-                "invalid label key {key:?}: prefix is not a DNS subdomain"
-            ));
-        }
+    let prefix_ok = prefix.is_none_or(|p| p.split('.').all(|part| is_alnum_bounded(part, b"-")));
+    if !prefix_ok || !is_alnum_bounded(name, b"-_.") {
+        return Err(format!("invalid tag key: {key:?}"));
+    }
+    if prefix.is_some_and(|p| p.len() > LABEL_PREFIX_MAX) {
+        return Err(format!("invalid tag key: {key:?} (DNS prefix is too long)"));
     }
     if name.len() > DNS1123_LABEL_MAX {
-        return Err(format!(
-            "invalid label key {key:?}: name longer than 63 characters"
-        ));
-    }
-    if !is_qualified_name_part(name) {
-        return Err(format!("invalid label key {key:?}"));
+        return Err(format!("invalid tag key: {key:?} (name is too long)"));
     }
     Ok(())
 }
 
-/// Checks a label value: empty, or ≤63 alphanumerics, `-`, `_` or `.` starting and ending alphanumeric.
+/// Checks a label value as Istio's `labels.Instance.Validate` does (`labelValueRegexp`): empty, or a qualified
+/// name of any length (the 63-character limit of Kubernetes labels is not Istio's rule here).
 pub fn check_label_value(value: &str) -> Result<(), String> {
-    if value.is_empty() || is_qualified_name_part(value) {
+    if value.is_empty() || is_alnum_bounded(value, b"-_.") {
         Ok(())
     } else {
-        Err(format!("invalid label value {value:?}"))
+        Err(format!("invalid tag value: {value:?}"))
     }
 }
 
@@ -1320,12 +1312,31 @@ mod tests {
 
     #[test]
     fn wildcard_domains() {
-        for ok in ["*", "*.istio.io", "*istio.io", "istio.io", "*.bar.com."] {
+        // `*.` passes as in Istio's ValidateWildcardDomain: the empty rest counts as a trailing dot.
+        for ok in [
+            "*",
+            "*.istio.io",
+            "*istio.io",
+            "istio.io",
+            "*.bar.com.",
+            "*.",
+        ] {
             assert!(check_wildcard_domain(ok).is_ok(), "{ok}");
         }
-        for bad in ["", "istio.*.io", "*.", "foo.*", "**.com", "a b.com"] {
+        for bad in ["", "istio.*.io", "foo.*", "**.com", "a b.com"] {
             assert!(check_wildcard_domain(bad).is_err(), "{bad}");
         }
+        // Istio's texts, and Go's Atoi for the all-numeric top-level label (a sign counts, 64 bits at most).
+        assert_eq!(
+            check_wildcard_domain("a.*.io").unwrap_err(),
+            r#"domain name "*.io" invalid (label "*" invalid)"#
+        );
+        assert_eq!(
+            check_fqdn("a.+5").unwrap_err(),
+            r#"domain name "a.+5" invalid (top level domain "+5" cannot be all-numeric)"#
+        );
+        assert!(check_fqdn("a.99999999999999999999").is_ok());
+        assert_eq!(check_fqdn("").unwrap_err(), "empty domain name not allowed");
         assert!(check_partial_wildcard("*.com").is_ok());
         assert!(check_partial_wildcard("*").is_ok());
         assert!(check_partial_wildcard("*foo.com").is_err());
