@@ -178,9 +178,10 @@ pub fn check_wildcard_domain(name: &str) -> Result<(), String> {
 }
 
 /// Checks that a host is not a partial wildcard: `*` alone or a `*.` prefix is fine, `*foo.com` or `a*.com` is not.
+/// Mirrors Istio's `ValidatePartialWildCard`, with its error text.
 pub fn check_partial_wildcard(host: &str) -> Result<(), String> {
-    if host.contains('*') && host != "*" && !host.starts_with("*.") {
-        return Err(format!("partial wildcard {host:?} is not allowed"));
+    if host.contains('*') && host.len() != 1 && !host.starts_with("*.") {
+        return Err(format!("partial wildcard {host:?} not allowed"));
     }
     Ok(())
 }
@@ -210,7 +211,9 @@ pub enum NsHostContext {
     GatewayApi,
 }
 
-/// Validates a `namespace/dnsName` host entry of a Sidecar egress listener or a Gateway server.
+/// Validates a `namespace/dnsName` host entry of a Sidecar egress listener or a Gateway server. Mirrors Istio's
+/// `ValidateNamespaceSlashWildcardHostname`, with its error texts: the namespace is `*`, `.`, a DNS-1123 label,
+/// or `~` (sidecars; gateways only with Gateway API semantics).
 pub fn validate_namespace_slash_host(
     host: &str,
     context: NsHostContext,
@@ -222,46 +225,35 @@ pub fn validate_namespace_slash_host(
         if is_gateway {
             validate_ns_host_name_part(host, true, path, out);
         } else {
-            out.error(
-                path,
-                format!("host {host:?} must have the form namespace/dnsName"),
-            );
+            out.error(path, "host must be of form namespace/dnsName");
         }
         return;
     };
     if ns.is_empty() || name.is_empty() {
         out.error(
             path,
-            format!("host {host:?}: namespace and dnsName must not be empty"),
+            "config namespace and dnsName in host entry cannot be empty",
         );
     }
-    match context {
-        NsHostContext::Sidecar => {
-            let bare = ns.strip_prefix('~').unwrap_or(ns);
-            if !bare.is_empty() && bare != "*" && bare != "." && !is_dns1123_label(bare) {
-                out.error(path, format!("host {host:?}: invalid namespace {ns:?}"));
-            }
-        }
-        NsHostContext::Gateway | NsHostContext::GatewayApi => {
-            let tilde_ok = ns == "~" && context == NsHostContext::GatewayApi;
-            if ns != "*" && ns != "." && !tilde_ok && !is_dns1123_label(ns) {
-                out.error(path, format!("host {host:?}: invalid namespace {ns:?}"));
-            }
-        }
+    let (tilde_ok, owner) = match context {
+        NsHostContext::Sidecar => (true, "sidecar"),
+        NsHostContext::Gateway => (false, "gateway"),
+        NsHostContext::GatewayApi => (true, "gateway"),
+    };
+    if ns != "*" && ns != "." && !(ns == "~" && tilde_ok) && !is_dns1123_label(ns) {
+        out.error(path, format!("invalid namespace value {ns:?} in {owner}"));
     }
     validate_ns_host_name_part(name, is_gateway, path, out);
 }
 
+/// Istio's `validateSidecarOrGatewayHostnamePart`, with its error texts.
 fn validate_ns_host_name_part(name: &str, is_gateway: bool, path: &str, out: &mut Findings) {
     if name != "*" && !name.contains('.') {
-        out.error(
-            path,
-            format!("host {name:?}: short names are not allowed, use a fully qualified name"),
-        );
+        out.error(path, "short names (non FQDN) are not allowed");
     }
     if let Err(e) = check_wildcard_domain(name) {
-        // Istio records the domain error once for sidecars and once more when the name is not an IP; gateways
-        // accept IPs.
+        // Istio records the domain error once for sidecars and once more when the name is not an IP (the same
+        // text twice); gateways accept IPs. It is recorded once here.
         if !is_gateway || !is_ip(name) {
             out.error(path, e);
         }
@@ -1352,7 +1344,12 @@ mod tests {
         };
         assert!(sidecar("*/*").is_empty());
         assert!(sidecar("./foo.com").is_empty());
-        assert!(sidecar("~ns/*.foo.com").is_empty());
+        // `~` alone, as in Istio; `~ns` is not a namespace.
+        assert!(sidecar("~/*.foo.com").is_empty());
+        assert_eq!(
+            sidecar("~ns/*.foo.com"),
+            [r#"h: invalid namespace value "~ns" in sidecar"#]
+        );
         assert!(!sidecar("foo.com").is_empty());
         assert!(!sidecar("ns/foo").is_empty()); // short name
         assert!(!sidecar("ns/*foo.com").is_empty()); // partial wildcard
