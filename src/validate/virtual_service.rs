@@ -242,6 +242,7 @@ fn host_subset_of(a: &str, b: &str) -> bool {
 }
 
 /// Validates gateway references: `namespace/name` (both DNS labels) or a legacy FQDN (`name.namespace`, warned).
+/// Mirrors Istio's `validateGatewayNames`, with its texts and its early return after a legacy name.
 pub(super) fn validate_gateway_names(
     names: &[String],
     gateway_semantics: bool,
@@ -255,31 +256,24 @@ pub(super) fn validate_gateway_names(
                     let ns = ns.split('.').next().unwrap_or(ns);
                     out.warning(
                         path,
-                        format!("gateway {name:?} uses the legacy name.namespace form; prefer \"{ns}/{gw}\""),
+                        format!("using legacy gatewayName format {name:?}; prefer the <namespace>/<name> format: \"{ns}/{gw}\""),
                     );
                 }
                 if let Err(e) = common::check_fqdn(name) {
-                    out.error(path, format!("invalid gateway {name:?}: {e}"));
+                    out.error(path, e);
                 }
+                // Istio returns here: entries after a legacy name are not checked.
+                return;
             }
             Some((ns, gw)) => {
                 if ns.is_empty() || gw.is_empty() {
-                    out.error(
-                        path,
-                        format!("gateway {name:?}: namespace and name must not be empty"),
-                    );
+                    out.error(path, "config namespace and gateway name cannot be empty");
                 }
                 if !common::is_dns1123_label(ns) {
-                    out.error(
-                        path,
-                        format!("gateway {name:?}: namespace {ns:?} is not a DNS-1123 label"),
-                    );
+                    out.error(path, format!("invalid value for namespace: {ns:?}"));
                 }
                 if !gateway_semantics && !common::is_dns1123_label(gw) {
-                    out.error(
-                        path,
-                        format!("gateway {name:?}: name {gw:?} is not a DNS-1123 label"),
-                    );
+                    out.error(path, format!("invalid value for gateway name: {gw:?}"));
                 }
             }
         }
@@ -1571,11 +1565,25 @@ mod tests {
     #[test]
     fn gateway_names_and_export_to() {
         let (errors, warnings) = run(
-            json!({"hosts": ["a.com"], "gateways": ["gw.ns", "ns/Bad_Name", "/x"],
+            json!({"hosts": ["a.com"], "gateways": ["ns/Bad_Name", "/x", "gw.ns", "ns/Bad_Too"],
             "exportTo": ["*", "."], "http": [{"route": simple_route()}]}),
         );
-        assert_eq!(warnings.len(), 1, "{warnings:?}");
-        assert_eq!(errors.len(), 4, "{errors:?}"); // bad name, empty ns (+ns not label), export * + others
+        assert_eq!(
+            warnings,
+            [
+                r#"spec.gateways: using legacy gatewayName format "gw.ns"; prefer the <namespace>/<name> format: "ns/gw""#
+            ]
+        );
+        // Bad name, empty ns (+ns not label), export * + others; as in Istio, nothing after the legacy name.
+        assert_eq!(
+            errors,
+            [
+                r#"spec.gateways: invalid value for gateway name: "Bad_Name""#,
+                "spec.gateways: config namespace and gateway name cannot be empty",
+                r#"spec.gateways: invalid value for namespace: """#,
+                r#"spec.exportTo: exportTo "*" cannot be combined with other entries"#,
+            ]
+        );
     }
 
     #[test]
