@@ -177,6 +177,17 @@ pub fn check_wildcard_domain(name: &str) -> Result<(), String> {
     }
 }
 
+/// Checks a subset name as Istio's `validateSubsetName` does, with its texts: not empty, a DNS-1123 label.
+pub fn check_subset_name(name: &str) -> Result<(), String> {
+    if name.is_empty() {
+        return Err("subset name cannot be empty".into());
+    }
+    if !is_dns1123_label(name) {
+        return Err(format!("subset name is invalid: {name}"));
+    }
+    Ok(())
+}
+
 /// Checks that a host is not a partial wildcard: `*` alone or a `*.` prefix is fine, `*foo.com` or `a*.com` is not.
 /// Mirrors Istio's `ValidatePartialWildCard`, with its error text.
 pub fn check_partial_wildcard(host: &str) -> Result<(), String> {
@@ -1300,6 +1311,19 @@ mod tests {
         assert!(check_fqdn("a..b").is_err());
         assert!(check_fqdn(&format!("{}.com", "a.".repeat(130))).is_err());
         assert!(check_fqdn("*.istio.io").is_err());
+    }
+
+    #[test]
+    fn subset_names_use_istios_texts() {
+        assert_eq!(check_subset_name("v1"), Ok(()));
+        assert_eq!(
+            check_subset_name("").unwrap_err(),
+            "subset name cannot be empty"
+        );
+        assert_eq!(
+            check_subset_name("2.0.0").unwrap_err(),
+            "subset name is invalid: 2.0.0"
+        );
     }
 
     #[test]

@@ -41,13 +41,8 @@ pub fn validate(spec: &DestinationRule, meta: &ObjectMeta, out: &mut Findings) {
                     format!("duplicate subset name {:?}", subset.name),
                 );
             }
-            if subset.name.is_empty() {
-                out.error(at.child("name"), "subset name must not be empty");
-            } else if !common::is_dns1123_label(&subset.name) {
-                out.error(
-                    at.child("name"),
-                    format!("subset name {:?} is not a DNS-1123 label", subset.name),
-                );
+            if let Err(e) = common::check_subset_name(&subset.name) {
+                out.error(at.child("name"), e);
             }
             common::validate_labels(&subset.labels, &at.child("labels"), out);
             if let Some(policy) = &subset.traffic_policy {

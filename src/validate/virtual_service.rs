@@ -509,12 +509,10 @@ fn validate_http_match(mr: &HttpMatchRequest, p: &mut FieldPath, out: &mut Findi
         validate_gateway_names(&mr.gateways, false, &p.child("gateways"), out);
     }
     if !mr.source_namespace.is_empty() && !common::is_dns1123_label(&mr.source_namespace) {
+        // Istio's text (validateHTTPRoute).
         out.error(
             p.child("sourceNamespace"),
-            format!(
-                "sourceNamespace {:?} is not a DNS-1123 label",
-                mr.source_namespace
-            ),
+            format!("sourceNamespace match {} is invalid", mr.source_namespace),
         );
     }
 }
@@ -749,11 +747,10 @@ pub(super) fn validate_destination(d: &Destination, p: &mut FieldPath, out: &mut
     } else if let Err(e) = common::check_wildcard_domain(&d.host) {
         out.error(p.child("host"), e);
     }
-    if !d.subset.is_empty() && !common::is_dns1123_label(&d.subset) {
-        out.error(
-            p.child("subset"),
-            format!("subset {:?} is not a DNS-1123 label", d.subset),
-        );
+    if !d.subset.is_empty() {
+        if let Err(e) = common::check_subset_name(&d.subset) {
+            out.error(p.child("subset"), e);
+        }
     }
     if let Some(port) = &d.port {
         common::validate_port(port.number.unwrap_or(0), &p.child("port.number"), out);
