@@ -36,13 +36,11 @@ pub fn validate(spec: &Gateway, meta: &ObjectMeta, out: &mut Findings) {
         .annotations
         .get(GATEWAY_SEMANTICS_ANNOTATION)
         .is_some_and(|v| v == "gateway");
+    // Istio's ValidateGateway: the name is a DNS-1123 label (no dots), unless it has Gateway API semantics.
     if !gateway_semantics && !common::is_dns1123_label(&meta.name) {
         out.error(
             "metadata.name",
-            format!(
-                "gateway name {:?} must be a DNS-1123 label (no dots)",
-                meta.name
-            ),
+            format!("invalid gateway name: {:?}", meta.name),
         );
     }
     let mut p = FieldPath::new("spec");
