@@ -16,7 +16,6 @@ mod pipeline;
 
 use std::time::Duration;
 
-use admitpilot::source::{self, SourceConfig, SourceMetrics};
 use admitpilot::xds::TranslateFn;
 use envoy::*;
 use pipeline::*;
@@ -53,22 +52,11 @@ fn gateway_bootstrap(xds_port: u16) -> String {
     bootstrap(AdsApi::Sotw, xds_port, NODE_ID).replace("app: e2e", "istio: ingressgateway")
 }
 
-/// Polls admitpilot's `/metrics` until `line` (a metric and its value) is there.
+/// Waits until admitpilot's `/metrics` has `line` (a metric and its value).
 async fn wait_for_metric(admitpilot: &Admitpilot, line: &str) {
-    let http = client();
-    let url = format!("{}/metrics", admitpilot.admin);
-    let deadline = tokio::time::Instant::now() + CONVERGE;
-    while !get(&http, &url)
-        .await
-        .is_some_and(|(_, text)| text.lines().any(|l| l == line))
-    {
-        assert!(
-            tokio::time::Instant::now() < deadline,
-            "{line} never appeared:\n{}",
-            admitpilot.log()
-        );
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
+    admitpilot
+        .wait_for_admin("/metrics", line, |text| text.lines().any(|l| l == line))
+        .await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -144,14 +132,7 @@ async fn what_the_webhook_denies_envoy_rejects() {
         "extra.yaml",
         &serde_yaml_ng::to_string(&extra_listener(port)).unwrap(),
     );
-    let sources = source::start(
-        SourceConfig {
-            config_dir: Some(dir.path().to_path_buf()),
-            ..SourceConfig::default()
-        },
-        SourceMetrics::default(),
-    )
-    .unwrap();
+    let sources = folder_sources(dir.path());
     let translate = TranslateFn::caching(admitpilot::translate::Options::default()).unguarded();
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let xds_port = listener.local_addr().unwrap().port();

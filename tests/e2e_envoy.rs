@@ -326,7 +326,6 @@ mod config_dir {
 
     use crate::pipeline::{api_config_dir, virtual_service, write};
 
-    use admitpilot::source::{self, SourceConfig, SourceMetrics};
     use admitpilot::xds::{TranslateFn, XdsServer};
 
     async fn start_xds(
@@ -351,14 +350,7 @@ mod config_dir {
         let one = Backend::start("one").await;
         let port = free_port();
         let dir = api_config_dir(port, one.port);
-        let sources = source::start(
-            SourceConfig {
-                config_dir: Some(dir.path().to_path_buf()),
-                ..SourceConfig::default()
-            },
-            SourceMetrics::default(),
-        )
-        .unwrap();
+        let sources = crate::pipeline::folder_sources(dir.path());
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
         let xds_addr = listener.local_addr().unwrap();
         let (_server, stop, task) = start_xds(listener, sources.snapshots.clone()).await;

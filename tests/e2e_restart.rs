@@ -72,20 +72,11 @@ impl Traffic {
 
 /// Waits until admitpilot's `/debug/syncz` lists a connected proxy.
 async fn wait_for_proxy(admitpilot: &Admitpilot) {
-    let http = client();
-    let url = format!("{}/debug/syncz", admitpilot.admin);
-    let deadline = tokio::time::Instant::now() + CONVERGE;
-    while !get(&http, &url)
-        .await
-        .is_some_and(|(status, text)| status == 200 && text.contains(NODE_ID))
-    {
-        assert!(
-            tokio::time::Instant::now() < deadline,
-            "Envoy never connected:\n{}",
-            admitpilot.log()
-        );
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
+    admitpilot
+        .wait_for_admin("/debug/syncz", "Envoy connected", |text| {
+            text.contains(NODE_ID)
+        })
+        .await;
 }
 
 async fn run(api: AdsApi, base_id: u32) {

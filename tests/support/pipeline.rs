@@ -63,6 +63,18 @@ pub fn higress_config(higress_yaml: &str) -> String {
     )
 }
 
+/// The folder source (in process) following `dir`.
+pub fn folder_sources(dir: &Path) -> admitpilot::source::Sources {
+    admitpilot::source::start(
+        admitpilot::source::SourceConfig {
+            config_dir: Some(dir.to_path_buf()),
+            ..Default::default()
+        },
+        admitpilot::source::SourceMetrics::default(),
+    )
+    .unwrap()
+}
+
 /// Serves `snapshots` translated by `translate` on `listener` (an in-process xDS server); send on the returned
 /// sender to stop it, then await the task.
 pub async fn start_xds(
@@ -203,6 +215,26 @@ impl Admitpilot {
         assert_eq!(response.status(), 200);
         let mut review: serde_json::Value = response.json().await.unwrap();
         review["response"].take()
+    }
+
+    /// Polls the admin server's `path` until its text satisfies `ready`; fails with the log after the deadline.
+    pub async fn wait_for_admin(&self, path: &str, what: &str, ready: impl Fn(&str) -> bool) {
+        let http = client();
+        let url = format!("{}{path}", self.admin);
+        let deadline = tokio::time::Instant::now() + CONVERGE;
+        loop {
+            if let Ok(response) = http.get(&url).send().await {
+                if response.status() == 200 && response.text().await.is_ok_and(|t| ready(&t)) {
+                    return;
+                }
+            }
+            assert!(
+                tokio::time::Instant::now() < deadline,
+                "{what}: not seen in {path}:\n{}",
+                self.log()
+            );
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
     }
 
     /// What the process logged so far.
