@@ -88,14 +88,15 @@ fn validate_hosts(
     p: &mut FieldPath,
     out: &mut Findings,
 ) {
+    // Istio's ValidateServiceEntry (hosts, addresses and ports below keep its texts).
     let mut hosts = p.field("hosts");
     if spec.hosts.is_empty() {
-        out.error(hosts.as_str(), "a ServiceEntry needs at least one host");
+        out.error(hosts.as_str(), "service entry must have at least one host");
     }
     for (i, host) in spec.hosts.iter().enumerate() {
         let at = hosts.index(i);
         if host == "*" {
-            out.error(at.as_str(), "host \"*\" is not allowed");
+            out.error(at.as_str(), "invalid host *");
             continue;
         }
         if let Err(e) = common::check_wildcard_domain(host) {
@@ -124,7 +125,7 @@ fn validate_addresses(
     if cidr && !matches!(resolution, Resolution::None | Resolution::Static) {
         out.error(
             addresses.as_str(),
-            "CIDR addresses are only allowed with resolution NONE or STATIC",
+            "CIDR addresses are allowed only for NONE/STATIC resolution types",
         );
     }
 }
@@ -152,11 +153,14 @@ fn validate_ports<'a>(
         if !names.insert(port.name.as_str()) {
             out.error(
                 at.child("name"),
-                format!("port name {:?} is used twice", port.name),
+                format!("service entry port name {:?} already defined", port.name),
             );
         }
         if !numbers.insert(number) {
-            out.error(at.child("number"), format!("port {number} is listed twice"));
+            out.error(
+                at.child("number"),
+                format!("service entry port {number} already defined"),
+            );
         }
         if let Some(target) = port.target_port.filter(|t| *t != 0) {
             common::validate_port(target, &at.child("targetPort"), out);
