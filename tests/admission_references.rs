@@ -119,3 +119,60 @@ async fn an_unrelated_config_map_is_never_checked_against_the_config() {
     admitpilot.review(fine).await;
     assert_eq!(effect_checks(&admitpilot).await, 1);
 }
+
+/// The other codes over HTTPS: IST0132 (host no server of the Gateway accepts), IST0101 for a subset no
+/// DestinationRule defines, a `credentialName` with no Secret, and a higress-config tracer service that does not
+/// exist.
+#[tokio::test]
+async fn hosts_subsets_secrets_and_tracers_are_checked_too() {
+    let dir = api_config_dir(free_port(), free_port());
+    let admitpilot = Admitpilot::start(dir.path()).await;
+    let narrow = json!({"apiVersion": "networking.istio.io/v1", "kind": "Gateway",
+        "metadata": {"name": "narrow", "namespace": "default"},
+        "spec": {"selector": {"istio": "ingressgateway"}, "servers": [{
+            "port": {"number": 443, "name": "https", "protocol": "HTTPS"}, "hosts": ["*.example.org"],
+            "tls": {"mode": "SIMPLE", "credentialName": "missing-cert"}}]}});
+    let review = admitpilot.review(narrow.clone()).await;
+    assert_eq!(
+        warnings(&review),
+        [
+            r#"[IST0101] spec.servers[0].tls.credentialName: Referenced credentialName not found: "missing-cert""#
+        ]
+    );
+    write(
+        dir.path(),
+        "narrow.yaml",
+        &serde_yaml_ng::to_string(&narrow).unwrap(),
+    );
+    admitpilot
+        .wait_for_admin("/debug/configz", "the narrow Gateway", |text| {
+            text.contains("narrow")
+        })
+        .await;
+
+    let mut stray = virtual_service("stray", "x.example.com", "narrow", "backend.example.com");
+    stray["spec"]["http"][0]["route"][0]["destination"]["subset"] = json!("v9");
+    assert_eq!(
+        warnings(&admitpilot.review(stray).await),
+        [
+            r#"[IST0101] spec.http[0].route[0].destination.subset: Referenced host+subset in destinationrule not found: "backend.example.com+v9""#,
+            "[IST0132] spec.hosts: one or more host [x.example.com] defined in VirtualService default/stray not found in Gateway default/narrow.",
+        ]
+    );
+
+    let higress = json!({"apiVersion": "v1", "kind": "ConfigMap",
+        "metadata": {"name": "higress-config", "namespace": "higress-system"},
+        "data": {"higress": "tracing:\n  enable: true\n  zipkin:\n    service: zipkin.istio-system.svc.cluster.local\n    port: \"9411\"\n"}});
+    // The reference finding, and the effect check's warning of what the gateway will not get.
+    let found = warnings(&admitpilot.review(higress).await);
+    assert_eq!(found.len(), 2, "{found:?}");
+    assert!(
+        found[0].starts_with("gateway default {istio=ingressgateway}: tracing (envoy.tracers.zipkin) of listener")
+            && found[0].ends_with("names clusters that do not exist (outbound|9411||zipkin.istio-system.svc.cluster.local): left out until the clusters exist"),
+        "{found:?}"
+    );
+    assert_eq!(
+        found[1],
+        r#"[IST0101] data.higress.tracing.zipkin.service: Referenced tracing service not found: "zipkin.istio-system.svc.cluster.local""#
+    );
+}
