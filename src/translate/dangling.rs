@@ -87,9 +87,24 @@ impl std::fmt::Display for Effect {
     }
 }
 
+/// Virtual hosts already closed by the call before, against the same clusters: the route pass skips them and
+/// keeps their changes from that call.
+#[derive(Debug, Clone, Copy)]
+pub struct AlreadyClosed<'a> {
+    /// The virtual hosts (route configuration, name) that are *not* already closed (built anew by this call).
+    pub rebuilt: &'a HashSet<(String, String)>,
+    /// What the call before changed (its `left_out`).
+    pub previous: &'a [LeftOut],
+}
+
 /// Makes `out` closed against its own clusters (see the module docs); `previous` are the listeners the proxy was
-/// last given. Returns the changes, sorted.
-pub fn close(out: &mut GatewayResources, previous: &[Listener]) -> Vec<LeftOut> {
+/// last given; `already` lets the route pass skip virtual hosts that are closed already. Returns the changes,
+/// sorted.
+pub fn close(
+    out: &mut GatewayResources,
+    previous: &[Listener],
+    already: Option<AlreadyClosed<'_>>,
+) -> Vec<LeftOut> {
     let clusters: HashSet<String> = out.clusters.iter().map(|c| c.name.clone()).collect();
     let mut changes = Vec::new();
     let listeners = std::mem::take(&mut out.listeners);
@@ -124,7 +139,7 @@ pub fn close(out: &mut GatewayResources, previous: &[Listener]) -> Vec<LeftOut> 
         out.listeners.extend(kept);
     }
     for config in &mut out.route_configs {
-        close_routes(config, &clusters, &mut changes);
+        close_routes(config, &clusters, already, &mut changes);
     }
     changes.sort();
     changes.dedup();
@@ -268,15 +283,47 @@ fn dangling_filters(listener: &Listener, clusters: &HashSet<String>) -> Vec<(Str
     found
 }
 
-/// Makes every route of `config` name only existing clusters.
+/// Makes every route of `config` name only existing clusters (skipping, with their earlier changes kept, the
+/// virtual hosts `already` closed).
 fn close_routes(
     config: &mut RouteConfiguration,
     clusters: &HashSet<String>,
+    already: Option<AlreadyClosed<'_>>,
     changes: &mut Vec<LeftOut>,
 ) {
     let resource = format!("route {}", config.name);
+    // Names of this configuration's virtual hosts built anew (`None`: every virtual host is to be closed).
+    let rebuilt: Option<HashSet<&str>> = already.map(|a| {
+        a.rebuilt
+            .iter()
+            .filter(|(route_config, _)| *route_config == config.name)
+            .map(|(_, vhost)| vhost.as_str())
+            .collect()
+    });
+    let is_closed = |vhost: &str| rebuilt.as_ref().is_some_and(|r| !r.contains(vhost));
+    if let Some(already) = already {
+        let kept = already.previous.iter().filter(|change| {
+            change.resource == resource
+                && change
+                    .feature
+                    .strip_prefix("virtual host ")
+                    .and_then(|rest| rest.split_once(" route "))
+                    .is_some_and(|(vhost, _)| {
+                        is_closed(vhost) && config.virtual_hosts.iter().any(|h| h.name == vhost)
+                    })
+        });
+        changes.extend(kept.cloned());
+    }
+    let closed: Vec<bool> = config
+        .virtual_hosts
+        .iter()
+        .map(|host| is_closed(&host.name))
+        .collect();
     // Runs over every route of every push: nothing is allocated for a route whose clusters all exist.
-    for host in &mut config.virtual_hosts {
+    for (host, closed) in config.virtual_hosts.iter_mut().zip(closed) {
+        if closed {
+            continue;
+        }
         for entry in &mut host.routes {
             let Some(route::Action::Route(action)) = &mut entry.action else {
                 continue;
@@ -412,7 +459,7 @@ mod tests {
     fn tracing_naming_a_missing_collector_is_left_out_and_reported() {
         let collector = "outbound|9411||zipkin.tracing.svc.cluster.local";
         let mut out = gateway(vec![listener("0.0.0.0_80", zipkin(collector))], &["web"]);
-        let changes = close(&mut out, &[]);
+        let changes = close(&mut out, &[], None);
         let expected = left_out(
             "listener 0.0.0.0_80",
             "tracing (envoy.tracers.zipkin)",
@@ -434,7 +481,7 @@ mod tests {
             &["zipkin", "authz"],
         );
         let before = out.clone();
-        assert!(close(&mut out, &[]).is_empty());
+        assert!(close(&mut out, &[], None).is_empty());
         assert_eq!(out, before);
     }
 
@@ -445,7 +492,7 @@ mod tests {
             "common_config": {"log_name": "al", "transport_api_version": "V3",
                 "grpc_service": {"envoy_grpc": {"cluster_name": "als"}}}}}]});
         let mut out = gateway(vec![listener("0.0.0.0_80", log)], &[]);
-        let changes = close(&mut out, &[]);
+        let changes = close(&mut out, &[], None);
         assert_eq!(
             changes[0].feature,
             "access log envoy.access_loggers.http_grpc"
@@ -458,7 +505,7 @@ mod tests {
     fn a_filter_naming_a_missing_cluster_holds_its_listener_back() {
         let previous = listener("0.0.0.0_80", json!({}));
         let mut out = gateway(vec![listener("0.0.0.0_80", ext_authz("authz"))], &[]);
-        let changes = close(&mut out, std::slice::from_ref(&previous));
+        let changes = close(&mut out, std::slice::from_ref(&previous), None);
         let feature = "http filter envoy.filters.http.ext_authz";
         assert_eq!(
             changes,
@@ -473,7 +520,7 @@ mod tests {
 
         // Never sent before: not sent at all (never without the filter).
         let mut out = gateway(vec![listener("0.0.0.0_80", ext_authz("authz"))], &[]);
-        let changes = close(&mut out, &[]);
+        let changes = close(&mut out, &[], None);
         assert_eq!(changes[0].effect, Effect::NotSent);
         assert!(out.listeners.is_empty());
     }
@@ -489,7 +536,7 @@ mod tests {
                     "request_mirror_policies": [{"cluster": "shadow"}]}}]}]}))
             .unwrap(),
         ];
-        let changes = close(&mut out, &[]);
+        let changes = close(&mut out, &[], None);
         let routes = &out.route_configs[0].virtual_hosts[0].routes;
         assert_eq!(
             routes[0].action,
@@ -519,6 +566,43 @@ mod tests {
                 ),
             ]
         );
+    }
+
+    /// With [`AlreadyClosed`], a virtual host the call did not rebuild is not walked (its routes stay as they
+    /// are) and its earlier reports are kept; a rebuilt one is closed; reports of gone virtual hosts are dropped.
+    #[test]
+    fn virtual_hosts_closed_before_keep_their_reports_and_are_not_walked() {
+        let host = |name: &str| {
+            json!({"name": name, "domains": [name], "routes": [
+                {"name": "r", "match": {"prefix": "/"}, "route": {"cluster": "missing"}}]})
+        };
+        let mut out = gateway(Vec::new(), &["web"]);
+        out.route_configs = vec![message_from_json(&json!({"name": "http.80",
+            "virtual_hosts": [host("kept"), host("new")]}))
+        .unwrap()];
+        let report = |vhost: &str| {
+            left_out(
+                "route http.80",
+                &format!("virtual host {vhost} route r"),
+                "missing",
+                Effect::Answers503,
+            )
+        };
+        let previous = [report("kept"), report("gone")];
+        let rebuilt = HashSet::from([("http.80".to_string(), "new".to_string())]);
+        let already = AlreadyClosed {
+            rebuilt: &rebuilt,
+            previous: &previous,
+        };
+        let changes = close(&mut out, &[], Some(already));
+        assert_eq!(changes, [report("kept"), report("new")]);
+        let routes = |i: usize| {
+            out.route_configs[0].virtual_hosts[i].routes[0]
+                .action
+                .clone()
+        };
+        assert!(matches!(routes(0), Some(route::Action::Route(_))));
+        assert!(matches!(routes(1), Some(route::Action::DirectResponse(_))));
     }
 
     #[test]

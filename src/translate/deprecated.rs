@@ -5,6 +5,8 @@
 //! compressor's `content_type` (gzip; becomes `content_type_matcher` with one exact matcher per type, which
 //! Envoy compares with the response's content type without its parameters, as it did the list).
 
+use std::collections::HashSet;
+
 use envoy_types::pb::envoy::config::cluster::v3::Cluster;
 use envoy_types::pb::envoy::config::core::v3::Http1ProtocolOptions;
 use envoy_types::pb::envoy::extensions::upstreams::http::v3::{
@@ -26,13 +28,13 @@ use super::policy::HTTP_PROTOCOL_OPTIONS;
 use super::GatewayResources;
 
 /// Moves every deprecated field patches set in `out` to its replacement (see the module docs).
-pub fn upgrade(out: &mut GatewayResources) {
+pub fn upgrade(out: &mut GatewayResources, rebuilt: Option<&HashSet<(String, String)>>) {
     out.clusters
         .iter_mut()
         .for_each(upgrade_http_protocol_options);
     out.route_configs
         .iter_mut()
-        .for_each(upgrade_header_options);
+        .for_each(|config| upgrade_header_options(config, rebuilt));
     for_each_hcm(&mut out.listeners, |_, hcm| upgrade_compressors(hcm));
 }
 
@@ -86,7 +88,12 @@ fn upgrade_http_protocol_options(cluster: &mut Cluster) {
 /// Turns `append` into `append_action` on every header option of the route configuration, its virtual hosts,
 /// routes and weighted clusters (where `append_action` is not set too, which Envoy rejects either way).
 #[allow(deprecated)]
-fn upgrade_header_options(config: &mut RouteConfiguration) {
+/// Header options of a route configuration; with `rebuilt`, only of its virtual hosts in that set (the others are
+/// the call before's, upgraded then).
+fn upgrade_header_options(
+    config: &mut RouteConfiguration,
+    rebuilt: Option<&HashSet<(String, String)>>,
+) {
     fn upgrade(options: &mut [HeaderValueOption]) {
         for option in options {
             let default_action =
@@ -103,7 +110,19 @@ fn upgrade_header_options(config: &mut RouteConfiguration) {
     }
     upgrade(&mut config.request_headers_to_add);
     upgrade(&mut config.response_headers_to_add);
+    let wanted: Option<HashSet<&str>> = rebuilt.map(|r| {
+        r.iter()
+            .filter(|(route_config, _)| *route_config == config.name)
+            .map(|(_, vhost)| vhost.as_str())
+            .collect()
+    });
     for host in &mut config.virtual_hosts {
+        if wanted
+            .as_ref()
+            .is_some_and(|w| !w.contains(host.name.as_str()))
+        {
+            continue;
+        }
         upgrade(&mut host.request_headers_to_add);
         upgrade(&mut host.response_headers_to_add);
         for r in &mut host.routes {
@@ -284,7 +303,7 @@ mod tests {
             ],
             ..Default::default()
         };
-        upgrade_header_options(&mut config);
+        upgrade_header_options(&mut config, None);
         let got: Vec<_> = config
             .request_headers_to_add
             .iter()

@@ -392,10 +392,12 @@ impl Translator {
             .into_iter()
             .filter(|r| !cx.defined.contains(&r.name()))
             .collect();
+        let mut clusters_reused = false;
         match &self.clusters {
             Some(inputs) if inputs.extra == extra && !self.touched.clusters => {
                 out.clusters = previous.clusters;
                 out.endpoints = previous.endpoints;
+                clusters_reused = true;
             }
             _ => {
                 let cluster_credentials = build_clusters(&cx, &extra, &mut out);
@@ -412,8 +414,17 @@ impl Translator {
         self.touched = self.apply_envoy_filters(snapshot, proxy, &mut out);
         let patched = patched_before || self.touched.route_configs || self.touched.clusters;
         self.rebuilt = (!patched).then_some(std::mem::take(&mut pass.rebuilt));
-        deprecated::upgrade(&mut out);
-        out.left_out = dangling::close(&mut out, &previous.listeners);
+        // Reused virtual hosts were upgraded, and (with the same clusters) closed, by the call before.
+        deprecated::upgrade(&mut out, self.rebuilt.as_ref());
+        let already = self
+            .rebuilt
+            .as_ref()
+            .filter(|_| clusters_reused)
+            .map(|rebuilt| dangling::AlreadyClosed {
+                rebuilt,
+                previous: &previous.left_out,
+            });
+        out.left_out = dangling::close(&mut out, &previous.listeners, already);
         dangling::blame(&mut out.left_out, snapshot);
         out.listeners.retain(|l| !l.filter_chains.is_empty());
         out.listeners.sort_by(|a, b| a.name.cmp(&b.name));
