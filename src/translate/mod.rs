@@ -630,32 +630,41 @@ impl Translator {
             validate_clusters: Some(BoolValue { value: false }),
             ..Default::default()
         };
-        let mut reusable: HashMap<String, (VhostPlan, VirtualHost)> = HashMap::new();
-        if let Some((previous, previous_plans)) = pass.previous.remove(&name) {
-            if previous.virtual_hosts.len() == previous_plans.len() {
-                reusable = previous_plans
-                    .into_iter()
-                    .zip(previous.virtual_hosts)
-                    .map(|(mut plan, vhost)| (std::mem::take(&mut plan.host), (plan, vhost)))
-                    .collect();
-            }
-        }
-        config.virtual_hosts = plans
-            .iter()
-            .map(|plan| match reusable.remove(&plan.host) {
-                Some((old, vhost))
-                    if old.redirect == plan.redirect
-                        && same_sources(&old.sources, &plan.sources) =>
-                {
-                    vhost
-                }
-                _ => {
+        // The last call's plans and virtual hosts, in the same host order as `plans` (both come from a map
+        // sorted by host): one merge walk pairs them, moving each reusable virtual host once.
+        let mut previous_hosts = pass
+            .previous
+            .remove(&name)
+            .filter(|(previous, previous_plans)| {
+                previous.virtual_hosts.len() == previous_plans.len()
+            })
+            .map(|(previous, previous_plans)| {
+                previous_plans.into_iter().zip(previous.virtual_hosts)
+            })
+            .into_iter()
+            .flatten()
+            .peekable();
+        let mut virtual_hosts = Vec::with_capacity(plans.len());
+        for plan in &plans {
+            while previous_hosts
+                .next_if(|(old, _)| old.host < plan.host)
+                .is_some()
+            {}
+            let reused = previous_hosts.next_if(|(old, _)| {
+                old.host == plan.host
+                    && old.redirect == plan.redirect
+                    && same_sources(&old.sources, &plan.sources)
+            });
+            virtual_hosts.push(match reused {
+                Some((_, vhost)) => vhost,
+                None => {
                     let vhost = virtual_host(plan, port);
                     pass.rebuilt.insert((name.clone(), vhost.name.clone()));
                     vhost
                 }
-            })
-            .collect();
+            });
+        }
+        config.virtual_hosts = virtual_hosts;
         if config.virtual_hosts.is_empty() {
             let vhost = blackhole(port);
             pass.rebuilt.insert((name.clone(), vhost.name.clone()));
