@@ -85,6 +85,9 @@ struct Shared {
     changes: broadcast::Sender<Change>,
     control: broadcast::Sender<Control>,
     held: AtomicBool,
+    /// Set while stopped: a watch that arrives after the stop's `Control::Drop` was sent ends at once (else it would
+    /// hold the graceful shutdown open forever).
+    down: AtomicBool,
     bookmark_every: Duration,
 }
 
@@ -137,6 +140,7 @@ impl ApiServer {
             changes,
             control,
             held: AtomicBool::new(false),
+            down: AtomicBool::new(false),
             bookmark_every,
         });
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
@@ -153,6 +157,7 @@ impl ApiServer {
     /// Takes the API server down, as an outage does: it stops accepting, open watches end and their connections
     /// close, so clients get "connection refused" until [`ApiServer::restart`].
     pub async fn stop(&mut self) {
+        self.shared.down.store(true, Ordering::SeqCst);
         if let Some(stop) = self.stop.take() {
             let _ = stop.send(());
         }
@@ -170,6 +175,7 @@ impl ApiServer {
             inner.compacted = inner.rv;
             inner.history.clear();
         }
+        self.shared.down.store(false, Ordering::SeqCst);
         let listener = tokio::net::TcpListener::bind(self.addr).await.unwrap();
         let (task, stop) = serve(listener, self.shared.clone());
         self.task = task;
@@ -612,6 +618,9 @@ fn watch_response(shared: Arc<Shared>, ctx: Ctx, params: &HashMap<String, String
     // Subscribe before reading the history so nothing falls between the two.
     let mut live = shared.changes.subscribe();
     let mut control = shared.control.subscribe();
+    if shared.down.load(Ordering::SeqCst) {
+        return StatusCode::SERVICE_UNAVAILABLE.into_response();
+    }
     let (tx, rx) = mpsc::channel::<Bytes>(256);
     let (initial, mut last) = {
         let inner = shared.inner.lock().unwrap();
