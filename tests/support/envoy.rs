@@ -2,7 +2,6 @@
 //! ADS bootstrap, runs Envoy under a kill-on-drop guard, reads its admin API, and runs tiny HTTP backends.
 #![allow(dead_code, clippy::unwrap_used, clippy::expect_used)]
 
-use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::Duration;
@@ -351,13 +350,26 @@ impl Drop for Backend {
     }
 }
 
-/// A port that was free a moment ago on 127.0.0.1.
+/// A port that was free a moment ago on 127.0.0.1, for a server started later (an Envoy listener, admitpilot).
+///
+/// It is taken below Linux's ephemeral range (32768–60999), where the kernel picks the ports of every `:0` bind
+/// (Envoy's admin port, backends, clients): a port from that range could be handed to one of those before the
+/// server that was meant to get it binds it. Each test process starts at its own offset and never hands out a
+/// port twice.
 pub fn free_port() -> u16 {
-    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
-    let SocketAddr::V4(addr) = listener.local_addr().unwrap() else {
-        unreachable!()
-    };
-    addr.port()
+    use std::sync::atomic::{AtomicU32, Ordering};
+    const FIRST: u32 = 20_000;
+    const COUNT: u32 = 12_000;
+    static NEXT: AtomicU32 = AtomicU32::new(0);
+    let offset = std::process::id().wrapping_mul(7_919) % COUNT;
+    loop {
+        let n = NEXT.fetch_add(1, Ordering::Relaxed);
+        assert!(n < COUNT, "no free port left below the ephemeral range");
+        let port = u16::try_from(FIRST + (offset + n * 13) % COUNT).unwrap();
+        if std::net::TcpListener::bind(("127.0.0.1", port)).is_ok() {
+            return port;
+        }
+    }
 }
 
 /// GETs `url`; `(status, body)`, or `None` when the connection failed.
