@@ -112,16 +112,17 @@ impl GatewayCheck for LiveGatewayCheck {
         }
         let started = std::time::Instant::now();
         let object = Arc::new(object);
+        let candidate = candidate(&live, object.clone());
         let references = match self.references {
             ReferenceCheck::Off => Vec::new(),
-            ReferenceCheck::Warn | ReferenceCheck::Deny => check_references(
-                &candidate(&live, object.clone()),
-                &object,
-                &self.domain_suffix,
-            ),
+            ReferenceCheck::Warn | ReferenceCheck::Deny => {
+                check_references(&candidate, &object, &self.domain_suffix)
+            }
         };
         let effects = ConfigEffects {
-            gateways: self.checker.check(&live, object, &(self.connected)()),
+            gateways: self
+                .checker
+                .check_candidate(&live, &candidate, &(self.connected)()),
             references,
             deny_references: self.references == ReferenceCheck::Deny,
         };

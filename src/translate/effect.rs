@@ -373,8 +373,17 @@ impl EffectChecker {
         object: Arc<ConfigObject>,
         connected: &[Proxy],
     ) -> Vec<GatewayEffect> {
-        let candidate = candidate(live, object);
-        let mut proxies = gateway_proxies(&candidate);
+        self.check_candidate(live, &candidate(live, object), connected)
+    }
+
+    /// [`EffectChecker::check`] of a candidate already built with [`candidate`].
+    pub fn check_candidate(
+        &self,
+        live: &Snapshot,
+        candidate: &Snapshot,
+        connected: &[Proxy],
+    ) -> Vec<GatewayEffect> {
+        let mut proxies = gateway_proxies(candidate);
         proxies.extend(connected.iter().cloned());
         proxies.sort();
         proxies.dedup();
@@ -393,7 +402,7 @@ impl EffectChecker {
                 differing,
                 ..
             } = &mut *state;
-            translator.translate(&candidate, &proxy);
+            translator.translate(candidate, &proxy);
             // A virtual host differs from live only if this call rebuilt it or it differed after the last one.
             let candidates: Option<HashSet<VhostKey>> = translator
                 .rebuilt_virtual_hosts()
