@@ -22,7 +22,7 @@ use envoy_types::pb::envoy::config::route::v3::{RouteConfiguration, VirtualHost}
 use prost::Message;
 
 use super::dangling::LeftOut;
-use super::{GatewayResources, Options, Proxy, Translator};
+use super::{FastMap, FastSet, GatewayResources, Options, Proxy, Translator};
 use crate::envoy_proto::{to_dynamic, validate_message};
 use crate::model::{ConfigObject, Kind, Snapshot, Spec};
 
@@ -99,21 +99,40 @@ pub fn gateway_proxies(snapshot: &Snapshot) -> Vec<Proxy> {
 
 /// Checks every resource of `after` that differs from `before` the way Envoy does when it loads it.
 pub fn check_changed(before: &GatewayResources, after: &GatewayResources) -> Vec<Rejection> {
-    check_changed_among(before, after, None).0
+    check_changed_among(before, after, None).rejections
 }
 
 /// A virtual host: (route configuration name, virtual host name).
 type VhostKey = (String, String);
 
-/// [`check_changed`], comparing only the virtual hosts in `vhosts` when given (the others are known to be equal
-/// in `before` and `after`). Also returns the virtual hosts found to differ.
+/// What is known of `before` and `after` beyond the two outputs, so that comparing them costs what changed.
+struct Known<'a> {
+    /// Every virtual host not in this set is the same in both outputs.
+    vhosts: &'a HashSet<VhostKey>,
+    /// Where each name and domain of `before`'s route configurations is.
+    index: &'a RouteIndex,
+    /// The clusters are the same in both outputs.
+    same_clusters: bool,
+}
+
+/// What [`check_changed_among`] found.
+#[derive(Debug, Default)]
+struct Checked {
+    rejections: Vec<Rejection>,
+    /// The virtual hosts of `after` that differ from `before`'s.
+    differing: HashSet<VhostKey>,
+    /// Whether the clusters differ.
+    clusters_differ: bool,
+}
+
+/// [`check_changed`], skipping what `known` says is unchanged.
 fn check_changed_among(
     before: &GatewayResources,
     after: &GatewayResources,
-    vhosts: Option<&HashSet<VhostKey>>,
-) -> (Vec<Rejection>, HashSet<VhostKey>) {
-    let mut out = Vec::new();
-    let mut differing = HashSet::new();
+    known: Option<&Known<'_>>,
+) -> Checked {
+    let mut checked = Checked::default();
+    let out = &mut checked.rejections;
     let old_listeners: HashMap<&str, &Listener> = before
         .listeners
         .iter()
@@ -144,19 +163,23 @@ fn check_changed_among(
             }
         }
         if changed {
-            check_message(listener, &resource, "", &mut out);
-            check_filter_chain_matches(listener, &resource, &mut out);
+            check_message(listener, &resource, "", out);
+            check_filter_chain_matches(listener, &resource, out);
         }
     }
-    let old_clusters: HashMap<&str, &Cluster> = before
-        .clusters
-        .iter()
-        .map(|c| (c.name.as_str(), c))
-        .collect();
-    for cluster in &after.clusters {
-        if old_clusters.get(cluster.name.as_str()) != Some(&cluster) {
-            check_message(cluster, &format!("cluster {}", cluster.name), "", &mut out);
+    if !known.is_some_and(|k| k.same_clusters) {
+        let old_clusters: HashMap<&str, &Cluster> = before
+            .clusters
+            .iter()
+            .map(|c| (c.name.as_str(), c))
+            .collect();
+        for cluster in &after.clusters {
+            if old_clusters.get(cluster.name.as_str()) != Some(&cluster) {
+                checked.clusters_differ = true;
+                check_message(cluster, &format!("cluster {}", cluster.name), "", out);
+            }
         }
+        checked.clusters_differ |= before.clusters.len() != after.clusters.len();
     }
     let old_routes: HashMap<&str, &RouteConfiguration> = before
         .route_configs
@@ -165,14 +188,18 @@ fn check_changed_among(
         .collect();
     for config in &after.route_configs {
         let old = old_routes.get(config.name.as_str()).copied();
-        // Without a list of candidates, an equal configuration (the common case) is skipped whole.
-        if vhosts.is_some() || old != Some(config) {
-            check_route_config(config, old, vhosts, &mut out, &mut differing);
+        match (old, known) {
+            (Some(old), Some(known)) => {
+                check_route_config_among(config, old, known, out, &mut checked.differing)
+            }
+            // An equal configuration (the common case) is skipped whole.
+            _ if old == Some(config) => {}
+            _ => check_route_config(config, old, out, &mut checked.differing),
         }
     }
     out.sort();
     out.dedup();
-    (out, differing)
+    checked
 }
 
 /// The push path's guard: checks what changed from `last` (what the proxy group was last given) to `out` with
@@ -279,12 +306,11 @@ fn check_filter_chain_matches(listener: &Listener, resource: &str, out: &mut Vec
     }
 }
 
-/// The changed virtual hosts of a route configuration (compared only among `candidates` when given; those that
-/// differ go to `differing`), and the uniqueness of names and domains.
+/// The changed virtual hosts of a route configuration (those that differ go to `differing`), and the uniqueness of
+/// names and domains over all of them.
 fn check_route_config(
     config: &RouteConfiguration,
     old: Option<&RouteConfiguration>,
-    candidates: Option<&HashSet<VhostKey>>,
     out: &mut Vec<Rejection>,
     differing: &mut HashSet<VhostKey>,
 ) {
@@ -297,45 +323,154 @@ fn check_route_config(
                 .collect()
         })
         .unwrap_or_default();
-    // The candidate virtual hosts of this configuration, by name.
-    let wanted: Option<HashSet<&str>> = candidates.map(|c| {
-        c.iter()
-            .filter(|(route_config, _)| *route_config == config.name)
-            .map(|(_, vhost)| vhost.as_str())
-            .collect()
-    });
     let mut names = HashSet::new();
     let mut domains: HashMap<&str, &str> = HashMap::new();
-    // Runs over every virtual host of each review: allocates only for what it reports.
     for (index, host) in config.virtual_hosts.iter().enumerate() {
-        let path = || format!("virtual_hosts[{index}]");
         if !names.insert(host.name.as_str()) {
-            out.push(rejection(
-                &resource,
-                &format!("{}.name", path()),
-                format!("virtual host name {:?} is used twice", host.name),
-            ));
+            out.push(name_used_twice(&resource, index, host));
         }
         for domain in &host.domains {
             if let Some(other) = domains.insert(domain.as_str(), host.name.as_str()) {
-                out.push(rejection(
-                    &resource,
-                    &format!("{}.domains", path()),
-                    format!("domain {domain:?} is also in virtual host {other:?} (Envoy requires unique domains)"),
-                ));
+                out.push(domain_used_twice(&resource, index, domain, other));
             }
         }
-        if wanted
-            .as_ref()
-            .is_some_and(|w| !w.contains(host.name.as_str()))
-        {
-            continue;
-        }
         if old_hosts.get(host.name.as_str()) != Some(&host) {
-            check_message(host, &resource, &path(), out);
+            check_host(&resource, index, host, out);
             differing.insert((config.name.clone(), host.name.clone()));
         }
     }
+}
+
+/// [`check_route_config`] of a configuration in which only the virtual hosts `known` names may differ from `old`:
+/// costs one name lookup per virtual host plus what those hosts hold. A name or domain the candidates share with
+/// another virtual host is reported; a conflict among unchanged virtual hosts is not this change's.
+fn check_route_config_among(
+    config: &RouteConfiguration,
+    old: &RouteConfiguration,
+    known: &Known<'_>,
+    out: &mut Vec<Rejection>,
+    differing: &mut HashSet<VhostKey>,
+) {
+    let wanted: FastSet<&str> = known
+        .vhosts
+        .iter()
+        .filter(|(route_config, _)| *route_config == config.name)
+        .map(|(_, vhost)| vhost.as_str())
+        .collect();
+    if wanted.is_empty() {
+        return;
+    }
+    let resource = format!("route {}", config.name);
+    let index = known.index.get(&config.name);
+    // Every virtual host named like a candidate: the candidates themselves, and their namesakes.
+    let mut first: FastMap<&str, usize> = FastMap::default();
+    let mut candidates = Vec::new();
+    for (position, host) in config.virtual_hosts.iter().enumerate() {
+        if !wanted.contains(host.name.as_str()) {
+            continue;
+        }
+        if first.insert(host.name.as_str(), position).is_some() {
+            out.push(name_used_twice(&resource, position, host));
+        } else {
+            candidates.push(position);
+        }
+    }
+    let mut domains: FastMap<&str, &str> = FastMap::default();
+    // (candidate position, domain, unchanged virtual host that had the domain in `old`).
+    let mut suspects: Vec<(usize, &str, &str)> = Vec::new();
+    for &position in &candidates {
+        let host = &config.virtual_hosts[position];
+        let previous = index
+            .and_then(|i| i.names.get(host.name.as_str()))
+            .and_then(|&i| old.virtual_hosts.get(i));
+        if previous != Some(host) {
+            check_host(&resource, position, host, out);
+            differing.insert((config.name.clone(), host.name.clone()));
+        }
+        for domain in &host.domains {
+            if let Some(other) = domains.insert(domain.as_str(), host.name.as_str()) {
+                out.push(domain_used_twice(&resource, position, domain, other));
+            }
+            let holders = index.and_then(|i| i.domains.get(domain.as_str()));
+            for &holder in holders.into_iter().flatten() {
+                let Some(other) = old.virtual_hosts.get(holder) else {
+                    continue;
+                };
+                if other.name != host.name && !wanted.contains(other.name.as_str()) {
+                    suspects.push((position, domain.as_str(), other.name.as_str()));
+                }
+            }
+        }
+    }
+    if suspects.is_empty() {
+        return;
+    }
+    // An unchanged virtual host is in `config` as it was in `old`, if it is still there.
+    let names: FastSet<&str> = suspects.iter().map(|&(_, _, name)| name).collect();
+    let present: FastSet<&str> = config
+        .virtual_hosts
+        .iter()
+        .map(|h| h.name.as_str())
+        .filter(|name| names.contains(name))
+        .collect();
+    for (position, domain, other) in suspects {
+        if present.contains(other) {
+            out.push(domain_used_twice(&resource, position, domain, other));
+        }
+    }
+}
+
+fn name_used_twice(resource: &str, index: usize, host: &VirtualHost) -> Rejection {
+    rejection(
+        resource,
+        &format!("virtual_hosts[{index}].name"),
+        format!("virtual host name {:?} is used twice", host.name),
+    )
+}
+
+fn domain_used_twice(resource: &str, index: usize, domain: &str, other: &str) -> Rejection {
+    rejection(
+        resource,
+        &format!("virtual_hosts[{index}].domains"),
+        format!(
+            "domain {domain:?} is also in virtual host {other:?} (Envoy requires unique domains)"
+        ),
+    )
+}
+
+fn check_host(resource: &str, index: usize, host: &VirtualHost, out: &mut Vec<Rejection>) {
+    check_message(host, resource, &format!("virtual_hosts[{index}]"), out);
+}
+
+/// Where each virtual host name and domain of an output's route configurations is, by configuration name.
+type RouteIndex = FastMap<String, ConfigIndex>;
+
+/// Positions of the virtual hosts of one route configuration, by name and by domain.
+#[derive(Debug, Default)]
+struct ConfigIndex {
+    names: FastMap<String, usize>,
+    domains: FastMap<String, Vec<usize>>,
+}
+
+fn route_index(resources: &GatewayResources) -> RouteIndex {
+    resources
+        .route_configs
+        .iter()
+        .map(|config| {
+            let mut index = ConfigIndex::default();
+            for (position, host) in config.virtual_hosts.iter().enumerate() {
+                index.names.entry(host.name.clone()).or_insert(position);
+                for domain in &host.domains {
+                    index
+                        .domains
+                        .entry(domain.clone())
+                        .or_default()
+                        .push(position);
+                }
+            }
+            (config.name.clone(), index)
+        })
+        .collect()
 }
 
 /// Checks candidate changes against every known proxy group, translating incrementally: one translator per group,
@@ -352,8 +487,12 @@ struct GroupState {
     /// Version of the live snapshot `live` was translated from.
     live_version: Option<u64>,
     live: GatewayResources,
+    /// Where the names and domains of `live`'s route configurations are.
+    live_index: RouteIndex,
     /// Virtual hosts of the translator's last output that differ from `live`'s.
     differing: HashSet<VhostKey>,
+    /// Whether the clusters of the translator's last output differ from `live`'s.
+    clusters_differ: bool,
 }
 
 impl EffectChecker {
@@ -393,23 +532,40 @@ impl EffectChecker {
             let mut state = group.lock().unwrap_or_else(PoisonError::into_inner);
             if state.live_version != Some(live.version) {
                 state.live = state.translator.translate(live, &proxy).clone();
+                state.live_index = route_index(&state.live);
                 state.live_version = Some(live.version);
                 state.differing.clear();
+                state.clusters_differ = false;
             }
             let GroupState {
                 translator,
                 live,
+                live_index,
                 differing,
+                clusters_differ,
                 ..
             } = &mut *state;
             translator.translate(candidate, &proxy);
-            // A virtual host differs from live only if this call rebuilt it or it differed after the last one.
-            let candidates: Option<HashSet<VhostKey>> = translator
+            // A virtual host differs from live only if this call rebuilt it or it differed after the last one;
+            // the same holds for the clusters.
+            let vhosts: Option<HashSet<VhostKey>> = translator
                 .rebuilt_virtual_hosts()
                 .map(|rebuilt| rebuilt.union(differing).cloned().collect());
+            let same_clusters = translator.reused_clusters() && !*clusters_differ;
+            let known = vhosts.as_ref().map(|vhosts| Known {
+                vhosts,
+                index: live_index,
+                same_clusters,
+            });
             let after = translator.output();
-            let (rejections, now_differing) = check_changed_among(live, after, candidates.as_ref());
-            *differing = now_differing;
+            let checked = check_changed_among(live, after, known.as_ref());
+            let rejections = checked.rejections;
+            *differing = checked.differing;
+            *clusters_differ = if same_clusters {
+                false
+            } else {
+                checked.clusters_differ
+            };
             let left_out: Vec<LeftOut> = after
                 .left_out
                 .iter()
@@ -606,6 +762,71 @@ mod tests {
             assert_eq!(rejections.len(), 1, "{rejections:?}");
             assert_eq!(rejections[0].resource, "listener added");
         }
+    }
+
+    /// The incremental check sees a candidate's conflict with an unchanged virtual host that is still there, and
+    /// with another candidate, but not one with a virtual host the change removed.
+    #[test]
+    fn candidates_are_checked_against_the_unchanged_virtual_hosts_still_present() {
+        let host = |name: &str, domain: &str| VirtualHost {
+            name: name.into(),
+            domains: vec![domain.into()],
+            ..Default::default()
+        };
+        let config = |hosts: Vec<VirtualHost>| GatewayResources {
+            route_configs: vec![RouteConfiguration {
+                name: "http.80".into(),
+                virtual_hosts: hosts,
+                ..Default::default()
+            }],
+            ..Default::default()
+        };
+        let before = config(vec![host("a", "a.example.com"), host("b", "b.example.com")]);
+        let index = route_index(&before);
+        let check = |after: &GatewayResources, changed: &[&str]| {
+            let vhosts: HashSet<VhostKey> = changed
+                .iter()
+                .map(|name| ("http.80".to_string(), name.to_string()))
+                .collect();
+            let known = Known {
+                vhosts: &vhosts,
+                index: &index,
+                same_clusters: true,
+            };
+            check_changed_among(&before, after, Some(&known))
+        };
+        // `c` takes a's domain while `a` stays: rejected, blamed on `c`.
+        let after = config(vec![
+            host("a", "a.example.com"),
+            host("b", "b.example.com"),
+            host("c", "a.example.com"),
+        ]);
+        let checked = check(&after, &["c"]);
+        assert_eq!(checked.rejections.len(), 1, "{:?}", checked.rejections);
+        assert_eq!(checked.rejections[0].path, "virtual_hosts[2].domains");
+        assert!(checked.rejections[0].message.contains("\"a\""));
+        assert!(checked.differing.contains(&("http.80".into(), "c".into())));
+        // The same domain, but `a` is gone: accepted.
+        let after = config(vec![host("b", "b.example.com"), host("c", "a.example.com")]);
+        assert_eq!(check(&after, &["c"]).rejections, Vec::new());
+        // Two candidates with one domain, and a candidate named like an unchanged virtual host.
+        let after = config(vec![
+            host("a", "a.example.com"),
+            host("b", "b.example.com"),
+            host("c", "c.example.com"),
+            host("d", "c.example.com"),
+            host("b", "e.example.com"),
+        ]);
+        let paths: Vec<String> = check(&after, &["c", "d", "b"])
+            .rejections
+            .into_iter()
+            .map(|r| r.path)
+            .collect();
+        assert_eq!(
+            paths,
+            ["virtual_hosts[3].domains", "virtual_hosts[4].name"],
+            "{paths:?}"
+        );
     }
 
     #[test]

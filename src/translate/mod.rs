@@ -108,6 +108,13 @@ impl Default for Options {
     }
 }
 
+/// A hash map for the translator's per-call lookups: aHash with per-process random keys, several times faster
+/// than the standard SipHash on short keys and still keyed, so user-chosen names cannot be made to collide.
+pub(crate) type FastMap<K, V> = HashMap<K, V, ahash::RandomState>;
+
+/// The set counterpart of [`FastMap`].
+pub(crate) type FastSet<T> = HashSet<T, ahash::RandomState>;
+
 /// Translates the snapshot for one proxy, without reusing earlier work.
 pub fn translate(snapshot: &Snapshot, proxy: &Proxy) -> GatewayResources {
     let mut translator = Translator::new(Options::default());
@@ -179,8 +186,18 @@ struct VhostPlan {
     sources: Vec<Arc<HttpRoutes>>,
 }
 
-fn same_sources(a: &[Arc<HttpRoutes>], b: &[Arc<HttpRoutes>]) -> bool {
-    a.len() == b.len() && a.iter().zip(b).all(|(a, b)| Arc::ptr_eq(a, b))
+impl VhostPlan {
+    /// Whether `other` builds the same virtual host: the same host, redirect and routes (by address).
+    fn builds_the_same(&self, other: &VhostPlan) -> bool {
+        self.host == other.host
+            && self.redirect == other.redirect
+            && self.sources.len() == other.sources.len()
+            && self
+                .sources
+                .iter()
+                .zip(&other.sources)
+                .all(|(a, b)| Arc::ptr_eq(a, b))
+    }
 }
 
 /// What the clusters of the last output were built from, besides the registry and policies.
@@ -233,6 +250,8 @@ pub struct Translator {
     /// Virtual hosts (route configuration, name) the last call built anew; `None` when any may differ from the
     /// call before (EnvoyFilters patched route configurations or clusters).
     rebuilt: Option<HashSet<(String, String)>>,
+    /// Whether the last call kept the clusters and load assignments of the call before.
+    clusters_reused: bool,
     /// The last output.
     out: GatewayResources,
 }
@@ -412,6 +431,7 @@ impl Translator {
         }
         out.secrets = build_secrets(&cx, &credentials);
         self.touched = self.apply_envoy_filters(snapshot, proxy, &mut out);
+        self.clusters_reused = clusters_reused && !patched_before && !self.touched.clusters;
         let patched = patched_before || self.touched.route_configs || self.touched.clusters;
         self.rebuilt = (!patched).then_some(std::mem::take(&mut pass.rebuilt));
         // Reused virtual hosts were upgraded, and (with the same clusters) closed, by the call before.
@@ -440,6 +460,12 @@ impl Translator {
     /// does not hold (EnvoyFilters patched route configurations or clusters), or before the first call.
     pub fn rebuilt_virtual_hosts(&self) -> Option<&HashSet<(String, String)>> {
         self.rebuilt.as_ref()
+    }
+
+    /// Whether the clusters and load assignments of the last [`Translator::translate`]'s output are the call
+    /// before's, unchanged (false when EnvoyFilters patched clusters, or before the first call).
+    pub fn reused_clusters(&self) -> bool {
+        self.clusters_reused
     }
 
     /// Applies the EnvoyFilters built from higress-config, then the user's EnvoyFilters, with the patch
@@ -608,7 +634,11 @@ impl Translator {
                 }
                 let routes = self.vs_routes(cx, object, &scope, &mut pass.referenced);
                 for host in hosts {
-                    if !seen.insert((host.clone(), Arc::as_ptr(object) as usize)) {
+                    // One server yields each host of a VirtualService once; servers sharing the route
+                    // configuration may yield it again.
+                    if servers.len() > 1
+                        && !seen.insert((host.clone(), Arc::as_ptr(object) as usize))
+                    {
                         continue;
                     }
                     let entry = vhosts.entry(host).or_default();
@@ -630,40 +660,60 @@ impl Translator {
             validate_clusters: Some(BoolValue { value: false }),
             ..Default::default()
         };
-        // The last call's plans and virtual hosts, in the same host order as `plans` (both come from a map
-        // sorted by host): one merge walk pairs them, moving each reusable virtual host once.
-        let mut previous_hosts = pass
+        let previous = pass
             .previous
             .remove(&name)
             .filter(|(previous, previous_plans)| {
                 previous.virtual_hosts.len() == previous_plans.len()
-            })
-            .map(|(previous, previous_plans)| {
-                previous_plans.into_iter().zip(previous.virtual_hosts)
-            })
-            .into_iter()
-            .flatten()
-            .peekable();
-        let mut virtual_hosts = Vec::with_capacity(plans.len());
-        for plan in &plans {
-            while previous_hosts
-                .next_if(|(old, _)| old.host < plan.host)
-                .is_some()
-            {}
-            let reused = previous_hosts.next_if(|(old, _)| {
-                old.host == plan.host
-                    && old.redirect == plan.redirect
-                    && same_sources(&old.sources, &plan.sources)
             });
-            virtual_hosts.push(match reused {
-                Some((_, vhost)) => vhost,
-                None => {
-                    let vhost = virtual_host(plan, port);
-                    pass.rebuilt.insert((name.clone(), vhost.name.clone()));
-                    vhost
+        let mut rebuild = |plan: &VhostPlan| {
+            let vhost = virtual_host(plan, port);
+            pass.rebuilt.insert((name.clone(), vhost.name.clone()));
+            vhost
+        };
+        let virtual_hosts = match previous {
+            // The same hosts as last time (the common case): only the changed virtual hosts are replaced,
+            // in place.
+            Some((previous, previous_plans))
+                if previous_plans.len() == plans.len()
+                    && previous_plans
+                        .iter()
+                        .zip(&plans)
+                        .all(|(a, b)| a.host == b.host) =>
+            {
+                let mut hosts = previous.virtual_hosts;
+                for ((old, plan), vhost) in previous_plans.iter().zip(&plans).zip(&mut hosts) {
+                    if !old.builds_the_same(plan) {
+                        *vhost = rebuild(plan);
+                    }
                 }
-            });
-        }
+                hosts
+            }
+            // The last call's plans and virtual hosts, in the same host order as `plans` (both come from a
+            // map sorted by host): one merge walk pairs them, moving each reusable virtual host once.
+            previous => {
+                let mut previous_hosts = previous
+                    .map(|(previous, previous_plans)| {
+                        previous_plans.into_iter().zip(previous.virtual_hosts)
+                    })
+                    .into_iter()
+                    .flatten()
+                    .peekable();
+                let mut virtual_hosts = Vec::with_capacity(plans.len());
+                for plan in &plans {
+                    while previous_hosts
+                        .next_if(|(old, _)| old.host < plan.host)
+                        .is_some()
+                    {}
+                    let reused = previous_hosts.next_if(|(old, _)| old.builds_the_same(plan));
+                    virtual_hosts.push(match reused {
+                        Some((_, vhost)) => vhost,
+                        None => rebuild(plan),
+                    });
+                }
+                virtual_hosts
+            }
+        };
         config.virtual_hosts = virtual_hosts;
         if config.virtual_hosts.is_empty() {
             let vhost = blackhole(port);
