@@ -24,7 +24,8 @@ use prost::Message;
 use super::dangling::LeftOut;
 use super::{FastMap, FastSet, GatewayResources, Options, Proxy, Translator};
 use crate::envoy_proto::{to_dynamic, validate_message};
-use crate::model::{ConfigObject, Kind, Snapshot, Spec};
+use crate::model::{ConfigObject, Kind, ObjectKey, Snapshot, Spec};
+use imbl::ordmap::DiffItem;
 
 /// Something Envoy would reject when loading a resource.
 #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash)]
@@ -77,6 +78,13 @@ pub fn describe_labels(proxy: &Proxy) -> String {
 pub fn candidate(live: &Snapshot, object: Arc<ConfigObject>) -> Snapshot {
     let mut candidate = live.clone();
     candidate.objects.insert(object.key(), object);
+    candidate
+}
+
+/// The live snapshot without the object of `key`.
+pub fn candidate_without(live: &Snapshot, key: &ObjectKey) -> Snapshot {
+    let mut candidate = live.clone();
+    candidate.objects.remove(key);
     candidate
 }
 
@@ -207,8 +215,19 @@ fn check_changed_among(
 /// (or leaves it out when there was none). Returns the rejections.
 pub fn hold_back(out: &mut GatewayResources, last: &GatewayResources) -> Vec<Rejection> {
     let rejections = check_changed(last, out);
+    restore_rejected(out, last, &rejections);
+    rejections
+}
+
+/// Puts back the last version of every listener, cluster and route configuration of `out` that `rejections`
+/// name (or leaves it out when `last` has none).
+pub fn restore_rejected(
+    out: &mut GatewayResources,
+    last: &GatewayResources,
+    rejections: &[Rejection],
+) {
     if rejections.is_empty() {
-        return rejections;
+        return;
     }
     let rejected: HashSet<&str> = rejections.iter().map(|r| r.resource.as_str()).collect();
     restore(
@@ -229,7 +248,6 @@ pub fn hold_back(out: &mut GatewayResources, last: &GatewayResources) -> Vec<Rej
         |r| format!("route {}", r.name),
         &rejected,
     );
-    rejections
 }
 
 /// Replaces each item whose resource name is in `rejected` by its namesake in `last`, or drops it.
@@ -526,6 +544,60 @@ impl EffectChecker {
         proxies.extend(connected.iter().cloned());
         proxies.sort();
         proxies.dedup();
+        self.check_groups(live, candidate, proxies)
+    }
+
+    /// The objects of `next` (added, changed or removed since `live`) that, each alone applied to `live`, make
+    /// `proxy`'s gateway reject a resource, with what it would reject: the webhook's check, object by object,
+    /// for changes that did not pass the webhook. `None` when more than `limit` objects changed (each costs one
+    /// incremental translation).
+    pub fn culprits(
+        &self,
+        live: &Snapshot,
+        next: &Snapshot,
+        proxy: &Proxy,
+        limit: usize,
+    ) -> Option<Vec<(ObjectKey, Vec<Rejection>)>> {
+        let changes: Vec<(&ObjectKey, Option<&Arc<ConfigObject>>)> = live
+            .objects
+            .diff(&next.objects)
+            .take(limit + 1)
+            .map(|item| match item {
+                DiffItem::Add(key, object) => (key, Some(object)),
+                DiffItem::Update {
+                    new: (key, object), ..
+                } => (key, Some(object)),
+                DiffItem::Remove(key, _) => (key, None),
+            })
+            .collect();
+        if changes.len() > limit {
+            return None;
+        }
+        let mut found = Vec::new();
+        for (key, object) in changes {
+            let candidate = match object {
+                Some(object) => candidate(live, Arc::clone(object)),
+                None => candidate_without(live, key),
+            };
+            let rejections: Vec<Rejection> = self
+                .check_groups(live, &candidate, vec![proxy.clone()])
+                .into_iter()
+                .flat_map(|effect| effect.rejections)
+                .collect();
+            if !rejections.is_empty() {
+                found.push((key.clone(), rejections));
+            }
+        }
+        Some(found)
+    }
+
+    /// What `candidate` does to each of `proxies` compared with `live`.
+    fn check_groups(
+        &self,
+        live: &Snapshot,
+        candidate: &Snapshot,
+        proxies: Vec<Proxy>,
+    ) -> Vec<GatewayEffect> {
         let mut effects = Vec::new();
         for proxy in proxies {
             let group = self.group(&proxy);
@@ -649,9 +721,9 @@ mod tests {
         assert_eq!(checker.check(&live(), vs("/v2"), &[]), Vec::new());
     }
 
-    #[test]
-    fn a_second_listener_on_the_same_address_is_rejected_for_the_selected_gateway() {
-        let filter = object(
+    /// An EnvoyFilter adding a second listener on the Gateway's address.
+    fn duplicate_listener() -> Arc<ConfigObject> {
+        object(
             json!({"apiVersion": "networking.istio.io/v1alpha3", "kind": "EnvoyFilter",
             "metadata": {"name": "extra", "namespace": "istio-system"},
             "spec": {"configPatches": [{"applyTo": "LISTENER", "match": {"context": "GATEWAY"},
@@ -660,8 +732,12 @@ mod tests {
                     {"name": "envoy.filters.network.tcp_proxy", "typed_config": {
                         "@type": "type.googleapis.com/envoy.extensions.filters.network.tcp_proxy.v3.TcpProxy",
                         "stat_prefix": "t", "cluster": "BlackHoleCluster"}}]}]}}}]}}),
-        );
-        let effects = EffectChecker::default().check(&live(), filter, &[]);
+        )
+    }
+
+    #[test]
+    fn a_second_listener_on_the_same_address_is_rejected_for_the_selected_gateway() {
+        let effects = EffectChecker::default().check(&live(), duplicate_listener(), &[]);
         assert_eq!(effects.len(), 1, "{effects:?}");
         assert_eq!(
             describe_proxy(&effects[0].proxy),
@@ -675,6 +751,26 @@ mod tests {
                 .contains("already listens on this address"),
             "{rejection}"
         );
+    }
+
+    /// The push path's search: of two changes, only the one that breaks the gateway alone is named.
+    #[test]
+    fn culprits_are_the_changed_objects_that_break_the_gateway_alone() {
+        let base = live();
+        let mut next = base.clone();
+        next.version = 8;
+        let good = vs("/api");
+        next.objects.insert(good.key(), good);
+        let bad = duplicate_listener();
+        next.objects.insert(bad.key(), Arc::clone(&bad));
+        let proxy = gateway_proxies(&base).remove(0);
+        let checker = EffectChecker::default();
+        let found = checker.culprits(&base, &next, &proxy, 8).unwrap();
+        assert_eq!(found.len(), 1, "{found:?}");
+        assert_eq!(found[0].0, bad.key());
+        assert_eq!(found[0].1[0].path, "address");
+        // More changes than the limit: no search.
+        assert_eq!(checker.culprits(&base, &next, &proxy, 1), None);
     }
 
     #[test]

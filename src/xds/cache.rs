@@ -4,8 +4,11 @@
 //! readers only ever see the latest value (watch coalescing).
 //!
 //! Guard: before a group's translation is encoded, every resource that changed is checked the way Envoy checks it
-//! on load ([`crate::translate::effect::hold_back`], the same check the webhook denies with); a resource Envoy would
-//! reject keeps the version last sent (or is not sent), and is logged and counted
+//! on load ([`check_changed`], the same check the webhook denies with). When something would be rejected, the
+//! objects changed since the last push are checked one by one with the webhook's check
+//! ([`EffectChecker::culprits`]); each object that breaks the gateway alone is left out, keeping its last good
+//! version (logged, counted in `admitpilot_xds_excluded_objects_total`), and the rest is served. A resource still
+//! rejected after that (a conflict no single object causes) keeps the version last sent, and is logged and counted
 //! (`admitpilot_xds_held_back_resources_total`).
 
 use std::collections::HashMap;
@@ -17,20 +20,27 @@ use tokio::sync::watch;
 
 use super::metrics::XdsMetrics;
 use super::resources::GroupConfig;
-use crate::model::Snapshot;
+use crate::model::{ObjectKey, Snapshot};
 use crate::translate::dangling::{LeftOut, LEFT_OUT_MESSAGE};
-use crate::translate::effect::{hold_back, Rejection};
+use crate::translate::effect::{check_changed, restore_rejected, EffectChecker, Rejection};
 use crate::translate::{GatewayResources, Options, Proxy, Translator};
 
 /// Translates snapshots for one proxy group, keeping what it reuses between calls.
 pub trait GroupTranslator: Send {
     /// Translates `snapshot` for `proxy` (a proxy of the group) and returns the resources.
     fn translate(&mut self, snapshot: &Snapshot, proxy: &Proxy) -> &GatewayResources;
+
+    /// The resources of the last [`GroupTranslator::translate`].
+    fn output(&self) -> &GatewayResources;
 }
 
 impl GroupTranslator for Translator {
     fn translate(&mut self, snapshot: &Snapshot, proxy: &Proxy) -> &GatewayResources {
         Translator::translate(self, snapshot, proxy)
+    }
+
+    fn output(&self) -> &GatewayResources {
+        Translator::output(self)
     }
 }
 
@@ -45,6 +55,10 @@ struct Stateless {
 impl GroupTranslator for Stateless {
     fn translate(&mut self, snapshot: &Snapshot, proxy: &Proxy) -> &GatewayResources {
         self.last = (self.translate)(snapshot, proxy);
+        &self.last
+    }
+
+    fn output(&self) -> &GatewayResources {
         &self.last
     }
 }
@@ -117,7 +131,17 @@ struct Group {
     last: GatewayResources,
     /// What the guard held back last time (reported when it changes).
     held_back: Vec<Rejection>,
+    /// Finds the objects behind rejections, when guarded and translating with [`Translator`].
+    checker: Option<EffectChecker>,
+    /// The snapshot last served (without the objects the guard left out).
+    served: Option<Snapshot>,
+    /// The objects the guard left out last time (reported when it changes).
+    excluded: Vec<ObjectKey>,
 }
+
+/// At most this many objects changed since the last push are checked one by one to find those Envoy would reject;
+/// with more (a first load, a mass apply), only the rejected resources are held back.
+const MAX_CULPRIT_CHECKS: usize = 64;
 
 /// Latest encoded configuration of every proxy group that has at least one connected stream.
 pub struct ConfigCache {
@@ -181,6 +205,14 @@ impl ConfigCache {
             guard: self.translate.guard,
             last: GatewayResources::default(),
             held_back: Vec::new(),
+            checker: self
+                .translate
+                .options
+                .clone()
+                .filter(|_| self.translate.guard)
+                .map(EffectChecker::new),
+            served: None,
+            excluded: Vec::new(),
         };
         group.refresh(&snapshot, proxy, Instant::now(), &self.metrics);
         groups.insert(proxy.clone(), group);
@@ -265,22 +297,18 @@ impl Group {
         metrics: &XdsMetrics,
     ) -> bool {
         let previous = self.sender.borrow().clone();
-        let translated = self.translator.translate(snapshot, proxy);
-        if translated.left_out != self.left_out {
-            self.left_out = report_left_out(&self.left_out, &translated.left_out, proxy, metrics);
-        }
         let config = if self.guard {
-            let mut resources = translated.clone();
-            let held_back = hold_back(&mut resources, &self.last);
-            if held_back != self.held_back {
-                report_held_back(&self.held_back, &held_back, proxy, metrics);
-                self.held_back = held_back;
-            }
+            let resources = self.guarded_translation(snapshot, proxy, metrics);
             let config =
                 GroupConfig::encode(&resources, snapshot.version, published, Some(&previous));
             self.last = resources;
             config
         } else {
+            let translated = self.translator.translate(snapshot, proxy);
+            if translated.left_out != self.left_out {
+                self.left_out =
+                    report_left_out(&self.left_out, &translated.left_out, proxy, metrics);
+            }
             GroupConfig::encode(translated, snapshot.version, published, Some(&previous))
         };
         if config.same_content(&previous) {
@@ -297,6 +325,71 @@ impl Group {
         self.sender.send_replace(Arc::new(config));
         true
     }
+}
+
+impl Group {
+    /// Translates `snapshot` without what Envoy would reject: the objects that break the gateway alone keep their
+    /// last good version, and any resource still rejected keeps the version last sent.
+    fn guarded_translation(
+        &mut self,
+        snapshot: &Snapshot,
+        proxy: &Proxy,
+        metrics: &XdsMetrics,
+    ) -> GatewayResources {
+        let mut rejections = check_changed(&self.last, self.translator.translate(snapshot, proxy));
+        let mut excluded = Vec::new();
+        let mut served = snapshot.clone();
+        if let (false, Some(checker), Some(base)) =
+            (rejections.is_empty(), &self.checker, &self.served)
+        {
+            match checker.culprits(base, snapshot, proxy, MAX_CULPRIT_CHECKS) {
+                Some(culprits) if !culprits.is_empty() => {
+                    for (key, why) in culprits {
+                        match base.get(&key) {
+                            Some(old) => served.objects.insert(key.clone(), Arc::clone(old)),
+                            None => served.objects.remove(&key),
+                        };
+                        if !self.excluded.contains(&key) {
+                            report_excluded(&key, &why, proxy, metrics);
+                        }
+                        excluded.push(key);
+                    }
+                    rejections =
+                        check_changed(&self.last, self.translator.translate(&served, proxy));
+                }
+                Some(_) => {}
+                None => tracing::warn!(namespace = %proxy.namespace, limit = MAX_CULPRIT_CHECKS,
+                    "too many objects changed at once to find the ones Envoy would reject; holding back the \
+                     rejected resources instead"),
+            }
+        }
+        for key in self.excluded.iter().filter(|key| !excluded.contains(key)) {
+            tracing::info!(namespace = %proxy.namespace, kind = %key.kind, object_namespace = %key.namespace,
+                name = %key.name, "object served again: Envoy accepts it now");
+        }
+        self.excluded = excluded;
+        self.served = Some(served);
+        let translated = self.translator.output();
+        if translated.left_out != self.left_out {
+            self.left_out = report_left_out(&self.left_out, &translated.left_out, proxy, metrics);
+        }
+        let mut resources = translated.clone();
+        restore_rejected(&mut resources, &self.last, &rejections);
+        if rejections != self.held_back {
+            report_held_back(&self.held_back, &rejections, proxy, metrics);
+            self.held_back = rejections;
+        }
+        resources
+    }
+}
+
+/// Logs and counts an object the guard newly leaves out.
+fn report_excluded(key: &ObjectKey, why: &[Rejection], proxy: &Proxy, metrics: &XdsMetrics) {
+    metrics.excluded();
+    let reasons: Vec<String> = why.iter().map(ToString::to_string).collect();
+    tracing::error!(namespace = %proxy.namespace, labels = ?proxy.labels, kind = %key.kind,
+        object_namespace = %key.namespace, name = %key.name, rejected = ?reasons,
+        "Envoy would reject what this object makes of the gateway's config; it keeps its last good version");
 }
 
 /// Logs and counts each resource the guard newly holds back (and logs the ones sent again).

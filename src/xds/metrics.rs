@@ -91,6 +91,7 @@ struct Families {
     stale_nonces: Counter,
     left_out: Family<EffectLabels, Counter>,
     held_back: Counter,
+    excluded: Counter,
     push_latency: HistogramFamily,
     ack_latency: HistogramFamily,
 }
@@ -104,6 +105,7 @@ impl Default for Families {
             stale_nonces: Counter::default(),
             left_out: Family::default(),
             held_back: Counter::default(),
+            excluded: Counter::default(),
             push_latency: Family::new_with_constructor(latency_histogram),
             ack_latency: Family::new_with_constructor(latency_histogram),
         }
@@ -146,6 +148,12 @@ impl XdsMetrics {
             "held_back_resources",
             "Times a proxy group's changed resource was held back because Envoy would reject it",
             families.held_back.clone(),
+        );
+        sub.register(
+            "excluded_objects",
+            "Times an object changed without passing the webhook was left out of a proxy group's config (keeping \
+             its last good version) because Envoy would reject what it makes",
+            families.excluded.clone(),
         );
         sub.register(
             "push_latency_seconds",
@@ -196,6 +204,10 @@ impl XdsMetrics {
 
     pub(crate) fn held_back(&self) {
         self.0.held_back.inc();
+    }
+
+    pub(crate) fn excluded(&self) {
+        self.0.excluded.inc();
     }
 
     pub(crate) fn left_out(&self, effect: Effect) {
