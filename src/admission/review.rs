@@ -13,6 +13,7 @@ use serde_json::Value;
 use super::effects::{self, GatewayCheck};
 use crate::model::decode::DecodeOptions;
 use crate::model::{Finding, Kind};
+use crate::translate::enforcement::unenforced;
 use crate::validate::{validate_document, Report};
 
 /// The AdmissionReview API versions the webhook accepts (and answers in).
@@ -348,7 +349,10 @@ fn judge(report: &Report, gvk: &GroupVersionKind) -> (Verdict, Option<String>, V
         };
         return (Verdict::Skipped, None, warnings);
     }
-    let warnings: Vec<String> = report.warnings().map(finding_text).collect();
+    let mut warnings: Vec<String> = report.warnings().map(finding_text).collect();
+    if let Some(why) = report.kind.and_then(unenforced) {
+        warnings.push(format!("spec: {why}"));
+    }
     if report.is_valid() {
         return (Verdict::Allowed, None, warnings);
     }

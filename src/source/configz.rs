@@ -1,5 +1,6 @@
 //! `/debug/configz`: takes the snapshot channel, yields an axum [`Router`] that serves the current valid snapshot
-//! (version and every object) as JSON. Secret data is never shown: only each Secret's type and data keys.
+//! (version and every object) as JSON; an object admitpilot does not enforce on gateways carries `notEnforced`,
+//! saying why. Secret data is never shown: only each Secret's type and data keys.
 
 use std::sync::Arc;
 
@@ -10,6 +11,7 @@ use serde_json::{json, Value};
 use tokio::sync::watch;
 
 use crate::model::{ConfigObject, Snapshot, Spec};
+use crate::translate::enforcement::unenforced;
 
 /// Builds the router serving `GET /debug/configz` from the latest snapshot.
 pub fn router(snapshots: watch::Receiver<Arc<Snapshot>>) -> Router {
@@ -29,12 +31,16 @@ pub fn render(snapshot: &Snapshot) -> Value {
         .objects
         .iter()
         .map(|(key, object)| {
-            json!({
+            let mut entry = json!({
                 "kind": key.kind,
                 "namespace": key.namespace,
                 "name": key.name,
                 "object": render_object(object),
-            })
+            });
+            if let Some(why) = unenforced(key.kind) {
+                entry["notEnforced"] = json!(why);
+            }
+            entry
         })
         .collect();
     json!({

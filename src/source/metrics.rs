@@ -38,6 +38,8 @@ pub struct SourceLabels {
 pub struct SourceMetrics {
     /// Objects in the latest published snapshot, by kind.
     pub objects: Family<KindLabels, Gauge>,
+    /// Objects in the latest published snapshot that admitpilot does not enforce on gateways, by kind.
+    pub unenforced: Family<KindLabels, Gauge>,
     /// Objects kept out of the store, by kind and reason.
     pub rejected: Family<RejectLabels, Counter>,
     /// Files or watch payloads that could not be parsed at all, by source.
@@ -62,6 +64,7 @@ impl Default for SourceMetrics {
     fn default() -> Self {
         SourceMetrics {
             objects: Family::default(),
+            unenforced: Family::default(),
             rejected: Family::default(),
             parse_errors: Family::default(),
             publishes: Counter::default(),
@@ -80,6 +83,12 @@ impl SourceMetrics {
     /// Registers every metric in `registry` under the `source` sub-prefix (the shared registry carries the
     /// `admitpilot` prefix, so names read `admitpilot_source_*`).
     pub fn register(&self, registry: &mut Registry) {
+        registry.register(
+            "unenforced_objects",
+            "Objects in the latest published snapshot that admitpilot validates but does not enforce on gateways \
+             (AuthorizationPolicy, Telemetry, WasmPlugin...), by kind",
+            self.unenforced.clone(),
+        );
         let registry = registry.sub_registry_with_prefix("source");
         registry.register(
             "objects",

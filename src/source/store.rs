@@ -20,6 +20,7 @@ use tokio::time::Instant;
 use super::{Scope, SourceEvent, SourceMetrics, DEFAULT_DEBOUNCE, DEFAULT_DEBOUNCE_MAX};
 use crate::model::snapshot::ObjectMap;
 use crate::model::{ConfigObject, Kind, ObjectKey, Snapshot};
+use crate::translate::enforcement::unenforced;
 
 /// Debounce settings (`--debounce`, `--debounce-max`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -188,20 +189,21 @@ impl State {
                 *owner = scope.clone();
             }
         }
-        match self.current.get(&key) {
+        let held = self.current.get(&key);
+        if held.is_some_and(|held| Arc::ptr_eq(held, &object) || **held == *object) {
             // Unchanged: leave the map (and the nodes it shares with the published snapshot) alone.
-            Some(held) if Arc::ptr_eq(held, &object) || **held == *object => false,
-            Some(_) => {
-                self.current.insert(key, object);
-                true
-            }
-            None => {
-                self.count(key.kind, 1);
-                self.owners.insert(key.clone(), scope);
-                self.current.insert(key, object);
-                true
-            }
+            return false;
         }
+        let added = held.is_none();
+        if let Some(why) = unenforced(key.kind) {
+            tracing::warn!(object = %key, "{why}");
+        }
+        if added {
+            self.count(key.kind, 1);
+            self.owners.insert(key.clone(), scope);
+        }
+        self.current.insert(key, object);
+        true
     }
 
     fn remove(&mut self, scope: &Scope, key: &ObjectKey) -> bool {
@@ -288,12 +290,13 @@ fn publish(
         .set(i64::try_from(version).unwrap_or(i64::MAX));
     for kind in std::mem::take(&mut state.counts_changed) {
         let count = state.counts.get(&kind).copied().unwrap_or_default();
-        metrics
-            .objects
-            .get_or_create(&super::metrics::KindLabels {
-                kind: kind.to_string(),
-            })
-            .set(count);
+        let labels = super::metrics::KindLabels {
+            kind: kind.to_string(),
+        };
+        metrics.objects.get_or_create(&labels).set(count);
+        if unenforced(kind).is_some() {
+            metrics.unenforced.get_or_create(&labels).set(count);
+        }
     }
     tracing::debug!(
         version,

@@ -42,6 +42,7 @@ pub mod cluster;
 pub mod dangling;
 pub mod deprecated;
 pub mod effect;
+pub mod enforcement;
 pub mod envoy;
 pub mod envoy_filter;
 pub mod gateway;
