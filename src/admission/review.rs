@@ -350,8 +350,8 @@ fn judge(report: &Report, gvk: &GroupVersionKind) -> (Verdict, Option<String>, V
         return (Verdict::Skipped, None, warnings);
     }
     let mut warnings: Vec<String> = report.warnings().map(finding_text).collect();
-    if let Some(why) = report.kind.and_then(unenforced) {
-        warnings.push(format!("spec: {why}"));
+    if let Some(part) = report.object.as_ref().and_then(unenforced) {
+        warnings.push(part.to_string());
     }
     if report.is_valid() {
         return (Verdict::Allowed, None, warnings);

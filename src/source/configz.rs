@@ -37,8 +37,8 @@ pub fn render(snapshot: &Snapshot) -> Value {
                 "name": key.name,
                 "object": render_object(object),
             });
-            if let Some(why) = unenforced(key.kind) {
-                entry["notEnforced"] = json!(why);
+            if let Some(part) = unenforced(object) {
+                entry["notEnforced"] = json!(part.to_string());
             }
             entry
         })

@@ -131,6 +131,8 @@ struct State {
     /// The scope that owns each key in `current`.
     owners: HashMap<ObjectKey, Scope>,
     counts: BTreeMap<Kind, i64>,
+    /// Objects in `current` that gateways do not (wholly) enforce, by kind.
+    unenforced: BTreeMap<Kind, i64>,
     /// Kinds whose count changed since the last publish (their gauges are updated then).
     counts_changed: BTreeSet<Kind>,
     /// Registered scopes that have not sent their first resync yet.
@@ -144,6 +146,7 @@ impl State {
             current: ObjectMap::new(),
             owners: HashMap::new(),
             counts: BTreeMap::new(),
+            unenforced: BTreeMap::new(),
             counts_changed: BTreeSet::new(),
             pending: HashSet::new(),
             version: 0,
@@ -195,9 +198,15 @@ impl State {
             return false;
         }
         let added = held.is_none();
-        if let Some(why) = unenforced(key.kind) {
-            tracing::warn!(object = %key, "{why}");
+        let was_unenforced = held.is_some_and(|held| unenforced(held).is_some());
+        let part = unenforced(&object);
+        if let Some(part) = part {
+            tracing::warn!(object = %key, field = part.field, "{}", part.why);
         }
+        self.count_unenforced(
+            key.kind,
+            i64::from(part.is_some()) - i64::from(was_unenforced),
+        );
         if added {
             self.count(key.kind, 1);
             self.owners.insert(key.clone(), scope);
@@ -211,7 +220,11 @@ impl State {
             return false;
         }
         self.owners.remove(key);
-        self.current.remove(key);
+        if let Some(removed) = self.current.remove(key) {
+            if unenforced(&removed).is_some() {
+                self.count_unenforced(key.kind, -1);
+            }
+        }
         self.count(key.kind, -1);
         true
     }
@@ -219,6 +232,13 @@ impl State {
     fn count(&mut self, kind: Kind, delta: i64) {
         *self.counts.entry(kind).or_default() += delta;
         self.counts_changed.insert(kind);
+    }
+
+    fn count_unenforced(&mut self, kind: Kind, delta: i64) {
+        if delta != 0 {
+            *self.unenforced.entry(kind).or_default() += delta;
+            self.counts_changed.insert(kind);
+        }
     }
 
     fn snapshot(&mut self) -> Snapshot {
@@ -294,8 +314,8 @@ fn publish(
             kind: kind.to_string(),
         };
         metrics.objects.get_or_create(&labels).set(count);
-        if unenforced(kind).is_some() {
-            metrics.unenforced.get_or_create(&labels).set(count);
+        if let Some(&unenforced) = state.unenforced.get(&kind) {
+            metrics.unenforced.get_or_create(&labels).set(unenforced);
         }
     }
     tracing::debug!(

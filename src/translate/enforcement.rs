@@ -1,19 +1,54 @@
-//! What the translator does not enforce on gateways (pure): takes a kind, yields the sentence that tells the user
-//! so. admitpilot validates these kinds (a bad one is still denied) but does not turn them into gateway config;
-//! the webhook returns the sentence as a warning, the watch loop logs and counts such objects
-//! (`admitpilot_unenforced_objects{kind}`) and `/debug/configz` marks them, so none is silently ignored.
+//! What the translator does not enforce on gateways (pure): takes an object, yields the field and the sentence that
+//! tell the user so. admitpilot validates these objects (a bad one is still denied) but does not turn them (or that
+//! part of them) into gateway config; the webhook returns the sentence as a warning, the watch loop logs and counts
+//! such objects (`admitpilot_unenforced_objects{kind}`) and `/debug/configz` marks them, so none is silently ignored.
 
-use crate::model::Kind;
+use crate::model::istio::authorization_policy::Action;
+use crate::model::{ConfigObject, Kind, Spec};
+
+/// What of an object gateways do not enforce.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Unenforced {
+    /// The field path (`spec`, `spec.action`…).
+    pub field: &'static str,
+    /// Why, in a sentence containing "is not enforced on gateways by admitpilot".
+    pub why: &'static str,
+}
+
+impl std::fmt::Display for Unenforced {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}: {}", self.field, self.why)
+    }
+}
+
+/// What of `object` gateways do not enforce, or `None` when the translator enforces all of it.
+pub fn unenforced(object: &ConfigObject) -> Option<Unenforced> {
+    if let Spec::AuthorizationPolicy(policy) = &object.spec {
+        let part = if policy.action == Action::Custom {
+            Some((
+                "spec.action",
+                "action CUSTOM is not enforced on gateways by admitpilot: no ext_authz filter is generated, so \
+                 the extension provider is never asked",
+            ))
+        } else if policy.target_ref.is_some() || !policy.target_refs.is_empty() {
+            Some((
+                "spec.targetRefs",
+                "an AuthorizationPolicy attached by targetRefs is not enforced on gateways by admitpilot: use a \
+                 selector naming the gateway's labels",
+            ))
+        } else {
+            None
+        };
+        return part.map(|(field, why)| Unenforced { field, why });
+    }
+    unenforced_kind(object.kind()).map(|why| Unenforced { field: "spec", why })
+}
 
 /// Why objects of `kind` have no effect on the gateways admitpilot serves, or `None` when the translator turns
-/// them into gateway config. Every sentence says "is not enforced on gateways by admitpilot", so users can search
-/// for it.
-pub fn unenforced(kind: Kind) -> Option<&'static str> {
+/// them (or some of them) into gateway config. Every sentence says "is not enforced on gateways by admitpilot", so
+/// users can search for it.
+fn unenforced_kind(kind: Kind) -> Option<&'static str> {
     let why = match kind {
-        Kind::AuthorizationPolicy => {
-            "AuthorizationPolicy is not enforced on gateways by admitpilot: no RBAC or ext_authz filter is \
-             generated, so gateways neither allow nor deny requests by it"
-        }
         Kind::RequestAuthentication => {
             "RequestAuthentication is not enforced on gateways by admitpilot: no JWT filter is generated, so \
              gateways do not check tokens"
@@ -46,7 +81,8 @@ pub fn unenforced(kind: Kind) -> Option<&'static str> {
         Kind::WorkloadGroup => {
             "WorkloadGroup is not enforced on gateways by admitpilot: only WorkloadEntry objects become endpoints"
         }
-        Kind::VirtualService
+        Kind::AuthorizationPolicy
+        | Kind::VirtualService
         | Kind::DestinationRule
         | Kind::Gateway
         | Kind::ServiceEntry
@@ -63,22 +99,45 @@ pub fn unenforced(kind: Kind) -> Option<&'static str> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::model::decode::test_object;
+    use serde_json::json;
 
     #[test]
     fn every_unenforced_kind_says_so_in_the_same_words() {
         let kinds: Vec<Kind> = Kind::ALL
             .iter()
             .copied()
-            .filter(|kind| unenforced(*kind).is_some())
+            .filter(|kind| unenforced_kind(*kind).is_some())
             .collect();
-        assert_eq!(kinds.len(), 12, "{kinds:?}");
+        assert_eq!(kinds.len(), 11, "{kinds:?}");
         for kind in kinds {
-            let why = unenforced(kind).unwrap_or_default();
+            let why = unenforced_kind(kind).unwrap_or_default();
             assert!(
                 why.contains("is not enforced on gateways by admitpilot"),
                 "{why}"
             );
         }
-        assert_eq!(unenforced(Kind::VirtualService), None);
+        assert_eq!(unenforced_kind(Kind::VirtualService), None);
+    }
+
+    #[test]
+    fn authorization_policies_are_enforced_except_custom_and_target_refs() {
+        let policy = |spec: serde_json::Value| {
+            test_object(
+                json!({"apiVersion": "security.istio.io/v1", "kind": "AuthorizationPolicy",
+                "metadata": {"name": "p", "namespace": "default"}, "spec": spec}),
+            )
+        };
+        assert_eq!(
+            unenforced(&policy(json!({"action": "DENY", "rules": [{}]}))),
+            None
+        );
+        let custom = unenforced(&policy(
+            json!({"action": "CUSTOM", "provider": {"name": "x"}, "rules": [{}]}),
+        ));
+        assert_eq!(custom.map(|u| u.field), Some("spec.action"));
+        let attached = unenforced(&policy(json!({"targetRefs": [
+            {"group": "gateway.networking.k8s.io", "kind": "Gateway", "name": "gw"}]})));
+        assert_eq!(attached.map(|u| u.field), Some("spec.targetRefs"));
     }
 }

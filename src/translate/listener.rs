@@ -64,7 +64,7 @@ pub struct Chain {
 /// Builds the listener `0.0.0.0_<port>` from its chains. Chains claiming an SNI name (or the catch-all)
 /// already claimed by an earlier chain lose that name, as Istio keeps the first server on conflicts;
 /// a chain left with nothing to match is dropped.
-pub fn listener(port: u32, chains: Vec<Chain>) -> Listener {
+pub fn listener(port: u32, chains: Vec<Chain>, authz: &[HttpFilter]) -> Listener {
     let name = naming::listener(port);
     let mut claimed: Vec<String> = Vec::new();
     let mut catch_all = false;
@@ -91,7 +91,13 @@ pub fn listener(port: u32, chains: Vec<Chain>) -> Listener {
             fresh
         };
         needs_inspector |= !server_names.is_empty() || chain.tls.is_some();
-        filter_chains.push(filter_chain(port, server_names, chain.tls, chain.action));
+        filter_chains.push(filter_chain(
+            port,
+            server_names,
+            chain.tls,
+            chain.action,
+            authz,
+        ));
     }
     let listener_filters = if needs_inspector {
         vec![ListenerFilter {
@@ -119,9 +125,10 @@ fn filter_chain(
     server_names: Vec<String>,
     tls: Option<DownstreamTlsContext>,
     action: ChainAction,
+    authz: &[HttpFilter],
 ) -> FilterChain {
     let filter = match action {
-        ChainAction::Http { route_config } => http_connection_manager(port, &route_config),
+        ChainAction::Http { route_config } => http_connection_manager(port, &route_config, authz),
         ChainAction::Tcp { clusters } => tcp_proxy(&clusters),
     };
     let filter_chain_match = (!server_names.is_empty()).then(|| FilterChainMatch {
@@ -139,11 +146,13 @@ fn filter_chain(
     }
 }
 
-/// Builds the HTTP connection manager Istio puts on gateway listeners, with routes from RDS.
-pub fn http_connection_manager(port: u32, route_config: &str) -> Filter {
-    let http_filters = HTTP_FILTERS
+/// Builds the HTTP connection manager Istio puts on gateway listeners, with routes from RDS; the authorization
+/// filters (`authz`) run first, as Istio's authorization phase comes before the other filters.
+pub fn http_connection_manager(port: u32, route_config: &str, authz: &[HttpFilter]) -> Filter {
+    let http_filters = authz
         .iter()
-        .map(|name| HttpFilter {
+        .cloned()
+        .chain(HTTP_FILTERS.iter().map(|name| HttpFilter {
             name: (*name).to_string(),
             config_type: Some(http_filter::ConfigType::TypedConfig(match *name {
                 "envoy.filters.http.cors" => any(Cors::default()),
@@ -151,7 +160,7 @@ pub fn http_connection_manager(port: u32, route_config: &str) -> Filter {
                 _ => any(Router::default()),
             })),
             ..Default::default()
-        })
+        }))
         .collect();
     let hcm = HttpConnectionManager {
         stat_prefix: format!("outbound_0.0.0.0_{port}"),

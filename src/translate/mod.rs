@@ -38,6 +38,7 @@ use crate::model::istio::destination_rule::Subset;
 use crate::model::istio::VirtualService;
 use crate::model::{ConfigObject, Kind, Snapshot, Spec};
 
+pub mod authz;
 pub mod cluster;
 pub mod dangling;
 pub mod deprecated;
@@ -393,10 +394,11 @@ impl Translator {
                 .collect();
         }
         let mut out = GatewayResources::default();
+        let authz = authz::http_filters(snapshot, proxy, &self.options.root_namespaces);
         for (port, servers) in gateway::servers_by_port(snapshot, proxy) {
             let chains = self.port_chains(&cx, port, &servers, &mut pass);
             if !chains.is_empty() {
-                out.listeners.push(listener::listener(port, chains));
+                out.listeners.push(listener::listener(port, chains, &authz));
             }
         }
         let call = self.call;

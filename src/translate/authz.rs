@@ -1,0 +1,475 @@
+//! AuthorizationPolicy on gateways (pure): takes the snapshot and a proxy, yields the `envoy.filters.http.rbac`
+//! filters its HTTP connection managers run first, with Istio's semantics: AUDIT, then DENY, then ALLOW filters
+//! (mirrors `BuildHTTP` in istio/pilot/pkg/security/authz/builder); an ALLOW policy that matches nothing denies
+//! every request not allowed by another; `istio.io/dry-run` policies become shadow rules (stats only).
+//!
+//! Which policies apply: those in the proxy's namespace or a root namespace whose `selector` labels the proxy carries
+//! (no selector: every workload of that namespace) (mirrors `PolicyApplier`'s selection in istio/pilot/pkg/model).
+//! `targetRefs` and the CUSTOM action are not enforced; the webhook says so (see [`super::enforcement`]).
+//!
+//! One Envoy policy per rule, named `ns[<namespace>]-policy[<name>]-rule[<index>]` as Istio names them; a rule's
+//! permissions are its `to` operations (OR of entries, AND of fields, OR of values) and its principals its `from`
+//! sources, with each `when` condition added to the side it belongs to (mirrors `model.New` and `generator.go`).
+
+use envoy_types::pb::envoy::config::core::v3::{CidrRange, TypedExtensionConfig};
+use envoy_types::pb::envoy::config::rbac::v3::{
+    permission, principal, rbac, MetadataSource, Permission, Policy, Principal, Rbac,
+    SourcedMetadata,
+};
+use envoy_types::pb::envoy::config::route::v3::{header_matcher, HeaderMatcher};
+use envoy_types::pb::envoy::extensions::filters::http::rbac::v3::Rbac as HttpRbac;
+use envoy_types::pb::envoy::extensions::filters::network::http_connection_manager::v3::{
+    http_filter, HttpFilter,
+};
+use envoy_types::pb::envoy::extensions::path::r#match::uri_template::v3::UriTemplateMatchConfig;
+use envoy_types::pb::envoy::r#type::matcher::v3::{
+    metadata_matcher, path_matcher, string_matcher, value_matcher, MetadataMatcher, PathMatcher,
+    RegexMatcher, StringMatcher, ValueMatcher,
+};
+use envoy_types::pb::google::protobuf::UInt32Value;
+
+use super::envoy::any;
+use super::Proxy;
+use crate::model::istio::authorization_policy::{
+    Action, AuthorizationPolicy, Condition, Operation, Rule, Source,
+};
+use crate::model::{ConfigObject, Kind, Snapshot, Spec};
+
+/// Name of Envoy's HTTP RBAC filter.
+pub const HTTP_RBAC: &str = "envoy.filters.http.rbac";
+/// Annotation that makes a policy a dry run (shadow rules).
+pub const DRY_RUN_ANNOTATION: &str = "istio.io/dry-run";
+
+/// The AuthorizationPolicies that apply to `proxy`, in namespace/name order.
+pub fn gateway_policies<'s>(
+    snapshot: &'s Snapshot,
+    proxy: &Proxy,
+    root_namespaces: &[String],
+) -> Vec<(&'s ConfigObject, &'s AuthorizationPolicy)> {
+    snapshot
+        .of_kind(Kind::AuthorizationPolicy)
+        .filter_map(|object| match &object.spec {
+            Spec::AuthorizationPolicy(policy) => Some((object.as_ref(), policy)),
+            _ => None,
+        })
+        .filter(|(object, policy)| {
+            let namespace = &object.metadata.namespace;
+            (namespace == &proxy.namespace || root_namespaces.contains(namespace))
+                && policy.target_ref.is_none()
+                && policy.target_refs.is_empty()
+                && policy.selector.as_ref().is_none_or(|selector| {
+                    selector
+                        .match_labels
+                        .iter()
+                        .all(|(k, v)| proxy.labels.get(k) == Some(v))
+                })
+        })
+        .collect()
+}
+
+/// The RBAC HTTP filters for the policies of `proxy` (none when no policy applies), in Istio's order.
+pub fn http_filters(
+    snapshot: &Snapshot,
+    proxy: &Proxy,
+    root_namespaces: &[String],
+) -> Vec<HttpFilter> {
+    let policies = gateway_policies(snapshot, proxy, root_namespaces);
+    [
+        (Action::Audit, rbac::Action::Log, "audit"),
+        (Action::Deny, rbac::Action::Deny, "deny"),
+        (Action::Allow, rbac::Action::Allow, "allow"),
+    ]
+    .into_iter()
+    .filter_map(|(action, envoy_action, stat)| {
+        let of_action: Vec<_> = policies
+            .iter()
+            .filter(|(_, policy)| policy.action == action)
+            .collect();
+        if of_action.is_empty() {
+            return None;
+        }
+        let mut enforced = Rbac {
+            action: envoy_action as i32,
+            ..Default::default()
+        };
+        let mut shadow = enforced.clone();
+        let mut any_enforced = false;
+        for (object, policy) in of_action {
+            let dry_run = object
+                .metadata
+                .annotations
+                .get(DRY_RUN_ANNOTATION)
+                .is_some_and(|v| v.eq_ignore_ascii_case("true"));
+            any_enforced |= !dry_run;
+            let target = if dry_run { &mut shadow } else { &mut enforced };
+            for (index, rule) in policy.rules.iter().enumerate() {
+                let name = format!(
+                    "ns[{}]-policy[{}]-rule[{index}]",
+                    object.metadata.namespace, object.metadata.name
+                );
+                target.policies.insert(name, rule_policy(rule));
+            }
+        }
+        let filter = HttpRbac {
+            // Without enforced policies the filter only counts (an absent `rules` enforces nothing).
+            rules: any_enforced.then_some(enforced),
+            shadow_rules: (!shadow.policies.is_empty()).then_some(shadow),
+            shadow_rules_stat_prefix: format!("istio_dry_run_{stat}_"),
+            ..Default::default()
+        };
+        Some(HttpFilter {
+            name: HTTP_RBAC.into(),
+            config_type: Some(http_filter::ConfigType::TypedConfig(any(filter))),
+            ..Default::default()
+        })
+    })
+    .collect()
+}
+
+/// One rule: its operations and permission-side conditions, its sources and principal-side conditions.
+fn rule_policy(rule: &Rule) -> Policy {
+    let mut permissions = Vec::new();
+    if let Some(to) = &rule.to {
+        permissions.push(or_permissions(
+            to.iter()
+                .filter_map(|to| to.operation.as_ref())
+                .map(operation),
+        ));
+    }
+    let mut principals = Vec::new();
+    if let Some(from) = &rule.from {
+        principals.push(or_principals(
+            from.iter()
+                .filter_map(|from| from.source.as_ref())
+                .map(source),
+        ));
+    }
+    for condition in &rule.when {
+        match condition_side(condition) {
+            Side::Permission(p) => permissions.push(p),
+            Side::Principal(p) => principals.push(p),
+        }
+    }
+    Policy {
+        permissions: vec![and_permissions(permissions)],
+        principals: vec![and_principals(principals)],
+        ..Default::default()
+    }
+}
+
+fn operation(op: &Operation) -> Permission {
+    let mut all = Vec::new();
+    let mut field = |values: &[String], negated: &[String], each: &dyn Fn(&str) -> Permission| {
+        if !values.is_empty() {
+            all.push(or_permissions(values.iter().map(|v| each(v))));
+        }
+        if !negated.is_empty() {
+            all.push(not_permission(or_permissions(
+                negated.iter().map(|v| each(v)),
+            )));
+        }
+    };
+    field(&op.hosts, &op.not_hosts, &host_permission);
+    field(&op.ports, &op.not_ports, &port_permission);
+    field(&op.methods, &op.not_methods, &|m| {
+        permission(permission::Rule::Header(header(":method", exact(m))))
+    });
+    field(&op.paths, &op.not_paths, &path_permission);
+    and_permissions(all)
+}
+
+fn source(src: &Source) -> Principal {
+    let mut all = Vec::new();
+    let mut field = |values: &[String], negated: &[String], each: &dyn Fn(&str) -> Principal| {
+        if !values.is_empty() {
+            all.push(or_principals(values.iter().map(|v| each(v))));
+        }
+        if !negated.is_empty() {
+            all.push(not_principal(or_principals(
+                negated.iter().map(|v| each(v)),
+            )));
+        }
+    };
+    field(&src.principals, &src.not_principals, &peer_principal);
+    field(
+        &src.request_principals,
+        &src.not_request_principals,
+        &request_principal,
+    );
+    field(&src.namespaces, &src.not_namespaces, &|ns| {
+        authenticated(regex(&format!(".*/ns/{}/.*", regex::escape(ns))))
+    });
+    field(&src.service_accounts, &src.not_service_accounts, &|sa| {
+        let (ns, name) = sa.split_once('/').unwrap_or(("", sa));
+        let ns = if ns.is_empty() {
+            "[^/]+".to_string()
+        } else {
+            regex::escape(ns)
+        };
+        authenticated(regex(&format!(".*/ns/{ns}/sa/{}", regex::escape(name))))
+    });
+    field(&src.trust_domains, &src.not_trust_domains, &|td| {
+        authenticated(wildcard(&format!("spiffe://{td}/*")))
+    });
+    field(&src.ip_blocks, &src.not_ip_blocks, &|ip| {
+        principal(principal::Identifier::DirectRemoteIp(cidr(ip)))
+    });
+    field(&src.remote_ip_blocks, &src.not_remote_ip_blocks, &|ip| {
+        principal(principal::Identifier::RemoteIp(cidr(ip)))
+    });
+    and_principals(all)
+}
+
+enum Side {
+    Permission(Permission),
+    Principal(Principal),
+}
+
+/// A `when` condition: `values` ORed, `notValues` negated (mirrors `generator.go`'s attribute generators).
+fn condition_side(c: &Condition) -> Side {
+    let key = c.key.as_str();
+    let is_permission = matches!(
+        key,
+        "destination.ip" | "destination.port" | "connection.sni"
+    );
+    if is_permission {
+        let each = |v: &str| match key {
+            "destination.ip" => permission(permission::Rule::DestinationIp(cidr(v))),
+            "destination.port" => port_permission(v),
+            _ => permission(permission::Rule::RequestedServerName(wildcard(v))),
+        };
+        let mut all = Vec::new();
+        if !c.values.is_empty() {
+            all.push(or_permissions(c.values.iter().map(|v| each(v))));
+        }
+        if !c.not_values.is_empty() {
+            all.push(not_permission(or_permissions(
+                c.not_values.iter().map(|v| each(v)),
+            )));
+        }
+        return Side::Permission(and_permissions(all));
+    }
+    let each = |v: &str| -> Principal {
+        if let Some(name) = key
+            .strip_prefix("request.headers[")
+            .and_then(|rest| rest.strip_suffix(']'))
+        {
+            return principal(principal::Identifier::Header(header(name, wildcard(v))));
+        }
+        match key {
+            "source.ip" => principal(principal::Identifier::DirectRemoteIp(cidr(v))),
+            "remote.ip" => principal(principal::Identifier::RemoteIp(cidr(v))),
+            "source.namespace" => authenticated(regex(&format!(".*/ns/{}/.*", regex::escape(v)))),
+            "source.principal" => peer_principal(v),
+            "request.auth.principal" => request_principal(v),
+            // Other request.auth.* attributes and anything else: JWT metadata this gateway never has, so the
+            // condition never holds (as in Istio without a RequestAuthentication).
+            _ => metadata(key, wildcard(v)),
+        }
+    };
+    let mut all = Vec::new();
+    if !c.values.is_empty() {
+        all.push(or_principals(c.values.iter().map(|v| each(v))));
+    }
+    if !c.not_values.is_empty() {
+        all.push(not_principal(or_principals(
+            c.not_values.iter().map(|v| each(v)),
+        )));
+    }
+    Side::Principal(and_principals(all))
+}
+
+/// Host match, case-insensitive, with or without a port (as Istio matches the `Host` header).
+fn host_permission(host: &str) -> Permission {
+    if host == "*" {
+        return permission(permission::Rule::Any(true));
+    }
+    let pattern = if let Some(suffix) = host.strip_prefix('*') {
+        format!("(?i).*{}(:[0-9]+)?", regex::escape(suffix))
+    } else if let Some(prefix) = host.strip_suffix('*') {
+        format!("(?i){}.*", regex::escape(prefix))
+    } else {
+        format!("(?i){}(:[0-9]+)?", regex::escape(host))
+    };
+    permission(permission::Rule::Header(header(
+        ":authority",
+        regex(&pattern),
+    )))
+}
+
+fn port_permission(port: &str) -> Permission {
+    // Validation admits only decimal ports; anything else matches nothing rather than everything.
+    match port.parse::<u32>() {
+        Ok(port) => permission(permission::Rule::DestinationPort(port)),
+        Err(_) => not_permission(permission(permission::Rule::Any(true))),
+    }
+}
+
+/// Path match: exact, `*` prefix or suffix, or an Istio `{*}`/`{**}` template (Envoy's URI template matcher).
+fn path_permission(path: &str) -> Permission {
+    if path.contains('{') {
+        let config = UriTemplateMatchConfig {
+            path_template: path.to_string(),
+        };
+        return permission(permission::Rule::UriTemplate(TypedExtensionConfig {
+            name: "envoy.path.match.uri_template.uri_template_matcher".into(),
+            typed_config: Some(any(config)),
+        }));
+    }
+    if path == "*" {
+        return permission(permission::Rule::Any(true));
+    }
+    permission(permission::Rule::UrlPath(PathMatcher {
+        rule: Some(path_matcher::Rule::Path(wildcard(path))),
+    }))
+}
+
+/// A peer identity from mTLS (`spiffe://<principal>`); gateways that do not ask for client certificates never
+/// have one.
+fn peer_principal(value: &str) -> Principal {
+    if value == "*" {
+        return authenticated(regex(".+"));
+    }
+    authenticated(wildcard(&format!("spiffe://{value}")))
+}
+
+/// A JWT principal (`<iss>/<sub>`), from the metadata Istio's authentication filter sets.
+fn request_principal(value: &str) -> Principal {
+    metadata("request.auth.principal", wildcard(value))
+}
+
+fn metadata(key: &str, value: StringMatcher) -> Principal {
+    let matcher = MetadataMatcher {
+        filter: "istio_authn".into(),
+        path: vec![metadata_matcher::PathSegment {
+            segment: Some(metadata_matcher::path_segment::Segment::Key(key.into())),
+        }],
+        value: Some(ValueMatcher {
+            match_pattern: Some(value_matcher::MatchPattern::StringMatch(value)),
+        }),
+        ..Default::default()
+    };
+    principal(principal::Identifier::SourcedMetadata(SourcedMetadata {
+        metadata_matcher: Some(matcher),
+        metadata_source: MetadataSource::Dynamic as i32,
+    }))
+}
+
+fn authenticated(name: StringMatcher) -> Principal {
+    principal(principal::Identifier::Authenticated(
+        principal::Authenticated {
+            principal_name: Some(name),
+        },
+    ))
+}
+
+/// `*` anywhere at the start or the end of `value` as Istio reads it: `*` alone is presence, `*x` a suffix,
+/// `x*` a prefix, anything else exact.
+fn wildcard(value: &str) -> StringMatcher {
+    if value == "*" {
+        regex(".+")
+    } else if let Some(suffix) = value.strip_prefix('*') {
+        matcher(string_matcher::MatchPattern::Suffix(suffix.into()))
+    } else if let Some(prefix) = value.strip_suffix('*') {
+        matcher(string_matcher::MatchPattern::Prefix(prefix.into()))
+    } else {
+        exact(value)
+    }
+}
+
+fn exact(value: &str) -> StringMatcher {
+    matcher(string_matcher::MatchPattern::Exact(value.into()))
+}
+
+fn regex(pattern: &str) -> StringMatcher {
+    matcher(string_matcher::MatchPattern::SafeRegex(RegexMatcher {
+        regex: pattern.into(),
+        ..Default::default()
+    }))
+}
+
+fn matcher(pattern: string_matcher::MatchPattern) -> StringMatcher {
+    StringMatcher {
+        match_pattern: Some(pattern),
+        ignore_case: false,
+    }
+}
+
+fn header(name: &str, value: StringMatcher) -> HeaderMatcher {
+    HeaderMatcher {
+        name: name.into(),
+        header_match_specifier: Some(header_matcher::HeaderMatchSpecifier::StringMatch(value)),
+        ..Default::default()
+    }
+}
+
+/// An IP or CIDR as Envoy's range (a bare address is a /32 or /128).
+fn cidr(value: &str) -> CidrRange {
+    let (address, length) = match value.split_once('/') {
+        Some((address, length)) => (address, length.parse().ok()),
+        None => (value, None),
+    };
+    let full = if address.contains(':') { 128 } else { 32 };
+    CidrRange {
+        address_prefix: address.into(),
+        prefix_len: Some(UInt32Value {
+            value: length.unwrap_or(full),
+        }),
+    }
+}
+
+fn permission(rule: permission::Rule) -> Permission {
+    Permission { rule: Some(rule) }
+}
+
+fn principal(identifier: principal::Identifier) -> Principal {
+    Principal {
+        identifier: Some(identifier),
+    }
+}
+
+fn not_permission(p: Permission) -> Permission {
+    permission(permission::Rule::NotRule(Box::new(p)))
+}
+
+fn not_principal(p: Principal) -> Principal {
+    principal(principal::Identifier::NotId(Box::new(p)))
+}
+
+/// All of `rules` (any request when empty); one rule stands for itself.
+fn and_permissions(mut rules: Vec<Permission>) -> Permission {
+    match rules.len() {
+        0 => permission(permission::Rule::Any(true)),
+        1 => rules.remove(0),
+        _ => permission(permission::Rule::AndRules(permission::Set { rules })),
+    }
+}
+
+/// Any of `rules` (no request when empty); one rule stands for itself.
+fn or_permissions(rules: impl Iterator<Item = Permission>) -> Permission {
+    let mut rules: Vec<Permission> = rules.collect();
+    match rules.len() {
+        0 => not_permission(permission(permission::Rule::Any(true))),
+        1 => rules.remove(0),
+        _ => permission(permission::Rule::OrRules(permission::Set { rules })),
+    }
+}
+
+/// All of `ids` (anybody when empty); one stands for itself.
+fn and_principals(mut ids: Vec<Principal>) -> Principal {
+    match ids.len() {
+        0 => principal(principal::Identifier::Any(true)),
+        1 => ids.remove(0),
+        _ => principal(principal::Identifier::AndIds(principal::Set { ids })),
+    }
+}
+
+/// Any of `ids` (nobody when empty); one stands for itself.
+fn or_principals(ids: impl Iterator<Item = Principal>) -> Principal {
+    let mut ids: Vec<Principal> = ids.collect();
+    match ids.len() {
+        0 => not_principal(principal(principal::Identifier::Any(true))),
+        1 => ids.remove(0),
+        _ => principal(principal::Identifier::OrIds(principal::Set { ids })),
+    }
+}
