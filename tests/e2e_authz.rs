@@ -14,6 +14,7 @@ mod envoy;
 mod pipeline;
 
 use envoy::*;
+
 use pipeline::*;
 use serde_json::{json, Value};
 
@@ -64,7 +65,14 @@ async fn authorization_policies_are_enforced_on_the_gateway() {
     let bootstrap = bootstrap(AdsApi::Sotw, admitpilot.xds_port, NODE_ID)
         .replace("app: e2e", "istio: ingressgateway");
     let envoy = EnvoyProcess::start(&binary, &bootstrap, 52_100).await;
-    let http = client();
+    // A new connection per request: a policy change replaces the listener's filter chain, and a pooled
+    // connection stays on the old one until Envoy drains it.
+    let http = reqwest::Client::builder()
+        .no_proxy()
+        .pool_max_idle_per_host(0)
+        .timeout(std::time::Duration::from_secs(5))
+        .build()
+        .unwrap();
     let base = format!("http://127.0.0.1:{port}");
     wait_for_response(&http, &format!("{base}/admin/x"), 200, "backend").await;
 

@@ -1,7 +1,11 @@
 //! AuthorizationPolicy on gateways (pure): takes the snapshot and a proxy, yields the `envoy.filters.http.rbac`
-//! filters its HTTP connection managers run first, with Istio's semantics: AUDIT, then DENY, then ALLOW filters
-//! (mirrors `BuildHTTP` in istio/pilot/pkg/security/authz/builder); an ALLOW policy that matches nothing denies
-//! every request not allowed by another; `istio.io/dry-run` policies become shadow rules (stats only).
+//! filters its HTTP connection managers run first and the `envoy.filters.network.rbac` filters its TCP and
+//! TLS-passthrough chains run before the TCP proxy, with Istio's semantics: AUDIT, then DENY, then ALLOW filters
+//! (mirrors `BuildHTTP` and `BuildTCP` in istio/pilot/pkg/security/authz/builder); an ALLOW policy that matches
+//! nothing denies every request not allowed by another; `istio.io/dry-run` policies become shadow rules (stats
+//! only). On TCP, a rule using HTTP-only attributes (hosts, methods, paths, request principals, `request.*`
+//! conditions) is dropped from an ALLOW policy and applied without them in a DENY or AUDIT policy, so TCP is
+//! never less strict than HTTP (as Istio does, and as the webhook's warning says).
 //!
 //! Which policies apply: those in the proxy's namespace or a root namespace whose `selector` labels the proxy carries
 //! (no selector: every workload of that namespace) (mirrors `PolicyApplier`'s selection in istio/pilot/pkg/model).
@@ -12,6 +16,7 @@
 //! sources, with each `when` condition added to the side it belongs to (mirrors `model.New` and `generator.go`).
 
 use envoy_types::pb::envoy::config::core::v3::{CidrRange, TypedExtensionConfig};
+use envoy_types::pb::envoy::config::listener::v3::{filter, Filter};
 use envoy_types::pb::envoy::config::rbac::v3::{
     permission, principal, rbac, MetadataSource, Permission, Policy, Principal, Rbac,
     SourcedMetadata,
@@ -21,6 +26,7 @@ use envoy_types::pb::envoy::extensions::filters::http::rbac::v3::Rbac as HttpRba
 use envoy_types::pb::envoy::extensions::filters::network::http_connection_manager::v3::{
     http_filter, HttpFilter,
 };
+use envoy_types::pb::envoy::extensions::filters::network::rbac::v3::Rbac as NetworkRbac;
 use envoy_types::pb::envoy::extensions::path::r#match::uri_template::v3::UriTemplateMatchConfig;
 use envoy_types::pb::envoy::r#type::matcher::v3::{
     metadata_matcher, path_matcher, string_matcher, value_matcher, MetadataMatcher, PathMatcher,
@@ -37,6 +43,8 @@ use crate::model::{ConfigObject, Kind, Snapshot, Spec};
 
 /// Name of Envoy's HTTP RBAC filter.
 pub const HTTP_RBAC: &str = "envoy.filters.http.rbac";
+/// Name of Envoy's network RBAC filter.
+pub const NETWORK_RBAC: &str = "envoy.filters.network.rbac";
 /// Annotation that makes a policy a dry run (shadow rules).
 pub const DRY_RUN_ANNOTATION: &str = "istio.io/dry-run";
 
@@ -67,73 +75,142 @@ pub fn gateway_policies<'s>(
         .collect()
 }
 
-/// The RBAC HTTP filters for the policies of `proxy` (none when no policy applies), in Istio's order.
-pub fn http_filters(
+/// The authorization filters of one gateway, in Istio's order.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct GatewayAuthz {
+    /// For HTTP connection managers, before the other HTTP filters.
+    pub http: Vec<HttpFilter>,
+    /// For TCP and TLS-passthrough filter chains, before the TCP proxy.
+    pub tcp: Vec<Filter>,
+}
+
+/// The authorization filters for the policies of `proxy` (none when no policy applies).
+pub fn gateway_filters(
     snapshot: &Snapshot,
     proxy: &Proxy,
     root_namespaces: &[String],
-) -> Vec<HttpFilter> {
+) -> GatewayAuthz {
     let policies = gateway_policies(snapshot, proxy, root_namespaces);
-    [
+    let mut out = GatewayAuthz::default();
+    for (action, envoy_action, stat) in [
         (Action::Audit, rbac::Action::Log, "audit"),
         (Action::Deny, rbac::Action::Deny, "deny"),
         (Action::Allow, rbac::Action::Allow, "allow"),
-    ]
-    .into_iter()
-    .filter_map(|(action, envoy_action, stat)| {
+    ] {
         let of_action: Vec<_> = policies
             .iter()
             .filter(|(_, policy)| policy.action == action)
             .collect();
         if of_action.is_empty() {
-            return None;
+            continue;
         }
-        let mut enforced = Rbac {
-            action: envoy_action as i32,
-            ..Default::default()
-        };
-        let mut shadow = enforced.clone();
-        let mut any_enforced = false;
-        for (object, policy) in of_action {
-            let dry_run = object
-                .metadata
-                .annotations
-                .get(DRY_RUN_ANNOTATION)
-                .is_some_and(|v| v.eq_ignore_ascii_case("true"));
-            any_enforced |= !dry_run;
-            let target = if dry_run { &mut shadow } else { &mut enforced };
-            for (index, rule) in policy.rules.iter().enumerate() {
-                let name = format!(
-                    "ns[{}]-policy[{}]-rule[{index}]",
-                    object.metadata.namespace, object.metadata.name
-                );
-                target.policies.insert(name, rule_policy(rule));
-            }
-        }
-        let filter = HttpRbac {
-            // Without enforced policies the filter only counts (an absent `rules` enforces nothing).
-            rules: any_enforced.then_some(enforced),
-            shadow_rules: (!shadow.policies.is_empty()).then_some(shadow),
-            shadow_rules_stat_prefix: format!("istio_dry_run_{stat}_"),
-            ..Default::default()
-        };
-        Some(HttpFilter {
+        let shadow_rules_stat_prefix = format!("istio_dry_run_{stat}_");
+        let [http, tcp] = [false, true].map(|tcp| rules(&of_action, action, envoy_action, tcp));
+        out.http.push(HttpFilter {
             name: HTTP_RBAC.into(),
-            config_type: Some(http_filter::ConfigType::TypedConfig(any(filter))),
+            config_type: Some(http_filter::ConfigType::TypedConfig(any(HttpRbac {
+                rules: http.0,
+                shadow_rules: http.1,
+                shadow_rules_stat_prefix: shadow_rules_stat_prefix.clone(),
+                ..Default::default()
+            }))),
             ..Default::default()
-        })
-    })
-    .collect()
+        });
+        out.tcp.push(Filter {
+            name: NETWORK_RBAC.into(),
+            config_type: Some(filter::ConfigType::TypedConfig(any(NetworkRbac {
+                rules: tcp.0,
+                shadow_rules: tcp.1,
+                stat_prefix: "tcp.".into(),
+                shadow_rules_stat_prefix,
+                ..Default::default()
+            }))),
+        });
+    }
+    out
+}
+
+/// The enforced and the shadow (dry-run) rules of the policies of one action. The enforced rules are absent when
+/// every policy is a dry run (an absent `rules` enforces nothing), present and empty when policies apply but no rule
+/// does (which, for ALLOW, denies everything).
+fn rules(
+    policies: &[&(&ConfigObject, &AuthorizationPolicy)],
+    action: Action,
+    envoy_action: rbac::Action,
+    tcp: bool,
+) -> (Option<Rbac>, Option<Rbac>) {
+    let mut enforced = Rbac {
+        action: envoy_action as i32,
+        ..Default::default()
+    };
+    let mut shadow = enforced.clone();
+    let mut any_enforced = false;
+    for (object, policy) in policies {
+        let dry_run = object
+            .metadata
+            .annotations
+            .get(DRY_RUN_ANNOTATION)
+            .is_some_and(|v| v.eq_ignore_ascii_case("true"));
+        any_enforced |= !dry_run;
+        let target = if dry_run { &mut shadow } else { &mut enforced };
+        for (index, rule) in policy.rules.iter().enumerate() {
+            if tcp && action == Action::Allow && has_http_only(rule) {
+                continue;
+            }
+            let name = format!(
+                "ns[{}]-policy[{}]-rule[{index}]",
+                object.metadata.namespace, object.metadata.name
+            );
+            target.policies.insert(name, rule_policy(rule, tcp));
+        }
+    }
+    (
+        any_enforced.then_some(enforced),
+        (!shadow.policies.is_empty()).then_some(shadow),
+    )
+}
+
+/// Whether a rule uses attributes only HTTP requests have.
+fn has_http_only(rule: &Rule) -> bool {
+    let operation = rule
+        .to
+        .iter()
+        .flatten()
+        .filter_map(|to| to.operation.as_ref())
+        .any(|op| {
+            [
+                &op.hosts,
+                &op.not_hosts,
+                &op.methods,
+                &op.not_methods,
+                &op.paths,
+                &op.not_paths,
+            ]
+            .iter()
+            .any(|values| !values.is_empty())
+        });
+    let source = rule
+        .from
+        .iter()
+        .flatten()
+        .filter_map(|from| from.source.as_ref())
+        .any(|src| !src.request_principals.is_empty() || !src.not_request_principals.is_empty());
+    operation || source || rule.when.iter().any(|c| is_http_only(&c.key))
+}
+
+fn is_http_only(key: &str) -> bool {
+    key.starts_with("request.")
 }
 
 /// One rule: its operations and permission-side conditions, its sources and principal-side conditions.
-fn rule_policy(rule: &Rule) -> Policy {
+/// On TCP (`tcp`), HTTP-only attributes are left out.
+fn rule_policy(rule: &Rule, tcp: bool) -> Policy {
     let mut permissions = Vec::new();
     if let Some(to) = &rule.to {
         permissions.push(or_permissions(
             to.iter()
                 .filter_map(|to| to.operation.as_ref())
-                .map(operation),
+                .map(|op| operation(op, tcp)),
         ));
     }
     let mut principals = Vec::new();
@@ -141,10 +218,10 @@ fn rule_policy(rule: &Rule) -> Policy {
         principals.push(or_principals(
             from.iter()
                 .filter_map(|from| from.source.as_ref())
-                .map(source),
+                .map(|src| source(src, tcp)),
         ));
     }
-    for condition in &rule.when {
+    for condition in rule.when.iter().filter(|c| !(tcp && is_http_only(&c.key))) {
         match condition_side(condition) {
             Side::Permission(p) => permissions.push(p),
             Side::Principal(p) => principals.push(p),
@@ -157,7 +234,7 @@ fn rule_policy(rule: &Rule) -> Policy {
     }
 }
 
-fn operation(op: &Operation) -> Permission {
+fn operation(op: &Operation, tcp: bool) -> Permission {
     let mut all = Vec::new();
     let mut field = |values: &[String], negated: &[String], each: &dyn Fn(&str) -> Permission| {
         if !values.is_empty() {
@@ -169,16 +246,18 @@ fn operation(op: &Operation) -> Permission {
             )));
         }
     };
-    field(&op.hosts, &op.not_hosts, &host_permission);
     field(&op.ports, &op.not_ports, &port_permission);
-    field(&op.methods, &op.not_methods, &|m| {
-        permission(permission::Rule::Header(header(":method", exact(m))))
-    });
-    field(&op.paths, &op.not_paths, &path_permission);
+    if !tcp {
+        field(&op.hosts, &op.not_hosts, &host_permission);
+        field(&op.methods, &op.not_methods, &|m| {
+            permission(permission::Rule::Header(header(":method", exact(m))))
+        });
+        field(&op.paths, &op.not_paths, &path_permission);
+    }
     and_permissions(all)
 }
 
-fn source(src: &Source) -> Principal {
+fn source(src: &Source, tcp: bool) -> Principal {
     let mut all = Vec::new();
     let mut field = |values: &[String], negated: &[String], each: &dyn Fn(&str) -> Principal| {
         if !values.is_empty() {
@@ -191,11 +270,13 @@ fn source(src: &Source) -> Principal {
         }
     };
     field(&src.principals, &src.not_principals, &peer_principal);
-    field(
-        &src.request_principals,
-        &src.not_request_principals,
-        &request_principal,
-    );
+    if !tcp {
+        field(
+            &src.request_principals,
+            &src.not_request_principals,
+            &request_principal,
+        );
+    }
     field(&src.namespaces, &src.not_namespaces, &|ns| {
         authenticated(regex(&format!(".*/ns/{}/.*", regex::escape(ns))))
     });

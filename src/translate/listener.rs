@@ -1,5 +1,6 @@
-//! Listeners (pure): takes the filter chains planned for one gateway port and yields the Envoy `Listener`,
-//! with Istio's HTTP connection manager (RDS over ADS, Istio's gateway HTTP filter order) and TCP proxies.
+//! Listeners (pure): takes the filter chains planned for one gateway port and the gateway's authorization filters,
+//! yields the Envoy `Listener`, with Istio's HTTP connection manager (RDS over ADS, Istio's gateway HTTP filter
+//! order, authorization first) and TCP proxies (network authorization first).
 
 use envoy_types::pb::envoy::config::core::v3::TrafficDirection;
 use envoy_types::pb::envoy::config::core::v3::{transport_socket, TransportSocket};
@@ -17,6 +18,7 @@ use envoy_types::pb::envoy::extensions::filters::network::tcp_proxy::v3::{tcp_pr
 use envoy_types::pb::envoy::extensions::transport_sockets::tls::v3::DownstreamTlsContext;
 use envoy_types::pb::google::protobuf::BoolValue;
 
+use super::authz::GatewayAuthz;
 use super::envoy::{ads, any, millis, socket_address};
 use super::naming;
 
@@ -64,7 +66,7 @@ pub struct Chain {
 /// Builds the listener `0.0.0.0_<port>` from its chains. Chains claiming an SNI name (or the catch-all)
 /// already claimed by an earlier chain lose that name, as Istio keeps the first server on conflicts;
 /// a chain left with nothing to match is dropped.
-pub fn listener(port: u32, chains: Vec<Chain>, authz: &[HttpFilter]) -> Listener {
+pub fn listener(port: u32, chains: Vec<Chain>, authz: &GatewayAuthz) -> Listener {
     let name = naming::listener(port);
     let mut claimed: Vec<String> = Vec::new();
     let mut catch_all = false;
@@ -125,11 +127,17 @@ fn filter_chain(
     server_names: Vec<String>,
     tls: Option<DownstreamTlsContext>,
     action: ChainAction,
-    authz: &[HttpFilter],
+    authz: &GatewayAuthz,
 ) -> FilterChain {
-    let filter = match action {
-        ChainAction::Http { route_config } => http_connection_manager(port, &route_config, authz),
-        ChainAction::Tcp { clusters } => tcp_proxy(&clusters),
+    let filters = match action {
+        ChainAction::Http { route_config } => {
+            vec![http_connection_manager(port, &route_config, &authz.http)]
+        }
+        ChainAction::Tcp { clusters } => {
+            let mut filters = authz.tcp.clone();
+            filters.push(tcp_proxy(&clusters));
+            filters
+        }
     };
     let filter_chain_match = (!server_names.is_empty()).then(|| FilterChainMatch {
         server_names,
@@ -137,7 +145,7 @@ fn filter_chain(
     });
     FilterChain {
         filter_chain_match,
-        filters: vec![filter],
+        filters,
         transport_socket: tls.map(|context| TransportSocket {
             name: TLS_TRANSPORT.into(),
             config_type: Some(transport_socket::ConfigType::TypedConfig(any(context))),

@@ -394,7 +394,7 @@ impl Translator {
                 .collect();
         }
         let mut out = GatewayResources::default();
-        let authz = authz::http_filters(snapshot, proxy, &self.options.root_namespaces);
+        let authz = authz::gateway_filters(snapshot, proxy, &self.options.root_namespaces);
         for (port, servers) in gateway::servers_by_port(snapshot, proxy) {
             let chains = self.port_chains(&cx, port, &servers, &mut pass);
             if !chains.is_empty() {
