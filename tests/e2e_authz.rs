@@ -2,8 +2,9 @@
 //! Envoy 1.40 (SotW, default `initial_fetch_timeout`) and a backend on 127.0.0.1. Policies written into the config
 //! folder select the gateway (`istio: ingressgateway` in its namespace) and are checked by sending real HTTP
 //! through Envoy: a DENY path gives 403, an ALLOW policy admits only its methods or a header condition, a remote IP
-//! block denies, a dry-run policy only counts (shadow-rule stat) and removing the policies restores access. Every
-//! `*update_rejected` stat stays 0.
+//! block denies, a dry-run policy only counts (shadow-rule stat) and removing the policies restores access. A TCP
+//! server of the same gateway gets the network RBAC filter: a DENY rule on a path denies every connection there,
+//! as in Istio. Every `*update_rejected` stat stays 0.
 //!
 //! Skips with a message when Envoy is not installed.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
@@ -34,6 +35,18 @@ fn policy(name: &str, spec: Value) -> String {
     serde_yaml_ng::to_string(&object).unwrap()
 }
 
+/// Polls `url` (through the TCP server) until the connection is refused or closed without an answer.
+async fn wait_for_tcp_denied(http: &reqwest::Client, url: &str) {
+    let deadline = tokio::time::Instant::now() + CONVERGE;
+    while let Some(answer) = get(http, url).await {
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "{url} still answers: {answer:?}"
+        );
+        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+    }
+}
+
 async fn status(
     http: &reqwest::Client,
     method: reqwest::Method,
@@ -61,6 +74,26 @@ async fn authorization_policies_are_enforced_on_the_gateway() {
         "root.yaml",
         &virtual_service("root", "/", backend.port),
     );
+    // A TCP server too, proxying to the same backend: HTTP through it is plain bytes to Envoy.
+    let tcp_port = free_port();
+    write(
+        dir.path(),
+        "gateway.yaml",
+        &format!(
+            "{}  - port: {{number: {tcp_port}, name: tcp, protocol: TCP}}\n    hosts: [\"*\"]\n",
+            gateway(port)
+        ),
+    );
+    write(
+        dir.path(),
+        "tcp.yaml",
+        &format!(
+            "apiVersion: networking.istio.io/v1\nkind: VirtualService\nmetadata: {{name: tcp, namespace: default}}\n\
+             spec:\n  hosts: [\"*\"]\n  gateways: [gw]\n  tcp:\n  - match: [{{port: {tcp_port}}}]\n    route:\n\
+             \x20   - destination: {{host: backend.example.com, port: {{number: {}}}}}\n",
+            backend.port
+        ),
+    );
     let admitpilot = Admitpilot::start(dir.path()).await;
     let bootstrap = bootstrap(AdsApi::Sotw, admitpilot.xds_port, NODE_ID)
         .replace("app: e2e", "istio: ingressgateway");
@@ -74,7 +107,9 @@ async fn authorization_policies_are_enforced_on_the_gateway() {
         .build()
         .unwrap();
     let base = format!("http://127.0.0.1:{port}");
+    let tcp = format!("http://127.0.0.1:{tcp_port}/x");
     wait_for_response(&http, &format!("{base}/admin/x"), 200, "backend").await;
+    wait_for_response(&http, &tcp, 200, "backend").await;
 
     // DENY a path: 403 there, the rest untouched.
     write(
@@ -88,6 +123,8 @@ async fn authorization_policies_are_enforced_on_the_gateway() {
     );
     wait_for_response(&http, &format!("{base}/admin/x"), 403, DENIED).await;
     wait_for_response(&http, &format!("{base}/api/x"), 200, "backend").await;
+    // On the TCP server the rule applies without its HTTP-only path: every connection is denied (as in Istio).
+    wait_for_tcp_denied(&http, &tcp).await;
 
     // DENY from a remote IP block (the client is 127.0.0.1): only the matching block denies.
     write(
@@ -183,6 +220,7 @@ async fn authorization_policies_are_enforced_on_the_gateway() {
     wait_for_response(&http, &format!("{base}/admin/x"), 200, "backend").await;
     wait_for_response(&http, &format!("{base}/blocked"), 200, "backend").await;
     assert_eq!(status(&http, reqwest::Method::POST, &api, None).await, 200);
+    wait_for_response(&http, &tcp, 200, "backend").await;
     envoy
         .assert_nothing_rejected("authorization policies")
         .await;
