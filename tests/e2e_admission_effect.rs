@@ -64,7 +64,6 @@ async fn wait_for_metric(admitpilot: &Admitpilot, line: &str) {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_change_a_gateway_would_reject_is_denied_and_never_served() {
     let Some(binary) = envoy_binary() else {
-        eprintln!("skipping: Envoy not found (set ADMITPILOT_ENVOY or install .venv/bin/envoy)");
         return;
     };
     let backend = Backend::start("backend").await;
@@ -241,7 +240,6 @@ fn unchecked_snapshot(dir: &std::path::Path, extra: &Value) -> admitpilot::model
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn what_the_webhook_denies_envoy_rejects() {
     let Some(binary) = envoy_binary() else {
-        eprintln!("skipping: Envoy not found (set ADMITPILOT_ENVOY or install .venv/bin/envoy)");
         return;
     };
     let port = free_port();

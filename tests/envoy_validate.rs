@@ -5,7 +5,7 @@
 //! `envoy --mode validate`. Building the bootstrap also fails on any dangling reference: an RDS name,
 //! an EDS cluster, an SDS secret or a TCP proxy cluster that the resources do not define.
 //!
-//! The Istio corpus's valid AuthorizationPolicies (`../shared/corpus/istio/valid/AuthorizationPolicy`) are each put
+//! The Istio corpus's valid AuthorizationPolicies and RequestAuthentications (`../shared/corpus/istio/valid/`) are each put
 //! onto the gateway of the `authorization-policy` golden case (moved to its namespace, selecting it) and checked the
 //! same way, HTTP and TCP servers alike.
 //!
@@ -266,7 +266,8 @@ fn envoy_accepts_every_golden_and_the_example() {
     }
 }
 
-/// Every valid AuthorizationPolicy of the corpus, applied to a gateway, translates to config Envoy accepts. CUSTOM
+/// Every valid AuthorizationPolicy and RequestAuthentication of the corpus, applied to a gateway, translates to
+/// config Envoy accepts. CUSTOM
 /// policies are not translated (the webhook warns) and are counted apart; so are path templates (`{*}`), on which
 /// Envoy 1.40's `--mode validate` aborts though a serving Envoy accepts them (`tests/e2e_authz.rs`).
 #[test]
@@ -275,21 +276,27 @@ fn envoy_accepts_every_corpus_authorization_policy_on_a_gateway() {
         println!("skipping: no Envoy at ADMITPILOT_ENVOY or .venv/bin/envoy");
         return;
     };
-    let corpus = Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("../shared/corpus/istio/valid/AuthorizationPolicy");
-    let Ok(entries) = std::fs::read_dir(&corpus) else {
+    let corpus = Path::new(env!("CARGO_MANIFEST_DIR")).join("../shared/corpus/istio/valid");
+    let Ok(policies) = std::fs::read_dir(corpus.join("AuthorizationPolicy")) else {
         println!("skipping: no corpus at {}", corpus.display());
         return;
     };
+    let authentications = std::fs::read_dir(corpus.join("RequestAuthentication")).unwrap();
     let base =
         std::fs::read_to_string(cases::golden_root().join("authorization-policy/input.yaml"))
             .unwrap();
     let base: String = base
         .split("\n---\n")
-        .filter(|doc| !doc.contains("kind: AuthorizationPolicy"))
+        .filter(|doc| {
+            !doc.contains("kind: AuthorizationPolicy")
+                && !doc.contains("kind: RequestAuthentication")
+        })
         .collect::<Vec<_>>()
         .join("\n---\n");
-    let mut files: Vec<PathBuf> = entries.map(|e| e.unwrap().path()).collect();
+    let mut files: Vec<PathBuf> = policies
+        .chain(authentications)
+        .map(|e| e.unwrap().path())
+        .collect();
     files.sort();
     let dir = tempfile::tempdir().unwrap();
     let (mut checked, mut custom, mut templates) = (0, 0, 0);
@@ -331,7 +338,9 @@ fn envoy_accepts_every_corpus_authorization_policy_on_a_gateway() {
         ));
         checked += 1;
     }
-    println!("{checked} policies checked, {custom} CUSTOM not translated, {templates} with path templates");
+    println!(
+        "{checked} policies checked, {custom} CUSTOM not translated, {templates} with path templates"
+    );
     assert!(checked > 40, "only {checked} policies checked");
     if !failures.is_empty() {
         let kept = dir.keep();

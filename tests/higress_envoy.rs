@@ -185,7 +185,6 @@ const TRACERS: &[(&str, &str)] = &[
 #[test]
 fn envoy_accepts_the_higress_config_filters() {
     let Some(binary) = envoy::envoy_binary() else {
-        println!("skipped: no Envoy binary (set ADMITPILOT_ENVOY)");
         return;
     };
     for (tracer, block) in TRACERS {
@@ -239,7 +238,6 @@ fn envoy_accepts_the_higress_config_filters() {
 #[test]
 fn envoy_rejects_higress_check_size() {
     let Some(binary) = envoy::envoy_binary() else {
-        println!("skipped: no Envoy binary (set ADMITPILOT_ENVOY)");
         return;
     };
     let decoded = decode_configmap(json!({"data": {"higress": "{}"}}).as_object().unwrap());

@@ -29,16 +29,18 @@ use envoy_types::pb::envoy::extensions::filters::network::http_connection_manage
 use envoy_types::pb::envoy::extensions::filters::network::rbac::v3::Rbac as NetworkRbac;
 use envoy_types::pb::envoy::extensions::path::r#match::uri_template::v3::UriTemplateMatchConfig;
 use envoy_types::pb::envoy::r#type::matcher::v3::{
-    metadata_matcher, path_matcher, string_matcher, value_matcher, MetadataMatcher, PathMatcher,
-    RegexMatcher, StringMatcher, ValueMatcher,
+    list_matcher, metadata_matcher, path_matcher, string_matcher, value_matcher, ListMatcher,
+    MetadataMatcher, OrMatcher, PathMatcher, RegexMatcher, StringMatcher, ValueMatcher,
 };
 use envoy_types::pb::google::protobuf::UInt32Value;
 
+use super::authn::{JWT_AUTHN, PAYLOAD_KEY};
 use super::envoy::any;
 use super::Proxy;
 use crate::model::istio::authorization_policy::{
     Action, AuthorizationPolicy, Condition, Operation, Rule, Source,
 };
+use crate::model::istio::proxy_config::TypeWorkloadSelector;
 use crate::model::{ConfigObject, Kind, Snapshot, Spec};
 
 /// Name of Envoy's HTTP RBAC filter.
@@ -61,27 +63,45 @@ pub fn gateway_policies<'s>(
             _ => None,
         })
         .filter(|(object, policy)| {
-            let namespace = &object.metadata.namespace;
-            (namespace == &proxy.namespace || root_namespaces.contains(namespace))
-                && policy.target_ref.is_none()
-                && policy.target_refs.is_empty()
-                && policy.selector.as_ref().is_none_or(|selector| {
-                    selector
-                        .match_labels
-                        .iter()
-                        .all(|(k, v)| proxy.labels.get(k) == Some(v))
-                })
+            applies_to(
+                &object.metadata.namespace,
+                policy.selector.as_ref(),
+                policy.target_ref.is_some() || !policy.target_refs.is_empty(),
+                proxy,
+                root_namespaces,
+            )
         })
         .collect()
 }
 
-/// The authorization filters of one gateway, in Istio's order.
+/// Whether a security policy in `namespace` applies to `proxy`: in the proxy's namespace or a root namespace, not
+/// attached by `targetRefs` (not enforced), and selecting the proxy's labels (no selector: every workload).
+pub fn applies_to(
+    namespace: &str,
+    selector: Option<&TypeWorkloadSelector>,
+    attached: bool,
+    proxy: &Proxy,
+    root_namespaces: &[String],
+) -> bool {
+    (namespace == proxy.namespace || root_namespaces.iter().any(|root| root == namespace))
+        && !attached
+        && selector.is_none_or(|selector| {
+            selector
+                .match_labels
+                .iter()
+                .all(|(k, v)| proxy.labels.get(k) == Some(v))
+        })
+}
+
+/// The authentication and authorization filters of one gateway, in Istio's order.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct GatewayAuthz {
     /// For HTTP connection managers, before the other HTTP filters.
     pub http: Vec<HttpFilter>,
     /// For TCP and TLS-passthrough filter chains, before the TCP proxy.
     pub tcp: Vec<Filter>,
+    /// The servers the JWT filter fetches keys from (`jwksUri`), which need clusters.
+    pub jwks: Vec<super::authn::JwksUpstream>,
 }
 
 /// The authorization filters for the policies of `proxy` (none when no policy applies).
@@ -92,6 +112,11 @@ pub fn gateway_filters(
 ) -> GatewayAuthz {
     let policies = gateway_policies(snapshot, proxy, root_namespaces);
     let mut out = GatewayAuthz::default();
+    // Authentication comes before authorization.
+    if let Some(authn) = super::authn::jwt_filter(snapshot, proxy, root_namespaces) {
+        out.http.push(authn.filter);
+        out.jwks = authn.upstreams;
+    }
     for (action, envoy_action, stat) in [
         (Action::Audit, rbac::Action::Log, "audit"),
         (Action::Deny, rbac::Action::Deny, "deny"),
@@ -343,9 +368,17 @@ fn condition_side(c: &Condition) -> Side {
             "source.namespace" => authenticated(regex(&format!(".*/ns/{}/.*", regex::escape(v)))),
             "source.principal" => peer_principal(v),
             "request.auth.principal" => request_principal(v),
-            // Other request.auth.* attributes and anything else: JWT metadata this gateway never has, so the
-            // condition never holds (as in Istio without a RequestAuthentication).
-            _ => metadata(key, wildcard(v)),
+            "request.auth.audiences" => claim(&["aud"], v),
+            "request.auth.presenter" => claim(&["azp"], v),
+            // request.auth.claims[a][b]…: a (nested) claim of the validated token.
+            _ => {
+                let path: Vec<&str> = key
+                    .strip_prefix("request.auth.claims[")
+                    .and_then(|rest| rest.strip_suffix(']'))
+                    .map(|inner| inner.split("][").collect())
+                    .unwrap_or_default();
+                claim(&path, v)
+            }
         }
     };
     let mut all = Vec::new();
@@ -414,19 +447,45 @@ fn peer_principal(value: &str) -> Principal {
     authenticated(wildcard(&format!("spiffe://{value}")))
 }
 
-/// A JWT principal (`<iss>/<sub>`), from the metadata Istio's authentication filter sets.
+/// A JWT principal (`<iss>/<sub>`, either side may be `*`), from the payload the JWT filter validated.
 fn request_principal(value: &str) -> Principal {
-    metadata("request.auth.principal", wildcard(value))
+    match value.rsplit_once('/') {
+        _ if value == "*" => claim(&["iss"], "*"),
+        Some((issuer, subject)) => {
+            and_principals(vec![claim(&["iss"], issuer), claim(&["sub"], subject)])
+        }
+        None => claim(&["iss"], value),
+    }
 }
 
-fn metadata(key: &str, value: StringMatcher) -> Principal {
+/// A claim (by its path in the payload) of the validated token: a string claim matching `value`, or a list claim
+/// with an element matching it. Without a validated token there is no payload, and nothing matches.
+fn claim(path: &[&str], value: &str) -> Principal {
+    if path.is_empty() {
+        return not_principal(principal(principal::Identifier::Any(true)));
+    }
+    let string = ValueMatcher {
+        match_pattern: Some(value_matcher::MatchPattern::StringMatch(wildcard(value))),
+    };
+    let element = ValueMatcher {
+        match_pattern: Some(value_matcher::MatchPattern::ListMatch(Box::new(
+            ListMatcher {
+                match_pattern: Some(list_matcher::MatchPattern::OneOf(Box::new(string.clone()))),
+            },
+        ))),
+    };
     let matcher = MetadataMatcher {
-        filter: "istio_authn".into(),
-        path: vec![metadata_matcher::PathSegment {
-            segment: Some(metadata_matcher::path_segment::Segment::Key(key.into())),
-        }],
+        filter: JWT_AUTHN.into(),
+        path: std::iter::once(PAYLOAD_KEY)
+            .chain(path.iter().copied())
+            .map(|key| metadata_matcher::PathSegment {
+                segment: Some(metadata_matcher::path_segment::Segment::Key(key.into())),
+            })
+            .collect(),
         value: Some(ValueMatcher {
-            match_pattern: Some(value_matcher::MatchPattern::StringMatch(value)),
+            match_pattern: Some(value_matcher::MatchPattern::OrMatch(OrMatcher {
+                value_matchers: vec![string, element],
+            })),
         }),
         ..Default::default()
     };

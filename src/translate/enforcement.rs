@@ -41,6 +41,32 @@ pub fn unenforced(object: &ConfigObject) -> Option<Unenforced> {
         };
         return part.map(|(field, why)| Unenforced { field, why });
     }
+    if let Spec::RequestAuthentication(ra) = &object.spec {
+        let part = if ra.target_ref.is_some() || !ra.target_refs.is_empty() {
+            Some((
+                "spec.targetRefs",
+                "a RequestAuthentication attached by targetRefs is not enforced on gateways by admitpilot: use a \
+                 selector naming the gateway's labels",
+            ))
+        } else if ra.jwt_rules.iter().any(|rule| {
+            rule.jwks.as_deref().is_none_or(str::is_empty)
+                && rule
+                    .jwks_uri
+                    .as_deref()
+                    .and_then(super::authn::jwks_upstream)
+                    .is_none()
+        }) {
+            Some((
+                "spec.jwtRules.jwksUri",
+                "a JWT rule with neither inline `jwks` nor a `jwksUri` of the form http(s)://host[:port]/path is not \
+                 enforced on gateways by admitpilot (it does not discover keys from the issuer's OpenID \
+                 configuration): tokens of that issuer are rejected",
+            ))
+        } else {
+            None
+        };
+        return part.map(|(field, why)| Unenforced { field, why });
+    }
     unenforced_kind(object.kind()).map(|why| Unenforced { field: "spec", why })
 }
 
@@ -49,10 +75,6 @@ pub fn unenforced(object: &ConfigObject) -> Option<Unenforced> {
 /// users can search for it.
 fn unenforced_kind(kind: Kind) -> Option<&'static str> {
     let why = match kind {
-        Kind::RequestAuthentication => {
-            "RequestAuthentication is not enforced on gateways by admitpilot: no JWT filter is generated, so \
-             gateways do not check tokens"
-        }
         Kind::PeerAuthentication => {
             "PeerAuthentication is not enforced on gateways by admitpilot: its mTLS mode does not change how \
              gateways accept connections"
@@ -82,6 +104,7 @@ fn unenforced_kind(kind: Kind) -> Option<&'static str> {
             "WorkloadGroup is not enforced on gateways by admitpilot: only WorkloadEntry objects become endpoints"
         }
         Kind::AuthorizationPolicy
+        | Kind::RequestAuthentication
         | Kind::VirtualService
         | Kind::DestinationRule
         | Kind::Gateway
@@ -109,7 +132,7 @@ mod tests {
             .copied()
             .filter(|kind| unenforced_kind(*kind).is_some())
             .collect();
-        assert_eq!(kinds.len(), 11, "{kinds:?}");
+        assert_eq!(kinds.len(), 10, "{kinds:?}");
         for kind in kinds {
             let why = unenforced_kind(kind).unwrap_or_default();
             assert!(

@@ -34,10 +34,11 @@ use envoy_types::pb::envoy::extensions::transport_sockets::tls::v3::Secret;
 use envoy_types::pb::google::protobuf::BoolValue;
 
 use crate::model::decode::{decode, DecodeOptions, Decoded};
-use crate::model::istio::destination_rule::Subset;
+use crate::model::istio::destination_rule::{ClientTlsMode, ClientTlsSettings, Subset};
 use crate::model::istio::VirtualService;
 use crate::model::{ConfigObject, Kind, Snapshot, Spec};
 
+pub mod authn;
 pub mod authz;
 pub mod cluster;
 pub mod dangling;
@@ -207,6 +208,8 @@ impl VhostPlan {
 struct ClusterInputs {
     /// Referenced clusters no service defines.
     extra: BTreeSet<ClusterRef>,
+    /// Servers the JWT filter fetches keys from.
+    jwks: Vec<authn::JwksUpstream>,
     /// Credentials the clusters' upstream TLS names.
     credentials: BTreeSet<String>,
 }
@@ -416,15 +419,18 @@ impl Translator {
             .collect();
         let mut clusters_reused = false;
         match &self.clusters {
-            Some(inputs) if inputs.extra == extra && !self.touched.clusters => {
+            Some(inputs)
+                if inputs.extra == extra && inputs.jwks == authz.jwks && !self.touched.clusters =>
+            {
                 out.clusters = previous.clusters;
                 out.endpoints = previous.endpoints;
                 clusters_reused = true;
             }
             _ => {
-                let cluster_credentials = build_clusters(&cx, &extra, &mut out);
+                let cluster_credentials = build_clusters(&cx, &extra, &authz.jwks, &mut out);
                 self.clusters = Some(ClusterInputs {
                     extra,
+                    jwks: authz.jwks,
                     credentials: cluster_credentials,
                 });
             }
@@ -922,10 +928,15 @@ fn ca_secret(cx: &Context<'_>, name: &str) -> Option<Secret> {
     }
 }
 
-/// Builds the SDS secrets for the credentials in use (certificate and, when present, CA bundle).
+/// Builds the SDS secrets for the credentials in use (certificate and, when present, CA bundle) and for the
+/// `file-cert:`/`file-root:` names of TLS settings given as files.
 fn build_secrets(cx: &Context<'_>, credentials: &BTreeSet<String>) -> Vec<Secret> {
     let mut out = Vec::new();
     for name in credentials {
+        if let Some(s) = secret::from_files(name) {
+            out.push(s);
+            continue;
+        }
         if let Some(s) = kube_secret(cx, name).and_then(|s| secret::certificate(name, s)) {
             out.push(s);
         }
@@ -1078,11 +1089,12 @@ fn for_each_service_cluster<'r>(
 }
 
 /// Builds the clusters (and load assignments) of every visible service port and DestinationRule subset,
-/// plus an empty EDS cluster for each of `extra`, sorted by name into `out`; returns the credentials the
-/// clusters' upstream TLS names.
+/// plus an empty EDS cluster for each of `extra` and a DNS cluster for each JWKS server no service defines,
+/// sorted by name into `out`; returns the credentials the clusters' upstream TLS names.
 fn build_clusters(
     cx: &Context<'_>,
     extra: &BTreeSet<ClusterRef>,
+    jwks: &[authn::JwksUpstream],
     out: &mut GatewayResources,
 ) -> BTreeSet<String> {
     let mut credentials = BTreeSet::new();
@@ -1128,11 +1140,55 @@ fn build_clusters(
             endpoints.push(cluster::load_assignment(&name, &[]));
         }
     }
+    for upstream in jwks {
+        let name = upstream.cluster_name();
+        if !cx.defined.contains(&name) && names.insert(name) {
+            clusters.push(jwks_cluster(upstream, &mut credentials));
+        }
+    }
     clusters.sort_by(|a, b| a.name.cmp(&b.name));
     endpoints.sort_by(|a, b| a.cluster_name.cmp(&b.cluster_name));
     out.clusters = clusters;
     out.endpoints = endpoints;
     credentials
+}
+
+/// A cluster for a JWKS server no service defines: its host resolved by DNS, and for `https` TLS checked against
+/// the system's roots (and, for a host name, its name as SNI and subject alternative name); adds the secrets that
+/// TLS needs to `credentials`.
+fn jwks_cluster(upstream: &authn::JwksUpstream, credentials: &mut BTreeSet<String>) -> Cluster {
+    let endpoint = cluster::Endpoint {
+        address: upstream.host.clone(),
+        port: upstream.port,
+        region: String::new(),
+        zone: String::new(),
+        subzone: String::new(),
+        weight: 1,
+        labels: BTreeMap::new(),
+    };
+    let mut out = cluster::cluster(
+        &upstream.cluster_name(),
+        cluster::Discovery::LogicalDns,
+        &[endpoint],
+    );
+    if upstream.tls {
+        let named = upstream.host.parse::<std::net::IpAddr>().is_err();
+        let name = if named {
+            upstream.host.clone()
+        } else {
+            String::new()
+        };
+        credentials.extend(policy::apply_tls(
+            &mut out,
+            &ClientTlsSettings {
+                mode: Some(ClientTlsMode::Simple),
+                sni: name.clone(),
+                subject_alt_names: named.then_some(name).into_iter().collect(),
+                ..Default::default()
+            },
+        ));
+    }
+    out
 }
 
 #[cfg(test)]

@@ -39,6 +39,26 @@ pub fn credential_ca_secret(credential_name: &str) -> String {
     format!("kubernetes://{credential_name}-cacert")
 }
 
+/// Prefix of the SDS name of a certificate and key read from files on the gateway.
+pub const FILE_CERT_PREFIX: &str = "file-cert:";
+/// Prefix of the SDS name of a CA bundle (and revocation list) read from files on the gateway.
+pub const FILE_ROOT_PREFIX: &str = "file-root:";
+
+/// Returns the SDS name of a client certificate and key in files, as Istio names it: `file-cert:<cert>~<key>`.
+pub fn file_cert_secret(certificate: &str, private_key: &str) -> String {
+    format!("{FILE_CERT_PREFIX}{certificate}~{private_key}")
+}
+
+/// Returns the SDS name of a CA bundle in a file, as Istio names it: `file-root:<ca>`, or `file-root:<ca>~<crl>`
+/// with a certificate revocation list.
+pub fn file_root_secret(ca: &str, crl: &str) -> String {
+    if crl.is_empty() {
+        format!("{FILE_ROOT_PREFIX}{ca}")
+    } else {
+        format!("{FILE_ROOT_PREFIX}{ca}~{crl}")
+    }
+}
+
 /// Returns the fully qualified name of a Kubernetes Service: `<name>.<namespace>.svc.<suffix>`.
 pub fn service_fqdn(name: &str, namespace: &str, domain_suffix: &str) -> String {
     format!("{name}.{namespace}.svc.{domain_suffix}")

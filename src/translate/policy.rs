@@ -14,13 +14,13 @@ use envoy_types::pb::envoy::config::cluster::v3::{
     cluster, Cluster, OutlierDetection, UpstreamConnectionOptions,
 };
 use envoy_types::pb::envoy::config::core::v3::{
-    data_source, transport_socket, DataSource, Http1ProtocolOptions, Http2ProtocolOptions,
+    transport_socket, Http1ProtocolOptions, Http2ProtocolOptions,
     HttpProtocolOptions as CoreHttpOptions, TcpKeepalive, TransportSocket,
 };
 use envoy_types::pb::envoy::config::route::v3::route_action::{hash_policy, HashPolicy};
 use envoy_types::pb::envoy::extensions::transport_sockets::tls::v3::{
     common_tls_context, subject_alt_name_matcher, CertificateValidationContext, CommonTlsContext,
-    SdsSecretConfig, SubjectAltNameMatcher, TlsCertificate, UpstreamTlsContext,
+    SdsSecretConfig, SubjectAltNameMatcher, UpstreamTlsContext,
 };
 use envoy_types::pb::envoy::extensions::upstreams::http::v3::{
     http_protocol_options, HttpProtocolOptions,
@@ -454,13 +454,6 @@ fn apply_outlier_detection(out: &mut Cluster, outlier: &IstioOutlier) {
     }
 }
 
-fn file(path: &str) -> Option<DataSource> {
-    (!path.is_empty()).then(|| DataSource {
-        specifier: Some(data_source::Specifier::Filename(path.to_string())),
-        ..Default::default()
-    })
-}
-
 fn sds(name: String) -> SdsSecretConfig {
     SdsSecretConfig {
         name,
@@ -468,9 +461,14 @@ fn sds(name: String) -> SdsSecretConfig {
     }
 }
 
-/// Sets the upstream TLS socket; returns the credential names (SDS) it needs. ISTIO_MUTUAL needs mesh
+/// The system CA bundle of the Istio and Higress gateway images (Debian and Ubuntu based), read when a client TLS
+/// setting asks for subject alternative names without giving a CA.
+pub const SYSTEM_CA_BUNDLE: &str = "/etc/ssl/certs/ca-certificates.crt";
+
+/// Sets the upstream TLS socket; returns the credential names (SDS: Secret names, `file-cert:`/`file-root:` names)
+/// it needs. ISTIO_MUTUAL needs mesh
 /// certificates admitpilot does not issue, so it (like DISABLE) leaves the cluster in plain text.
-fn apply_tls(out: &mut Cluster, tls: &ClientTlsSettings) -> Vec<String> {
+pub fn apply_tls(out: &mut Cluster, tls: &ClientTlsSettings) -> Vec<String> {
     let mutual = match tls.mode {
         Some(ClientTlsMode::Simple) => false,
         Some(ClientTlsMode::Mutual) => true,
@@ -494,23 +492,17 @@ fn apply_tls(out: &mut Cluster, tls: &ClientTlsSettings) -> Vec<String> {
             );
         }
     } else {
+        // Files on the gateway are read through SDS (`file-cert:`/`file-root:`), so a missing file fails that
+        // secret, and the clusters using it, rather than the whole cluster update.
         if mutual {
-            common.tls_certificates.push(TlsCertificate {
-                certificate_chain: file(&tls.client_certificate),
-                private_key: file(&tls.private_key),
-                ..Default::default()
-            });
+            let name = naming::file_cert_secret(&tls.client_certificate, &tls.private_key);
+            common
+                .tls_certificate_sds_secret_configs
+                .push(sds(name.clone()));
+            credentials.push(name);
         }
         if !skip_verify {
-            let mut validation = CertificateValidationContext {
-                trusted_ca: file(&tls.ca_certificates),
-                crl: file(&tls.ca_crl),
-                ..Default::default()
-            };
-            if validation.trusted_ca.is_none() {
-                validation.system_root_certs = Some(Default::default());
-            }
-            validation.match_typed_subject_alt_names = tls
+            let sans: Vec<SubjectAltNameMatcher> = tls
                 .subject_alt_names
                 .iter()
                 .map(|san| SubjectAltNameMatcher {
@@ -522,8 +514,34 @@ fn apply_tls(out: &mut Cluster, tls: &ClientTlsSettings) -> Vec<String> {
                     ..Default::default()
                 })
                 .collect();
-            common.validation_context_type =
-                Some(common_tls_context::ValidationContextType::ValidationContext(validation));
+            // Envoy refuses name checks against its built-in system roots, so those read the system bundle.
+            let ca = match tls.ca_certificates.as_str() {
+                "" if sans.is_empty() && tls.ca_crl.is_empty() => None,
+                "" => Some(SYSTEM_CA_BUNDLE),
+                path => Some(path),
+            };
+            common.validation_context_type = Some(match ca {
+                None => common_tls_context::ValidationContextType::ValidationContext(
+                    CertificateValidationContext {
+                        system_root_certs: Some(Default::default()),
+                        ..Default::default()
+                    },
+                ),
+                Some(ca) => {
+                    let name = naming::file_root_secret(ca, &tls.ca_crl);
+                    credentials.push(name.clone());
+                    common_tls_context::ValidationContextType::CombinedValidationContext(
+                        common_tls_context::CombinedCertificateValidationContext {
+                            default_validation_context: Some(CertificateValidationContext {
+                                match_typed_subject_alt_names: sans,
+                                ..Default::default()
+                            }),
+                            validation_context_sds_secret_config: Some(sds(name)),
+                            ..Default::default()
+                        },
+                    )
+                }
+            });
         }
     }
     let context = UpstreamTlsContext {

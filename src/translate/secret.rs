@@ -1,5 +1,7 @@
-//! SDS secrets (pure): takes the Kubernetes Secret a Gateway server names in `credentialName` and yields the
-//! Envoy `Secret`s (`kubernetes://<name>` certificate + key, `kubernetes://<name>-cacert` CA bundle).
+//! SDS secrets (pure): takes the Kubernetes Secret a Gateway server or DestinationRule names in `credentialName`
+//! and yields the Envoy `Secret`s (`kubernetes://<name>` certificate + key, `kubernetes://<name>-cacert` CA
+//! bundle); takes a `file-cert:`/`file-root:` name (DestinationRule TLS from files) and yields the Secret that has
+//! the gateway's Envoy read those files, so a missing file fails that secret (and the clusters using it) alone.
 
 use envoy_types::pb::envoy::config::core::v3::{data_source, DataSource};
 use envoy_types::pb::envoy::extensions::transport_sockets::tls::v3::{
@@ -40,6 +42,37 @@ fn inline(bytes: Vec<u8>) -> DataSource {
         specifier: Some(data_source::Specifier::InlineBytes(bytes)),
         ..Default::default()
     }
+}
+
+/// Builds the Secret a `file-cert:<cert>~<key>` or `file-root:<ca>[~<crl>]` name stands for (see
+/// [`naming::file_cert_secret`], [`naming::file_root_secret`]); `None` for any other name.
+pub fn from_files(name: &str) -> Option<Secret> {
+    let file = |path: &str| DataSource {
+        specifier: Some(data_source::Specifier::Filename(path.to_string())),
+        ..Default::default()
+    };
+    let r#type = if let Some(paths) = name.strip_prefix(naming::FILE_CERT_PREFIX) {
+        let (chain, key) = paths.rsplit_once('~')?;
+        secret::Type::TlsCertificate(TlsCertificate {
+            certificate_chain: Some(file(chain)),
+            private_key: Some(file(key)),
+            ..Default::default()
+        })
+    } else {
+        let paths = name.strip_prefix(naming::FILE_ROOT_PREFIX)?;
+        let (ca, crl) = paths
+            .split_once('~')
+            .map_or((paths, None), |(ca, crl)| (ca, Some(crl)));
+        secret::Type::ValidationContext(CertificateValidationContext {
+            trusted_ca: Some(file(ca)),
+            crl: crl.map(file),
+            ..Default::default()
+        })
+    };
+    Some(Secret {
+        name: name.to_string(),
+        r#type: Some(r#type),
+    })
 }
 
 /// Builds `kubernetes://<credential>` from the Secret's certificate and key; `None` when either is missing.
@@ -102,6 +135,28 @@ mod tests {
         assert_eq!(cert.name, "kubernetes://gw-cert");
         let ca = ca_bundle("gw-cert", &s, None).unwrap();
         assert_eq!(ca.name, "kubernetes://gw-cert-cacert");
+    }
+
+    #[test]
+    fn file_names_become_file_secrets() {
+        let cert = from_files(&naming::file_cert_secret("/c.pem", "/k.pem")).unwrap();
+        let Some(secret::Type::TlsCertificate(tls)) = cert.r#type else {
+            panic!("not a certificate: {cert:?}");
+        };
+        assert_eq!(
+            tls.private_key.unwrap().specifier,
+            Some(data_source::Specifier::Filename("/k.pem".into()))
+        );
+        let root = from_files(&naming::file_root_secret("/ca.pem", "/crl.pem")).unwrap();
+        let Some(secret::Type::ValidationContext(ca)) = root.r#type else {
+            panic!("not a CA: {root:?}");
+        };
+        assert_eq!(
+            ca.trusted_ca.unwrap().specifier,
+            Some(data_source::Specifier::Filename("/ca.pem".into()))
+        );
+        assert!(ca.crl.is_some());
+        assert!(from_files("kubernetes://x").is_none());
     }
 
     #[test]

@@ -9,12 +9,16 @@ use std::time::Duration;
 /// How long e2e tests wait for Envoy to converge.
 pub const CONVERGE: Duration = Duration::from_secs(30);
 
-/// The Envoy binary, or `None` (the caller prints a skip message).
+/// The Envoy binary, or `None` after printing a skip message (the caller returns).
 pub fn envoy_binary() -> Option<PathBuf> {
     let path = std::env::var_os("ADMITPILOT_ENVOY")
         .map(PathBuf::from)
         .unwrap_or_else(|| Path::new(env!("CARGO_MANIFEST_DIR")).join(".venv/bin/envoy"));
-    path.exists().then_some(path)
+    if !path.exists() {
+        eprintln!("skipping: Envoy not found (set ADMITPILOT_ENVOY or install .venv/bin/envoy)");
+        return None;
+    }
+    Some(path)
 }
 
 /// `GRPC` (SotW) or `DELTA_GRPC`.

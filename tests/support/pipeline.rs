@@ -52,6 +52,19 @@ pub fn api_config_dir(port: u16, backend_port: u16) -> tempfile::TempDir {
     dir
 }
 
+/// [`api_config_dir`] on a free port, plus a VirtualService routing every other path (`/`) to the same backend;
+/// returns the gateway port and the folder.
+pub fn catch_all_config_dir(backend_port: u16) -> (u16, tempfile::TempDir) {
+    let port = free_port();
+    let dir = api_config_dir(port, backend_port);
+    write(
+        dir.path(),
+        "root.yaml",
+        &virtual_service("root", "/", backend_port),
+    );
+    (port, dir)
+}
+
 /// The `higress-config` ConfigMap (namespace `higress-system`) whose `higress` key holds `higress_yaml`.
 pub fn higress_config(higress_yaml: &str) -> String {
     let indented: String = higress_yaml
