@@ -10,11 +10,13 @@ mod envoy_filter;
 mod gateway;
 pub mod higress_config;
 mod higress_wasm_plugin;
+mod host_index;
 mod http2rpc;
 mod mcp_bridge;
 mod peer_authentication;
 mod proxy_config;
 pub mod references;
+pub mod regex;
 mod request_authentication;
 mod service_entry;
 mod sidecar;
@@ -133,6 +135,7 @@ fn touches(rule: &str, error: &str) -> bool {
 
 /// Runs the rules of the object's kind and returns their findings (decode findings are not included).
 pub fn validate_object(object: &ConfigObject) -> Vec<Finding> {
+    regex::start_object();
     let mut out = Findings::default();
     let meta = &object.metadata;
     common::validate_metadata(object.kind(), meta, &mut out);

@@ -4,8 +4,12 @@
 //! networking kinds reuse.
 
 use std::collections::BTreeMap;
+use std::hash::{Hash, Hasher};
+
+use ahash::{AHashMap, AHashSet};
 
 use super::common::{self, FieldPath};
+use super::host_index::HostIndex;
 use crate::model::istio::virtual_service::{
     CorsPolicy, Destination, HeaderOperations, Headers, HttpDirectResponse, HttpFaultInjection,
     HttpMatchRequest, HttpMirrorPolicy, HttpRedirect, HttpRetry, HttpRewrite, HttpRoute,
@@ -76,11 +80,15 @@ pub fn validate(spec: &VirtualService, meta: &ObjectMeta, out: &mut Findings) {
         }
     }
     {
+        let hosts = VsHosts {
+            names: &spec.hosts,
+            index: HostIndex::of(&spec.hosts),
+        };
         let mut tls = p.field("tls");
         for (i, route) in spec.tls.iter().enumerate() {
             validate_tls_route(
                 route,
-                spec,
+                &hosts,
                 applies_to_gateway,
                 gateway_semantics,
                 &mut tls.index(i),
@@ -178,15 +186,16 @@ fn validate_hosts(
         }
     }
     if all_valid {
-        for (i, a) in spec.hosts.iter().enumerate() {
-            for b in &spec.hosts[i + 1..] {
-                if hosts_overlap(a, b) {
-                    out.error(
-                        hosts_path.as_str(),
-                        format!("duplicate or overlapping hosts {a:?} and {b:?}"),
-                    );
-                }
+        // Each host is reported once, against the first earlier host it overlaps.
+        let mut seen = HostIndex::default();
+        for (i, b) in spec.hosts.iter().enumerate() {
+            if let Some(a) = seen.overlapping(b).map(|at| &spec.hosts[at]) {
+                out.error(
+                    hosts_path.as_str(),
+                    format!("duplicate or overlapping hosts {a:?} and {b:?}"),
+                );
             }
+            seen.insert(b, i);
         }
     }
 }
@@ -219,26 +228,6 @@ fn check_gateway_bound_host(sni: bool, host: &str) -> Result<(), String> {
         return Ok(());
     }
     common::check_wildcard_domain(host)
-}
-
-/// Tells whether two host names (possibly wildcards) can match the same name.
-pub(super) fn hosts_overlap(a: &str, b: &str) -> bool {
-    match (a.strip_prefix('*'), b.strip_prefix('*')) {
-        (Some(sa), Some(sb)) => sa.ends_with(sb) || sb.ends_with(sa),
-        (Some(sa), None) => b.ends_with(sa),
-        (None, Some(sb)) => a.ends_with(sb),
-        (None, None) => a == b,
-    }
-}
-
-/// Tells whether host `a` is a subset of host `b` (every name `a` matches, `b` matches too).
-fn host_subset_of(a: &str, b: &str) -> bool {
-    match (a.strip_prefix('*'), b.strip_prefix('*')) {
-        (Some(sa), Some(sb)) => a.len() >= b.len() && sa.ends_with(sb),
-        (Some(_), None) => false,
-        (None, Some(sb)) => a.ends_with(sb),
-        (None, None) => a == b,
-    }
 }
 
 /// Validates gateway references: `namespace/name` (both DNS labels) or a legacy FQDN (`name.namespace`, warned).
@@ -986,9 +975,29 @@ fn check_total_weight(count: usize, total: u64, p: &FieldPath, out: &mut Finding
 // ---------------------------------------------------------------------------------------------------------------
 // TLS and TCP routes
 
+/// The hosts of the VirtualService, listed and indexed, for the SNI host checks.
+struct VsHosts<'a> {
+    names: &'a [String],
+    index: HostIndex<'a>,
+}
+
+/// Hosts named in full in a message; the rest are counted.
+const HOSTS_SHOWN: usize = 5;
+
+impl VsHosts<'_> {
+    /// The first few hosts, then how many more there are.
+    fn describe(&self) -> String {
+        let shown = self.names[..self.names.len().min(HOSTS_SHOWN)].join(", ");
+        match self.names.len().saturating_sub(HOSTS_SHOWN) {
+            0 => shown,
+            more => format!("{shown} and {more} more"),
+        }
+    }
+}
+
 fn validate_tls_route(
     route: &TlsRoute,
-    spec: &VirtualService,
+    hosts: &VsHosts<'_>,
     applies_to_gateway: bool,
     gateway_semantics: bool,
     p: &mut FieldPath,
@@ -1000,7 +1009,7 @@ fn validate_tls_route(
     {
         let mut m = p.field("match");
         for (i, mr) in route.matches.iter().enumerate() {
-            validate_tls_match(mr, spec, applies_to_gateway, &mut m.index(i), out);
+            validate_tls_match(mr, hosts, applies_to_gateway, &mut m.index(i), out);
         }
     }
     if route.route.is_empty() {
@@ -1020,7 +1029,7 @@ fn validate_tls_route(
 
 fn validate_tls_match(
     mr: &TlsMatchAttributes,
-    spec: &VirtualService,
+    hosts: &VsHosts<'_>,
     applies_to_gateway: bool,
     p: &mut FieldPath,
     out: &mut Findings,
@@ -1034,7 +1043,7 @@ fn validate_tls_match(
     {
         let mut sni = p.field("sniHosts");
         for (i, host) in mr.sni_hosts.iter().enumerate() {
-            validate_sni_host(host, spec, applies_to_gateway, sni.index(i).as_str(), out);
+            validate_sni_host(host, hosts, applies_to_gateway, sni.index(i).as_str(), out);
         }
     }
     validate_l4_common(
@@ -1049,7 +1058,7 @@ fn validate_tls_match(
 
 fn validate_sni_host(
     host: &str,
-    spec: &VirtualService,
+    hosts: &VsHosts<'_>,
     applies_to_gateway: bool,
     path: &str,
     out: &mut Findings,
@@ -1070,12 +1079,12 @@ fn validate_sni_host(
         }
         return;
     }
-    if !spec.hosts.iter().any(|h| host_subset_of(host, h)) {
+    if hosts.index.covering(host).is_none() {
         out.error(
             path,
             format!(
                 "SNI host {host:?} is not covered by any of the VirtualService hosts [{}]",
-                spec.hosts.join(", ")
+                hosts.describe()
             ),
         );
     }
@@ -1268,8 +1277,107 @@ fn covers(a: &PrefixMatch, b: &PrefixMatch) -> bool {
         && maps(&a.without, &b.without)
 }
 
+/// Earlier prefix matches compared with each later one, at most, by the "covered by an earlier prefix" analysis.
+const MAX_COVER_CHECKS: usize = 64;
+
+/// An HTTP match compared and hashed without its name (names do not affect routing).
+struct Unnamed<'a>(&'a HttpMatchRequest);
+
+impl PartialEq for Unnamed<'_> {
+    fn eq(&self, other: &Self) -> bool {
+        same_http_match(self.0, other.0)
+    }
+}
+
+impl Eq for Unnamed<'_> {}
+
+impl Hash for Unnamed<'_> {
+    fn hash<H: Hasher>(&self, state: &mut H) {
+        let HttpMatchRequest {
+            name: _,
+            uri,
+            scheme,
+            method,
+            authority,
+            headers,
+            port,
+            source_labels,
+            gateways,
+            query_params,
+            ignore_uri_case,
+            without_headers,
+            source_namespace,
+            stat_prefix,
+        } = self.0;
+        (uri, scheme, method, authority, headers, port).hash(state);
+        (source_labels, gateways, query_params, ignore_uri_case).hash(state);
+        (without_headers, source_namespace, stat_prefix).hash(state);
+    }
+}
+
+/// Prefix matches by URI prefix, byte by byte, so that the matches whose prefix starts a given URI are found in
+/// time linear in its length.
+#[derive(Default)]
+struct PrefixTrie {
+    /// Node 0 is the empty prefix.
+    nodes: Vec<TrieNode>,
+}
+
+#[derive(Default)]
+struct TrieNode {
+    /// Children by next byte, sorted.
+    children: Vec<(u8, usize)>,
+    /// Matches whose prefix ends here.
+    matches: Vec<usize>,
+}
+
+impl PrefixTrie {
+    fn child(&self, node: usize, byte: u8) -> Option<usize> {
+        let children = &self.nodes[node].children;
+        children
+            .binary_search_by_key(&byte, |(b, _)| *b)
+            .ok()
+            .map(|at| children[at].1)
+    }
+
+    fn insert(&mut self, prefix: &str, item: usize) {
+        if self.nodes.is_empty() {
+            self.nodes.push(TrieNode::default());
+        }
+        let mut node = 0;
+        for byte in prefix.bytes() {
+            node = match self.nodes[node]
+                .children
+                .binary_search_by_key(&byte, |(b, _)| *b)
+            {
+                Ok(at) => self.nodes[node].children[at].1,
+                Err(at) => {
+                    let next = self.nodes.len();
+                    self.nodes.push(TrieNode::default());
+                    self.nodes[node].children.insert(at, (byte, next));
+                    next
+                }
+            };
+        }
+        self.nodes[node].matches.push(item);
+    }
+
+    /// The matches whose prefix is a proper prefix of `prefix`, shortest prefix first.
+    fn shorter_prefixes<'t>(&'t self, prefix: &'t str) -> impl Iterator<Item = usize> + 't {
+        let mut node = (!self.nodes.is_empty()).then_some(0);
+        let last = prefix.len().saturating_sub(1);
+        prefix.bytes().take(last).flat_map(move |byte| {
+            node = node.and_then(|n| self.child(n, byte));
+            node.map(|n| self.nodes[n].matches.as_slice())
+                .unwrap_or_default()
+                .iter()
+                .copied()
+        })
+    }
+}
+
 fn warn_unreachable_http(routes: &[HttpRoute], path: &str, out: &mut Findings) {
-    let mut seen: Vec<(&HttpMatchRequest, usize)> = Vec::new();
+    let mut seen: AHashMap<Unnamed<'_>, usize> = AHashMap::default();
     let mut catch_all: Option<usize> = None;
     let mut prefixes = Vec::new();
     for (r, route) in routes.iter().enumerate() {
@@ -1298,7 +1406,7 @@ fn warn_unreachable_http(routes: &[HttpRoute], path: &str, out: &mut Findings) {
                 );
                 continue;
             }
-            if let Some((_, first)) = seen.iter().find(|(other, _)| same_http_match(other, mr)) {
+            if let Some(first) = seen.get(&Unnamed(mr)) {
                 out.warning(
                     path,
                     format!(
@@ -1311,7 +1419,7 @@ fn warn_unreachable_http(routes: &[HttpRoute], path: &str, out: &mut Findings) {
                 duplicates += 1;
                 continue;
             }
-            seen.push((mr, r));
+            seen.insert(Unnamed(mr), r);
             prefixes.extend(prefix_match(route, r, mr, m));
         }
         if duplicates == route.matches.len() {
@@ -1324,27 +1432,53 @@ fn warn_unreachable_http(routes: &[HttpRoute], path: &str, out: &mut Findings) {
             );
         }
     }
-    for (i, a) in prefixes.iter().enumerate() {
-        for b in &prefixes[i + 1..] {
-            if a.prefix != b.prefix && covers(a, b) {
-                out.warning(
-                    path,
-                    format!(
-                        "rule {} match {} (prefix {:?}) is never used: match {} (prefix {:?}) of rule {} covers it",
-                        b.rule, b.name, b.prefix, a.name, a.prefix, a.rule
-                    ),
-                );
-            }
+    warn_covered_prefixes(&prefixes, path, out);
+}
+
+/// Warns about each prefix match that an earlier match with a shorter prefix covers (Istio's heuristic), naming
+/// the first such match found; each match is compared with at most [`MAX_COVER_CHECKS`] earlier ones.
+fn warn_covered_prefixes(prefixes: &[PrefixMatch], path: &str, out: &mut Findings) {
+    let mut trie = PrefixTrie::default();
+    let mut truncated = false;
+    for (i, b) in prefixes.iter().enumerate() {
+        let (covering, more) = {
+            let mut candidates = trie.shorter_prefixes(&b.prefix);
+            let covering = candidates
+                .by_ref()
+                .take(MAX_COVER_CHECKS)
+                .map(|at| &prefixes[at])
+                .find(|a| covers(a, b));
+            (covering, candidates.next().is_some())
+        };
+        match covering {
+            Some(a) => out.warning(
+                path,
+                format!(
+                    "rule {} match {} (prefix {:?}) is never used: match {} (prefix {:?}) of rule {} covers it",
+                    b.rule, b.name, b.prefix, a.name, a.prefix, a.rule
+                ),
+            ),
+            None => truncated |= more,
         }
+        trie.insert(&b.prefix, i);
+    }
+    if truncated {
+        out.warning(
+            path,
+            format!(
+                "some matches were compared with only {MAX_COVER_CHECKS} earlier matches of shorter prefixes: a \
+                 match those cover may be never used without a warning"
+            ),
+        );
     }
 }
 
-fn warn_unreachable_l4<'a, M: PartialEq + 'a>(
+fn warn_unreachable_l4<'a, M: Eq + Hash + 'a>(
     routes: impl Iterator<Item = &'a [M]>,
     path: &str,
     out: &mut Findings,
 ) {
-    let mut seen: Vec<&M> = Vec::new();
+    let mut seen: AHashSet<&M> = AHashSet::default();
     let mut catch_all = false;
     for (r, matches) in routes.enumerate() {
         if matches.is_empty() {
@@ -1366,7 +1500,7 @@ fn warn_unreachable_l4<'a, M: PartialEq + 'a>(
                 );
                 continue;
             }
-            if seen.contains(&mr) {
+            if seen.contains(mr) {
                 out.warning(
                     path,
                     format!(
@@ -1375,7 +1509,7 @@ fn warn_unreachable_l4<'a, M: PartialEq + 'a>(
                 );
                 duplicates += 1;
             } else {
-                seen.push(mr);
+                seen.insert(mr);
             }
         }
         if duplicates == matches.len() {

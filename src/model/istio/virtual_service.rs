@@ -306,7 +306,7 @@ pub struct RouteDestination {
 }
 
 /// L4 match conditions for TCP routes.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase", default)]
 pub struct L4MatchAttributes {
     /// Destination IPs or CIDRs.
@@ -330,7 +330,7 @@ pub struct L4MatchAttributes {
 }
 
 /// TLS (SNI) match conditions.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase", default)]
 pub struct TlsMatchAttributes {
     /// SNI values to match (required).
@@ -442,7 +442,7 @@ pub struct RegexRewrite {
 }
 
 /// A string matcher: exact, prefix or RE2 regex (oneof).
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase", default)]
 pub struct StringMatch {
     /// Exact value.

@@ -1,0 +1,264 @@
+//! RE2-style regular expressions (pure): takes a pattern, answers whether Envoy would take it, at a bounded cost.
+//!
+//! Istio checks regexes with Go's `regexp.Compile` and a length limit (`validateStringMatchRegexp`); Envoy then
+//! compiles them with RE2 and rejects a program of more than 100 instructions (runtime
+//! `re2.max_program_size.error_level`), so a pattern Istio admits can still be NACKed. Here a pattern is:
+//! 1. at most [`REGEX_MAX_LEN`] bytes;
+//! 2. parsed as RE2 reads it (`\w`, `\d`, `\s` and `\b` are ASCII), and when it has no Unicode property classes,
+//!    given a lower bound of its RE2 program size ([`re2_program_size_at_least`], checked against Envoy with real
+//!    Envoy in `tests/envoy_validate.rs`): over Envoy's limit is an error naming the limit;
+//! 3. compiled to a Thompson NFA within [`REGEX_COMPILED_SIZE_LIMIT`], after a cheap estimate of that NFA's size
+//!    ([`nfa_weight`]) has ruled out patterns too large to try.
+//!
+//! Verdicts are cached per thread by pattern text, so a pattern repeated across an object costs one check, and the
+//! NFA work one object may cause is capped ([`REGEX_WORK_PER_OBJECT`], reset by [`start_object`]).
+
+use std::cell::{Cell, RefCell};
+
+use ahash::AHashMap;
+use regex_automata::nfa::thompson;
+use regex_automata::util::syntax;
+use regex_syntax::hir::{Class, Hir, HirKind, Look};
+
+/// Istio's limit on regex length.
+pub const REGEX_MAX_LEN: usize = 1024;
+/// Compiled-size limit used while checking a regex (bounds the work a hostile pattern can cause).
+pub const REGEX_COMPILED_SIZE_LIMIT: usize = 4 << 20;
+/// Envoy's default limit on the RE2 program size of a regex (runtime `re2.max_program_size.error_level`).
+pub const ENVOY_RE2_PROGRAM_LIMIT: u64 = 100;
+/// Patterns whose [`nfa_weight`] exceeds this are too large to compile within [`REGEX_COMPILED_SIZE_LIMIT`].
+const NFA_WEIGHT_LIMIT: u64 = 200_000;
+/// The total [`nfa_weight`] of the patterns one object may have compiled; beyond it, patterns are refused.
+pub const REGEX_WORK_PER_OBJECT: u64 = 2_000_000;
+/// Patterns whose verdict a thread remembers; the memory is cleared when full.
+const CACHE_ENTRIES: usize = 4096;
+
+thread_local! {
+    static VERDICTS: RefCell<AHashMap<Box<str>, Result<(), String>>> = RefCell::new(AHashMap::default());
+    static WORK_LEFT: Cell<u64> = const { Cell::new(REGEX_WORK_PER_OBJECT) };
+}
+
+/// Starts the regex work allowance of a new object on this thread (called once per object validated).
+pub fn start_object() {
+    WORK_LEFT.with(|left| left.set(REGEX_WORK_PER_OBJECT));
+}
+
+/// Checks an RE2-style regex (see the module documentation); `Err` holds the message for the user.
+pub fn check_regex(re: &str) -> Result<(), String> {
+    if re.len() > REGEX_MAX_LEN {
+        return Err(format!(
+            "regex is too long ({} > {REGEX_MAX_LEN} characters)",
+            re.len()
+        ));
+    }
+    if let Some(verdict) = VERDICTS.with(|cache| cache.borrow().get(re).cloned()) {
+        return verdict;
+    }
+    let verdict = check_uncached(re);
+    // A refusal for lack of allowance says nothing about the pattern itself: not remembered.
+    if !matches!(&verdict, Err(e) if e.contains(WORK_EXHAUSTED)) {
+        VERDICTS.with(|cache| {
+            let mut cache = cache.borrow_mut();
+            if cache.len() >= CACHE_ENTRIES {
+                cache.clear();
+            }
+            cache.insert(re.into(), verdict.clone());
+        });
+    }
+    verdict
+}
+
+const WORK_EXHAUSTED: &str = "too many large regexes in one object";
+
+/// Parser settings that read a pattern as RE2 does: `\w`, `\d`, `\s`, `\b` and case folding are ASCII.
+fn re2_reading() -> syntax::Config {
+    syntax::Config::new().unicode(false).utf8(false)
+}
+
+fn check_uncached(re: &str) -> Result<(), String> {
+    let invalid =
+        |detail: &str| format!("invalid regex {re:?}: {detail} (Istio regexes use RE2 syntax)");
+    // RE2's reading: ASCII Perl classes; a pattern with Unicode property classes needs the Unicode parse.
+    let hir = match syntax::parse_with(re, &re2_reading()) {
+        Ok(hir) => {
+            let size = re2_program_size_at_least(&hir);
+            if size > ENVOY_RE2_PROGRAM_LIMIT {
+                return Err(format!(
+                    "regex {re:?} compiles to an RE2 program of at least {size} instructions; Envoy rejects more \
+                     than {ENVOY_RE2_PROGRAM_LIMIT} (runtime re2.max_program_size.error_level)"
+                ));
+            }
+            hir
+        }
+        Err(_) => syntax::parse(re).map_err(|e| {
+            let text = e.to_string();
+            invalid(text.lines().last().unwrap_or_default())
+        })?,
+    };
+    let weight = nfa_weight(&hir);
+    if weight > NFA_WEIGHT_LIMIT {
+        return Err(invalid("regex compiles too large"));
+    }
+    let allowed = WORK_LEFT.with(|left| {
+        let remaining = left.get();
+        left.set(remaining.saturating_sub(weight));
+        remaining >= weight
+    });
+    if !allowed {
+        return Err(format!(
+            "regex {re:?} not checked: {WORK_EXHAUSTED} (their compiled size may total \
+             {REGEX_WORK_PER_OBJECT}); split the object or simplify its regexes"
+        ));
+    }
+    thompson::Compiler::new()
+        .configure(
+            thompson::Config::new()
+                .nfa_size_limit(Some(REGEX_COMPILED_SIZE_LIMIT))
+                .utf8(false),
+        )
+        .build_from_hir(&hir)
+        .map(|_| ())
+        .map_err(|e| match e.size_limit() {
+            Some(_) => invalid("regex compiles too large"),
+            None => invalid(&e.to_string()),
+        })
+}
+
+/// The lower bound of [`re2_program_size_at_least`] for a pattern, or `None` when RE2's reading of it does not
+/// parse here (Unicode property classes, invalid syntax).
+pub fn re2_program_size_bound(re: &str) -> Option<u64> {
+    syntax::parse_with(re, &re2_reading())
+        .ok()
+        .map(|hir| re2_program_size_at_least(&hir))
+}
+
+/// A cheap estimate of the Thompson NFA's size: each literal byte and each class range counts one, a repetition
+/// multiplies by its maximum (an unbounded one by its minimum plus one).
+pub fn nfa_weight(hir: &Hir) -> u64 {
+    match hir.kind() {
+        HirKind::Empty | HirKind::Look(_) => 1,
+        HirKind::Literal(literal) => literal.0.len() as u64,
+        HirKind::Class(Class::Unicode(class)) => class.ranges().len() as u64,
+        HirKind::Class(Class::Bytes(class)) => class.ranges().len() as u64,
+        HirKind::Repetition(rep) => {
+            let copies = rep.max.unwrap_or(rep.min.saturating_add(1)).max(1);
+            nfa_weight(&rep.sub).saturating_mul(u64::from(copies))
+        }
+        HirKind::Capture(capture) => nfa_weight(&capture.sub).saturating_add(2),
+        HirKind::Concat(parts) | HirKind::Alternation(parts) => parts
+            .iter()
+            .fold(0u64, |sum, part| sum.saturating_add(nfa_weight(part))),
+    }
+}
+
+/// A lower bound of the RE2 program size Envoy computes for a pattern parsed as RE2 reads it (bytes, ASCII
+/// classes). Each character and each character class takes at least one instruction, a capture group two more,
+/// an optional copy in a repetition at least its body; an alternation at least its largest branch (RE2 factors
+/// common prefixes). The program's frame adds 4 instructions, 2 when the pattern is anchored at its start.
+pub fn re2_program_size_at_least(hir: &Hir) -> u64 {
+    let anchored = matches!(hir.kind(), HirKind::Concat(parts)
+        if parts.first().is_some_and(|first| matches!(first.kind(), HirKind::Look(Look::Start))))
+        || matches!(hir.kind(), HirKind::Look(Look::Start));
+    instructions(hir).saturating_add(if anchored { 2 } else { 4 })
+}
+
+fn instructions(hir: &Hir) -> u64 {
+    match hir.kind() {
+        HirKind::Empty | HirKind::Look(_) => 0,
+        // Characters, not bytes: RE2 shares the leading bytes of repeated multi-byte characters.
+        HirKind::Literal(literal) => {
+            literal.0.iter().filter(|b| (**b & 0xC0) != 0x80).count() as u64
+        }
+        HirKind::Class(class) => class_instructions(class),
+        HirKind::Repetition(rep) => {
+            let body = instructions(&rep.sub);
+            let optional = match rep.max {
+                Some(max) => u64::from(max.saturating_sub(rep.min)),
+                None => 1,
+            };
+            body.saturating_mul(u64::from(rep.min).saturating_add(optional))
+        }
+        HirKind::Capture(capture) => instructions(&capture.sub).saturating_add(2),
+        HirKind::Concat(parts) => parts
+            .iter()
+            .fold(0u64, |sum, part| sum.saturating_add(instructions(part))),
+        HirKind::Alternation(parts) => parts.iter().map(instructions).max().unwrap_or(0),
+    }
+}
+
+/// At least one instruction per byte range; an upper-case ASCII range may share one with its lower-case twin
+/// (RE2 folds case), so those are not counted.
+fn class_instructions(class: &Class) -> u64 {
+    let Class::Bytes(bytes) = class else {
+        return 1;
+    };
+    let ranges = bytes.ranges();
+    let upper = ranges
+        .iter()
+        .filter(|r| r.start().is_ascii_uppercase() && r.end().is_ascii_uppercase())
+        .count();
+    (ranges.len() - upper).max(1) as u64
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn re2_size(re: &str) -> u64 {
+        re2_program_size_bound(re).unwrap()
+    }
+
+    #[test]
+    fn lower_bounds_stay_under_what_envoy_reports() {
+        // Sizes Envoy 1.40 reported for these patterns (see tests/envoy_validate.rs for the live comparison).
+        for (re, envoy) in [
+            ("a{97}", 101),
+            ("a{100}", 104),
+            ("^a{100}", 102),
+            (r"\w{33}", 103),
+            (r"(a|b)(c|d)a{100}", 110),
+            (r"[^\n]a{100}", 106),
+            (r"\sa{100}", 107),
+            ("[a-z0-9]{50}", 104),
+        ] {
+            let bound = re2_size(re);
+            assert!(bound <= envoy, "{re}: {bound} > {envoy}");
+            assert!(bound > ENVOY_RE2_PROGRAM_LIMIT, "{re}: {bound}");
+        }
+        assert_eq!(re2_size("a{96}"), 100);
+        assert!(re2_size(r"^/api/v[0-9]+/.*$") < 20);
+    }
+
+    #[test]
+    fn verdicts() {
+        start_object();
+        assert!(check_regex("^/api/v[0-9]+/.*$").is_ok());
+        assert!(check_regex("(?i)foo|bar").is_ok());
+        assert!(check_regex(r"\p{Greek}+").is_ok());
+        let unclosed = check_regex("(unclosed").unwrap_err();
+        assert!(unclosed.contains("unclosed group"), "{unclosed}");
+        let huge = check_regex(r"\w{300}").unwrap_err();
+        assert!(huge.contains("Envoy rejects more than 100"), "{huge}");
+        let unicode = check_regex(r"(\pL{100}){100}").unwrap_err();
+        assert!(unicode.contains("compiles too large"), "{unicode}");
+        assert!(check_regex("(a)\\1").is_err()); // backreferences are not RE2
+        assert!(check_regex("(?=x)").is_err()); // lookahead is not RE2
+        assert!(check_regex(&"a".repeat(1025)).is_err());
+    }
+
+    #[test]
+    fn one_object_cannot_compile_without_end() {
+        start_object();
+        let mut refused = 0;
+        for n in 0..400 {
+            // Distinct patterns (no cache hits), each a large Unicode class repeated, under every size limit.
+            if let Err(e) = check_regex(&format!(r"\pL{{{}}}|x{n}", 150)) {
+                assert!(e.contains(WORK_EXHAUSTED), "{e}");
+                refused += 1;
+            }
+        }
+        assert!(refused > 0);
+        start_object();
+        assert!(check_regex(r"\pL{150}|y").is_ok());
+    }
+}
