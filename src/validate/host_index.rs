@@ -56,17 +56,20 @@ impl<'h> HostIndex<'h> {
         suffixes.filter_map(|s| self.wildcard.get(s).copied()).min()
     }
 
+    /// The first inserted host equal to the exact `host`, or a wildcard over it.
+    fn equal_or_wildcard_over(&self, host: &str) -> Option<usize> {
+        let wildcard = self.first_wildcard(label_suffixes(host));
+        [self.exact.get(host).copied(), wildcard]
+            .into_iter()
+            .flatten()
+            .min()
+    }
+
     /// The first inserted host that can match a name `host` matches (equal, or one of them a wildcard over the
     /// other, or two wildcards one of which ends the other).
     pub fn overlapping(&self, host: &str) -> Option<usize> {
         match host.strip_prefix('*') {
-            None => {
-                let wildcard = self.first_wildcard(label_suffixes(host));
-                [self.exact.get(host).copied(), wildcard]
-                    .into_iter()
-                    .flatten()
-                    .min()
-            }
+            None => self.equal_or_wildcard_over(host),
             Some(suffix) => {
                 let broader = self.first_wildcard(label_suffixes(suffix));
                 [self.under.get(suffix).copied(), broader]
@@ -80,13 +83,7 @@ impl<'h> HostIndex<'h> {
     /// The first inserted host that matches every name `host` matches.
     pub fn covering(&self, host: &str) -> Option<usize> {
         match host.strip_prefix('*') {
-            None => {
-                let wildcard = self.first_wildcard(label_suffixes(host));
-                [self.exact.get(host).copied(), wildcard]
-                    .into_iter()
-                    .flatten()
-                    .min()
-            }
+            None => self.equal_or_wildcard_over(host),
             Some(suffix) => self.first_wildcard(label_suffixes(suffix)),
         }
     }

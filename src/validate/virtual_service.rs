@@ -1160,8 +1160,27 @@ fn validate_l4_common(
 // ---------------------------------------------------------------------------------------------------------------
 // Unreachable and overlapping rules (warnings only)
 
-/// Compares two HTTP matches ignoring their names (names do not affect routing).
-fn same_http_match(a: &HttpMatchRequest, b: &HttpMatchRequest) -> bool {
+/// The fields of an HTTP match that decide routing (all but its name), for comparing and hashing.
+#[allow(clippy::type_complexity)]
+fn routing_fields(
+    m: &HttpMatchRequest,
+) -> (
+    (
+        &Option<StringMatch>,
+        &Option<StringMatch>,
+        &Option<StringMatch>,
+        &Option<StringMatch>,
+        &BTreeMap<String, StringMatch>,
+        &Option<u32>,
+    ),
+    (
+        &BTreeMap<String, String>,
+        &Vec<String>,
+        &BTreeMap<String, StringMatch>,
+        &Option<bool>,
+    ),
+    (&BTreeMap<String, StringMatch>, &String, &String),
+) {
     let HttpMatchRequest {
         name: _,
         uri,
@@ -1177,20 +1196,12 @@ fn same_http_match(a: &HttpMatchRequest, b: &HttpMatchRequest) -> bool {
         without_headers,
         source_namespace,
         stat_prefix,
-    } = a;
-    *uri == b.uri
-        && *scheme == b.scheme
-        && *method == b.method
-        && *authority == b.authority
-        && *headers == b.headers
-        && *port == b.port
-        && *source_labels == b.source_labels
-        && *gateways == b.gateways
-        && *query_params == b.query_params
-        && *ignore_uri_case == b.ignore_uri_case
-        && *without_headers == b.without_headers
-        && *source_namespace == b.source_namespace
-        && *stat_prefix == b.stat_prefix
+    } = m;
+    (
+        (uri, scheme, method, authority, headers, port),
+        (source_labels, gateways, query_params, ignore_uri_case),
+        (without_headers, source_namespace, stat_prefix),
+    )
 }
 
 fn rule_name(route: &HttpRoute, index: usize) -> String {
@@ -1285,7 +1296,7 @@ struct Unnamed<'a>(&'a HttpMatchRequest);
 
 impl PartialEq for Unnamed<'_> {
     fn eq(&self, other: &Self) -> bool {
-        same_http_match(self.0, other.0)
+        routing_fields(self.0) == routing_fields(other.0)
     }
 }
 
@@ -1293,25 +1304,7 @@ impl Eq for Unnamed<'_> {}
 
 impl Hash for Unnamed<'_> {
     fn hash<H: Hasher>(&self, state: &mut H) {
-        let HttpMatchRequest {
-            name: _,
-            uri,
-            scheme,
-            method,
-            authority,
-            headers,
-            port,
-            source_labels,
-            gateways,
-            query_params,
-            ignore_uri_case,
-            without_headers,
-            source_namespace,
-            stat_prefix,
-        } = self.0;
-        (uri, scheme, method, authority, headers, port).hash(state);
-        (source_labels, gateways, query_params, ignore_uri_case).hash(state);
-        (without_headers, source_namespace, stat_prefix).hash(state);
+        routing_fields(self.0).hash(state);
     }
 }
 
@@ -1523,6 +1516,8 @@ fn warn_unreachable_l4<'a, M: Eq + Hash + 'a>(
 
 #[cfg(test)]
 mod tests {
+    use std::collections::BTreeSet;
+
     use super::*;
     use serde_json::json;
 
@@ -1715,6 +1710,48 @@ mod tests {
                 r#"spec.exportTo: exportTo "*" cannot be combined with other entries"#,
             ]
         );
+    }
+
+    #[test]
+    fn covered_prefix_matches_are_those_the_pairwise_rule_finds() {
+        use proptest::prelude::*;
+        let prefix = prop::sample::select(vec!["/a", "/ab", "/abc", "/b", "/a/", "/"]);
+        let method = prop::sample::select(vec!["", "GET", "POST"]);
+        let matches = prop::collection::vec((prefix, method), 1..24);
+        proptest!(|(matches in matches)| {
+            let routes: Vec<HttpRoute> = matches
+                .iter()
+                .map(|(prefix, method)| {
+                    let mut mr = HttpMatchRequest {
+                        uri: Some(StringMatch { prefix: Some((*prefix).into()), ..Default::default() }),
+                        ..Default::default()
+                    };
+                    if !method.is_empty() {
+                        mr.method = Some(StringMatch { exact: Some((*method).into()), ..Default::default() });
+                    }
+                    HttpRoute { matches: vec![mr], ..Default::default() }
+                })
+                .collect();
+            let prefixes: Vec<PrefixMatch> = routes
+                .iter()
+                .enumerate()
+                .filter_map(|(r, route)| prefix_match(route, r, &route.matches[0], 0))
+                .collect();
+            let pairwise: BTreeSet<String> = prefixes
+                .iter()
+                .enumerate()
+                .filter(|(i, b)| prefixes[..*i].iter().any(|a| a.prefix != b.prefix && covers(a, b)))
+                .map(|(_, b)| b.rule.clone())
+                .collect();
+            let mut out = Findings::default();
+            warn_covered_prefixes(&prefixes, "spec.http", &mut out);
+            let found: BTreeSet<String> = out
+                .into_vec()
+                .iter()
+                .filter_map(|f| f.message.strip_prefix("rule ")?.split(' ').next().map(String::from))
+                .collect();
+            prop_assert_eq!(found, pairwise);
+        });
     }
 
     #[test]
