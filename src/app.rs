@@ -332,7 +332,8 @@ async fn start_webhook(
     let (store, self_signed_ca) = load_certificate(config, &metrics, stop, tasks)?;
     cert_loaded.set(true);
     let tls = tls::server_config(store)?;
-    let mut webhook = Webhook::new(config.decode.clone(), config.limits.max_body_bytes, metrics);
+    let mut webhook = Webhook::new(config.decode.clone(), config.limits.max_body_bytes, metrics)
+        .with_review_budget(config.limits.review_budget);
     if let Some(check) = gateway_check {
         webhook = webhook.with_gateway_check(check);
     }

@@ -2,7 +2,7 @@
 //! client that never sends request headers and an HTTP/2 client that never sends a request are disconnected
 //! after their timeouts; a body that never ends
 //! is answered 408 (or the connection closed) after the request timeout; past the connection cap a client waits
-//! until a slot frees.
+//! until a slot frees; a review whose validation outlasts the review budget is denied as too large to check.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use std::sync::Arc;
@@ -216,5 +216,55 @@ async fn a_client_that_never_sends_a_request_is_dropped_over_http1_and_http2() {
     let mut http2 = connect_h2_and_stay_quiet(dir.path(), &running).await;
     closed_after_the_timeout(&mut http1).await;
     closed_after_the_timeout(&mut http2).await;
+    running.shutdown().await.unwrap();
+}
+
+/// A VirtualService AdmissionReview with `hosts` hosts (about 22 bytes each).
+fn big_review(hosts: usize) -> Vec<u8> {
+    let hosts: Vec<String> = (0..hosts).map(|i| format!("h{i}.example.com")).collect();
+    serde_json::to_vec(&serde_json::json!({"apiVersion": "admission.k8s.io/v1", "kind": "AdmissionReview",
+        "request": {"uid": "u1", "operation": "CREATE", "name": "big", "namespace": "default",
+            "kind": {"group": "networking.istio.io", "version": "v1", "kind": "VirtualService"},
+            "resource": {"group": "networking.istio.io", "version": "v1", "resource": "virtualservices"},
+            "userInfo": {"username": "test"},
+            "object": {"apiVersion": "networking.istio.io/v1", "kind": "VirtualService",
+                "metadata": {"name": "big", "namespace": "default"},
+                "spec": {"hosts": hosts, "http": [{"route": [{"destination": {"host": "b"}}]}]}}}}))
+    .unwrap()
+}
+
+/// Posts `body` to `/validate` over HTTP/1.1 and returns the response's body.
+async fn post_review(dir: &std::path::Path, running: &Running, body: &[u8]) -> String {
+    let mut tls = connect_tls(dir, running).await;
+    let head = format!(
+        "POST /validate HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\nContent-Length: {}\r\n\
+         Connection: close\r\n\r\n",
+        body.len()
+    );
+    tls.write_all(head.as_bytes()).await.unwrap();
+    tls.write_all(body).await.unwrap();
+    let mut response = Vec::new();
+    let _ = tls.read_to_end(&mut response).await;
+    let text = String::from_utf8_lossy(&response).to_string();
+    text.split_once("\r\n\r\n")
+        .map(|(_, b)| b.to_string())
+        .unwrap_or(text)
+}
+
+/// A review whose validation outlasts `--review-budget` (20 ms here, against a 1.3 MB VirtualService) is answered
+/// with a denial saying the object is too large to check in time; an ordinary one is still allowed.
+#[tokio::test]
+async fn a_review_over_its_time_budget_is_denied_as_too_large_to_check() {
+    let dir = tempfile::tempdir().unwrap();
+    let limits = ServerLimits {
+        review_budget: Duration::from_millis(20),
+        ..ServerLimits::default()
+    };
+    let running = start(dir.path(), limits).await;
+    let answer = post_review(dir.path(), &running, &big_review(60_000)).await;
+    assert!(answer.contains(r#""allowed":false"#), "{answer}");
+    assert!(answer.contains("time budget ran out"), "{answer}");
+    let answer = post_review(dir.path(), &running, &big_review(2)).await;
+    assert!(answer.contains(r#""allowed":true"#), "{answer}");
     running.shutdown().await.unwrap();
 }

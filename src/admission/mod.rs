@@ -12,7 +12,7 @@ pub mod server;
 pub mod tls;
 
 use std::sync::Arc;
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use axum::body::Bytes;
 use axum::extract::{DefaultBodyLimit, FromRequest, Request, State};
@@ -20,6 +20,7 @@ use axum::http::{header, HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Response};
 use axum::routing::post;
 use axum::Router;
+use tokio::sync::Semaphore;
 use tower_http::timeout::TimeoutLayer;
 
 use crate::model::decode::DecodeOptions;
@@ -49,7 +50,15 @@ pub struct Webhook {
     max_body_bytes: usize,
     metrics: WebhookMetrics,
     gateways: Option<Arc<dyn GatewayCheck>>,
+    review_budget: Duration,
+    /// Reviews of bodies up to [`LARGE_REVIEW_BYTES`] running on the blocking pool at once.
+    ordinary: Arc<Semaphore>,
+    /// Reviews of larger bodies running at once: at most half the cores, so they cannot starve ordinary ones.
+    large: Arc<Semaphore>,
 }
+
+/// Bodies above this are reviewed under the [`Webhook`]'s separate, smaller concurrency limit.
+pub const LARGE_REVIEW_BYTES: usize = 256 * 1024;
 
 impl std::fmt::Debug for Webhook {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -64,12 +73,22 @@ impl std::fmt::Debug for Webhook {
 impl Webhook {
     /// Creates the handler state.
     pub fn new(options: DecodeOptions, max_body_bytes: usize, metrics: WebhookMetrics) -> Self {
+        let cores = std::thread::available_parallelism().map_or(2, usize::from);
         Webhook {
             options,
             max_body_bytes,
             metrics,
             gateways: None,
+            review_budget: ServerLimits::default().review_budget,
+            ordinary: Arc::new(Semaphore::new(cores * 4)),
+            large: Arc::new(Semaphore::new((cores / 2).max(1))),
         }
+    }
+
+    /// Sets the time one review's validation may take (see [`ServerLimits::review_budget`]).
+    pub fn with_review_budget(mut self, budget: Duration) -> Self {
+        self.review_budget = budget;
+        self
     }
 
     /// Also checks every valid object for its effect on the gateways (see [`effects`]).
@@ -80,7 +99,10 @@ impl Webhook {
 
     /// Answers one request body that passed the HTTP checks: an AdmissionReview response, or 400.
     pub fn respond(&self, body: &[u8], started: Instant) -> Response {
-        match review::review(body, &self.options, self.gateways.as_deref()) {
+        let reviewed = crate::validate::deadline::run_until(started + self.review_budget, || {
+            review::review(body, &self.options, self.gateways.as_deref())
+        });
+        match reviewed {
             Ok(reviewed) => {
                 self.metrics
                     .observe_review(&reviewed, started.elapsed().as_secs_f64());
@@ -163,8 +185,27 @@ async fn validate_handler(State(webhook): State<Arc<Webhook>>, request: Request)
     if body.len() <= INLINE_REVIEW_BYTES && webhook.gateways.is_none() {
         return webhook.respond(&body, started);
     }
+    // Reviews on the blocking pool take a permit first, large bodies from their own smaller pool, so a burst of
+    // huge objects cannot hold every core while ordinary reviews wait.
+    let permits = if body.len() > LARGE_REVIEW_BYTES {
+        &webhook.large
+    } else {
+        &webhook.ordinary
+    };
+    let wait = webhook.review_budget.saturating_sub(started.elapsed());
+    let Ok(Ok(permit)) = tokio::time::timeout(wait, Arc::clone(permits).acquire_owned()).await
+    else {
+        return webhook.http_error(
+            StatusCode::SERVICE_UNAVAILABLE,
+            &"the webhook is busy with other large reviews; retry",
+        );
+    };
     let blocking = Arc::clone(&webhook);
-    match tokio::task::spawn_blocking(move || blocking.respond(&body, started)).await {
+    let reviewing = tokio::task::spawn_blocking(move || {
+        let _permit = permit;
+        blocking.respond(&body, started)
+    });
+    match reviewing.await {
         Ok(response) => response,
         Err(error) => webhook.http_error(
             StatusCode::INTERNAL_SERVER_ERROR,

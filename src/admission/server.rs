@@ -38,6 +38,9 @@ pub struct ServerLimits {
     pub request_timeout: Duration,
     /// Largest request body accepted (413 beyond it).
     pub max_body_bytes: usize,
+    /// Time one review's validation may take; past it the rules stop and the object is denied as too large to
+    /// check in time, well inside the API server's webhook timeout.
+    pub review_budget: Duration,
     /// Time open connections get to finish after shutdown begins.
     pub drain_timeout: Duration,
 }
@@ -49,6 +52,7 @@ impl Default for ServerLimits {
             handshake_timeout: Duration::from_secs(10),
             header_read_timeout: Duration::from_secs(10),
             request_timeout: Duration::from_secs(30),
+            review_budget: Duration::from_secs(3),
             // Istio's cap: twice the API server's own request limit.
             max_body_bytes: 6 * 1024 * 1024,
             drain_timeout: Duration::from_secs(10),

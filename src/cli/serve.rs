@@ -57,6 +57,11 @@ pub struct ServeArgs {
     #[arg(long, default_value_t = 30.0, value_parser = parse_interval)]
     request_timeout: f64,
 
+    /// Seconds one review's validation may take; past it the rules stop and the object is denied as too large to
+    /// check in time. Keep it well under the webhook's timeoutSeconds (chart: 10).
+    #[arg(long, default_value_t = 3.0, value_parser = parse_interval)]
+    review_budget: f64,
+
     /// Seconds a webhook client gets to finish the TLS handshake before the connection is dropped.
     #[arg(long, default_value_t = 10.0, value_parser = parse_interval)]
     handshake_timeout: f64,
@@ -229,6 +234,7 @@ impl ServeArgs {
         let limits = ServerLimits {
             max_connections: self.max_connections.max(1),
             request_timeout: Duration::from_secs_f64(self.request_timeout),
+            review_budget: Duration::from_secs_f64(self.review_budget),
             handshake_timeout: Duration::from_secs_f64(self.handshake_timeout),
             header_read_timeout: Duration::from_secs_f64(self.header_read_timeout),
             ..ServerLimits::default()

@@ -21,12 +21,27 @@ pub struct ParseError {
     pub message: String,
 }
 
+/// Most YAML documents read from one file; the rest of a file with more is refused with an error document.
+pub const MAX_DOCUMENTS_PER_FILE: usize = 10_000;
+
 /// Splits `text` into documents. Empty documents (only comments or `---`) are skipped. A syntax error ends the
-/// file: it is returned as the last document, since nothing after it can be trusted.
+/// file: it is returned as the last document, since nothing after it can be trusted; so does a document past
+/// [`MAX_DOCUMENTS_PER_FILE`]. Nesting deeper than 128 levels is a syntax error (the parsers' recursion limit).
 pub fn parse_documents(text: &str) -> Vec<Document> {
     let mut documents = Vec::new();
     for (index, yaml) in serde_yaml_ng::Deserializer::from_str(text).enumerate() {
         let position = (index + 1).to_string();
+        if index == MAX_DOCUMENTS_PER_FILE {
+            documents.push(Document {
+                position,
+                value: Err(ParseError {
+                    message: format!(
+                        "more than {MAX_DOCUMENTS_PER_FILE} YAML documents in one file; split it"
+                    ),
+                }),
+            });
+            break;
+        }
         match Value::deserialize(yaml) {
             Ok(Value::Null) => {}
             Ok(value) => expand_list(position, value, &mut documents),
@@ -72,6 +87,24 @@ fn expand_list(position: String, value: Value, out: &mut Vec<Document>) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn document_count_and_nesting_are_bounded() {
+        let many = "a: 1\n---\n".repeat(MAX_DOCUMENTS_PER_FILE + 5);
+        let docs = parse_documents(&many);
+        assert_eq!(docs.len(), MAX_DOCUMENTS_PER_FILE + 1);
+        let last = docs.last().unwrap().value.as_ref().unwrap_err();
+        assert!(last.message.contains("more than 10000"), "{last}");
+        let deep = format!("{}1{}", "[".repeat(200), "]".repeat(200));
+        let docs = parse_documents(&deep);
+        let error = docs[0].value.as_ref().unwrap_err();
+        assert!(error.message.contains("recursion limit"), "{error}");
+        let json = format!("{}1{}", "[".repeat(200), "]".repeat(200));
+        assert!(
+            serde_json::from_str::<Value>(&json).is_err(),
+            "serde_json stops at 128 levels"
+        );
+    }
 
     #[test]
     fn splits_multi_document_yaml_and_skips_empty_ones() {

@@ -34,6 +34,9 @@ pub fn validate(spec: &DestinationRule, meta: &ObjectMeta, out: &mut Findings) {
         let mut subsets = p.field("subsets");
         let mut names = BTreeSet::new();
         for (i, subset) in spec.subsets.iter().enumerate() {
+            if super::deadline::expired() {
+                break;
+            }
             let mut at = subsets.index(i);
             if !names.insert(subset.name.as_str()) {
                 out.error(

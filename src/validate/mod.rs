@@ -5,6 +5,7 @@
 
 mod authorization_policy;
 pub mod common;
+pub mod deadline;
 mod destination_rule;
 mod envoy_filter;
 mod gateway;
@@ -160,6 +161,16 @@ pub fn validate_object(object: &ConfigObject) -> Vec<Finding> {
         Spec::HigressWasmPlugin(s) => higress_wasm_plugin::validate(s, meta, &mut out),
         Spec::HigressConfig(config) => higress_config::validate(config, &mut out),
         Spec::Service(_) | Spec::EndpointSlice(_) | Spec::Secret(_) => {}
+    }
+    if deadline::expired() {
+        out.error(
+            "",
+            format!(
+                "not every rule ran: the review's time budget ran out while checking this {}; it is too large to \
+                 check in time (split it into smaller objects)",
+                object.kind().info().kind
+            ),
+        );
     }
     out.into_vec()
 }

@@ -284,6 +284,9 @@ fn validate_egress_hosts(hosts: &[String], namespace: &str, p: &mut FieldPath, o
     // namespace → names already listed, to warn about duplicates.
     let mut listed: BTreeMap<&str, BTreeSet<&str>> = BTreeMap::new();
     for (i, host) in hosts.iter().enumerate() {
+        if super::deadline::expired() {
+            break;
+        }
         let at = p.index(i);
         if let Some((ns, name)) = host.split_once('/').filter(|(ns, _)| !ns.starts_with('~')) {
             let ns = if ns == "." { namespace } else { ns };

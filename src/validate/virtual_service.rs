@@ -76,6 +76,9 @@ pub fn validate(spec: &VirtualService, meta: &ObjectMeta, out: &mut Findings) {
     {
         let mut http = p.field("http");
         for (i, route) in spec.http.iter().enumerate() {
+            if super::deadline::expired() {
+                break;
+            }
             validate_http_route(route, delegate, gateway_semantics, &mut http.index(i), out);
         }
     }
@@ -86,6 +89,9 @@ pub fn validate(spec: &VirtualService, meta: &ObjectMeta, out: &mut Findings) {
         };
         let mut tls = p.field("tls");
         for (i, route) in spec.tls.iter().enumerate() {
+            if super::deadline::expired() {
+                break;
+            }
             validate_tls_route(
                 route,
                 &hosts,
@@ -99,6 +105,9 @@ pub fn validate(spec: &VirtualService, meta: &ObjectMeta, out: &mut Findings) {
     {
         let mut tcp = p.field("tcp");
         for (i, route) in spec.tcp.iter().enumerate() {
+            if super::deadline::expired() {
+                break;
+            }
             validate_tcp_route(route, gateway_semantics, &mut tcp.index(i), out);
         }
     }
@@ -164,6 +173,9 @@ fn validate_hosts(
         .any(|t| t.matches.iter().any(|m| !m.sni_hosts.is_empty()));
     let mut all_valid = true;
     for (i, host) in spec.hosts.iter().enumerate() {
+        if super::deadline::expired() {
+            break;
+        }
         let result = if applies_to_gateway {
             check_gateway_bound_host(sni, host)
         } else {
@@ -189,6 +201,9 @@ fn validate_hosts(
         // Each host is reported once, against the first earlier host it overlaps.
         let mut seen = HostIndex::default();
         for (i, b) in spec.hosts.iter().enumerate() {
+            if super::deadline::expired() {
+                break;
+            }
             if let Some(a) = seen.overlapping(b).map(|at| &spec.hosts[at]) {
                 out.error(
                     hosts_path.as_str(),
@@ -1374,6 +1389,9 @@ fn warn_unreachable_http(routes: &[HttpRoute], path: &str, out: &mut Findings) {
     let mut catch_all: Option<usize> = None;
     let mut prefixes = Vec::new();
     for (r, route) in routes.iter().enumerate() {
+        if super::deadline::expired() {
+            break;
+        }
         if route.matches.is_empty() {
             if catch_all.is_some() {
                 out.warning(
@@ -1434,6 +1452,9 @@ fn warn_covered_prefixes(prefixes: &[PrefixMatch], path: &str, out: &mut Finding
     let mut trie = PrefixTrie::default();
     let mut truncated = false;
     for (i, b) in prefixes.iter().enumerate() {
+        if super::deadline::expired() {
+            break;
+        }
         let (covering, more) = {
             let mut candidates = trie.shorter_prefixes(&b.prefix);
             let covering = candidates
