@@ -14,13 +14,16 @@
 //! With `--config-vs N` the server also holds a config folder (`serve --config-dir`): a Gateway selecting the
 //! gateway the reviewed VirtualService names, and N VirtualServices of 10 routes each on it, so every review runs
 //! the whole-config check (translation for that gateway with the reviewed object in place, Envoy's load checks,
-//! references). `--review configmap` sends an unrelated ConfigMap's review instead.
+//! references). `--review configmap` sends an unrelated ConfigMap's review instead. `--hostile N` adds N
+//! connections that send a 1.3 MB VirtualService of 60,000 hosts back to back during the fixed-rate runs (their
+//! row is `/validate (hostile)`), to see what large reviews do to ordinary ones.
 //!
 //! ```text
 //! cargo build --release --bin admitpilot
 //! cargo bench --bench webhook_load                          # 10 s per run, rates 1000 and 5000, then peak
 //! cargo bench --bench webhook_load -- --seconds 5 --rates 1000 --peak-threads 16
 //! cargo bench --bench webhook_load -- --config-vs 1000 --rates 1000 --peak-threads 4
+//! cargo bench --bench webhook_load -- --seconds 5 --rates 500 --hostile 4
 //! ```
 //! `ADMITPILOT_BIN` names another server binary (default `target/release/admitpilot`).
 #![allow(clippy::unwrap_used, clippy::expect_used)]
@@ -48,6 +51,8 @@ struct Options {
     config_vs: usize,
     /// Which review is sent: `virtualservice` or `configmap`.
     review: String,
+    /// Connections sending a 1.3 MB VirtualService of 60,000 hosts back to back during the fixed-rate runs.
+    hostile: usize,
 }
 
 fn options() -> Options {
@@ -58,6 +63,7 @@ fn options() -> Options {
         peak_threads: 16,
         config_vs: 0,
         review: "virtualservice".into(),
+        hostile: 0,
     };
     // Unknown arguments (cargo passes `--bench`) are ignored.
     let mut args = std::env::args().skip(1);
@@ -70,6 +76,7 @@ fn options() -> Options {
             "--peak-threads" => options.peak_threads = value().parse().unwrap(),
             "--config-vs" => options.config_vs = value().parse().unwrap(),
             "--review" => options.review = value(),
+            "--hostile" => options.hostile = value().parse().unwrap(),
             _ => {}
         }
     }
@@ -389,6 +396,37 @@ fn run(
     results
 }
 
+/// An AdmissionReview of a VirtualService with 60,000 hosts (1.3 MB): valid, and slow to check.
+fn hostile_review() -> Vec<u8> {
+    let hosts: Vec<String> = (0..60_000).map(|i| format!("h{i}.example.com")).collect();
+    serde_json::to_vec(&serde_json::json!({"apiVersion": "admission.k8s.io/v1", "kind": "AdmissionReview",
+        "request": {"uid": "u1", "operation": "CREATE", "name": "big", "namespace": "default",
+            "kind": {"group": "networking.istio.io", "version": "v1", "kind": "VirtualService"},
+            "resource": {"group": "networking.istio.io", "version": "v1", "resource": "virtualservices"},
+            "userInfo": {"username": "bench"},
+            "object": {"apiVersion": "networking.istio.io/v1", "kind": "VirtualService",
+                "metadata": {"name": "big", "namespace": "default"},
+                "spec": {"hosts": hosts, "http": [{"route": [{"destination": {"host": "b"}}]}]}}}}))
+    .unwrap()
+}
+
+/// Starts `count` connections sending `body` to `/validate` back to back for the warm-up plus `duration`.
+fn start_hostile(
+    server: &Server,
+    count: usize,
+    duration: Duration,
+    body: &[u8],
+) -> Vec<std::thread::JoinHandle<Samples>> {
+    let tls = tls_config(&server.ca);
+    let start = Instant::now();
+    (0..count)
+        .map(|_| {
+            let conn = Connection::open(server, &tls, "/validate", body);
+            std::thread::spawn(move || drive(conn, start, None, Duration::ZERO, duration))
+        })
+        .collect()
+}
+
 fn percentile_us(sorted: &[u64], p: f64) -> f64 {
     let rank = ((p / 100.0) * (sorted.len() - 1) as f64).round() as usize;
     sorted[rank.min(sorted.len() - 1)] as f64 / 1000.0
@@ -429,12 +467,18 @@ fn main() {
     };
     let duration = Duration::from_secs(options.seconds);
     let seconds = duration.as_secs_f64();
+    let hostile_body = if options.hostile > 0 {
+        hostile_review()
+    } else {
+        Vec::new()
+    };
     println!(
-        "HTTPS keep-alive (HTTP/1.1, TLS 1.3), {}s per run after a 1 s warm-up, {} cores; review: {}; config: {} VirtualServices",
+        "HTTPS keep-alive (HTTP/1.1, TLS 1.3), {}s per run after a 1 s warm-up, {} cores; review: {}; config: {} VirtualServices; hostile connections: {}",
         options.seconds,
         std::thread::available_parallelism().map_or(0, |n| n.get()),
         options.review,
-        options.config_vs
+        options.config_vs,
+        options.hostile
     );
     println!("\n| path | offered req/s | achieved req/s | p50 µs | p90 µs | p99 µs | p99.9 µs | max µs | non-200 | late sends |");
     println!("|---|---|---|---|---|---|---|---|---|---|");
@@ -442,9 +486,28 @@ fn main() {
     for &rate in &options.rates {
         // One connection per path per 1,000 req/s keeps each connection's period above its response time.
         let threads = rate.div_ceil(1000).max(1) as usize;
+        let hostile = start_hostile(&server, options.hostile, duration, &hostile_body);
         let results = run(&server, &PATHS, Some(rate), threads, duration, &body);
         for result in &results {
             print_row(&format!("{rate} (both at once)"), result, seconds);
+        }
+        if !hostile.is_empty() {
+            let mut samples = Samples::default();
+            for handle in hostile {
+                let done = handle.join().unwrap();
+                samples.latencies.extend(done.latencies);
+                samples.not_ok += done.not_ok;
+            }
+            samples.latencies.sort_unstable();
+            let result = PathResult {
+                path: "/validate (hostile)",
+                samples,
+            };
+            print_row(
+                &format!("{} connections, back to back", options.hostile),
+                &result,
+                seconds,
+            );
         }
         let p50 = |i: usize| percentile_us(&results[i].samples.latencies, 50.0);
         overheads.push((rate, p50(0), p50(1)));

@@ -16,12 +16,17 @@
 //! Each check looks at what the object names, so its cost grows with the object plus, for IST0109, the
 //! VirtualServices of the same Gateways.
 
+use std::cell::OnceCell;
 use std::collections::{HashMap, HashSet};
 use std::fmt;
+
+use ahash::{AHashMap, AHashSet};
 
 use crate::model::istio::virtual_service::Destination;
 use crate::model::istio::{Gateway, VirtualService};
 use crate::model::{ConfigObject, Kind, ObjectKey, Snapshot, Spec};
+
+use super::host_index::HostIndex;
 
 /// Istio's annotation listing analyzer codes not to report for the object.
 pub const SUPPRESS_ANNOTATION: &str = "galley.istio.io/analyze-suppress";
@@ -60,6 +65,8 @@ pub fn check_references(
     let registry = Registry {
         config,
         domain_suffix,
+        entry_hosts: OnceCell::new(),
+        subsets: OnceCell::new(),
     };
     let mut out = Vec::new();
     match &object.spec {
@@ -114,13 +121,24 @@ fn not_found(field: String, what: &str, name: &str) -> Reference {
     }
 }
 
-/// Looks names up in the config.
+/// Looks names up in the config; the indexes are built on first use, once per object checked.
 struct Registry<'a> {
     config: &'a Snapshot,
     domain_suffix: &'a str,
+    /// Every ServiceEntry host.
+    entry_hosts: OnceCell<HostIndex<'a>>,
+    /// The subsets DestinationRules define.
+    subsets: OnceCell<Subsets>,
 }
 
-impl Registry<'_> {
+/// The subsets DestinationRules define, by (resolved host, subset) for exact hosts and by subset for wildcards.
+#[derive(Default)]
+struct Subsets {
+    exact: AHashSet<(String, String)>,
+    wildcard: AHashMap<String, Vec<String>>,
+}
+
+impl<'a> Registry<'a> {
     /// A name without dots is a Service in `namespace` (as Istio resolves destination hosts).
     fn resolve(&self, host: &str, namespace: &str) -> String {
         if host.contains('.') || host.contains('*') {
@@ -145,24 +163,55 @@ impl Registry<'_> {
                 return true;
             }
         }
-        self.config
-            .of_kind(Kind::ServiceEntry)
-            .any(|entry| match &entry.spec {
-                Spec::ServiceEntry(se) => se.hosts.iter().any(|h| host_matches(host, h)),
-                _ => false,
+        let config = self.config;
+        self.entry_hosts
+            .get_or_init(|| {
+                HostIndex::new(
+                    config
+                        .of_kind(Kind::ServiceEntry)
+                        .filter_map(|entry| match &entry.spec {
+                            Spec::ServiceEntry(se) => Some(se.hosts.iter()),
+                            _ => None,
+                        })
+                        .flatten()
+                        .map(|h| (h.as_str(), 0)),
+                )
             })
+            .covering(host)
+            .is_some()
     }
 
-    /// The subsets DestinationRules define for `host` (resolved).
+    /// Whether a DestinationRule for `host` (resolved, or one of its wildcards) defines `subset`.
     fn has_subset(&self, host: &str, subset: &str) -> bool {
-        self.config
-            .of_kind(Kind::DestinationRule)
-            .any(|object| match &object.spec {
-                Spec::DestinationRule(dr) => {
-                    host_matches(host, &self.resolve(&dr.host, &object.metadata.namespace))
-                        && dr.subsets.iter().any(|s| s.name == subset)
+        let subsets = self.subsets.get_or_init(|| {
+            let mut out = Subsets::default();
+            for object in self.config.of_kind(Kind::DestinationRule) {
+                let Spec::DestinationRule(dr) = &object.spec else {
+                    continue;
+                };
+                let resolved = self.resolve(&dr.host, &object.metadata.namespace);
+                for s in &dr.subsets {
+                    match resolved.strip_prefix('*') {
+                        Some(suffix) => out
+                            .wildcard
+                            .entry(s.name.clone())
+                            .or_default()
+                            .push(suffix.to_string()),
+                        None => {
+                            out.exact.insert((resolved.clone(), s.name.clone()));
+                        }
+                    }
                 }
-                _ => false,
+            }
+            out
+        });
+        subsets
+            .exact
+            .contains(&(host.to_string(), subset.to_string()))
+            || subsets.wildcard.get(subset).is_some_and(|suffixes| {
+                suffixes
+                    .iter()
+                    .any(|suffix| host.ends_with(suffix.as_str()))
             })
     }
 
@@ -186,10 +235,11 @@ impl Registry<'_> {
                 ));
                 continue;
             };
+            let accepted = gateway_hosts(gateway, &key.namespace, namespace);
             let missing: Vec<&str> = vs
                 .hosts
                 .iter()
-                .filter(|host| !gateway_accepts(gateway, &key.namespace, namespace, host))
+                .filter(|host| accepted.overlapping(host).is_none())
                 .map(String::as_str)
                 .collect();
             if !missing.is_empty() {
@@ -320,27 +370,21 @@ fn names_gateway(name: &str, namespace: &str, key: &ObjectKey) -> bool {
     }
 }
 
-/// Whether some server of `gateway` (in `gateway_ns`) accepts `host` of a VirtualService in `vs_ns`: a server host
-/// `[namespace/]host` whose namespace part admits the VirtualService (`*`, `.` for the Gateway's own, or `vs_ns`) and
-/// whose host part overlaps it.
-fn gateway_accepts(gateway: &Gateway, gateway_ns: &str, vs_ns: &str, host: &str) -> bool {
-    gateway
-        .servers
-        .iter()
-        .flat_map(|s| &s.hosts)
-        .any(|server_host| {
-            let (ns, name) = server_host.split_once('/').unwrap_or(("*", server_host));
-            let admits = ns == "*" || ns == vs_ns || (ns == "." && gateway_ns == vs_ns);
-            admits && (host_matches(host, name) || host_matches(name, host))
-        })
-}
-
-/// Whether `pattern` (a host, `*`, or `*.suffix`) covers `host`.
-fn host_matches(host: &str, pattern: &str) -> bool {
-    match pattern.strip_prefix('*') {
-        Some(suffix) => host.ends_with(suffix),
-        None => host.eq_ignore_ascii_case(pattern),
-    }
+/// The host parts of the server hosts of `gateway` (in `gateway_ns`) whose namespace part admits a VirtualService in
+/// `vs_ns` (`*`, `.` for the Gateway's own, or `vs_ns`): a VirtualService host is accepted when one of them overlaps
+/// it.
+fn gateway_hosts<'g>(gateway: &'g Gateway, gateway_ns: &str, vs_ns: &str) -> HostIndex<'g> {
+    HostIndex::new(
+        gateway
+            .servers
+            .iter()
+            .flat_map(|s| &s.hosts)
+            .filter_map(|server_host| {
+                let (ns, name) = server_host.split_once('/').unwrap_or(("*", server_host));
+                let admits = ns == "*" || ns == vs_ns || (ns == "." && gateway_ns == vs_ns);
+                admits.then_some((name, 0))
+            }),
+    )
 }
 
 /// Every destination of a VirtualService with its field path: HTTP, TLS and TCP routes and HTTP mirrors.

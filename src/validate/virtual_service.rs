@@ -9,7 +9,7 @@ use std::hash::{Hash, Hasher};
 use ahash::{AHashMap, AHashSet};
 
 use super::common::{self, FieldPath};
-use super::host_index::HostIndex;
+use super::host_index::{overlapping_pairs, HostIndex};
 use crate::model::istio::virtual_service::{
     CorsPolicy, Destination, HeaderOperations, Headers, HttpDirectResponse, HttpFaultInjection,
     HttpMatchRequest, HttpMirrorPolicy, HttpRedirect, HttpRetry, HttpRewrite, HttpRoute,
@@ -198,19 +198,16 @@ fn validate_hosts(
         }
     }
     if all_valid {
-        // Each host is reported once, against the first earlier host it overlaps.
-        let mut seen = HostIndex::default();
-        for (i, b) in spec.hosts.iter().enumerate() {
+        // Each host that overlaps another is reported once, with one host it overlaps.
+        for (a, b) in overlapping_pairs(&spec.hosts) {
             if super::deadline::expired() {
                 break;
             }
-            if let Some(a) = seen.overlapping(b).map(|at| &spec.hosts[at]) {
-                out.error(
-                    hosts_path.as_str(),
-                    format!("duplicate or overlapping hosts {a:?} and {b:?}"),
-                );
-            }
-            seen.insert(b, i);
+            let (a, b) = (&spec.hosts[a], &spec.hosts[b]);
+            out.error(
+                hosts_path.as_str(),
+                format!("duplicate or overlapping hosts {a:?} and {b:?}"),
+            );
         }
     }
 }
