@@ -28,6 +28,8 @@
 //! `ADMITPILOT_BIN` names another server binary (default `target/release/admitpilot`).
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
+#[path = "../tests/support/reviews.rs"]
+mod reviews;
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::{SocketAddr, TcpListener, TcpStream};
 use std::path::{Path, PathBuf};
@@ -396,20 +398,6 @@ fn run(
     results
 }
 
-/// An AdmissionReview of a VirtualService with 60,000 hosts (1.3 MB): valid, and slow to check.
-fn hostile_review() -> Vec<u8> {
-    let hosts: Vec<String> = (0..60_000).map(|i| format!("h{i}.example.com")).collect();
-    serde_json::to_vec(&serde_json::json!({"apiVersion": "admission.k8s.io/v1", "kind": "AdmissionReview",
-        "request": {"uid": "u1", "operation": "CREATE", "name": "big", "namespace": "default",
-            "kind": {"group": "networking.istio.io", "version": "v1", "kind": "VirtualService"},
-            "resource": {"group": "networking.istio.io", "version": "v1", "resource": "virtualservices"},
-            "userInfo": {"username": "bench"},
-            "object": {"apiVersion": "networking.istio.io/v1", "kind": "VirtualService",
-                "metadata": {"name": "big", "namespace": "default"},
-                "spec": {"hosts": hosts, "http": [{"route": [{"destination": {"host": "b"}}]}]}}}}))
-    .unwrap()
-}
-
 /// Starts `count` connections sending `body` to `/validate` back to back for the warm-up plus `duration`.
 fn start_hostile(
     server: &Server,
@@ -468,7 +456,7 @@ fn main() {
     let duration = Duration::from_secs(options.seconds);
     let seconds = duration.as_secs_f64();
     let hostile_body = if options.hostile > 0 {
-        hostile_review()
+        reviews::many_hosts_review(60_000)
     } else {
         Vec::new()
     };

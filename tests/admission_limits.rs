@@ -5,6 +5,9 @@
 //! until a slot frees; a review whose validation outlasts the review budget is denied as too large to check.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
+#[path = "support/reviews.rs"]
+mod reviews;
+
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -12,6 +15,7 @@ use admitpilot::admission::server::ServerLimits;
 use admitpilot::admission::tls::CertSource;
 use admitpilot::app::{App, Running, ServeConfig, WebhookConfig};
 use admitpilot::model::decode::DecodeOptions;
+use reviews::many_hosts_review;
 use rustls::pki_types::pem::PemObject;
 use rustls::pki_types::{CertificateDer, ServerName};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
@@ -219,20 +223,6 @@ async fn a_client_that_never_sends_a_request_is_dropped_over_http1_and_http2() {
     running.shutdown().await.unwrap();
 }
 
-/// A VirtualService AdmissionReview with `hosts` hosts (about 22 bytes each).
-fn big_review(hosts: usize) -> Vec<u8> {
-    let hosts: Vec<String> = (0..hosts).map(|i| format!("h{i}.example.com")).collect();
-    serde_json::to_vec(&serde_json::json!({"apiVersion": "admission.k8s.io/v1", "kind": "AdmissionReview",
-        "request": {"uid": "u1", "operation": "CREATE", "name": "big", "namespace": "default",
-            "kind": {"group": "networking.istio.io", "version": "v1", "kind": "VirtualService"},
-            "resource": {"group": "networking.istio.io", "version": "v1", "resource": "virtualservices"},
-            "userInfo": {"username": "test"},
-            "object": {"apiVersion": "networking.istio.io/v1", "kind": "VirtualService",
-                "metadata": {"name": "big", "namespace": "default"},
-                "spec": {"hosts": hosts, "http": [{"route": [{"destination": {"host": "b"}}]}]}}}}))
-    .unwrap()
-}
-
 /// Posts `body` to `/validate` over HTTP/1.1 and returns the response's body.
 async fn post_review(dir: &std::path::Path, running: &Running, body: &[u8]) -> String {
     let mut tls = connect_tls(dir, running).await;
@@ -261,10 +251,10 @@ async fn a_review_over_its_time_budget_is_denied_as_too_large_to_check() {
         ..ServerLimits::default()
     };
     let running = start(dir.path(), limits).await;
-    let answer = post_review(dir.path(), &running, &big_review(60_000)).await;
+    let answer = post_review(dir.path(), &running, &many_hosts_review(60_000)).await;
     assert!(answer.contains(r#""allowed":false"#), "{answer}");
     assert!(answer.contains("time budget ran out"), "{answer}");
-    let answer = post_review(dir.path(), &running, &big_review(2)).await;
+    let answer = post_review(dir.path(), &running, &many_hosts_review(2)).await;
     assert!(answer.contains(r#""allowed":true"#), "{answer}");
     running.shutdown().await.unwrap();
 }
