@@ -67,7 +67,51 @@ pub fn unenforced(object: &ConfigObject) -> Option<Unenforced> {
         };
         return part.map(|(field, why)| Unenforced { field, why });
     }
+    if let Spec::Telemetry(telemetry) = &object.spec {
+        return unenforced_telemetry(telemetry).map(|(field, why)| Unenforced { field, why });
+    }
     unenforced_kind(object.kind()).map(|why| Unenforced { field: "spec", why })
+}
+
+/// What of a Telemetry gateways do not get: only access logging through Istio's built-in `envoy` provider is
+/// translated ([`super::telemetry`]).
+fn unenforced_telemetry(
+    telemetry: &crate::model::istio::telemetry::Telemetry,
+) -> Option<(&'static str, &'static str)> {
+    let builtin = super::telemetry::BUILTIN_PROVIDER;
+    if telemetry.target_ref.is_some() || !telemetry.target_refs.is_empty() {
+        Some((
+            "spec.targetRefs",
+            "a Telemetry attached by targetRefs is not enforced on gateways by admitpilot: use a selector naming \
+             the gateway's labels",
+        ))
+    } else if telemetry.access_logging.iter().any(|block| {
+        block.providers.iter().any(|p| {
+            !p.name
+                .as_deref()
+                .is_some_and(|n| n.eq_ignore_ascii_case(builtin))
+        })
+    }) {
+        Some((
+            "spec.accessLogging.providers",
+            "access logging to providers other than the built-in \"envoy\" is not enforced on gateways by \
+             admitpilot: they are defined in the mesh config's extensionProviders, which it does not read",
+        ))
+    } else if !telemetry.tracing.is_empty() {
+        Some((
+            "spec.tracing",
+            "Telemetry tracing is not enforced on gateways by admitpilot: its providers are defined in the mesh \
+             config, which it does not read (configure tracing in higress-config instead)",
+        ))
+    } else if !telemetry.metrics.is_empty() {
+        Some((
+            "spec.metrics",
+            "Telemetry metrics are not enforced on gateways by admitpilot: Istio's stats filter is not part of \
+             Envoy",
+        ))
+    } else {
+        None
+    }
 }
 
 /// Why objects of `kind` have no effect on the gateways admitpilot serves, or `None` when the translator turns
@@ -78,10 +122,6 @@ fn unenforced_kind(kind: Kind) -> Option<&'static str> {
         Kind::PeerAuthentication => {
             "PeerAuthentication is not enforced on gateways by admitpilot: its mTLS mode does not change how \
              gateways accept connections"
-        }
-        Kind::Telemetry => {
-            "Telemetry is not enforced on gateways by admitpilot: its access logging, tracing and metrics \
-             settings are not applied"
         }
         Kind::IstioWasmPlugin | Kind::HigressWasmPlugin | Kind::TrafficExtension => {
             "This Wasm plugin is not enforced on gateways by admitpilot: it is not loaded"
@@ -105,6 +145,7 @@ fn unenforced_kind(kind: Kind) -> Option<&'static str> {
         }
         Kind::AuthorizationPolicy
         | Kind::RequestAuthentication
+        | Kind::Telemetry
         | Kind::VirtualService
         | Kind::DestinationRule
         | Kind::Gateway
@@ -132,7 +173,7 @@ mod tests {
             .copied()
             .filter(|kind| unenforced_kind(*kind).is_some())
             .collect();
-        assert_eq!(kinds.len(), 10, "{kinds:?}");
+        assert_eq!(kinds.len(), 9, "{kinds:?}");
         for kind in kinds {
             let why = unenforced_kind(kind).unwrap_or_default();
             assert!(

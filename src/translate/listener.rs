@@ -1,7 +1,8 @@
-//! Listeners (pure): takes the filter chains planned for one gateway port and the gateway's authorization filters,
-//! yields the Envoy `Listener`, with Istio's HTTP connection manager (RDS over ADS, Istio's gateway HTTP filter
+//! Listeners (pure): takes the filter chains planned for one gateway port, the gateway's authorization filters and
+//! access logs, yields the Envoy `Listener`, with Istio's HTTP connection manager (RDS over ADS, Istio's gateway HTTP filter
 //! order, authorization first) and TCP proxies (network authorization first).
 
+use envoy_types::pb::envoy::config::accesslog::v3::AccessLog;
 use envoy_types::pb::envoy::config::core::v3::TrafficDirection;
 use envoy_types::pb::envoy::config::core::v3::{transport_socket, TransportSocket};
 use envoy_types::pb::envoy::config::listener::v3::{
@@ -66,7 +67,12 @@ pub struct Chain {
 /// Builds the listener `0.0.0.0_<port>` from its chains. Chains claiming an SNI name (or the catch-all)
 /// already claimed by an earlier chain lose that name, as Istio keeps the first server on conflicts;
 /// a chain left with nothing to match is dropped.
-pub fn listener(port: u32, chains: Vec<Chain>, authz: &GatewayAuthz) -> Listener {
+pub fn listener(
+    port: u32,
+    chains: Vec<Chain>,
+    authz: &GatewayAuthz,
+    access_logs: &[AccessLog],
+) -> Listener {
     let name = naming::listener(port);
     let mut claimed: Vec<String> = Vec::new();
     let mut catch_all = false;
@@ -99,6 +105,7 @@ pub fn listener(port: u32, chains: Vec<Chain>, authz: &GatewayAuthz) -> Listener
             chain.tls,
             chain.action,
             authz,
+            access_logs,
         ));
     }
     let listener_filters = if needs_inspector {
@@ -128,14 +135,20 @@ fn filter_chain(
     tls: Option<DownstreamTlsContext>,
     action: ChainAction,
     authz: &GatewayAuthz,
+    access_logs: &[AccessLog],
 ) -> FilterChain {
     let filters = match action {
         ChainAction::Http { route_config } => {
-            vec![http_connection_manager(port, &route_config, &authz.http)]
+            vec![http_connection_manager(
+                port,
+                &route_config,
+                &authz.http,
+                access_logs,
+            )]
         }
         ChainAction::Tcp { clusters } => {
             let mut filters = authz.tcp.clone();
-            filters.push(tcp_proxy(&clusters));
+            filters.push(tcp_proxy(&clusters, access_logs));
             filters
         }
     };
@@ -155,8 +168,14 @@ fn filter_chain(
 }
 
 /// Builds the HTTP connection manager Istio puts on gateway listeners, with routes from RDS; the authorization
-/// filters (`authz`) run first, as Istio's authorization phase comes before the other filters.
-pub fn http_connection_manager(port: u32, route_config: &str, authz: &[HttpFilter]) -> Filter {
+/// filters (`authz`) run first, as Istio's authorization phase comes before the other filters; `access_logs` are
+/// written for every request.
+pub fn http_connection_manager(
+    port: u32,
+    route_config: &str,
+    authz: &[HttpFilter],
+    access_logs: &[AccessLog],
+) -> Filter {
     let http_filters = authz
         .iter()
         .cloned()
@@ -186,6 +205,7 @@ pub fn http_connection_manager(port: u32, route_config: &str, authz: &[HttpFilte
         }],
         stream_idle_timeout: Some(millis(0)),
         server_name: "istio-envoy".into(),
+        access_log: access_logs.to_vec(),
         route_specifier: Some(http_connection_manager::RouteSpecifier::Rds(Rds {
             config_source: Some(ads()),
             route_config_name: route_config.to_string(),
@@ -198,8 +218,9 @@ pub fn http_connection_manager(port: u32, route_config: &str, authz: &[HttpFilte
     }
 }
 
-/// Builds a TCP proxy to one cluster or to weighted clusters; the stat prefix is the (first) cluster name.
-pub fn tcp_proxy(clusters: &[(String, u32)]) -> Filter {
+/// Builds a TCP proxy to one cluster or to weighted clusters, writing `access_logs` for every connection; the stat
+/// prefix is the (first) cluster name.
+pub fn tcp_proxy(clusters: &[(String, u32)], access_logs: &[AccessLog]) -> Filter {
     let specifier = match clusters {
         [(cluster, _)] => tcp_proxy::ClusterSpecifier::Cluster(cluster.clone()),
         _ => tcp_proxy::ClusterSpecifier::WeightedClusters(tcp_proxy::WeightedCluster {
@@ -221,6 +242,7 @@ pub fn tcp_proxy(clusters: &[(String, u32)]) -> Filter {
             .map(|(name, _)| name.clone())
             .unwrap_or_default(),
         cluster_specifier: Some(specifier),
+        access_log: access_logs.to_vec(),
         ..Default::default()
     };
     Filter {

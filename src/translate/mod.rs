@@ -56,6 +56,7 @@ pub mod policy;
 pub mod route;
 pub mod secret;
 pub mod services;
+pub mod telemetry;
 
 use gateway::{BoundServer, ServerKind};
 use listener::{Chain, ChainAction};
@@ -398,10 +399,12 @@ impl Translator {
         }
         let mut out = GatewayResources::default();
         let authz = authz::gateway_filters(snapshot, proxy, &self.options.root_namespaces);
+        let access_logs = telemetry::access_logs(snapshot, proxy, &self.options.root_namespaces);
         for (port, servers) in gateway::servers_by_port(snapshot, proxy) {
             let chains = self.port_chains(&cx, port, &servers, &mut pass);
             if !chains.is_empty() {
-                out.listeners.push(listener::listener(port, chains, &authz));
+                out.listeners
+                    .push(listener::listener(port, chains, &authz, &access_logs));
             }
         }
         let call = self.call;

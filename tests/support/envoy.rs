@@ -3,7 +3,7 @@
 #![allow(dead_code, clippy::unwrap_used, clippy::expect_used)]
 
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
+use std::process::{Child, Command};
 use std::time::Duration;
 
 /// How long e2e tests wait for Envoy to converge.
@@ -91,6 +91,7 @@ impl EnvoyProcess {
         std::fs::write(&config, bootstrap_yaml).unwrap();
         let admin_path = dir.path().join("admin-address");
         let log = std::fs::File::create(dir.path().join("envoy.log")).unwrap();
+        let stdout = std::fs::File::create(dir.path().join("stdout.log")).unwrap();
         let child = Command::new(binary)
             .arg("-c")
             .arg(&config)
@@ -100,12 +101,15 @@ impl EnvoyProcess {
                 "1",
                 "--log-level",
                 "info",
+                // Access logs reach the file within 100 ms instead of Envoy's default 10 s.
+                "--file-flush-interval-msec",
+                "100",
             ])
             .arg("--base-id")
             .arg(base_id.to_string())
             .arg("--admin-address-path")
             .arg(&admin_path)
-            .stdout(Stdio::null())
+            .stdout(stdout)
             .stderr(log)
             .spawn()
             .expect("start envoy");
@@ -134,6 +138,11 @@ impl EnvoyProcess {
             tokio::time::sleep(Duration::from_millis(50)).await;
         }
         envoy
+    }
+
+    /// What Envoy wrote to standard output (access logs to `/dev/stdout`).
+    pub fn stdout(&self) -> String {
+        std::fs::read_to_string(self.dir.path().join("stdout.log")).unwrap_or_default()
     }
 
     pub fn log(&self) -> String {
