@@ -59,6 +59,7 @@ fn bench(c: &mut Criterion) {
     let proxy = Proxy {
         namespace: "higress-system".into(),
         labels: [("app".to_string(), "higress-gateway".to_string())].into(),
+        ..Default::default()
     };
     let patch_options = PatchOptions::default();
     c.bench_function("envoy_filter/apply_http_filter_insert", |b| {

@@ -96,6 +96,7 @@ fn proxy() -> Proxy {
     Proxy {
         namespace: "istio-system".into(),
         labels: [("istio".to_string(), "ingressgateway".to_string())].into(),
+        ..Default::default()
     }
 }
 

@@ -218,3 +218,47 @@ async fn authorization_policies_are_enforced_on_the_gateway() {
         .assert_nothing_rejected("authorization policies")
         .await;
 }
+
+/// `remoteIpBlocks` behind a load balancer: the gateway's node metadata says one trusted proxy stands in front
+/// (`PROXY_CONFIG.gatewayTopology.numTrustedProxies: 1`, as Istio's agent sends it), so the client address is the
+/// last `X-Forwarded-For` entry, and a DENY on a block of client addresses applies to it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn remote_ip_blocks_read_x_forwarded_for_behind_trusted_proxies() {
+    let Some(binary) = envoy_binary() else {
+        return;
+    };
+    let backend = Backend::start("backend").await;
+    let (port, dir) = catch_all_config_dir(backend.port);
+    write(
+        dir.path(),
+        "deny-clients.yaml",
+        &policy(
+            "deny-clients",
+            json!({"action": "DENY", "rules": [{"from": [{"source": {"remoteIpBlocks": ["203.0.113.0/24"]}}]}]}),
+        ),
+    );
+    let admitpilot = Admitpilot::start(dir.path()).await;
+    let bootstrap = bootstrap(AdsApi::Sotw, admitpilot.xds_port, NODE_ID).replace(
+        "LABELS: { app: e2e }",
+        "LABELS: { istio: ingressgateway }, PROXY_CONFIG: { gatewayTopology: { numTrustedProxies: 1 } }",
+    );
+    let envoy = EnvoyProcess::start(&binary, &bootstrap, 52_150).await;
+    let http = client();
+    let url = format!("http://127.0.0.1:{port}/x");
+    wait_for_response(&http, &url, 200, "backend").await;
+    let from = |client: &'static str| {
+        let request = http.get(&url).header("x-forwarded-for", client);
+        async move { request.send().await.unwrap().status().as_u16() }
+    };
+    let deadline = tokio::time::Instant::now() + CONVERGE;
+    while from("203.0.113.9").await != 403 {
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "the client block was never denied"
+        );
+        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+    }
+    assert_eq!(from("198.51.100.1").await, 200);
+    envoy.assert_nothing_rejected("trusted proxies").await;
+    drop(admitpilot);
+}

@@ -65,6 +65,7 @@ fn resources(higress: &str) -> GatewayResources {
             "higress-system-higress-gateway".to_string(),
         )]
         .into(),
+        ..Default::default()
     };
     translate(&snapshot, &proxy)
 }

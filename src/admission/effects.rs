@@ -189,6 +189,7 @@ mod tests {
         Proxy {
             namespace: "higress-system".into(),
             labels: BTreeMap::from([("app".to_string(), app.to_string())]),
+            ..Default::default()
         }
     }
 

@@ -66,6 +66,7 @@ pub fn run(args: RenderArgs) -> anyhow::Result<ExitCode> {
     let proxy = Proxy {
         namespace: args.namespace.clone(),
         labels: parse_labels(&args.labels)?,
+        ..Default::default()
     };
     let root = args
         .config_dir

@@ -96,6 +96,7 @@ pub fn gateway_proxies(snapshot: &Snapshot) -> Vec<Proxy> {
             Spec::Gateway(gateway) => Some(Proxy {
                 namespace: object.metadata.namespace.clone(),
                 labels: gateway.selector.clone(),
+                ..Default::default()
             }),
             _ => None,
         })

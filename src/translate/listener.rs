@@ -64,15 +64,21 @@ pub struct Chain {
     pub action: ChainAction,
 }
 
+/// What every filter chain of a gateway's listeners shares.
+#[derive(Debug, Clone, Copy)]
+pub struct Shared<'a> {
+    /// Authentication and authorization filters.
+    pub authz: &'a GatewayAuthz,
+    /// Access logs of every HTTP connection manager and TCP proxy.
+    pub access_logs: &'a [AccessLog],
+    /// Proxies in front of the gateway appending to `X-Forwarded-For` (`xff_num_trusted_hops`).
+    pub trusted_hops: u32,
+}
+
 /// Builds the listener `0.0.0.0_<port>` from its chains. Chains claiming an SNI name (or the catch-all)
 /// already claimed by an earlier chain lose that name, as Istio keeps the first server on conflicts;
 /// a chain left with nothing to match is dropped.
-pub fn listener(
-    port: u32,
-    chains: Vec<Chain>,
-    authz: &GatewayAuthz,
-    access_logs: &[AccessLog],
-) -> Listener {
+pub fn listener(port: u32, chains: Vec<Chain>, shared: &Shared<'_>) -> Listener {
     let name = naming::listener(port);
     let mut claimed: Vec<String> = Vec::new();
     let mut catch_all = false;
@@ -104,8 +110,7 @@ pub fn listener(
             server_names,
             chain.tls,
             chain.action,
-            authz,
-            access_logs,
+            shared,
         ));
     }
     let listener_filters = if needs_inspector {
@@ -134,21 +139,15 @@ fn filter_chain(
     server_names: Vec<String>,
     tls: Option<DownstreamTlsContext>,
     action: ChainAction,
-    authz: &GatewayAuthz,
-    access_logs: &[AccessLog],
+    shared: &Shared<'_>,
 ) -> FilterChain {
     let filters = match action {
         ChainAction::Http { route_config } => {
-            vec![http_connection_manager(
-                port,
-                &route_config,
-                &authz.http,
-                access_logs,
-            )]
+            vec![http_connection_manager(port, &route_config, shared)]
         }
         ChainAction::Tcp { clusters } => {
-            let mut filters = authz.tcp.clone();
-            filters.push(tcp_proxy(&clusters, access_logs));
+            let mut filters = shared.authz.tcp.clone();
+            filters.push(tcp_proxy(&clusters, shared.access_logs));
             filters
         }
     };
@@ -168,15 +167,12 @@ fn filter_chain(
 }
 
 /// Builds the HTTP connection manager Istio puts on gateway listeners, with routes from RDS; the authorization
-/// filters (`authz`) run first, as Istio's authorization phase comes before the other filters; `access_logs` are
-/// written for every request.
-pub fn http_connection_manager(
-    port: u32,
-    route_config: &str,
-    authz: &[HttpFilter],
-    access_logs: &[AccessLog],
-) -> Filter {
-    let http_filters = authz
+/// filters run first, as Istio's authorization phase comes before the other filters; the access logs are written
+/// for every request; the client address is taken `trusted_hops` back in `X-Forwarded-For`.
+pub fn http_connection_manager(port: u32, route_config: &str, shared: &Shared<'_>) -> Filter {
+    let http_filters = shared
+        .authz
+        .http
         .iter()
         .cloned()
         .chain(HTTP_FILTERS.iter().map(|name| HttpFilter {
@@ -205,7 +201,8 @@ pub fn http_connection_manager(
         }],
         stream_idle_timeout: Some(millis(0)),
         server_name: "istio-envoy".into(),
-        access_log: access_logs.to_vec(),
+        access_log: shared.access_logs.to_vec(),
+        xff_num_trusted_hops: shared.trusted_hops,
         route_specifier: Some(http_connection_manager::RouteSpecifier::Rds(Rds {
             config_source: Some(ads()),
             route_config_name: route_config.to_string(),

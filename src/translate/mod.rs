@@ -65,13 +65,17 @@ use route::{ClusterRef, Env, HttpRoutes, Scope};
 use services::{Registry, Service, ServicePort};
 
 /// A gateway proxy as the control plane sees it (parsed from the Envoy node by the xDS server).
-/// Proxies with equal `namespace` and `labels` receive identical resources.
+/// Proxies with equal `namespace`, `labels` and `trusted_proxies` receive identical resources.
 #[derive(Debug, Clone, Default, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub struct Proxy {
     /// Namespace the gateway pod runs in (node metadata `NAMESPACE`, else from the node id).
     pub namespace: String,
     /// Pod labels (node metadata `LABELS`); Gateways select proxies by these.
     pub labels: BTreeMap<String, String>,
+    /// Proxies in front of the gateway that append to `X-Forwarded-For` (node metadata
+    /// `PROXY_CONFIG.gatewayTopology.numTrustedProxies`, which Istio's agent fills from the pod's
+    /// `proxy.istio.io/config` annotation and the mesh default); the client address is read that many hops back.
+    pub trusted_proxies: u32,
 }
 
 /// Every Envoy resource one proxy group receives, each list sorted by resource name.
@@ -400,11 +404,16 @@ impl Translator {
         let mut out = GatewayResources::default();
         let authz = authz::gateway_filters(snapshot, proxy, &self.options.root_namespaces);
         let access_logs = telemetry::access_logs(snapshot, proxy, &self.options.root_namespaces);
+        let shared = listener::Shared {
+            authz: &authz,
+            access_logs: &access_logs,
+            trusted_hops: proxy.trusted_proxies,
+        };
         for (port, servers) in gateway::servers_by_port(snapshot, proxy) {
             let chains = self.port_chains(&cx, port, &servers, &mut pass);
             if !chains.is_empty() {
                 out.listeners
-                    .push(listener::listener(port, chains, &authz, &access_logs));
+                    .push(listener::listener(port, chains, &shared));
             }
         }
         let call = self.call;

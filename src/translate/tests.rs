@@ -71,6 +71,7 @@ fn proxy() -> Proxy {
     Proxy {
         namespace: "istio-system".into(),
         labels: [("istio".to_string(), "ingressgateway".to_string())].into(),
+        ..Default::default()
     }
 }
 
@@ -118,6 +119,7 @@ fn unselected_proxy_gets_nothing() {
     let other = Proxy {
         namespace: "istio-system".into(),
         labels: [("app".to_string(), "other".to_string())].into(),
+        ..Default::default()
     };
     let out = translate(&snapshot(vec![vs("a", "/a", None)]), &other);
     assert!(out.listeners.is_empty() && out.route_configs.is_empty());
@@ -236,6 +238,7 @@ fn every_kind_of_change_gives_the_fresh_translation() {
     let other_proxy = Proxy {
         namespace: "apps".into(),
         labels: proxy().labels,
+        ..Default::default()
     };
     let gateway_with_more_hosts = {
         let mut servers = servers.clone();

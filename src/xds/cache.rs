@@ -437,7 +437,7 @@ mod tests {
     fn proxy(ns: &str) -> Proxy {
         Proxy {
             namespace: ns.into(),
-            labels: Default::default(),
+            ..Default::default()
         }
     }
 

@@ -23,7 +23,8 @@ pub struct NodeIdentity {
 impl NodeIdentity {
     /// Derives the identity. Namespace: metadata `NAMESPACE`, else the id's `POD.NAMESPACE` part, else
     /// [`DEFAULT_NAMESPACE`]. Labels: metadata `LABELS` (a struct of strings; numbers and booleans are
-    /// written out, other values skipped).
+    /// written out, other values skipped). Trusted proxies: metadata
+    /// `PROXY_CONFIG.gatewayTopology.numTrustedProxies` (a whole number), else 0.
     pub fn from_node(node: &Node) -> Self {
         let metadata = node.metadata.as_ref();
         let namespace = metadata
@@ -35,9 +36,26 @@ impl NodeIdentity {
             .and_then(|m| m.fields.get("LABELS"))
             .map(labels_from_value)
             .unwrap_or_default();
+        let trusted_proxies = metadata
+            .and_then(|m| m.fields.get("PROXY_CONFIG"))
+            .and_then(|v| struct_field(v, "gatewayTopology"))
+            .and_then(|v| struct_field(v, "numTrustedProxies"))
+            .and_then(|v| match v.kind.as_ref()? {
+                ValueKind::NumberValue(n)
+                    if n.fract() == 0.0 && (0.0..=f64::from(u32::MAX)).contains(n) =>
+                {
+                    Some(*n as u32)
+                }
+                _ => None,
+            })
+            .unwrap_or(0);
         NodeIdentity {
             id: node.id.clone(),
-            proxy: Proxy { namespace, labels },
+            proxy: Proxy {
+                namespace,
+                labels,
+                trusted_proxies,
+            },
         }
     }
 }
@@ -54,6 +72,14 @@ fn namespace_from_id(id: &str) -> Option<String> {
         .filter(|ns| !ns.is_empty());
     let from_domain = domain.split('.').next().filter(|ns| !ns.is_empty());
     from_pod.or(from_domain).map(str::to_string)
+}
+
+/// The field `key` of a struct value.
+fn struct_field<'v>(value: &'v Value, key: &str) -> Option<&'v Value> {
+    match value.kind.as_ref()? {
+        ValueKind::StructValue(fields) => fields.fields.get(key),
+        _ => None,
+    }
 }
 
 fn string_field(metadata: &Struct, key: &str) -> Option<String> {
@@ -103,6 +129,43 @@ mod tests {
             }),
             ..Default::default()
         }
+    }
+
+    fn object(fields: Vec<(&str, Value)>) -> Value {
+        Value {
+            kind: Some(ValueKind::StructValue(Struct {
+                fields: fields
+                    .into_iter()
+                    .map(|(k, v)| (k.to_string(), v))
+                    .collect(),
+            })),
+        }
+    }
+
+    #[test]
+    fn trusted_proxies_come_from_the_gateway_topology() {
+        let number = |n: f64| Value {
+            kind: Some(ValueKind::NumberValue(n)),
+        };
+        let with = |value: Value| {
+            let config = object(vec![(
+                "gatewayTopology",
+                object(vec![("numTrustedProxies", value)]),
+            )]);
+            NodeIdentity::from_node(&node("router~x", vec![("PROXY_CONFIG", config)]))
+                .proxy
+                .trusted_proxies
+        };
+        assert_eq!(with(number(2.0)), 2);
+        assert_eq!(with(number(1.5)), 0, "not a whole number");
+        assert_eq!(with(number(-1.0)), 0);
+        assert_eq!(with(string("2")), 0);
+        assert_eq!(
+            NodeIdentity::from_node(&node("router~x", vec![]))
+                .proxy
+                .trusted_proxies,
+            0
+        );
     }
 
     #[test]

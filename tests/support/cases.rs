@@ -69,6 +69,7 @@ pub fn golden_proxy() -> Proxy {
     Proxy {
         namespace: "istio-system".into(),
         labels: [("istio".to_string(), "ingressgateway".to_string())].into(),
+        ..Default::default()
     }
 }
 
@@ -81,6 +82,7 @@ pub fn example_proxy() -> Proxy {
             "higress-system-higress-gateway".to_string(),
         )]
         .into(),
+        ..Default::default()
     }
 }
 

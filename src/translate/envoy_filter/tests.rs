@@ -71,6 +71,7 @@ fn proxy() -> Proxy {
     Proxy {
         namespace: "gw".into(),
         labels: BTreeMap::from([("app".to_string(), "gateway".to_string())]),
+        ..Default::default()
     }
 }
 
