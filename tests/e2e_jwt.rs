@@ -101,7 +101,13 @@ where
             "spec": {"selector": selector, "action": "ALLOW", "rules": [
                 {"from": [{"source": {"requestPrincipals": [format!("{ISSUER}/alice")]}}],
                  "to": [{"operation": {"paths": ["/secure*"]}}]},
-                {"to": [{"operation": {"notPaths": ["/secure*"]}}]}]},
+                // Istio matches `<iss>/<sub>` as one text: a prefix ending inside the issuer, a suffix naming the
+                // end of the issuer and the whole subject.
+                {"from": [{"source": {"requestPrincipals": ["https://issuer.te*"]}}],
+                 "to": [{"operation": {"paths": ["/issuer*"]}}]},
+                {"from": [{"source": {"requestPrincipals": ["*.test/carol"]}}],
+                 "to": [{"operation": {"paths": ["/carol*"]}}]},
+                {"to": [{"operation": {"notPaths": ["/secure*", "/issuer*", "/carol*"]}}]}]},
         })),
     );
     let admitpilot = Admitpilot::start(dir.path()).await;
@@ -142,6 +148,20 @@ async fn request_authentication_is_enforced_on_the_gateway() {
             status(&http, &secure, Some(&token(&signer, "bob"))).await,
             403
         );
+        let issuer_path = format!("{base}/issuer/x");
+        assert_eq!(
+            status(&http, &issuer_path, Some(&token(&signer, "bob"))).await,
+            200,
+            "a principal prefix ending inside the issuer"
+        );
+        assert_eq!(status(&http, &issuer_path, None).await, 403);
+        let carol_path = format!("{base}/carol/x");
+        assert_eq!(
+            status(&http, &carol_path, Some(&token(&signer, "carol"))).await,
+            200,
+            "a principal suffix"
+        );
+        assert_eq!(status(&http, &carol_path, Some(&alice)).await, 403);
     })
     .await;
 }

@@ -12,7 +12,7 @@ use admitpilot::validate::regex::{check_regex, re2_program_size_bound, start_obj
 use serde_json::json;
 
 /// Patterns around Envoy's limit of 100 instructions, and ordinary ones.
-const PATTERNS: [&str; 16] = [
+const PATTERNS: [&str; 18] = [
     "a{96}",
     "a{97}",
     "^a{98}",
@@ -29,6 +29,8 @@ const PATTERNS: [&str; 16] = [
     "[^/]+/[^/]+",
     r"\s{32}",
     "(?:abc|abd){20}",
+    "(?:abcdefghijklmnopqrstuvwxyz0123456789){2,}",
+    "(?:abcdefghijklmnopqrstuvwxyz0123456789abcdefghijkl)+",
 ];
 
 /// Envoy's verdict: `Ok(())`, or the RE2 program size it reported, or another rejection.

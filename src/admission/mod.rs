@@ -99,7 +99,9 @@ impl Webhook {
 
     /// Answers one request body that passed the HTTP checks: an AdmissionReview response, or 400.
     pub fn respond(&self, body: &[u8], started: Instant) -> Response {
-        let reviewed = crate::validate::deadline::run_until(started + self.review_budget, || {
+        // The budget counts from here: time spent waiting for a permit is not the object's fault.
+        let deadline = Instant::now() + self.review_budget;
+        let reviewed = crate::validate::deadline::run_until(deadline, || {
             review::review(body, &self.options, self.gateways.as_deref())
         });
         match reviewed {

@@ -50,7 +50,8 @@ impl JwksUpstream {
     }
 }
 
-/// The server of a `jwksUri`, or `None` when the URI is not `http(s)://host[:port]/…` with a port in 1–65535.
+/// The server of a `jwksUri`, or `None` when the URI is not `http(s)://host[:port]/…` with a port in 1–65535 (an
+/// empty port is the scheme's, as Go's URL parser has it).
 pub fn jwks_upstream(uri: &str) -> Option<JwksUpstream> {
     let (scheme, rest) = uri.split_once("://")?;
     let (tls, default_port) = if scheme.eq_ignore_ascii_case("https") {
@@ -72,8 +73,11 @@ pub fn jwks_upstream(uri: &str) -> Option<JwksUpstream> {
             None => (host_port, None),
         },
     };
-    let port = match port {
-        Some(port) => port.parse::<u16>().ok().filter(|p| *p > 0)?.into(),
+    let port = match port.filter(|p| !p.is_empty()) {
+        Some(port) if port.bytes().all(|b| b.is_ascii_digit()) => {
+            port.parse::<u16>().ok().filter(|p| *p > 0)?.into()
+        }
+        Some(_) => return None,
         None => default_port,
     };
     (!host.is_empty()).then(|| JwksUpstream {
@@ -233,5 +237,34 @@ fn provider(rule: &JwtRule) -> JwtProvider {
             })
             .collect(),
         ..Default::default()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn jwks_uri_servers() {
+        let up = |uri: &str| jwks_upstream(uri).map(|u| (u.host, u.port, u.tls));
+        assert_eq!(
+            up("https://Keys.Example.com/jwks"),
+            Some(("keys.example.com".into(), 443, true))
+        );
+        assert_eq!(
+            up("http://127.0.0.1:8080/k?x=1"),
+            Some(("127.0.0.1".into(), 8080, false))
+        );
+        assert_eq!(up("https://[::1]:9443/k"), Some(("::1".into(), 9443, true)));
+        assert_eq!(
+            up("https://user@host:/k"),
+            Some(("host".into(), 443, true)),
+            "empty port"
+        );
+        assert_eq!(up("https://host:+443/k"), None);
+        assert_eq!(up("https://host:0/k"), None);
+        assert_eq!(up("https://host:70000/k"), None);
+        assert_eq!(up("ftp://host/k"), None);
+        assert_eq!(up("https:///k"), None);
     }
 }

@@ -447,14 +447,40 @@ fn peer_principal(value: &str) -> Principal {
     authenticated(wildcard(&format!("spiffe://{value}")))
 }
 
-/// A JWT principal (`<iss>/<sub>`, either side may be `*`), from the payload the JWT filter validated.
+/// A JWT principal, from the payload the JWT filter validated. Istio matches the text `<iss>/<sub>` exactly, by
+/// prefix (`X*`) or by suffix (`*X`); the payload holds `iss` and `sub` apart, so the text is split at its last `/`
+/// (a subject holds no `/`): a prefix may end inside the issuer or go on into the subject, a suffix that holds a `/`
+/// ends the issuer and names the whole subject.
 fn request_principal(value: &str) -> Principal {
+    let iss = |v: &str| claim(&["iss"], v);
+    let sub = |v: &str| claim(&["sub"], v);
+    if value == "*" {
+        return iss("*");
+    }
+    if let Some(prefix) = value.strip_suffix('*') {
+        let within_issuer = iss(value);
+        return match prefix.rsplit_once('/') {
+            Some((issuer, subject)) => or_principals(
+                [
+                    within_issuer,
+                    and_principals(vec![iss(issuer), sub(&format!("{subject}*"))]),
+                ]
+                .into_iter(),
+            ),
+            None => within_issuer,
+        };
+    }
+    if let Some(suffix) = value.strip_prefix('*') {
+        return match suffix.rsplit_once('/') {
+            Some((issuer_end, subject)) => {
+                and_principals(vec![iss(&format!("*{issuer_end}")), sub(subject)])
+            }
+            None => sub(value),
+        };
+    }
     match value.rsplit_once('/') {
-        _ if value == "*" => claim(&["iss"], "*"),
-        Some((issuer, subject)) => {
-            and_principals(vec![claim(&["iss"], issuer), claim(&["sub"], subject)])
-        }
-        None => claim(&["iss"], value),
+        Some((issuer, subject)) => and_principals(vec![iss(issuer), sub(subject)]),
+        None => iss(value),
     }
 }
 

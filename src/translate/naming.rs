@@ -41,7 +41,7 @@ pub fn credential_ca_secret(credential_name: &str) -> String {
 
 /// Prefix of the SDS name of a certificate and key read from files on the gateway.
 pub const FILE_CERT_PREFIX: &str = "file-cert:";
-/// Prefix of the SDS name of a CA bundle (and revocation list) read from files on the gateway.
+/// Prefix of the SDS name of a CA bundle read from a file on the gateway.
 pub const FILE_ROOT_PREFIX: &str = "file-root:";
 
 /// Returns the SDS name of a client certificate and key in files, as Istio names it: `file-cert:<cert>~<key>`.
@@ -49,14 +49,9 @@ pub fn file_cert_secret(certificate: &str, private_key: &str) -> String {
     format!("{FILE_CERT_PREFIX}{certificate}~{private_key}")
 }
 
-/// Returns the SDS name of a CA bundle in a file, as Istio names it: `file-root:<ca>`, or `file-root:<ca>~<crl>`
-/// with a certificate revocation list.
-pub fn file_root_secret(ca: &str, crl: &str) -> String {
-    if crl.is_empty() {
-        format!("{FILE_ROOT_PREFIX}{ca}")
-    } else {
-        format!("{FILE_ROOT_PREFIX}{ca}~{crl}")
-    }
+/// Returns the SDS name of a CA bundle in a file, as Istio names it: `file-root:<ca>`.
+pub fn file_root_secret(ca: &str) -> String {
+    format!("{FILE_ROOT_PREFIX}{ca}")
 }
 
 /// Returns the fully qualified name of a Kubernetes Service: `<name>.<namespace>.svc.<suffix>`.

@@ -14,7 +14,7 @@ use envoy_types::pb::envoy::config::cluster::v3::{
     cluster, Cluster, OutlierDetection, UpstreamConnectionOptions,
 };
 use envoy_types::pb::envoy::config::core::v3::{
-    transport_socket, Http1ProtocolOptions, Http2ProtocolOptions,
+    data_source, transport_socket, DataSource, Http1ProtocolOptions, Http2ProtocolOptions,
     HttpProtocolOptions as CoreHttpOptions, TcpKeepalive, TransportSocket,
 };
 use envoy_types::pb::envoy::config::route::v3::route_action::{hash_policy, HashPolicy};
@@ -520,6 +520,11 @@ pub fn apply_tls(out: &mut Cluster, tls: &ClientTlsSettings) -> Vec<String> {
                 "" => Some(SYSTEM_CA_BUNDLE),
                 path => Some(path),
             };
+            // A revocation list stays a file of the cluster itself (Istio's SDS names have no place for it).
+            let crl = (!tls.ca_crl.is_empty()).then(|| DataSource {
+                specifier: Some(data_source::Specifier::Filename(tls.ca_crl.clone())),
+                ..Default::default()
+            });
             common.validation_context_type = Some(match ca {
                 None => common_tls_context::ValidationContextType::ValidationContext(
                     CertificateValidationContext {
@@ -528,12 +533,13 @@ pub fn apply_tls(out: &mut Cluster, tls: &ClientTlsSettings) -> Vec<String> {
                     },
                 ),
                 Some(ca) => {
-                    let name = naming::file_root_secret(ca, &tls.ca_crl);
+                    let name = naming::file_root_secret(ca);
                     credentials.push(name.clone());
                     common_tls_context::ValidationContextType::CombinedValidationContext(
                         common_tls_context::CombinedCertificateValidationContext {
                             default_validation_context: Some(CertificateValidationContext {
                                 match_typed_subject_alt_names: sans,
+                                crl,
                                 ..Default::default()
                             }),
                             validation_context_sds_secret_config: Some(sds(name)),

@@ -44,7 +44,7 @@ fn inline(bytes: Vec<u8>) -> DataSource {
     }
 }
 
-/// Builds the Secret a `file-cert:<cert>~<key>` or `file-root:<ca>[~<crl>]` name stands for (see
+/// Builds the Secret a `file-cert:<cert>~<key>` or `file-root:<ca>` name stands for (see
 /// [`naming::file_cert_secret`], [`naming::file_root_secret`]); `None` for any other name.
 pub fn from_files(name: &str) -> Option<Secret> {
     let file = |path: &str| DataSource {
@@ -59,13 +59,9 @@ pub fn from_files(name: &str) -> Option<Secret> {
             ..Default::default()
         })
     } else {
-        let paths = name.strip_prefix(naming::FILE_ROOT_PREFIX)?;
-        let (ca, crl) = paths
-            .split_once('~')
-            .map_or((paths, None), |(ca, crl)| (ca, Some(crl)));
+        let ca = name.strip_prefix(naming::FILE_ROOT_PREFIX)?;
         secret::Type::ValidationContext(CertificateValidationContext {
             trusted_ca: Some(file(ca)),
-            crl: crl.map(file),
             ..Default::default()
         })
     };
@@ -147,15 +143,16 @@ mod tests {
             tls.private_key.unwrap().specifier,
             Some(data_source::Specifier::Filename("/k.pem".into()))
         );
-        let root = from_files(&naming::file_root_secret("/ca.pem", "/crl.pem")).unwrap();
+        let root = from_files(&naming::file_root_secret("/certs/ca~2024.pem")).unwrap();
         let Some(secret::Type::ValidationContext(ca)) = root.r#type else {
             panic!("not a CA: {root:?}");
         };
         assert_eq!(
             ca.trusted_ca.unwrap().specifier,
-            Some(data_source::Specifier::Filename("/ca.pem".into()))
+            Some(data_source::Specifier::Filename(
+                "/certs/ca~2024.pem".into()
+            ))
         );
-        assert!(ca.crl.is_some());
         assert!(from_files("kubernetes://x").is_none());
     }
 

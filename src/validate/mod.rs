@@ -69,6 +69,8 @@ impl Report {
 
 /// Decodes and validates one document.
 pub fn validate_document(doc: &Value, options: &DecodeOptions) -> Report {
+    // Decoding higress-config items checks regexes before `validate_object` runs: start the object's allowance here.
+    regex::start_object();
     match decode(doc, options) {
         Decoded::Object {
             header,
@@ -137,6 +139,7 @@ fn touches(rule: &str, error: &str) -> bool {
 /// Runs the rules of the object's kind and returns their findings (decode findings are not included).
 pub fn validate_object(object: &ConfigObject) -> Vec<Finding> {
     regex::start_object();
+    deadline::take_cut_short();
     let mut out = Findings::default();
     let meta = &object.metadata;
     common::validate_metadata(object.kind(), meta, &mut out);
@@ -162,7 +165,7 @@ pub fn validate_object(object: &ConfigObject) -> Vec<Finding> {
         Spec::HigressConfig(config) => higress_config::validate(config, &mut out),
         Spec::Service(_) | Spec::EndpointSlice(_) | Spec::Secret(_) => {}
     }
-    if deadline::expired() {
+    if deadline::take_cut_short() {
         out.error(
             "",
             format!(

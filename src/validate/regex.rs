@@ -157,8 +157,8 @@ pub fn nfa_weight(hir: &Hir) -> u64 {
 
 /// A lower bound of the RE2 program size Envoy computes for a pattern parsed as RE2 reads it (bytes, ASCII
 /// classes). Each character and each character class takes at least one instruction, a capture group two more,
-/// an optional copy in a repetition at least its body; an alternation at least its largest branch (RE2 factors
-/// common prefixes). The program's frame adds 4 instructions, 2 when the pattern is anchored at its start.
+/// an optional copy in a repetition at least its body, an open-ended repetition `x{n,}` n copies and one more
+/// instruction; an alternation at least its largest branch (RE2 factors common prefixes). The program's frame adds 4 instructions, 2 when the pattern is anchored at its start.
 pub fn re2_program_size_at_least(hir: &Hir) -> u64 {
     let anchored = matches!(hir.kind(), HirKind::Concat(parts)
         if parts.first().is_some_and(|first| matches!(first.kind(), HirKind::Look(Look::Start))))
@@ -176,11 +176,14 @@ fn instructions(hir: &Hir) -> u64 {
         HirKind::Class(class) => class_instructions(class),
         HirKind::Repetition(rep) => {
             let body = instructions(&rep.sub);
-            let optional = match rep.max {
-                Some(max) => u64::from(max.saturating_sub(rep.min)),
-                None => 1,
-            };
-            body.saturating_mul(u64::from(rep.min).saturating_add(optional))
+            let min = u64::from(rep.min);
+            match rep.max {
+                // Each optional copy costs at least its body.
+                Some(max) => body.saturating_mul(u64::from(max.max(rep.min))),
+                // `x*` is one copy in a loop; `x{n,}` is n copies, the last one looping back (one instruction).
+                None if min == 0 => body,
+                None => body.saturating_mul(min).saturating_add(1),
+            }
         }
         HirKind::Capture(capture) => instructions(&capture.sub).saturating_add(2),
         HirKind::Concat(parts) => parts
@@ -230,6 +233,14 @@ mod tests {
             assert!(bound > ENVOY_RE2_PROGRAM_LIMIT, "{re}: {bound}");
         }
         assert_eq!(re2_size("a{96}"), 100);
+        // Open-ended repetitions: n copies and a loop, not n + 1 copies (tests/envoy_regex.rs has Envoy load them).
+        assert!(
+            re2_size("(?:abcdefghijklmnopqrstuvwxyz0123456789){2,}") <= ENVOY_RE2_PROGRAM_LIMIT
+        );
+        assert!(
+            re2_size("(?:abcdefghijklmnopqrstuvwxyz0123456789abcdefghijkl)+")
+                <= ENVOY_RE2_PROGRAM_LIMIT
+        );
         assert!(re2_size(r"^/api/v[0-9]+/.*$") < 20);
     }
 
