@@ -8,13 +8,17 @@
 
 use ahash::AHashMap;
 
-/// The text a host is compared by: reversed, without the `*` of a wildcard.
+/// The text a host is compared by: reversed, in lower case (DNS names are case-insensitive), without the `*` of a
+/// wildcard.
 fn key(host: &str) -> (Vec<u8>, bool) {
     let (body, wildcard) = match host.strip_prefix('*') {
         Some(suffix) => (suffix, true),
         None => (host, false),
     };
-    (body.bytes().rev().collect(), wildcard)
+    (
+        body.bytes().rev().map(|b| b.to_ascii_lowercase()).collect(),
+        wildcard,
+    )
 }
 
 /// Pairs `(a, b)` of positions in `hosts`, `a < b`, of hosts that can match a common name: each host that
@@ -57,8 +61,9 @@ pub fn overlapping_pairs(hosts: &[String]) -> Vec<(usize, usize)> {
 
 /// An index of hosts, each remembered by its position, answering covering and overlap questions.
 #[derive(Debug, Default)]
-pub struct HostIndex<'h> {
-    exact: AHashMap<&'h str, usize>,
+pub struct HostIndex {
+    /// Exact hosts by their [`key`] text.
+    exact: AHashMap<Vec<u8>, usize>,
     /// Wildcards by reversed text, sorted, with the nearest shorter one whose text starts theirs and the lowest
     /// position along that chain.
     wildcards: Vec<(Vec<u8>, usize)>,
@@ -68,16 +73,16 @@ pub struct HostIndex<'h> {
     all: Vec<(Vec<u8>, usize)>,
 }
 
-impl<'h> HostIndex<'h> {
+impl HostIndex {
     /// An index of `hosts` with their positions.
-    pub fn new(hosts: impl IntoIterator<Item = (&'h str, usize)>) -> Self {
+    pub fn new<'h>(hosts: impl IntoIterator<Item = (&'h str, usize)>) -> Self {
         let mut index = HostIndex::default();
         for (host, at) in hosts {
             let (text, wildcard) = key(host);
             if wildcard {
                 index.wildcards.push((text.clone(), at));
             } else {
-                let first = index.exact.entry(host).or_insert(at);
+                let first = index.exact.entry(text.clone()).or_insert(at);
                 *first = (*first).min(at);
             }
             index.all.push((text, at));
@@ -105,7 +110,7 @@ impl<'h> HostIndex<'h> {
     }
 
     /// An index of `hosts`, numbered by position.
-    pub fn of(hosts: &'h [String]) -> Self {
+    pub fn of(hosts: &[String]) -> Self {
         Self::new(hosts.iter().enumerate().map(|(at, h)| (h.as_str(), at)))
     }
 
@@ -129,7 +134,9 @@ impl<'h> HostIndex<'h> {
     /// The lowest position of a host that matches every name `host` matches (itself, or a wildcard over it).
     pub fn covering(&self, host: &str) -> Option<usize> {
         let (text, wildcard) = key(host);
-        let exact = (!wildcard).then(|| self.exact.get(host).copied()).flatten();
+        let exact = (!wildcard)
+            .then(|| self.exact.get(&text).copied())
+            .flatten();
         [exact, self.wildcard_over(&text)]
             .into_iter()
             .flatten()
@@ -236,5 +243,10 @@ mod tests {
         assert_eq!(index.overlapping("*.com"), Some(1));
         assert_eq!(HostIndex::of(&hosts).covering("b.other"), Some(2));
         assert_eq!(HostIndex::of(&hosts).covering("example.com"), Some(2));
+        assert_eq!(
+            index.covering("A.Example.COM"),
+            Some(0),
+            "DNS names are case-insensitive"
+        );
     }
 }

@@ -126,12 +126,13 @@ struct Registry<'a> {
     config: &'a Snapshot,
     domain_suffix: &'a str,
     /// Every ServiceEntry host.
-    entry_hosts: OnceCell<HostIndex<'a>>,
+    entry_hosts: OnceCell<HostIndex>,
     /// The subsets DestinationRules define.
     subsets: OnceCell<Subsets>,
 }
 
-/// The subsets DestinationRules define, by (resolved host, subset) for exact hosts and by subset for wildcards.
+/// The subsets DestinationRules define, by (resolved host in lower case, subset) for exact hosts and by subset for
+/// wildcards.
 #[derive(Default)]
 struct Subsets {
     exact: AHashSet<(String, String)>,
@@ -196,18 +197,18 @@ impl<'a> Registry<'a> {
                             .wildcard
                             .entry(s.name.clone())
                             .or_default()
-                            .push(suffix.to_string()),
+                            .push(suffix.to_ascii_lowercase()),
                         None => {
-                            out.exact.insert((resolved.clone(), s.name.clone()));
+                            out.exact
+                                .insert((resolved.to_ascii_lowercase(), s.name.clone()));
                         }
                     }
                 }
             }
             out
         });
-        subsets
-            .exact
-            .contains(&(host.to_string(), subset.to_string()))
+        let host = host.to_ascii_lowercase();
+        subsets.exact.contains(&(host.clone(), subset.to_string()))
             || subsets.wildcard.get(subset).is_some_and(|suffixes| {
                 suffixes
                     .iter()
@@ -373,7 +374,7 @@ fn names_gateway(name: &str, namespace: &str, key: &ObjectKey) -> bool {
 /// The host parts of the server hosts of `gateway` (in `gateway_ns`) whose namespace part admits a VirtualService in
 /// `vs_ns` (`*`, `.` for the Gateway's own, or `vs_ns`): a VirtualService host is accepted when one of them overlaps
 /// it.
-fn gateway_hosts<'g>(gateway: &'g Gateway, gateway_ns: &str, vs_ns: &str) -> HostIndex<'g> {
+fn gateway_hosts(gateway: &Gateway, gateway_ns: &str, vs_ns: &str) -> HostIndex {
     HostIndex::new(
         gateway
             .servers

@@ -990,7 +990,7 @@ fn check_total_weight(count: usize, total: u64, p: &FieldPath, out: &mut Finding
 /// The hosts of the VirtualService, listed and indexed, for the SNI host checks.
 struct VsHosts<'a> {
     names: &'a [String],
-    index: HostIndex<'a>,
+    index: HostIndex,
 }
 
 /// Hosts named in full in a message; the rest are counted.
