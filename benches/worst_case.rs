@@ -273,6 +273,7 @@ fn time(body: &[u8], runs: usize) -> (Duration, Duration, String) {
 
 fn main() {
     let mut runs = 5;
+    let mut bench = false;
     let mut filters = Vec::new();
     let mut args = std::env::args().skip(1);
     while let Some(arg) = args.next() {
@@ -284,9 +285,15 @@ fn main() {
                     .unwrap_or(runs)
                     .max(1)
             }
-            "--bench" => {}
+            "--bench" => bench = true,
+            other if other.starts_with('-') => {}
             other => filters.push(other.to_string()),
         }
+    }
+    if !bench {
+        // `cargo test --all-targets` and nextest also run (and list) bench targets: only measure under `cargo bench`.
+        eprintln!("worst_case measures only under `cargo bench --bench worst_case`");
+        return;
     }
     println!("| shape | n | body | best | median | verdict | 100× / 1× |");
     println!("|---|---:|---:|---:|---:|---|---:|");
