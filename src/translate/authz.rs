@@ -85,12 +85,7 @@ pub fn applies_to(
 ) -> bool {
     (namespace == proxy.namespace || root_namespaces.iter().any(|root| root == namespace))
         && !attached
-        && selector.is_none_or(|selector| {
-            selector
-                .match_labels
-                .iter()
-                .all(|(k, v)| proxy.labels.get(k) == Some(v))
-        })
+        && selector.is_none_or(|selector| proxy.has_labels(&selector.match_labels))
 }
 
 /// The authentication and authorization filters of one gateway, in Istio's order.

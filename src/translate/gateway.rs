@@ -127,9 +127,7 @@ pub fn servers_by_port(snapshot: &Snapshot, proxy: &Proxy) -> BTreeMap<u32, Vec<
     let mut gateways: Vec<&Arc<ConfigObject>> = snapshot
         .of_kind(Kind::Gateway)
         .filter(|object| match &object.spec {
-            Spec::Gateway(Gateway { selector, .. }) => {
-                selector.iter().all(|(k, v)| proxy.labels.get(k) == Some(v))
-            }
+            Spec::Gateway(Gateway { selector, .. }) => proxy.has_labels(selector),
             _ => false,
         })
         .collect();

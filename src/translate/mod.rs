@@ -78,6 +78,13 @@ pub struct Proxy {
     pub trusted_proxies: u32,
 }
 
+impl Proxy {
+    /// Whether the proxy carries every label of `selector` (an empty selector selects every proxy).
+    pub fn has_labels(&self, selector: &BTreeMap<String, String>) -> bool {
+        selector.iter().all(|(k, v)| self.labels.get(k) == Some(v))
+    }
+}
+
 /// Every Envoy resource one proxy group receives, each list sorted by resource name.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct GatewayResources {
@@ -1184,18 +1191,18 @@ fn jwks_cluster(upstream: &authn::JwksUpstream, credentials: &mut BTreeSet<Strin
         &[endpoint],
     );
     if upstream.tls {
-        let named = upstream.host.parse::<std::net::IpAddr>().is_err();
-        let name = if named {
-            upstream.host.clone()
-        } else {
-            String::new()
-        };
+        // An IP address is neither sent as SNI nor checked as a DNS name.
+        let name = upstream
+            .host
+            .parse::<std::net::IpAddr>()
+            .is_err()
+            .then(|| upstream.host.clone());
         credentials.extend(policy::apply_tls(
             &mut out,
             &ClientTlsSettings {
                 mode: Some(ClientTlsMode::Simple),
-                sni: name.clone(),
-                subject_alt_names: named.then_some(name).into_iter().collect(),
+                sni: name.clone().unwrap_or_default(),
+                subject_alt_names: name.into_iter().collect(),
                 ..Default::default()
             },
         ));

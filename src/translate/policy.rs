@@ -14,7 +14,7 @@ use envoy_types::pb::envoy::config::cluster::v3::{
     cluster, Cluster, OutlierDetection, UpstreamConnectionOptions,
 };
 use envoy_types::pb::envoy::config::core::v3::{
-    data_source, transport_socket, DataSource, Http1ProtocolOptions, Http2ProtocolOptions,
+    transport_socket, Http1ProtocolOptions, Http2ProtocolOptions,
     HttpProtocolOptions as CoreHttpOptions, TcpKeepalive, TransportSocket,
 };
 use envoy_types::pb::envoy::config::route::v3::route_action::{hash_policy, HashPolicy};
@@ -34,6 +34,7 @@ use super::envoy::{ads, any, parse_duration};
 use super::listener::TLS_TRANSPORT;
 use super::naming;
 use super::route::ClusterRef;
+use super::secret;
 use super::Proxy;
 use crate::model::istio::destination_rule::{
     ClientTlsMode, ClientTlsSettings, ConnectionPoolSettings, DestinationRule, H2UpgradePolicy,
@@ -128,11 +129,8 @@ impl Policies {
                     return None;
                 }
                 if let Some(selector) = &rule.workload_selector {
-                    let selects = namespace == proxy.namespace
-                        && selector
-                            .match_labels
-                            .iter()
-                            .all(|(k, v)| proxy.labels.get(k) == Some(v));
+                    let selects =
+                        namespace == proxy.namespace && proxy.has_labels(&selector.match_labels);
                     if !selects {
                         return None;
                     }
@@ -521,10 +519,7 @@ pub fn apply_tls(out: &mut Cluster, tls: &ClientTlsSettings) -> Vec<String> {
                 path => Some(path),
             };
             // A revocation list stays a file of the cluster itself (Istio's SDS names have no place for it).
-            let crl = (!tls.ca_crl.is_empty()).then(|| DataSource {
-                specifier: Some(data_source::Specifier::Filename(tls.ca_crl.clone())),
-                ..Default::default()
-            });
+            let crl = (!tls.ca_crl.is_empty()).then(|| secret::file(&tls.ca_crl));
             common.validation_context_type = Some(match ca {
                 None => common_tls_context::ValidationContextType::ValidationContext(
                     CertificateValidationContext {

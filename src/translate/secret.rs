@@ -37,6 +37,14 @@ fn read(secret: &KubeSecret, keys: &[&str]) -> Option<Vec<u8>> {
     })
 }
 
+/// A file on the gateway, read by its Envoy.
+pub fn file(path: &str) -> DataSource {
+    DataSource {
+        specifier: Some(data_source::Specifier::Filename(path.to_string())),
+        ..Default::default()
+    }
+}
+
 fn inline(bytes: Vec<u8>) -> DataSource {
     DataSource {
         specifier: Some(data_source::Specifier::InlineBytes(bytes)),
@@ -47,10 +55,6 @@ fn inline(bytes: Vec<u8>) -> DataSource {
 /// Builds the Secret a `file-cert:<cert>~<key>` or `file-root:<ca>` name stands for (see
 /// [`naming::file_cert_secret`], [`naming::file_root_secret`]); `None` for any other name.
 pub fn from_files(name: &str) -> Option<Secret> {
-    let file = |path: &str| DataSource {
-        specifier: Some(data_source::Specifier::Filename(path.to_string())),
-        ..Default::default()
-    };
     let r#type = if let Some(paths) = name.strip_prefix(naming::FILE_CERT_PREFIX) {
         let (chain, key) = paths.rsplit_once('~')?;
         secret::Type::TlsCertificate(TlsCertificate {

@@ -112,10 +112,7 @@ fn applicable<'s>(
         own.iter()
             .filter(|(_, t)| {
                 t.selector.as_ref().is_some_and(|s| {
-                    !s.match_labels.is_empty()
-                        && s.match_labels
-                            .iter()
-                            .all(|(k, v)| proxy.labels.get(k) == Some(v))
+                    !s.match_labels.is_empty() && proxy.has_labels(&s.match_labels)
                 })
             })
             .map(|(_, t)| t.access_logging.as_slice()),

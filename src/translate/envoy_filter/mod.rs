@@ -265,10 +265,7 @@ fn selects(object: &ConfigObject, spec: &EnvoyFilter, root: bool, proxy: &Proxy)
             });
     }
     match &spec.workload_selector {
-        Some(selector) => selector
-            .labels
-            .iter()
-            .all(|(k, v)| proxy.labels.get(k) == Some(v)),
+        Some(selector) => proxy.has_labels(&selector.labels),
         None => true,
     }
 }
