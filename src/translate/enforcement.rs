@@ -97,6 +97,17 @@ fn unenforced_telemetry(
             "access logging to providers other than the built-in \"envoy\" is not enforced on gateways by \
              admitpilot: they are defined in the mesh config's extensionProviders, which it does not read",
         ))
+    } else if telemetry
+        .access_logging
+        .iter()
+        .any(|block| block.providers.is_empty() && block.disabled != Some(true))
+    {
+        Some((
+            "spec.accessLogging",
+            "an access-logging block without providers is not enforced on gateways by admitpilot unless a less \
+             specific Telemetry (namespace or root namespace) names the built-in \"envoy\" provider: the mesh \
+             config's default providers are not read",
+        ))
     } else if !telemetry.tracing.is_empty() {
         Some((
             "spec.tracing",
@@ -203,5 +214,38 @@ mod tests {
         let attached = unenforced(&policy(json!({"targetRefs": [
             {"group": "gateway.networking.k8s.io", "kind": "Gateway", "name": "gw"}]})));
         assert_eq!(attached.map(|u| u.field), Some("spec.targetRefs"));
+    }
+
+    #[test]
+    fn telemetry_is_enforced_for_the_builtin_provider_only() {
+        let telemetry = |spec: serde_json::Value| {
+            unenforced(&test_object(
+                json!({"apiVersion": "telemetry.istio.io/v1", "kind": "Telemetry",
+                "metadata": {"name": "t", "namespace": "default"}, "spec": spec}),
+            ))
+            .map(|u| u.field)
+        };
+        assert_eq!(
+            telemetry(json!({"accessLogging": [{"providers": [{"name": "envoy"}]}]})),
+            None
+        );
+        assert_eq!(
+            telemetry(json!({"accessLogging": [{"disabled": true}]})),
+            None
+        );
+        assert_eq!(
+            telemetry(json!({"accessLogging": [{"providers": [{"name": "otel"}]}]})),
+            Some("spec.accessLogging.providers")
+        );
+        assert_eq!(
+            telemetry(
+                json!({"accessLogging": [{"filter": {"expression": "response.code >= 400"}}]})
+            ),
+            Some("spec.accessLogging")
+        );
+        assert_eq!(
+            telemetry(json!({"tracing": [{"randomSamplingPercentage": 10}]})),
+            Some("spec.tracing")
+        );
     }
 }
