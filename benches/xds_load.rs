@@ -128,7 +128,10 @@ fn build(routes: usize, clusters: usize, version: u64) -> GatewayResources {
 
 /// Child process: the xDS server. Prints `READY <port>`, bumps the snapshot on every stdin line.
 async fn serve(options: Options) {
-    let (snapshots, receiver) = tokio::sync::watch::channel(Arc::new(Snapshot::default()));
+    let (snapshots, receiver) = tokio::sync::watch::channel(Arc::new(Snapshot {
+        version: 1,
+        ..Snapshot::default()
+    }));
     let (routes, clusters) = (options.routes, options.clusters);
     let translate = TranslateFn::stateless(move |snapshot: &Snapshot, _: &Proxy| {
         build(routes, clusters, snapshot.version)

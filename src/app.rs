@@ -208,10 +208,14 @@ impl App {
         let mut xds_addr = None;
         let mut gateway_check = None;
         if let Some(setup) = self.xds.take() {
-            // Without sources the xDS server serves the empty snapshot until the process stops.
-            let feed = snapshots
-                .clone()
-                .unwrap_or_else(|| watch::channel(Arc::new(Snapshot::default())).1);
+            // Without sources the xDS server serves an empty (loaded) snapshot until the process stops.
+            let feed = snapshots.clone().unwrap_or_else(|| {
+                let empty = Snapshot {
+                    version: 1,
+                    ..Snapshot::default()
+                };
+                watch::channel(Arc::new(empty)).1
+            });
             let options = setup.translate.options().cloned();
             let server =
                 start_xds(setup, feed, &mut self.registry, &stopped_rx, &mut tasks).await?;

@@ -20,7 +20,10 @@ use serve::serve_config;
 async fn app_serves_xds_and_syncz() {
     let dir = tempfile::tempdir().unwrap();
     let config = serve_config(dir.path());
-    let (snapshots, receiver) = tokio::sync::watch::channel(Arc::new(Snapshot::default()));
+    let (snapshots, receiver) = tokio::sync::watch::channel(Arc::new(Snapshot {
+        version: 1,
+        ..Snapshot::default()
+    }));
     let translate = TranslateFn::stateless(|snapshot: &Snapshot, _: &Proxy| GatewayResources {
         clusters: vec![eds_cluster(&format!("v{}", snapshot.version))],
         ..Default::default()
@@ -48,7 +51,7 @@ async fn app_serves_xds_and_syncz() {
         )
         .await;
     let first = client.next().await;
-    assert_eq!(sotw_names(&first), ["v0"]);
+    assert_eq!(sotw_names(&first), ["v1"]);
     client.ack(&first, &[]).await;
     snapshots.send_replace(Arc::new(Snapshot {
         version: 7,

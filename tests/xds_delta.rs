@@ -220,6 +220,37 @@ async fn reconnect_with_initial_resource_versions() {
     server.shutdown().await;
 }
 
+/// A gateway that reconnects to a process whose sources have not synced yet is answered only once the first
+/// snapshot is loaded: an answer from the empty placeholder would remove everything it holds.
+#[tokio::test]
+async fn reconnect_before_the_first_load_is_answered_after_it() {
+    let server = TestServer::start_unloaded().await;
+    let mut client = DeltaClient::connect(&server.endpoint()).await;
+    client
+        .send(DeltaDiscoveryRequest {
+            node: Some(node("d-9")),
+            type_url: CDS.into(),
+            initial_resource_versions: [("a".to_string(), "0123".to_string())].into(),
+            ..Default::default()
+        })
+        .await;
+    wait_until("the stream has joined its group", || {
+        server
+            .server
+            .status()
+            .list()
+            .iter()
+            .any(|c| c.node_id == "d-9")
+    })
+    .await;
+    server.set(base());
+    let first = client.next().await;
+    assert_eq!(first.system_version_info, "1");
+    assert_eq!(delta_names(&first), ["a", "b"]);
+    assert!(first.removed_resources.is_empty(), "{first:?}");
+    server.shutdown().await;
+}
+
 #[tokio::test]
 async fn stale_nonce_answer_is_ignored() {
     let server = TestServer::start(base()).await;

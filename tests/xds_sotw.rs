@@ -218,6 +218,39 @@ async fn removed_resources_leave_the_state_of_the_world() {
     server.shutdown().await;
 }
 
+/// Requests that reach a process whose sources have not synced yet are answered once the first snapshot is
+/// loaded, in order: an answer from the empty placeholder would remove everything a reconnecting gateway holds.
+#[tokio::test]
+async fn requests_before_the_first_load_are_answered_after_it() {
+    let server = TestServer::start_unloaded().await;
+    let mut client = SotwClient::connect(&server.endpoint()).await;
+    client
+        .request(Some(node("gw-early")), CDS, &[], "", "")
+        .await;
+    client.request(None, LDS, &[], "", "").await;
+    wait_until("the stream has joined its group", || {
+        server
+            .server
+            .status()
+            .list()
+            .iter()
+            .any(|c| c.node_id == "gw-early")
+    })
+    .await;
+    server.set(base());
+    let cds = client.next().await;
+    assert_eq!(
+        (cds.type_url.as_str(), sotw_names(&cds)),
+        (CDS, vec!["a".into(), "b".into()])
+    );
+    let lds = client.next().await;
+    assert_eq!(
+        (lds.type_url.as_str(), sotw_names(&lds)),
+        (LDS, vec!["l1".into()])
+    );
+    server.shutdown().await;
+}
+
 #[tokio::test]
 async fn shutdown_ends_streams() {
     let server = TestServer::start(base()).await;

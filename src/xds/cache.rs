@@ -311,8 +311,8 @@ impl Group {
             }
             GroupConfig::encode(translated, snapshot.version, published, Some(&previous))
         };
-        if config.same_content(&previous) {
-            // Record the version without waking anyone.
+        if config.same_content(&previous) && previous.is_loaded() {
+            // Record the version without waking anyone (streams held for the first load are woken).
             self.sender.send_if_modified(|current| {
                 *current = Arc::new(GroupConfig {
                     snapshot_version: snapshot.version,
@@ -461,7 +461,7 @@ mod tests {
                 ..Default::default()
             }
         });
-        let (tx, rx) = watch::channel(Arc::new(Snapshot::default()));
+        let (tx, rx) = watch::channel(Arc::new(loaded(1)));
         let cache = ConfigCache::new(rx, translate, XdsMetrics::default());
         let mut a1 = cache.subscribe(&proxy("a"));
         let _a2 = cache.subscribe(&proxy("a"));
@@ -471,19 +471,43 @@ mod tests {
         a1.mark_unchanged();
         b.mark_unchanged();
 
-        let next = Arc::new(Snapshot {
-            version: 1,
-            ..Default::default()
-        });
+        let next = Arc::new(loaded(2));
         tx.send_replace(next.clone());
         assert_eq!(cache.refresh(&next, Instant::now()), 1);
         assert_eq!(calls.load(Ordering::SeqCst), 4);
         assert!(a1.has_changed().unwrap());
         assert!(!b.has_changed().unwrap());
         let config = a1.borrow_and_update().clone();
-        assert!(config.of(ResourceType::Cluster).by_name.contains_key("c1"));
+        assert!(config.of(ResourceType::Cluster).by_name.contains_key("c2"));
 
         drop(b);
         assert_eq!(cache.group_count(), 1);
+    }
+
+    fn loaded(version: u64) -> Snapshot {
+        Snapshot {
+            version,
+            ..Default::default()
+        }
+    }
+
+    #[test]
+    fn the_first_loaded_snapshot_wakes_every_group_even_when_nothing_changed() {
+        let translate = TranslateFn::stateless(|_, _| GatewayResources::default());
+        let (tx, rx) = watch::channel(Arc::new(Snapshot::default()));
+        let cache = ConfigCache::new(rx, translate, XdsMetrics::default());
+        let mut group = cache.subscribe(&proxy("a"));
+        assert!(!group.borrow_and_update().is_loaded());
+
+        let first = Arc::new(loaded(1));
+        tx.send_replace(first.clone());
+        assert_eq!(cache.refresh(&first, Instant::now()), 1);
+        assert!(group.has_changed().unwrap());
+        assert!(group.borrow_and_update().is_loaded());
+
+        let second = Arc::new(loaded(2));
+        tx.send_replace(second.clone());
+        assert_eq!(cache.refresh(&second, Instant::now()), 0);
+        assert!(!group.has_changed().unwrap());
     }
 }

@@ -229,6 +229,12 @@ impl GroupConfig {
         }
     }
 
+    /// Whether this configuration comes from a snapshot of synced sources. Version 0 is the empty placeholder
+    /// the store holds until every source has synced (its first published snapshot is version 1).
+    pub fn is_loaded(&self) -> bool {
+        self.snapshot_version > 0
+    }
+
     /// The resources of one type.
     pub fn of(&self, kind: ResourceType) -> &TypeResources {
         &self.types[kind.index()]

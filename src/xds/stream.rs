@@ -36,7 +36,7 @@ pub(crate) struct Shared {
 
 /// A per-stream protocol state machine (SotW or Delta).
 pub(crate) trait Protocol: Send + Unpin + 'static {
-    type Request: Message + Default + Send + 'static;
+    type Request: Message + Default + Send + Unpin + 'static;
     const API: Api;
 
     fn node(request: &Self::Request) -> Option<&Node>;
@@ -169,6 +169,9 @@ struct Joined<P: Protocol> {
     state: P,
     config: Arc<GroupConfig>,
     group: WatchStream<Arc<GroupConfig>>,
+    /// A request held (and no further one read) until the group's first configuration is loaded: answering
+    /// from the empty placeholder would tell a reconnecting gateway to remove everything it serves.
+    waiting: Option<P::Request>,
 }
 
 impl<P: Protocol> Drop for Joined<P> {
@@ -216,19 +219,29 @@ impl<P: Protocol> AdsCall<P> {
         Poll::Ready(Some(Ok(trailers(status))))
     }
 
-    /// Handles one request; the first one identifies the node and joins its proxy group.
+    /// Handles one request; the first one identifies the node and joins its proxy group. Until the group's
+    /// configuration is loaded the request is held instead.
     fn on_request(&mut self, request: P::Request) -> Result<(), Status> {
         let joined = match &mut self.joined {
             Some(joined) => joined,
             None => self.joined.insert(self.join(&request)?),
         };
+        if !joined.config.is_loaded() {
+            tracing::debug!(proxy = %joined.state.base().connection.name(), "holding the request until the first configuration is loaded");
+            joined.waiting = Some(request);
+            return Ok(());
+        }
+        Self::answer(joined, request, &mut self.queued);
+        Ok(())
+    }
+
+    /// Queues the protocol's responses to `request`.
+    fn answer(joined: &mut Joined<P>, request: P::Request, queued: &mut VecDeque<WireMessage>) {
         let Some(kind) = ResourceType::from_type_url(P::type_url(&request)) else {
             tracing::debug!(proxy = %joined.state.base().connection.name(), type_url = %P::type_url(&request), "ignoring request for an unserved type");
-            return Ok(());
+            return;
         };
-        let responses = joined.state.on_request(kind, request, &joined.config);
-        self.queued.extend(responses);
-        Ok(())
+        queued.extend(joined.state.on_request(kind, request, &joined.config));
     }
 
     fn join(&self, first: &P::Request) -> Result<Joined<P>, Status> {
@@ -250,6 +263,7 @@ impl<P: Protocol> AdsCall<P> {
             state: P::new(StreamBase::new(connection, self.shared.metrics.clone())),
             config,
             group: WatchStream::from_changes(group),
+            waiting: None,
         })
     }
 }
@@ -284,7 +298,12 @@ impl<P: Protocol> hyper::body::Body for AdsCall<P> {
                 continue;
             }
             // Nothing left to send: look for work. Shutdown closes the group's channel, which ends the call.
-            match Pin::new(&mut this.inbound).poll_next(cx) {
+            let holding = this.joined.as_ref().is_some_and(|j| j.waiting.is_some());
+            match if holding {
+                Poll::Pending
+            } else {
+                Pin::new(&mut this.inbound).poll_next(cx)
+            } {
                 Poll::Ready(Some(Ok(request))) => {
                     if let Err(status) = this.on_request(request) {
                         return this.finish(&status);
@@ -315,8 +334,13 @@ impl<P: Protocol> hyper::body::Body for AdsCall<P> {
             match Pin::new(&mut joined.group).poll_next(cx) {
                 Poll::Ready(Some(config)) => {
                     joined.config = config;
-                    let responses = joined.state.on_push(&joined.config);
-                    this.queued.extend(responses);
+                    match joined.waiting.take() {
+                        Some(request) if joined.config.is_loaded() => {
+                            Self::answer(joined, request, &mut this.queued);
+                        }
+                        waiting @ Some(_) => joined.waiting = waiting,
+                        None => this.queued.extend(joined.state.on_push(&joined.config)),
+                    }
                 }
                 Poll::Ready(None) => return this.finish(&Status::ok("")),
                 Poll::Pending => return Poll::Pending,

@@ -1,5 +1,6 @@
 //! Real-Envoy helpers for e2e tests: finds the binary (`ADMITPILOT_ENVOY`, else `.venv/bin/envoy`), renders an
-//! ADS bootstrap, runs Envoy under a kill-on-drop guard, reads its admin API, and runs tiny HTTP backends.
+//! ADS bootstrap, runs Envoy under a kill-on-drop guard (log level `ADMITPILOT_ENVOY_LOG_LEVEL`, default `info`;
+//! the log is printed when a test fails), reads its admin API, and runs tiny HTTP backends.
 #![allow(dead_code, clippy::unwrap_used, clippy::expect_used)]
 
 use std::path::{Path, PathBuf};
@@ -100,7 +101,7 @@ impl EnvoyProcess {
                 "--concurrency",
                 "1",
                 "--log-level",
-                "info",
+                &std::env::var("ADMITPILOT_ENVOY_LOG_LEVEL").unwrap_or_else(|_| "info".into()),
                 // Access logs reach the file within 100 ms instead of Envoy's default 10 s.
                 "--file-flush-interval-msec",
                 "100",

@@ -59,23 +59,30 @@ impl TestServer {
     /// Starts a server on 127.0.0.1:0 serving `initial` to every proxy.
     /// Everything is sent as set, even what Envoy rejects (see [`TestServer::start_guarded`]).
     pub async fn start(initial: GatewayResources) -> TestServer {
-        Self::start_serving(initial, false, None).await
+        Self::start_serving(initial, false, None, 1).await
+    }
+
+    /// A server still on the empty version-0 snapshot a process holds before its sources have synced; the
+    /// first [`TestServer::set`] loads it.
+    pub async fn start_unloaded() -> TestServer {
+        Self::start_serving(GatewayResources::default(), false, None, 0).await
     }
 
     /// Like [`TestServer::start`], but resources Envoy would reject are held back, as in production.
     pub async fn start_guarded(initial: GatewayResources) -> TestServer {
-        Self::start_serving(initial, true, None).await
+        Self::start_serving(initial, true, None, 1).await
     }
 
     /// Starts a server serving `initial` over TLS.
     pub async fn start_tls(initial: GatewayResources, tls: TlsFiles) -> TestServer {
-        Self::start_serving(initial, false, Some(tls)).await
+        Self::start_serving(initial, false, Some(tls), 1).await
     }
 
     async fn start_serving(
         initial: GatewayResources,
         guarded: bool,
         tls: Option<TlsFiles>,
+        first_version: u64,
     ) -> TestServer {
         let resources = Arc::new(Mutex::new(initial));
         let source = resources.clone();
@@ -86,16 +93,10 @@ impl TestServer {
         } else {
             translate.unguarded()
         };
-        Self::start_with(translate, resources, tls).await
-    }
-
-    /// Starts a server with a custom translation (`resources` is what [`TestServer::set`] changes).
-    pub async fn start_with(
-        translate: TranslateFn,
-        resources: Arc<Mutex<GatewayResources>>,
-        tls: Option<TlsFiles>,
-    ) -> TestServer {
-        let (snapshots, receiver) = watch::channel(Arc::new(Snapshot::default()));
+        let (snapshots, receiver) = watch::channel(Arc::new(Snapshot {
+            version: first_version,
+            ..Snapshot::default()
+        }));
         let mut registry = Registry::with_prefix("admitpilot");
         let metrics = XdsMetrics::register(&mut registry);
         let server = XdsServer::new(receiver, translate, metrics.clone());
