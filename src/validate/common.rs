@@ -1,8 +1,10 @@
 //! Shared validation primitives (pure): take field values plus a field path, record findings.
 //!
 //! Every `validate_*` function pushes its errors/warnings into a [`Findings`] at the given path; `check_*` and
-//! `is_*` functions only answer (a message or a bool) so callers can combine them. The rules follow Istio's
-//! webhook (`pkg/config/validation`, `agent/validation.go`, `labels`, `visibility`); messages are admitpilot's own.
+//! `is_*` functions only answer (a message or a bool) so callers can combine them. Each rule names the upstream
+//! function it mirrors (Istio's `pkg/config/validation`, `agent/validation.go`, `labels`, `visibility`, Kubernetes
+//! apimachinery) and, for names, hosts, domains, addresses and headers, gives its error text ([`go_quote`] writes
+//! values as Go's `%q` does).
 //! [`FieldPath`] builds `spec.http[0].route[1]`-style paths in one reusable buffer, so walking an object does not
 //! allocate per field.
 
@@ -90,6 +92,56 @@ impl Drop for Segment<'_> {
 }
 
 // ---------------------------------------------------------------------------------------------------------------
+// Error texts
+
+/// Quotes `s` the way Go's `%q` verb (`strconv.Quote`) does, so an error text that names a value reads exactly as
+/// the upstream validator's: quote, backslash and control characters escaped (`\n`, `\t`, `\x01`…), other
+/// characters kept when printable, else written as `\u…`/`\U…`. Printable follows Go's `unicode.IsPrint` for
+/// assigned characters (see [`is_go_printable`]).
+pub fn go_quote(s: &str) -> String {
+    let mut out = String::with_capacity(s.len() + 2);
+    out.push('"');
+    for c in s.chars() {
+        match c {
+            '"' => out.push_str("\\\""),
+            '\\' => out.push_str("\\\\"),
+            '\u{7}' => out.push_str("\\a"),
+            '\u{8}' => out.push_str("\\b"),
+            '\u{c}' => out.push_str("\\f"),
+            '\n' => out.push_str("\\n"),
+            '\r' => out.push_str("\\r"),
+            '\t' => out.push_str("\\t"),
+            '\u{b}' => out.push_str("\\v"),
+            c if c.is_ascii_control() => {
+                let _ = write!(out, "\\x{:02x}", u32::from(c));
+            }
+            c if is_go_printable(c) => out.push(c),
+            c if u32::from(c) < 0x10000 => {
+                let _ = write!(out, "\\u{:04x}", u32::from(c));
+            }
+            c => {
+                let _ = write!(out, "\\U{:08x}", u32::from(c));
+            }
+        }
+    }
+    out.push('"');
+    out
+}
+
+/// Go's `unicode.IsPrint` for assigned characters: no controls (Cc), format characters (Cf), private use, line
+/// or paragraph separators, and no space but U+0020.
+fn is_go_printable(c: char) -> bool {
+    if c == ' ' {
+        return true;
+    }
+    !(c.is_control()
+        || c.is_whitespace()
+        || matches!(u32::from(c),
+            0xad | 0x600..=0x605 | 0x61c | 0x6dd | 0x70f | 0x180e | 0x200b..=0x200f | 0x202a..=0x202e
+            | 0x2060..=0x206f | 0xfeff | 0xfff9..=0xfffb | 0xe000..=0xf8ff | 0xf0000..=0x10ffff))
+}
+
+// ---------------------------------------------------------------------------------------------------------------
 // Host names
 
 /// Longest DNS-1123 label.
@@ -119,7 +171,10 @@ pub fn is_wildcard_dns1123_label(s: &str) -> bool {
 /// Istio's `checkDNS1123Preconditions`, with its error texts.
 fn check_domain_length(name: &str) -> Result<(), String> {
     if name.len() > DOMAIN_MAX {
-        return Err(format!("domain name {name:?} too long (max {DOMAIN_MAX})"));
+        return Err(format!(
+            "domain name {} too long (max {DOMAIN_MAX})",
+            go_quote(name)
+        ));
     }
     if name.is_empty() {
         return Err("empty domain name not allowed".into());
@@ -134,7 +189,9 @@ pub fn check_dns1123_labels(domain: &str) -> Result<(), String> {
     let tld = domain.rsplit('.').next().unwrap_or(domain);
     if tld.parse::<i64>().is_ok() {
         return Err(format!(
-            "domain name {domain:?} invalid (top level domain {tld:?} cannot be all-numeric)"
+            "domain name {} invalid (top level domain {} cannot be all-numeric)",
+            go_quote(domain),
+            go_quote(tld)
         ));
     }
     let count = domain.split('.').count();
@@ -144,7 +201,9 @@ pub fn check_dns1123_labels(domain: &str) -> Result<(), String> {
         }
         if !is_dns1123_label(label) {
             return Err(format!(
-                "domain name {domain:?} invalid (label {label:?} invalid)"
+                "domain name {} invalid (label {} invalid)",
+                go_quote(domain),
+                go_quote(label)
             ));
         }
     }
@@ -168,7 +227,9 @@ pub fn check_wildcard_domain(name: &str) -> Result<(), String> {
     };
     if !is_wildcard_dns1123_label(first) {
         return Err(format!(
-            "domain name {name:?} invalid (label {first:?} invalid)"
+            "domain name {} invalid (label {} invalid)",
+            go_quote(name),
+            go_quote(first)
         ));
     }
     match rest {
@@ -192,7 +253,7 @@ pub fn check_subset_name(name: &str) -> Result<(), String> {
 /// Mirrors Istio's `ValidatePartialWildCard`, with its error text.
 pub fn check_partial_wildcard(host: &str) -> Result<(), String> {
     if host.contains('*') && host.len() != 1 && !host.starts_with("*.") {
-        return Err(format!("partial wildcard {host:?} not allowed"));
+        return Err(format!("partial wildcard {} not allowed", go_quote(host)));
     }
     Ok(())
 }
@@ -223,8 +284,8 @@ pub enum NsHostContext {
 }
 
 /// Validates a `namespace/dnsName` host entry of a Sidecar egress listener or a Gateway server. Mirrors Istio's
-/// `ValidateNamespaceSlashWildcardHostname`, with its error texts: the namespace is `*`, `.`, a DNS-1123 label,
-/// or `~` (sidecars; gateways only with Gateway API semantics).
+/// `ValidateNamespaceSlashWildcardHostname`, with its error texts: the namespace is `*`, `.` or a DNS-1123 label;
+/// a sidecar's may be `~`-prefixed (`~ns` excludes it), a gateway's may be `~` only with Gateway API semantics.
 pub fn validate_namespace_slash_host(
     host: &str,
     context: NsHostContext,
@@ -246,13 +307,27 @@ pub fn validate_namespace_slash_host(
             "config namespace and dnsName in host entry cannot be empty",
         );
     }
-    let (tilde_ok, owner) = match context {
-        NsHostContext::Sidecar => (true, "sidecar"),
-        NsHostContext::Gateway => (false, "gateway"),
-        NsHostContext::GatewayApi => (true, "gateway"),
+    let (valid, owner) = match context {
+        NsHostContext::Sidecar => {
+            let bare = ns.strip_prefix('~').unwrap_or(ns);
+            (
+                bare.is_empty() || bare == "*" || bare == "." || is_dns1123_label(bare),
+                "sidecar",
+            )
+        }
+        NsHostContext::Gateway | NsHostContext::GatewayApi => {
+            let tilde = ns == "~" && context == NsHostContext::GatewayApi;
+            (
+                ns == "*" || ns == "." || tilde || is_dns1123_label(ns),
+                "gateway",
+            )
+        }
     };
-    if ns != "*" && ns != "." && !(ns == "~" && tilde_ok) && !is_dns1123_label(ns) {
-        out.error(path, format!("invalid namespace value {ns:?} in {owner}"));
+    if !valid {
+        out.error(
+            path,
+            format!("invalid namespace value {} in {owner}", go_quote(ns)),
+        );
     }
     validate_ns_host_name_part(name, is_gateway, path, out);
 }
@@ -277,16 +352,21 @@ fn validate_ns_host_name_part(name: &str, is_gateway: bool, path: &str, out: &mu
 // ---------------------------------------------------------------------------------------------------------------
 // Addresses and ports
 
-/// Tells whether `s` is an IPv4 or IPv6 address (no zone, no brackets).
+/// Tells whether `s` is an IPv4 or IPv6 address (no brackets). Istio's `netutil.IsValidIPAddress` and
+/// `ValidateIPAddress` use Go's `netip.ParseAddr`, which also accepts an IPv6 zone (`fe80::1%eth0`); admitpilot
+/// refuses zones on purpose, as Envoy's socket addresses cannot carry them. Otherwise the same: dotted decimal
+/// without leading zeros, or IPv6 text (embedded IPv4 accepted).
 pub fn is_ip(s: &str) -> bool {
     s.parse::<IpAddr>().is_ok()
 }
 
-/// Parses `addr/len` CIDR notation; the prefix length must fit the address family.
+/// Parses `addr/len` CIDR notation as Go's `netip.ParsePrefix` does: the length is decimal without leading
+/// zeros and fits the address family.
 pub fn parse_cidr(s: &str) -> Option<(IpAddr, u8)> {
     let (addr, len) = s.split_once('/')?;
     let addr: IpAddr = addr.parse().ok()?;
-    if len.is_empty() || len.len() > 3 || !len.bytes().all(|c| c.is_ascii_digit()) {
+    let leading_zero = len.len() > 1 && len.starts_with('0');
+    if len.is_empty() || len.len() > 3 || leading_zero || !len.bytes().all(|c| c.is_ascii_digit()) {
         return None;
     }
     let len: u8 = len.parse().ok()?;
@@ -294,22 +374,23 @@ pub fn parse_cidr(s: &str) -> Option<(IpAddr, u8)> {
     (len <= max).then_some((addr, len))
 }
 
-/// Checks an IP address.
+/// Checks an IP address. Mirrors Istio's `ValidateIPAddress` (`agent/validation.go`), with its error text.
 pub fn check_ip(s: &str) -> Result<(), String> {
     if is_ip(s) {
         Ok(())
     } else {
-        Err(format!("{s:?} is not a valid IP address"))
+        Err(format!("{s} is not a valid IP"))
     }
 }
 
-/// Checks an IP address or a CIDR block (Istio's `ValidateIPSubnet`).
+/// Checks an IP address or a CIDR block. Mirrors Istio's `ValidateIPSubnet`, with its error texts: exactly one `/`
+/// makes it a CIDR block, anything else is read as an address.
 pub fn check_ip_or_cidr(s: &str) -> Result<(), String> {
-    if s.contains('/') {
+    if s.matches('/').count() == 1 {
         if parse_cidr(s).is_some() {
             Ok(())
         } else {
-            Err(format!("{s:?} is not a valid CIDR block"))
+            Err(format!("{s} is not a valid CIDR block"))
         }
     } else {
         check_ip(s)
@@ -323,12 +404,12 @@ pub fn validate_ip_or_cidr(s: &str, path: &str, out: &mut Findings) {
     }
 }
 
-/// Checks a port number is in 1..=65535.
+/// Checks a port number is in 1..=65535. Mirrors Istio's `ValidatePort`, with its error text.
 pub fn check_port(port: u32) -> Result<(), String> {
     if (1..=65535).contains(&port) {
         Ok(())
     } else {
-        Err(format!("port {port} is outside the range 1..65535"))
+        Err(format!("port number {port} must be in the range 1..65535"))
     }
 }
 
@@ -339,17 +420,16 @@ pub fn validate_port(port: u32, path: &str, out: &mut Findings) {
     }
 }
 
-/// Records an error at `path` unless `name` is a valid port name (a DNS-1123 label).
+/// Records an error at `path` unless `name` is a valid port name (a DNS-1123 label). Mirrors Istio's
+/// `ValidatePortName`, with its error text.
 pub fn validate_port_name(name: &str, path: &str, out: &mut Findings) {
     if !is_dns1123_label(name) {
-        out.error(
-            path,
-            format!("port name {name:?} is not a valid DNS-1123 label"),
-        );
+        out.error(path, format!("invalid port name: {name}"));
     }
 }
 
 /// Checks a Unix domain socket path (the part after `unix://`): absolute and not a directory, or abstract (`@`).
+/// Mirrors Istio's `ValidateUnixAddress`, with its error texts.
 pub fn check_unix_address(addr: &str) -> Result<(), String> {
     if addr.is_empty() {
         return Err("unix address must not be empty".into());
@@ -358,7 +438,7 @@ pub fn check_unix_address(addr: &str) -> Result<(), String> {
         return Ok(());
     }
     if !addr.starts_with('/') || addr.ends_with('/') {
-        return Err(format!("{addr:?} is not an absolute path to a file"));
+        return Err(format!("{addr} is not an absolute path to a file"));
     }
     Ok(())
 }
@@ -395,7 +475,7 @@ pub enum Protocol {
 }
 
 impl Protocol {
-    /// Parses a protocol name, ignoring ASCII case.
+    /// Parses a protocol name, ignoring ASCII case. Mirrors Istio's `protocol.Parse` (`pkg/config/protocol`).
     pub fn parse(s: &str) -> Protocol {
         const NAMES: &[(&str, Protocol)] = &[
             ("tcp", Protocol::Tcp),
@@ -435,10 +515,11 @@ impl Protocol {
     }
 }
 
-/// Records an error at `path` when a non-empty protocol is not one Istio knows (empty means "sniff").
+/// Records an error at `path` when a non-empty protocol is not one Istio knows (empty means "sniff"). Mirrors
+/// Istio's `ValidateProtocol`, with its error text.
 pub fn validate_protocol(protocol: &str, path: &str, out: &mut Findings) {
     if !protocol.is_empty() && Protocol::parse(protocol) == Protocol::Unsupported {
-        out.error(path, format!("unsupported protocol {protocol:?}"));
+        out.error(path, format!("unsupported protocol: {protocol}"));
     }
 }
 
@@ -665,6 +746,7 @@ pub fn validate_labels(labels: &BTreeMap<String, String>, path: &str, out: &mut 
 }
 
 /// Validates a workload selector's labels: no empty key, no `*` in keys or values; an empty selector is a warning.
+/// Mirrors Istio's `ValidateAlphaWorkloadSelector` / `validateWorkloadSelector`, with their texts.
 pub fn validate_workload_selector(
     labels: &BTreeMap<String, String>,
     path: &str,
@@ -672,17 +754,22 @@ pub fn validate_workload_selector(
 ) {
     for (k, v) in labels {
         if k.is_empty() {
-            out.error(path, format!("selector has an empty key ({k}={v})"));
-        }
-        if k.contains('*') || v.contains('*') {
+            let pair = go_quote(&format!("{k}={v}"));
             out.error(
                 path,
-                format!("wildcards are not supported in selectors ({k}={v})"),
+                format!("empty key is not supported in selector: {pair}"),
+            );
+        }
+        if k.contains('*') || v.contains('*') {
+            let pair = go_quote(&format!("{k}={v}"));
+            out.error(
+                path,
+                format!("wildcard is not supported in selector: {pair}"),
             );
         }
     }
     if labels.is_empty() {
-        out.warning(path, "workload selector has no labels (it selects nothing)");
+        out.warning(path, "workload selector specified without labels");
     }
 }
 
@@ -701,7 +788,8 @@ pub enum ExportToContext {
 }
 
 /// Validates an `exportTo` list: `.`, `*`, `~` (ServiceEntry only) or DNS labels; no duplicates (`.` equals the
-/// own namespace); `*` and `~` alone; a DestinationRule with selector only to its own namespace.
+/// own namespace); `*` and `~` alone; a DestinationRule with selector only to its own namespace. Mirrors Istio's
+/// `validateExportTo` and `visibility.Instance.Validate`, with their error texts.
 pub fn validate_export_to(
     namespace: &str,
     export_to: &[String],
@@ -723,51 +811,54 @@ pub fn validate_export_to(
             if key != entry {
                 out.error(
                     path,
-                    format!(
-                        "duplicate exportTo entries: \".\" and the own namespace {namespace:?}"
-                    ),
+                    format!("duplicate entries in exportTo: . and current namespace {namespace}"),
                 );
             } else {
-                out.error(path, format!("duplicate exportTo entry {entry:?}"));
+                out.error(
+                    path,
+                    format!("duplicate entries in exportTo for entry {entry}"),
+                );
             }
             continue;
         }
-        match entry.as_str() {
-            "~" if context == ExportToContext::ServiceEntry => {}
-            "~" => out.error(
-                path,
-                "exportTo \"~\" (no one) is only allowed on ServiceEntry",
-            ),
-            "." | "*" => {}
-            _ if is_dns1123_label(entry) => {}
-            _ => {
-                out.error(
-                    path,
-                    format!("exportTo entry {entry:?} must be \".\", \"*\" or a namespace name"),
-                );
-                continue;
+        let error = match key {
+            "~" if context == ExportToContext::ServiceEntry => None,
+            "." | "*" => None,
+            "~" => Some("exportTo ~ (none) is not allowed for Istio configuration objects"),
+            _ if is_dns1123_label(key) => None,
+            _ => Some("only .,*, or a valid DNS 1123 label is allowed as exportTo entry"),
+        };
+        match error {
+            Some(error) => out.error(path, error),
+            None => {
+                seen.insert(key);
             }
         }
-        seen.insert(key);
     }
     if context == ExportToContext::DestinationRuleWithSelector && !seen.is_empty() {
         if !seen.contains(namespace) {
             out.error(
                 path,
-                "a DestinationRule with a workloadSelector cannot be exported beyond its own namespace",
+                "destination rule with workload selector cannot have exportTo beyond current namespace",
             );
         } else if seen.len() > 1 {
             out.error(
                 path,
-                "a DestinationRule with a workloadSelector may only be exported to its own namespace",
+                "destination rule with workload selector cannot have multiple entries in exportTo",
             );
         }
     }
     if seen.contains("*") && export_to.len() > 1 {
-        out.error(path, "exportTo \"*\" cannot be combined with other entries");
+        out.error(
+            path,
+            "cannot have both public (*) and non-public exportTo values for a resource",
+        );
     }
     if seen.contains("~") && export_to.len() > 1 {
-        out.error(path, "exportTo \"~\" cannot be combined with other entries");
+        out.error(
+            path,
+            "cannot export service entry to no one (~) and someone",
+        );
     }
 }
 
@@ -782,7 +873,9 @@ pub const ALLOWED_TARGET_KINDS: &[(&str, &str)] = &[
     ("gateway.networking.k8s.io", "GatewayClass"),
 ];
 
-/// Validates one policy target reference: name required, no namespace, and an allowed group/kind.
+/// Validates one policy target reference: name required, no namespace, and an allowed group/kind. Mirrors Istio's
+/// `validatePolicyTargetReference`; its first two texts are Istio's, the third names the kinds in words where
+/// Istio prints its Go list of group/version/kinds.
 pub fn validate_target_ref(
     group: &str,
     kind: &str,
@@ -797,7 +890,7 @@ pub fn validate_target_ref(
     if !namespace.is_empty() {
         out.error(
             path,
-            "targetRef namespace must not be set: cross-namespace references are not supported",
+            "targetRef namespace must not be set; cross namespace referencing is not supported",
         );
     }
     let group_norm = if group == "core" { "" } else { group };
@@ -815,6 +908,7 @@ pub fn validate_target_ref(
 }
 
 /// Records an error at `path` when more than one of workload selector, `targetRef` and `targetRefs` is set.
+/// Mirrors Istio's `validateOneOfSelectorType`, with its text.
 pub fn validate_one_selector_kind(
     has_selector: bool,
     has_target_ref: bool,
@@ -827,7 +921,7 @@ pub fn validate_one_selector_kind(
     if set > 1 {
         out.error(
             path,
-            "only one of selector, targetRef and targetRefs may be set",
+            "only one of targetRefs or workloadSelector can be set",
         );
     }
 }
@@ -835,7 +929,8 @@ pub fn validate_one_selector_kind(
 // ---------------------------------------------------------------------------------------------------------------
 // HTTP headers
 
-/// Tells whether `name` is an RFC 7230 token (the characters allowed in a header name).
+/// Tells whether `name` is an RFC 7230 token (the characters allowed in a header name): Istio's
+/// `validHeaderNameRegex` (`^[tchars]+$`).
 pub fn is_header_token(name: &str) -> bool {
     !name.is_empty()
         && name.bytes().all(|c| {
@@ -863,7 +958,8 @@ pub fn is_header_token(name: &str) -> bool {
 /// HTTP/2 pseudo-headers that may be matched on.
 pub const PSEUDO_HEADERS: &[&str] = &[":method", ":scheme", ":authority", ":path", ":status"];
 
-/// Tells whether `name` is a JWT-claim routing header (`@request.auth.claims.a.b` or `@request.auth.claims[a][b]`).
+/// Tells whether `name` is a JWT-claim routing header (`@request.auth.claims.a.b` or `@request.auth.claims[a][b]`,
+/// the prefix in any case). Mirrors Istio's `jwt.ToRoutingClaim(name).Match` (`pkg/jwt/routing.go`).
 pub fn is_jwt_claim_route(name: &str) -> bool {
     const PREFIX: &str = "@request.auth.claims";
     let Some(head) = name.get(..PREFIX.len()) else {
@@ -877,80 +973,95 @@ pub fn is_jwt_claim_route(name: &str) -> bool {
         || (rest.starts_with('[') && rest.ends_with(']') && rest.len() > 2)
 }
 
-/// Validates a header name used in a match: a token, a pseudo-header, or a JWT-claim route.
+/// Records Istio's header-name errors at `path`: empty, or not accepted by `valid` (the texts every Istio
+/// `Validate*HeaderName` function shares).
+fn validate_header_name_with(
+    name: &str,
+    valid: impl Fn(&str) -> bool,
+    path: &str,
+    out: &mut Findings,
+) {
+    if name.is_empty() {
+        out.error(path, "header name cannot be empty");
+    } else if !valid(name) {
+        out.error(
+            path,
+            format!("header name {name} is not a valid header name"),
+        );
+    }
+}
+
+/// Validates a header name used in a match: a token, a pseudo-header, or a JWT-claim route. Mirrors Istio's
+/// `ValidateHTTPHeaderNameOrJwtClaimRoute`, with its error texts.
 pub fn validate_match_header_name(name: &str, path: &str, out: &mut Findings) {
-    if name.is_empty() {
-        out.error(path, "header name must not be empty");
-    } else if !is_jwt_claim_route(name) && !PSEUDO_HEADERS.contains(&name) && !is_header_token(name)
-    {
-        out.error(path, format!("{name:?} is not a valid header name"));
-    }
+    let valid =
+        |n: &str| is_jwt_claim_route(n) || PSEUDO_HEADERS.contains(&n) || is_header_token(n);
+    validate_header_name_with(name, valid, path, out);
 }
 
-/// Validates a header name in a CORS policy: `*` or a token.
+/// Validates a header name in a CORS policy: `*` or a token. Mirrors Istio's `ValidateCORSHTTPHeaderName`.
 pub fn validate_cors_header_name(name: &str, path: &str, out: &mut Findings) {
-    if name.is_empty() {
-        out.error(path, "header name must not be empty");
-    } else if name != "*" && !is_header_token(name) {
-        out.error(path, format!("{name:?} is not a valid header name"));
-    }
+    validate_header_name_with(name, |n| n == "*" || is_header_token(n), path, out);
 }
 
-/// Validates a header name under Istio's strict rule (letters, digits, `-`, `_`), used for claim-to-header output.
+/// Validates a header name under Istio's strict rule (letters, digits, `-`, `_`), used for claim-to-header
+/// output. Mirrors Istio's `ValidateStrictHTTPHeaderName` (`validStrictHeaderNameRegex`).
 pub fn validate_strict_header_name(name: &str, path: &str, out: &mut Findings) {
-    if name.is_empty() {
-        out.error(path, "header name must not be empty");
-    } else if !name
-        .bytes()
-        .all(|c| c.is_ascii_alphanumeric() || c == b'-' || c == b'_')
-    {
-        out.error(path, format!("{name:?} is not a valid header name"));
-    }
+    let valid = |n: &str| {
+        n.bytes()
+            .all(|c| c.is_ascii_alphanumeric() || c == b'-' || c == b'_')
+    };
+    validate_header_name_with(name, valid, path, out);
 }
 
-/// Validates a header name for an HTTP probe (letters, digits, `-`; as Kubernetes).
+/// Validates a header name for an HTTP probe (letters, digits, `-`; as Kubernetes). Mirrors Istio's
+/// `ValidateProbeHeaderName` (`validProbeHeaderNameRegex`).
 pub fn validate_probe_header_name(name: &str, path: &str, out: &mut Findings) {
-    if name.is_empty() {
-        out.error(path, "header name must not be empty");
-    } else if !name.bytes().all(|c| c.is_ascii_alphanumeric() || c == b'-') {
-        out.error(path, format!("{name:?} is not a valid header name"));
-    }
+    let valid = |n: &str| n.bytes().all(|c| c.is_ascii_alphanumeric() || c == b'-');
+    validate_header_name_with(name, valid, path, out);
 }
 
-/// Tells whether a header is internal to the proxy (a `:` pseudo-header or `host`).
+/// Tells whether a header is internal to the proxy (a `:` pseudo-header or `host`). Istio's `isInternalHeader`.
 pub fn is_internal_header(name: &str) -> bool {
     name.starts_with(':') || name.eq_ignore_ascii_case("host")
 }
 
-/// Tells whether a header is the authority (`:authority` or `host`).
+/// Tells whether a header is the authority (`:authority` or `host`). Istio's `isAuthorityHeader`.
 pub fn is_authority_header(name: &str) -> bool {
     name.eq_ignore_ascii_case(":authority") || name.eq_ignore_ascii_case("host")
 }
 
 /// Validates a header name that is set or added on requests: pseudo-headers are refused except the authority.
+/// Mirrors Istio's `ValidateHTTPHeaderWithAuthorityOperationName`, with its error texts.
 pub fn validate_request_header_set_name(name: &str, path: &str, out: &mut Findings) {
     if name.is_empty() {
-        out.error(path, "header name must not be empty");
+        out.error(path, "header name cannot be empty");
     } else if is_internal_header(name) && !is_authority_header(name) {
-        out.error(
-            path,
-            format!("header {name:?} cannot be modified: names starting with \":\" are reserved"),
-        );
+        out.error(path, reserved_header_error(name));
     }
 }
 
 /// Validates a header name that is removed from requests or changed on responses: no pseudo-headers, no `host`.
+/// Mirrors Istio's `ValidateHTTPHeaderOperationName`, with its error texts.
 pub fn validate_header_operation_name(name: &str, path: &str, out: &mut Findings) {
     if name.is_empty() {
-        out.error(path, "header name must not be empty");
+        out.error(path, "header name cannot be empty");
     } else if name.eq_ignore_ascii_case("host") {
-        out.error(path, format!("header {name:?} cannot be modified"));
-    } else if name.starts_with(':') {
         out.error(
             path,
-            format!("header {name:?} cannot be modified: names starting with \":\" are reserved"),
+            format!("invalid header {}: cannot set Host header", go_quote(name)),
         );
+    } else if name.starts_with(':') {
+        out.error(path, reserved_header_error(name));
     }
+}
+
+/// Istio's text for a header operation on a `:` pseudo-header.
+fn reserved_header_error(name: &str) -> String {
+    format!(
+        "invalid header {}: header cannot have \":\" prefix",
+        go_quote(name)
+    )
 }
 
 /// Checks a header value as Envoy's header formatter reads it: no control characters other than tab, `%` either
@@ -1150,7 +1261,8 @@ pub fn is_k8s_object_name(s: &str) -> bool {
         })
 }
 
-/// Tells whether `s` is a lowercase RFC 1123 label (Kubernetes namespace names).
+/// Tells whether `s` is a lowercase RFC 1123 label (Kubernetes namespace names). Mirrors apimachinery's
+/// `IsDNS1123Label` (at most 63 characters of `[a-z0-9-]`, starting and ending alphanumeric).
 pub fn is_k8s_namespace(s: &str) -> bool {
     is_dns1123_label(s) && !s.bytes().any(|c| c.is_ascii_uppercase())
 }
@@ -1335,6 +1447,35 @@ mod tests {
     }
 
     #[test]
+    fn values_are_quoted_as_go_quotes_them() {
+        assert_eq!(go_quote("a.b"), r#""a.b""#);
+        assert_eq!(go_quote("say \"hi\"\\"), r#""say \"hi\"\\""#);
+        assert_eq!(
+            go_quote("\n\t\r\u{7}\u{8}\u{b}\u{c}"),
+            r#""\n\t\r\a\b\v\f""#
+        );
+        assert_eq!(go_quote("\u{1}\u{7f}"), r#""\x01\x7f""#);
+        assert_eq!(go_quote("héllo 日本"), r#""héllo 日本""#);
+        assert_eq!(go_quote("\u{a0}\u{200b}\u{85}"), r#""\u00a0\u200b\u0085""#);
+        assert_eq!(go_quote("\u{f0000}"), r#""\U000f0000""#);
+    }
+
+    #[test]
+    fn cidr_prefix_lengths_follow_go() {
+        assert!(check_ip_or_cidr("10.0.0.0/8").is_ok());
+        assert!(check_ip_or_cidr("10.0.0.0/0").is_ok());
+        assert_eq!(
+            check_ip_or_cidr("10.0.0.0/08"),
+            Err("10.0.0.0/08 is not a valid CIDR block".into())
+        );
+        assert_eq!(
+            check_ip_or_cidr("10.0.0.0/8/8"),
+            Err("10.0.0.0/8/8 is not a valid IP".into())
+        );
+        assert!(check_ip_or_cidr("::1/129").is_err());
+    }
+
+    #[test]
     fn namespace_slash_hosts() {
         let sidecar = |h: &str| {
             errors_of(|o| validate_namespace_slash_host(h, NsHostContext::Sidecar, "h", o))
@@ -1344,11 +1485,17 @@ mod tests {
         };
         assert!(sidecar("*/*").is_empty());
         assert!(sidecar("./foo.com").is_empty());
-        // `~` alone, as in Istio; `~ns` is not a namespace.
+        // A sidecar's namespace may be `~`-prefixed to exclude it (Istio strips the `~` before checking).
         assert!(sidecar("~/*.foo.com").is_empty());
+        assert!(sidecar("~ns/*.foo.com").is_empty());
+        assert!(sidecar("~*/*.foo.com").is_empty());
         assert_eq!(
-            sidecar("~ns/*.foo.com"),
-            [r#"h: invalid namespace value "~ns" in sidecar"#]
+            sidecar("~Bad_ns/*.foo.com"),
+            [r#"h: invalid namespace value "~Bad_ns" in sidecar"#]
+        );
+        assert_eq!(
+            gateway("~/*.foo.com"),
+            [r#"h: invalid namespace value "~" in gateway"#]
         );
         assert!(!sidecar("foo.com").is_empty());
         assert!(!sidecar("ns/foo").is_empty()); // short name

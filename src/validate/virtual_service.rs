@@ -1710,7 +1710,7 @@ mod tests {
     fn gateway_names_and_export_to() {
         let (errors, warnings) = run(
             json!({"hosts": ["a.com"], "gateways": ["ns/Bad_Name", "/x", "gw.ns", "ns/Bad_Too"],
-            "exportTo": ["*", "."], "http": [{"route": simple_route()}]}),
+            "exportTo": ["*", "ns1"], "http": [{"route": simple_route()}]}),
         );
         assert_eq!(
             warnings,
@@ -1725,7 +1725,7 @@ mod tests {
                 r#"spec.gateways: invalid value for gateway name: "Bad_Name""#,
                 "spec.gateways: config namespace and gateway name cannot be empty",
                 r#"spec.gateways: invalid value for namespace: """#,
-                r#"spec.exportTo: exportTo "*" cannot be combined with other entries"#,
+                "spec.exportTo: cannot have both public (*) and non-public exportTo values for a resource",
             ]
         );
     }
