@@ -36,11 +36,12 @@ pub fn validate(spec: &Gateway, meta: &ObjectMeta, out: &mut Findings) {
         .annotations
         .get(GATEWAY_SEMANTICS_ANNOTATION)
         .is_some_and(|v| v == "gateway");
-    // Istio's ValidateGateway: the name is a DNS-1123 label (no dots), unless it has Gateway API semantics.
+    // Mirrors Istio's `ValidateGateway`: the name is a DNS-1123 label (`labels.IsDNS1123Label`, no dots), unless
+    // it has Gateway API semantics; same text.
     if !gateway_semantics && !common::is_dns1123_label(&meta.name) {
         out.error(
             "metadata.name",
-            format!("invalid gateway name: {:?}", meta.name),
+            format!("invalid gateway name: {}", common::go_quote(&meta.name)),
         );
     }
     let mut p = FieldPath::new("spec");
@@ -56,11 +57,12 @@ pub fn validate(spec: &Gateway, meta: &ObjectMeta, out: &mut Findings) {
         let mut at = servers.index(i);
         validate_server(server, gateway_semantics, &mut at, out);
         if let Some(port) = &server.port {
+            // Mirrors Istio's `ValidateGateway` unique port names, with its text.
             if !port_names.insert(port.name.as_str()) {
                 out.error(
                     at.child("port.name"),
                     format!(
-                        "duplicate port name {:?}: server port names must be unique",
+                        "port names in servers must be unique: duplicate name {}",
                         port.name
                     ),
                 );
@@ -91,6 +93,7 @@ fn validate_server(
         out.error(p.child("hosts"), "a server needs at least one host");
     }
     {
+        // Mirrors Istio's `validateServer`: each host through `ValidateNamespaceSlashWildcardHostname`.
         let mut hosts = p.field("hosts");
         for (i, host) in server.hosts.iter().enumerate() {
             common::validate_namespace_slash_host(host, context, hosts.index(i).as_str(), out);
@@ -160,6 +163,7 @@ fn validate_server_port(port: &Port, bind: &str, p: &mut FieldPath, out: &mut Fi
             "targetPort has no effect on gateways",
         );
     }
+    // Istio's `validateServerPort` requires a name too; its text prints the Go port struct (`%v`), so ours differs.
     if port.name.is_empty() {
         out.error(p.child("name"), "port name is required");
     }
@@ -178,6 +182,7 @@ fn validate_bind(port: Option<&Port>, bind: &str, path: &str, out: &mut Findings
             );
         }
     } else if !bind.is_empty() {
+        // Mirrors Istio's `validateServerBind`: a bind other than `unix://` is an IP (`ValidateIPAddress`).
         if let Err(e) = common::check_ip(bind) {
             out.error(path, e);
         }
