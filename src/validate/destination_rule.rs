@@ -24,6 +24,7 @@ const TOPOLOGY_LABELS: &[&str] = &[
 /// Validates one DestinationRule, recording every error and warning.
 pub fn validate(spec: &DestinationRule, meta: &ObjectMeta, out: &mut Findings) {
     let mut p = FieldPath::new("spec");
+    // Mirrors Istio's `ValidateDestinationRule`: the host is a `ValidateWildcardDomain` domain.
     if let Err(e) = common::check_wildcard_domain(&spec.host) {
         out.error(p.child("host"), e);
     }
@@ -38,10 +39,12 @@ pub fn validate(spec: &DestinationRule, meta: &ObjectMeta, out: &mut Findings) {
                 break;
             }
             let mut at = subsets.index(i);
+            // Mirrors Istio's `ValidateDestinationRule` (unique names) and `validateSubset` (`validateSubsetName`),
+            // with their texts.
             if !names.insert(subset.name.as_str()) {
                 out.error(
                     at.child("name"),
-                    format!("duplicate subset name {:?}", subset.name),
+                    format!("duplicate subset names: {}", subset.name),
                 );
             }
             if let Err(e) = common::check_subset_name(&subset.name) {
@@ -211,13 +214,15 @@ fn validate_tunnel(tunnel: &TunnelSettings, p: &mut FieldPath, out: &mut Finding
             "tunnel protocol must be \"CONNECT\" or \"POST\"",
         );
     }
-    if common::check_fqdn(&tunnel.target_host).is_err() && !common::is_ip(&tunnel.target_host) {
+    // Mirrors Istio's `validateTunnelSettings`: an FQDN (`ValidateFQDN`) or an IP (`ValidateIPAddress`), with its
+    // text naming both errors.
+    if let (Err(fqdn), Err(ip)) = (
+        common::check_fqdn(&tunnel.target_host),
+        common::check_ip(&tunnel.target_host),
+    ) {
         out.error(
             p.child("targetHost"),
-            format!(
-                "tunnel targetHost {:?} must be an FQDN or an IP address",
-                tunnel.target_host
-            ),
+            format!("tunnel target host must be valid FQDN or IP address: {fqdn}; {ip}"),
         );
     }
     common::validate_port(tunnel.target_port.unwrap_or(0), &p.child("targetPort"), out);
@@ -627,28 +632,47 @@ fn check_localities<'a>(localities: impl Iterator<Item = &'a str>) -> Result<(),
     Ok(())
 }
 
+/// The namespace of a `configmap://<namespace>/<name>` credential (`rest` follows the scheme). Mirrors Istio's
+/// `credentials.ParseResourceName` for that scheme, with its texts: both parts are required, and anything after a
+/// second `/` is ignored.
+fn configmap_namespace<'a>(resource: &str, rest: &'a str) -> Result<&'a str, String> {
+    let mut parts = rest.split('/');
+    let (ns, name) = match (parts.next(), parts.next()) {
+        (Some(ns), Some(name)) => (ns, name),
+        _ => {
+            return Err(format!(
+                "invalid resource name {}. Expected namespace and name",
+                common::go_quote(resource)
+            ))
+        }
+    };
+    let missing = if ns.is_empty() {
+        "namespace"
+    } else if name.is_empty() {
+        "name"
+    } else {
+        return Ok(ns);
+    };
+    Err(format!(
+        "invalid resource name {}. Expected {missing}",
+        common::go_quote(resource)
+    ))
+}
+
 /// Validates client TLS settings (Istio's `ValidateTLS`).
 fn validate_client_tls(namespace: &str, tls: &ClientTlsSettings, path: &str, out: &mut Findings) {
+    // Mirrors Istio's `ValidateTLS` `configmap://` rule (with `credentials.ParseResourceName`), with its texts.
     if let Some(rest) = tls.credential_name.strip_prefix("configmap://") {
-        let (ns, name) = match rest.split_once('/') {
-            Some((ns, name)) => (ns, name),
-            None => (namespace, rest),
-        };
-        if name.is_empty() || name.contains('/') {
-            out.error(
+        match configmap_namespace(&tls.credential_name, rest) {
+            Err(e) => out.error(path, format!("invalid configmap:// credentialName: {e}")),
+            Ok(ns) if ns != namespace || namespace.is_empty() => out.error(
                 path,
                 format!(
-                    "invalid configmap:// credentialName {:?}",
-                    tls.credential_name
+                    "invalid configmap:// credentialName: namespace must match the configuration namespace {}",
+                    common::go_quote(namespace)
                 ),
-            );
-        } else if ns != namespace || namespace.is_empty() {
-            out.error(
-                path,
-                format!(
-                    "configmap:// credentialName must be in the rule's own namespace {namespace:?}"
-                ),
-            );
+            ),
+            Ok(_) => {}
         }
     }
     let mode = tls.mode;
@@ -819,10 +843,31 @@ mod tests {
             json!({"host": "a", "trafficPolicy": {"tls": {"mode": "SIMPLE", "credentialName": "configmap://other/x"}}}),
         );
         assert_eq!(e.len(), 1);
-        let (e, _) = run(
-            json!({"host": "a", "trafficPolicy": {"tls": {"mode": "SIMPLE", "credentialName": "configmap://x"}}}),
+    }
+
+    /// Istio's `credentials.ParseResourceName` needs both parts of `configmap://<namespace>/<name>` and ignores
+    /// anything after the name.
+    #[test]
+    fn configmap_credential_names() {
+        let tls = |name: &str| {
+            run(json!({"host": "a", "trafficPolicy": {"tls": {"mode": "SIMPLE", "credentialName": name}}})).0
+        };
+        assert!(tls("configmap://ns1/x").is_empty());
+        assert!(tls("configmap://ns1/x/extra").is_empty());
+        let e = tls("configmap://x");
+        assert!(
+            e[0].ends_with(
+                r#"invalid configmap:// credentialName: invalid resource name "configmap://x". Expected namespace and name"#
+            ),
+            "{e:?}"
         );
-        assert!(e.is_empty(), "{e:?}");
+        assert!(tls("configmap:///x")[0].ends_with("Expected namespace"));
+        assert!(tls("configmap://ns1/")[0].ends_with("Expected name"));
+        let e = tls("configmap://other/x");
+        assert!(
+            e[0].ends_with(r#"namespace must match the configuration namespace "ns1""#),
+            "{e:?}"
+        );
     }
 
     #[test]
