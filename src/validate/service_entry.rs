@@ -72,10 +72,11 @@ pub fn validate(spec: &ServiceEntry, meta: &ObjectMeta, out: &mut Findings) {
             let protocol = Protocol::parse(&port.protocol);
             !protocol.is_http() && !protocol.is_tls()
         });
+        // Mirrors Istio's `ValidateServiceEntry` multiple-hosts rule, with its text.
         if opaque {
             out.error(
                 p.child("ports"),
-                "several hosts cannot share non-HTTP, non-TLS ports unless resolution is NONE",
+                "multiple hosts provided with non-HTTP, non-TLS ports",
             );
         }
     }
@@ -94,7 +95,8 @@ fn validate_hosts(
     p: &mut FieldPath,
     out: &mut Findings,
 ) {
-    // Istio's ValidateServiceEntry (hosts, addresses and ports below keep its texts).
+    // Mirrors Istio's `ValidateServiceEntry` host rules (`*` refused, `ValidateWildcardDomain`, and
+    // `ValidatePartialWildCard` as a warning unless DYNAMIC_DNS), with its texts; addresses and ports below too.
     let mut hosts = p.field("hosts");
     if spec.hosts.is_empty() {
         out.error(hosts.as_str(), "service entry must have at least one host");
@@ -162,7 +164,10 @@ fn validate_ports<'a>(
         if !names.insert(port.name.as_str()) {
             out.error(
                 at.child("name"),
-                format!("service entry port name {:?} already defined", port.name),
+                format!(
+                    "service entry port name {} already defined",
+                    common::go_quote(&port.name)
+                ),
             );
         }
         if !numbers.insert(number) {
@@ -197,11 +202,16 @@ fn validate_dns(
     p: &mut FieldPath,
     out: &mut Findings,
 ) {
+    // Mirrors Istio's `ValidateServiceEntry` DNS rules (`ValidateFQDN` on hosts without endpoints; endpoint
+    // addresses an IP or `ValidateFQDN`), with its texts.
     if spec.endpoints.is_empty() {
         if let Some(err) = spec.hosts.iter().find_map(|h| common::check_fqdn(h).err()) {
             out.error(
                 p.child("hosts"),
-                format!("with DNS resolution and no endpoints, hosts must be FQDNs: {err}"),
+                format!(
+                    "hosts must be FQDN or contain only prefix wildcards if no endpoints are provided for resolution mode {}, {err}",
+                    resolution_name(resolution)
+                ),
             );
         }
     }
@@ -222,8 +232,8 @@ fn validate_dns(
                 out.error(
                     at.child("address"),
                     format!(
-                        "address {:?} is neither an IP address nor a valid FQDN",
-                        endpoint.address
+                        "endpoint address {} is not a valid FQDN or an IP address",
+                        common::go_quote(&endpoint.address)
                     ),
                 );
             }
@@ -246,9 +256,17 @@ fn validate_dns(
         if tcp {
             out.warning(
                 p.child("hosts"),
-                "a ServiceEntry with addresses and a TCP port should have only one host",
+                "service entry can not have more than one host specified simultaneously with address and tcp port",
             );
         }
+    }
+}
+
+/// A DNS resolution's name as Istio prints it.
+fn resolution_name(resolution: Resolution) -> &'static str {
+    match resolution {
+        Resolution::DnsRoundRobin => "DNS_ROUND_ROBIN",
+        _ => "DNS",
     }
 }
 
@@ -258,10 +276,11 @@ fn validate_dynamic_dns(
     p: &mut FieldPath,
     out: &mut Findings,
 ) {
-    for host in spec.hosts.iter().filter(|h| !h.starts_with('*')) {
+    // Mirrors Istio's `ValidateServiceEntry` DYNAMIC_DNS rule (`host.Name.IsWildCarded`), with its text.
+    for _ in spec.hosts.iter().filter(|h| !h.starts_with('*')) {
         out.error(
             p.child("hosts"),
-            format!("host {host:?} must be a wildcard with resolution DYNAMIC_DNS"),
+            "host must be wildcarded for resolution mode DYNAMIC_DNS",
         );
     }
     if !spec.addresses.is_empty() {

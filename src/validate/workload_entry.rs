@@ -13,7 +13,9 @@ pub fn validate(spec: &WorkloadEntry, _meta: &ObjectMeta, out: &mut Findings) {
 }
 
 /// Validates a workload entry or ServiceEntry endpoint. `service_ports` (ServiceEntry) are the port names the
-/// endpoint may map; `allow_fqdn` accepts host names besides IPs and `unix://` paths.
+/// endpoint may map; `allow_fqdn` accepts host names besides IPs and `unix://` paths. Mirrors Istio's
+/// `validateWorkloadEntry` (addresses: `ValidateUnixAddress`, `netutil.IsValidIPAddress`, `ValidateFQDN`), with its
+/// texts.
 pub(super) fn validate_endpoint(
     we: &WorkloadEntry,
     service_ports: Option<&BTreeSet<&str>>,
@@ -24,15 +26,15 @@ pub(super) fn validate_endpoint(
     let address_path = p.child("address");
     if we.address.is_empty() {
         if we.network.is_empty() {
-            out.error(
-                address_path,
-                "address is required (or a network for a remote workload)",
-            );
+            out.error(address_path, "address is required");
             return;
         }
         out.warning(
             &address_path,
-            format!("address is unset with network {:?}", we.network),
+            format!(
+                "address is unset with network {}",
+                common::go_quote(&we.network)
+            ),
         );
     }
     let unix = we.address.starts_with(UNIX_PREFIX);
@@ -43,21 +45,24 @@ pub(super) fn validate_endpoint(
         if !we.ports.is_empty() {
             out.error(
                 p.child("ports"),
-                "a unix domain socket endpoint must not list ports",
+                format!("unix endpoint {} must not include ports", we.address),
             );
         }
     } else if !we.address.is_empty() && !common::is_ip(&we.address) {
         if !allow_fqdn {
             out.error(
                 &address_path,
-                format!("address {:?} is not a valid IP address", we.address),
+                format!(
+                    "endpoint address {} is not a valid IP address",
+                    common::go_quote(&we.address)
+                ),
             );
         } else if common::check_fqdn(&we.address).is_err() {
             out.error(
                 &address_path,
                 format!(
-                    "address {:?} is neither an IP address nor a valid FQDN",
-                    we.address
+                    "endpoint address {} is not a valid FQDN or an IP address",
+                    common::go_quote(&we.address)
                 ),
             );
         }
@@ -67,13 +72,14 @@ pub(super) fn validate_endpoint(
     if unix && service_ports.is_some_and(|ports| ports.len() != 1) {
         out.error(
             address_path,
-            "a unix domain socket endpoint needs a ServiceEntry with exactly one port",
+            "exactly 1 service port required for unix endpoints",
         );
     }
 }
 
 /// Validates an endpoint's port map: names are DNS labels declared by the ServiceEntry (when given), numbers in
-/// range.
+/// range. Mirrors the port loop of Istio's `validateWorkloadEntry` (`ValidatePortName`, `ValidatePort`), with its
+/// texts (Istio's undeclared-port text names the port number, not the name).
 pub(super) fn validate_endpoint_ports(
     we: &WorkloadEntry,
     service_ports: Option<&BTreeSet<&str>>,
@@ -86,7 +92,7 @@ pub(super) fn validate_endpoint_ports(
         if service_ports.is_some_and(|declared| !declared.contains(name.as_str())) {
             out.error(
                 &at,
-                format!("port {name:?} is not a port of the ServiceEntry"),
+                format!("endpoint port {number} is not defined by the service entry"),
             );
         }
         common::validate_port_name(name, &at, out);

@@ -1,6 +1,8 @@
 //! WorkloadGroup rules: takes a decoded istio WorkloadGroup spec and its metadata, records findings with field
 //! paths (template required, metadata labels, template ports, readiness probe).
 
+use std::collections::BTreeMap;
+
 use super::common::{self, FieldPath};
 use super::workload_entry::validate_endpoint_ports;
 use crate::model::istio::workload_group::ReadinessProbe;
@@ -11,7 +13,9 @@ pub fn validate(spec: &WorkloadGroup, _meta: &ObjectMeta, out: &mut Findings) {
     let mut p = FieldPath::new("spec");
     match &spec.template {
         None => out.error(p.child("template"), "template is required"),
-        // Address and the like are filled in at registration, so only the shape is checked here.
+        // Address and the like are filled in at registration, so only the shape is checked here. Istio's
+        // `ValidateWorkloadGroup` skips the template; these checks follow its CRD's `x-kubernetes-validations`
+        // (unix address, no ports with one, port names and numbers), which the API server applies first.
         Some(template) => {
             let mut t = p.field("template");
             if let Some(socket) = template.address.strip_prefix(super::gateway::UNIX_PREFIX) {
@@ -19,20 +23,31 @@ pub fn validate(spec: &WorkloadGroup, _meta: &ObjectMeta, out: &mut Findings) {
                     out.error(t.child("address"), e);
                 }
                 if !template.ports.is_empty() {
-                    out.error(
-                        t.child("ports"),
-                        "a unix domain socket template must not list ports",
-                    );
+                    out.error(t.child("ports"), "UDS may not include ports");
                 }
             }
             validate_endpoint_ports(template, None, &mut t, out);
         }
     }
     if let Some(meta) = &spec.metadata {
-        common::validate_labels(&meta.labels, &p.child("metadata.labels"), out);
+        validate_metadata_labels(&meta.labels, &p.child("metadata.labels"), out);
     }
     if let Some(probe) = &spec.probe {
         validate_probe(probe, &mut p.field("probe"), out);
+    }
+}
+
+/// Validates the labels given to generated entries. Mirrors Istio's `ValidateWorkloadGroup` (`labels.Instance`
+/// `Validate`, its error wrapped as `invalid labels: …`).
+fn validate_metadata_labels(labels: &BTreeMap<String, String>, path: &str, out: &mut Findings) {
+    for (key, value) in labels {
+        let checks = [
+            common::check_label_key(key),
+            common::check_label_value(value),
+        ];
+        for e in checks.into_iter().filter_map(Result::err) {
+            out.error(path, format!("invalid labels: {e}"));
+        }
     }
 }
 
