@@ -21,7 +21,8 @@ use envoy_types::pb::envoy::extensions::filters::network::http_connection_manage
 };
 
 use super::envoy::{any, millis, parse_duration};
-use super::{naming, Proxy};
+use super::naming;
+use super::types::Proxy;
 use crate::model::istio::request_authentication::{JwtRule, RequestAuthentication};
 use crate::model::{Kind, Snapshot, Spec};
 

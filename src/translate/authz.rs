@@ -36,7 +36,7 @@ use envoy_types::pb::google::protobuf::UInt32Value;
 
 use super::authn::{JWT_AUTHN, PAYLOAD_KEY};
 use super::envoy::any;
-use super::Proxy;
+use super::types::Proxy;
 use crate::model::istio::authorization_policy::{
     Action, AuthorizationPolicy, Condition, Operation, Rule, Source,
 };

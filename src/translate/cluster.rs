@@ -1,7 +1,7 @@
 //! Clusters and endpoints (pure): takes one upstream (name, discovery type, endpoints) and yields the Envoy
 //! `Cluster` with Istio's defaults plus, for EDS clusters, its `ClusterLoadAssignment`.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 
 use envoy_types::pb::envoy::config::cluster::v3::{
     circuit_breakers, cluster, CircuitBreakers, Cluster,
@@ -12,7 +12,10 @@ use envoy_types::pb::envoy::config::endpoint::v3::{
 };
 use envoy_types::pb::google::protobuf::UInt32Value;
 
+use super::authn::JwksUpstream;
 use super::envoy::{ads, millis, socket_address};
+use super::policy::apply_tls;
+use crate::model::istio::destination_rule::{ClientTlsMode, ClientTlsSettings};
 
 /// Istio's default upstream connect timeout.
 pub const DEFAULT_CONNECT_TIMEOUT_MS: u64 = 10_000;
@@ -147,6 +150,40 @@ pub fn load_assignment(cluster_name: &str, endpoints: &[Endpoint]) -> ClusterLoa
         endpoints: localities,
         ..Default::default()
     }
+}
+
+/// A cluster for a JWKS server no service defines: its host resolved by DNS, and for `https` TLS checked against
+/// the system's roots (and, for a host name, its name as SNI and subject alternative name); adds the secrets that
+/// TLS needs to `credentials`.
+pub(crate) fn jwks_cluster(upstream: &JwksUpstream, credentials: &mut BTreeSet<String>) -> Cluster {
+    let endpoint = Endpoint {
+        address: upstream.host.clone(),
+        port: upstream.port,
+        region: String::new(),
+        zone: String::new(),
+        subzone: String::new(),
+        weight: 1,
+        labels: BTreeMap::new(),
+    };
+    let mut out = cluster(&upstream.cluster_name(), Discovery::LogicalDns, &[endpoint]);
+    if upstream.tls {
+        // An IP address is neither sent as SNI nor checked as a DNS name.
+        let name = upstream
+            .host
+            .parse::<std::net::IpAddr>()
+            .is_err()
+            .then(|| upstream.host.clone());
+        credentials.extend(apply_tls(
+            &mut out,
+            &ClientTlsSettings {
+                mode: Some(ClientTlsMode::Simple),
+                sni: name.clone().unwrap_or_default(),
+                subject_alt_names: name.into_iter().collect(),
+                ..Default::default()
+            },
+        ));
+    }
+    out
 }
 
 #[cfg(test)]

@@ -28,41 +28,14 @@ use envoy_types::pb::google::protobuf::Any;
 use prost::{Message, Name};
 
 use super::envoy::for_each_hcm;
-use super::GatewayResources;
+use super::types::GatewayResources;
+pub use super::types::{Effect, LeftOut};
 use crate::envoy_proto::references::clusters_named;
 use crate::model::{Kind, Snapshot};
 
 /// What to say of a [`LeftOut`] (in logs, with its fields).
 pub const LEFT_OUT_MESSAGE: &str =
     "config naming clusters this gateway does not get was not sent as is (Envoy would reject it)";
-
-/// One change made because a resource named clusters the proxy does not get.
-#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash)]
-pub struct LeftOut {
-    /// The resource, e.g. `listener 0.0.0.0_80` or `route http.80`.
-    pub resource: String,
-    /// The part naming them, e.g. `tracing (envoy.tracers.zipkin)` or `http filter envoy.filters.http.ext_authz`.
-    pub feature: String,
-    /// The clusters it names that do not exist.
-    pub missing: Vec<String>,
-    /// What was done.
-    pub effect: Effect,
-    /// The objects that put the reference there, when known (`EnvoyFilter ns/name`, `ConfigMap ns/higress-config`).
-    pub blame: Vec<String>,
-}
-
-/// What was done to a part naming missing clusters, until they exist.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
-pub enum Effect {
-    /// Tracing, an access log or a mirror policy is left out.
-    LeftOut,
-    /// The listener stays at the version last sent.
-    HeldBack,
-    /// The listener is not sent (none was sent before).
-    NotSent,
-    /// The route answers 503.
-    Answers503,
-}
 
 impl Effect {
     /// The metric label value.

@@ -25,7 +25,7 @@ use envoy_types::pb::envoy::r#type::matcher::v3::{string_matcher, StringMatcher}
 
 use super::envoy::{any, for_each_hcm};
 use super::policy::HTTP_PROTOCOL_OPTIONS;
-use super::GatewayResources;
+use super::types::GatewayResources;
 
 /// Moves every deprecated field patches set in `out` to its replacement (see the module docs).
 pub fn upgrade(out: &mut GatewayResources, rebuilt: Option<&HashSet<(String, String)>>) {

@@ -22,7 +22,8 @@ use envoy_types::pb::envoy::config::route::v3::{RouteConfiguration, VirtualHost}
 use prost::Message;
 
 use super::dangling::LeftOut;
-use super::{FastMap, FastSet, GatewayResources, Options, Proxy, Translator};
+use super::types::{FastMap, FastSet, GatewayResources, Options, Proxy};
+use super::Translator;
 use crate::envoy_proto::{to_dynamic, validate_message};
 use crate::model::{ConfigObject, Kind, ObjectKey, Snapshot, Spec};
 use imbl::ordmap::DiffItem;

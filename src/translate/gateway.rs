@@ -16,7 +16,7 @@ use envoy_types::pb::google::protobuf::BoolValue;
 
 use super::envoy::ads;
 use super::naming;
-use super::Proxy;
+use super::types::Proxy;
 use crate::model::istio::gateway::{Server, ServerTlsMode, ServerTlsSettings, TlsProtocol};
 use crate::model::istio::Gateway;
 use crate::model::{ConfigObject, Kind, Snapshot, Spec};

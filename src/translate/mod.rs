@@ -18,23 +18,21 @@
 //!
 //! [`Translator`] keeps the routes of each VirtualService between calls, keyed by the object's `Arc`, so a
 //! change to one VirtualService re-translates only that one.
+//!
+//! Where things live: [`types`] (the value types every module shares; imports nothing else of `translate`),
+//! [`gateway`] (servers a proxy gets), [`listener`], [`route`] (routes and virtual hosts), [`cluster`],
+//! [`services`] (the service registry), [`policy`] (DestinationRules), [`secret`] (SDS), [`authn`]/[`authz`]
+//! (RequestAuthentication, AuthorizationPolicy), [`telemetry`], [`envoy_filter`] and [`higress`] (patches),
+//! [`dangling`], [`deprecated`] and [`effect`] (checks on the output). This file walks a snapshot through them.
 
 use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
 use std::sync::Arc;
 
-use envoy_types::pb::envoy::config::cluster::v3::Cluster;
-use envoy_types::pb::envoy::config::core::v3::TypedExtensionConfig;
-use envoy_types::pb::envoy::config::endpoint::v3::ClusterLoadAssignment;
-use envoy_types::pb::envoy::config::listener::v3::Listener;
-use envoy_types::pb::envoy::config::route::v3::{
-    route as envoy_route, route_match, virtual_host, DirectResponseAction, Route,
-    RouteConfiguration, RouteMatch, VirtualHost,
-};
-use envoy_types::pb::envoy::extensions::transport_sockets::tls::v3::Secret;
+use envoy_types::pb::envoy::config::route::v3::RouteConfiguration;
 use envoy_types::pb::google::protobuf::BoolValue;
 
 use crate::model::decode::{decode, DecodeOptions, Decoded};
-use crate::model::istio::destination_rule::{ClientTlsMode, ClientTlsSettings, Subset};
+use crate::model::istio::destination_rule::Subset;
 use crate::model::istio::VirtualService;
 use crate::model::{ConfigObject, Kind, Snapshot, Spec};
 
@@ -57,62 +55,14 @@ pub mod route;
 pub mod secret;
 pub mod services;
 pub mod telemetry;
+pub mod types;
 
 use gateway::{BoundServer, ServerKind};
 use listener::{Chain, ChainAction};
 use policy::Policies;
-use route::{ClusterRef, Env, HttpRoutes, Scope};
+use route::{Env, HttpRoutes, Scope, VhostPlan};
 use services::{Registry, Service, ServicePort};
-
-/// A gateway proxy as the control plane sees it (parsed from the Envoy node by the xDS server).
-/// Proxies with equal `namespace`, `labels` and `trusted_proxies` receive identical resources.
-#[derive(Debug, Clone, Default, PartialEq, Eq, PartialOrd, Ord, Hash)]
-pub struct Proxy {
-    /// Namespace the gateway pod runs in (node metadata `NAMESPACE`, else from the node id).
-    pub namespace: String,
-    /// Pod labels (node metadata `LABELS`); Gateways select proxies by these.
-    pub labels: BTreeMap<String, String>,
-    /// Proxies in front of the gateway that append to `X-Forwarded-For` (node metadata
-    /// `PROXY_CONFIG.gatewayTopology.numTrustedProxies`, which Istio's agent fills from the pod's
-    /// `proxy.istio.io/config` annotation and the mesh default); the client address is read that many hops back.
-    pub trusted_proxies: u32,
-}
-
-impl Proxy {
-    /// Whether the proxy carries every label of `selector` (an empty selector selects every proxy).
-    pub fn has_labels(&self, selector: &BTreeMap<String, String>) -> bool {
-        selector.iter().all(|(k, v)| self.labels.get(k) == Some(v))
-    }
-}
-
-/// Every Envoy resource one proxy group receives, each list sorted by resource name.
-#[derive(Debug, Clone, Default, PartialEq)]
-pub struct GatewayResources {
-    /// LDS.
-    pub listeners: Vec<Listener>,
-    /// RDS.
-    pub route_configs: Vec<RouteConfiguration>,
-    /// CDS.
-    pub clusters: Vec<Cluster>,
-    /// EDS.
-    pub endpoints: Vec<ClusterLoadAssignment>,
-    /// SDS.
-    pub secrets: Vec<Secret>,
-    /// ECDS, when EnvoyFilters use EXTENSION_CONFIG.
-    pub extension_configs: Vec<TypedExtensionConfig>,
-    /// Changes made because resources named clusters this proxy does not get (see [`dangling`]); not a
-    /// resource, reported by whoever serves or renders these.
-    pub left_out: Vec<dangling::LeftOut>,
-}
-
-/// Translation settings.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Options {
-    /// DNS suffix of Kubernetes Services (`cluster.local`).
-    pub domain_suffix: String,
-    /// Namespaces whose EnvoyFilters apply to every proxy: Istio's root namespace and Higress's namespace.
-    pub root_namespaces: Vec<String>,
-}
+pub use types::{ClusterRef, GatewayResources, Options, Proxy};
 
 impl Default for Options {
     fn default() -> Self {
@@ -122,13 +72,6 @@ impl Default for Options {
         }
     }
 }
-
-/// A hash map for the translator's per-call lookups: aHash with per-process random keys, several times faster
-/// than the standard SipHash on short keys and still keyed, so user-chosen names cannot be made to collide.
-pub(crate) type FastMap<K, V> = HashMap<K, V, ahash::RandomState>;
-
-/// The set counterpart of [`FastMap`].
-pub(crate) type FastSet<T> = HashSet<T, ahash::RandomState>;
 
 /// Translates the snapshot for one proxy, without reusing earlier work.
 pub fn translate(snapshot: &Snapshot, proxy: &Proxy) -> GatewayResources {
@@ -189,29 +132,6 @@ impl Inputs {
                 .collect();
         }
         !same
-    }
-}
-
-/// What one virtual host is built from: its host, whether it requires TLS, and the routes of each
-/// VirtualService bound to it, in order.
-#[derive(Debug)]
-struct VhostPlan {
-    host: String,
-    redirect: bool,
-    sources: Vec<Arc<HttpRoutes>>,
-}
-
-impl VhostPlan {
-    /// Whether `other` builds the same virtual host: the same host, redirect and routes (by address).
-    fn builds_the_same(&self, other: &VhostPlan) -> bool {
-        self.host == other.host
-            && self.redirect == other.redirect
-            && self.sources.len() == other.sources.len()
-            && self
-                .sources
-                .iter()
-                .zip(&other.sources)
-                .all(|(a, b)| Arc::ptr_eq(a, b))
     }
 }
 
@@ -300,6 +220,16 @@ struct Pass {
     credentials: BTreeSet<String>,
     /// Virtual hosts (route configuration, name) built anew rather than reused.
     rebuilt: HashSet<(String, String)>,
+}
+
+impl Context<'_> {
+    /// The Secrets this proxy's servers and clusters may read.
+    fn secrets(&self) -> secret::SecretsOf<'_> {
+        secret::SecretsOf {
+            snapshot: self.snapshot,
+            namespace: &self.proxy.namespace,
+        }
+    }
 }
 
 fn vs_spec(object: &ConfigObject) -> Option<&VirtualService> {
@@ -457,7 +387,7 @@ impl Translator {
         if let Some(inputs) = &self.clusters {
             credentials.extend(inputs.credentials.iter().cloned());
         }
-        out.secrets = build_secrets(&cx, &credentials);
+        out.secrets = secret::build_secrets(cx.secrets(), &credentials);
         self.touched = self.apply_envoy_filters(snapshot, proxy, &mut out);
         self.clusters_reused = clusters_reused && !patched_before && !self.touched.clusters;
         let patched = patched_before || self.touched.route_configs || self.touched.clusters;
@@ -560,7 +490,7 @@ impl Translator {
                 ServerKind::Http => {}
                 ServerKind::Https => {
                     let Some(tls) = tls else { continue };
-                    if !credentials_present(cx, tls) {
+                    if !secret::credentials_present(cx.secrets(), tls) {
                         continue;
                     }
                     let port_name = spec
@@ -593,7 +523,7 @@ impl Translator {
                 }
                 ServerKind::Tcp => {
                     let terminated = match tls {
-                        Some(tls) if credentials_present(cx, tls) => {
+                        Some(tls) if secret::credentials_present(cx.secrets(), tls) => {
                             pass.credentials
                                 .extend(gateway::credentials(tls).certificates);
                             pass.credentials.extend(gateway::credentials(tls).ca);
@@ -695,7 +625,7 @@ impl Translator {
                 previous.virtual_hosts.len() == previous_plans.len()
             });
         let mut rebuild = |plan: &VhostPlan| {
-            let vhost = virtual_host(plan, port);
+            let vhost = route::virtual_host(plan, port);
             pass.rebuilt.insert((name.clone(), vhost.name.clone()));
             vhost
         };
@@ -744,7 +674,7 @@ impl Translator {
         };
         config.virtual_hosts = virtual_hosts;
         if config.virtual_hosts.is_empty() {
-            let vhost = blackhole(port);
+            let vhost = route::blackhole(port);
             pass.rebuilt.insert((name.clone(), vhost.name.clone()));
             config.virtual_hosts.push(vhost);
         }
@@ -860,110 +790,6 @@ fn higress_filters(object: &ConfigObject) -> Vec<ConfigObject> {
             _ => None,
         })
         .collect()
-}
-
-/// Builds a virtual host from its plan. Istio keeps rule order but moves catch-all routes behind the
-/// others.
-fn virtual_host(plan: &VhostPlan, port: u32) -> VirtualHost {
-    let (specific, catch_all): (Vec<&Route>, Vec<&Route>) = plan
-        .sources
-        .iter()
-        .flat_map(|routes| routes.routes.iter())
-        .partition(|r| !route::is_catch_all(r));
-    let host = &plan.host;
-    VirtualHost {
-        name: naming::virtual_host(host, port),
-        domains: if host == "*" {
-            vec!["*".into()]
-        } else {
-            vec![host.clone(), format!("{host}:*")]
-        },
-        routes: specific.into_iter().chain(catch_all).cloned().collect(),
-        require_tls: if plan.redirect {
-            virtual_host::TlsRequirementType::All as i32
-        } else {
-            virtual_host::TlsRequirementType::None as i32
-        },
-        include_request_attempt_count: true,
-        ..Default::default()
-    }
-}
-
-/// Istio's answer for a port without any virtual host: 404 for everything.
-fn blackhole(port: u32) -> VirtualHost {
-    VirtualHost {
-        name: format!("blackhole:{port}"),
-        domains: vec!["*".into()],
-        routes: vec![Route {
-            name: "block_all".into(),
-            r#match: Some(RouteMatch {
-                path_specifier: Some(route_match::PathSpecifier::Prefix("/".into())),
-                ..Default::default()
-            }),
-            action: Some(envoy_route::Action::DirectResponse(DirectResponseAction {
-                status: 404,
-                ..Default::default()
-            })),
-            ..Default::default()
-        }],
-        ..Default::default()
-    }
-}
-
-fn kube_secret<'s>(
-    cx: &'s Context<'_>,
-    name: &str,
-) -> Option<&'s k8s_openapi::api::core::v1::Secret> {
-    cx.snapshot
-        .get(&crate::model::ObjectKey::new(
-            Kind::Secret,
-            cx.proxy.namespace.as_str(),
-            name,
-        ))
-        .and_then(|o| match &o.spec {
-            Spec::Secret(s) => Some(s.as_ref()),
-            _ => None,
-        })
-}
-
-/// Tells whether every Secret a terminating server names exists with the keys it needs.
-fn credentials_present(
-    cx: &Context<'_>,
-    tls: &crate::model::istio::gateway::ServerTlsSettings,
-) -> bool {
-    let creds = gateway::credentials(tls);
-    creds
-        .certificates
-        .iter()
-        .all(|name| kube_secret(cx, name).is_some_and(|s| secret::certificate(name, s).is_some()))
-        && creds.ca.iter().all(|name| ca_secret(cx, name).is_some())
-}
-
-fn ca_secret(cx: &Context<'_>, name: &str) -> Option<Secret> {
-    let separate = kube_secret(cx, &format!("{name}-cacert"));
-    match kube_secret(cx, name) {
-        Some(s) => secret::ca_bundle(name, s, separate),
-        None => separate.and_then(|s| secret::ca_bundle(name, s, None)),
-    }
-}
-
-/// Builds the SDS secrets for the credentials in use (certificate and, when present, CA bundle) and for the
-/// `file-cert:`/`file-root:` names of TLS settings given as files.
-fn build_secrets(cx: &Context<'_>, credentials: &BTreeSet<String>) -> Vec<Secret> {
-    let mut out = Vec::new();
-    for name in credentials {
-        if let Some(s) = secret::from_files(name) {
-            out.push(s);
-            continue;
-        }
-        if let Some(s) = kube_secret(cx, name).and_then(|s| secret::certificate(name, s)) {
-            out.push(s);
-        }
-        if let Some(ca) = ca_secret(cx, name) {
-            out.push(ca);
-        }
-    }
-    out
 }
 
 /// Returns the VirtualServices bound to a server's gateway, with their namespace.
@@ -1162,7 +988,7 @@ fn build_clusters(
     for upstream in jwks {
         let name = upstream.cluster_name();
         if !cx.defined.contains(&name) && names.insert(name) {
-            clusters.push(jwks_cluster(upstream, &mut credentials));
+            clusters.push(cluster::jwks_cluster(upstream, &mut credentials));
         }
     }
     clusters.sort_by(|a, b| a.name.cmp(&b.name));
@@ -1170,44 +996,6 @@ fn build_clusters(
     out.clusters = clusters;
     out.endpoints = endpoints;
     credentials
-}
-
-/// A cluster for a JWKS server no service defines: its host resolved by DNS, and for `https` TLS checked against
-/// the system's roots (and, for a host name, its name as SNI and subject alternative name); adds the secrets that
-/// TLS needs to `credentials`.
-fn jwks_cluster(upstream: &authn::JwksUpstream, credentials: &mut BTreeSet<String>) -> Cluster {
-    let endpoint = cluster::Endpoint {
-        address: upstream.host.clone(),
-        port: upstream.port,
-        region: String::new(),
-        zone: String::new(),
-        subzone: String::new(),
-        weight: 1,
-        labels: BTreeMap::new(),
-    };
-    let mut out = cluster::cluster(
-        &upstream.cluster_name(),
-        cluster::Discovery::LogicalDns,
-        &[endpoint],
-    );
-    if upstream.tls {
-        // An IP address is neither sent as SNI nor checked as a DNS name.
-        let name = upstream
-            .host
-            .parse::<std::net::IpAddr>()
-            .is_err()
-            .then(|| upstream.host.clone());
-        credentials.extend(policy::apply_tls(
-            &mut out,
-            &ClientTlsSettings {
-                mode: Some(ClientTlsMode::Simple),
-                sni: name.clone().unwrap_or_default(),
-                subject_alt_names: name.into_iter().collect(),
-                ..Default::default()
-            },
-        ));
-    }
-    out
 }
 
 #[cfg(test)]

@@ -4,7 +4,7 @@
 use prost::{Message, Name};
 use serde_json::{Map, Value};
 
-use super::GatewayResources;
+use super::types::GatewayResources;
 use crate::envoy_proto::json::{message_to_json, ProtoJsonError};
 
 /// Placeholder printed instead of private key material.

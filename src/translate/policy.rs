@@ -33,9 +33,9 @@ use envoy_types::pb::google::protobuf::UInt64Value;
 use super::envoy::{ads, any, parse_duration};
 use super::listener::TLS_TRANSPORT;
 use super::naming;
-use super::route::ClusterRef;
 use super::secret;
-use super::Proxy;
+use super::types::ClusterRef;
+use super::types::Proxy;
 use crate::model::istio::destination_rule::{
     ClientTlsMode, ClientTlsSettings, ConnectionPoolSettings, DestinationRule, H2UpgradePolicy,
     LoadBalancerSettings, OutlierDetection as IstioOutlier, SimpleLb, Subset, TrafficPolicy,

@@ -3,6 +3,7 @@
 //! header operations, delegation) plus the TCP/TLS destinations of its L4 rules, with every cluster they name.
 
 use std::collections::{BTreeSet, HashMap};
+use std::sync::Arc;
 
 use base64::Engine;
 use envoy_types::pb::envoy::config::core::v3::{
@@ -11,8 +12,9 @@ use envoy_types::pb::envoy::config::core::v3::{
 };
 use envoy_types::pb::envoy::config::route::v3::{
     header_matcher, query_parameter_matcher, redirect_action, retry_policy, route, route_action,
-    route_match, weighted_cluster, DirectResponseAction, HeaderMatcher, QueryParameterMatcher,
-    RedirectAction, RetryPolicy, Route, RouteAction, RouteMatch, WeightedCluster,
+    route_match, virtual_host, weighted_cluster, DirectResponseAction, HeaderMatcher,
+    QueryParameterMatcher, RedirectAction, RetryPolicy, Route, RouteAction, RouteMatch,
+    VirtualHost, WeightedCluster,
 };
 use envoy_types::pb::envoy::extensions::filters::common::fault::v3::{fault_delay, FaultDelay};
 use envoy_types::pb::envoy::extensions::filters::http::cors::v3::CorsPolicy;
@@ -30,6 +32,7 @@ use super::envoy::{any, millis, parse_duration};
 use super::naming;
 use super::policy::Policies;
 use super::services::Registry;
+use super::types::ClusterRef;
 use crate::model::istio::virtual_service::{
     Destination, FaultAbort as IstioAbort, FaultDelay as IstioDelay, HeaderOperations, Headers,
     HttpMatchRequest, HttpRoute, Percent, StringMatch, GRPC_STATUS_NAMES,
@@ -45,17 +48,6 @@ const DEFAULT_RETRY_ATTEMPTS: u32 = 2;
 const CORS_FILTER: &str = "envoy.filters.http.cors";
 /// Name of the fault HTTP filter (key of per-route config).
 const FAULT_FILTER: &str = "envoy.filters.http.fault";
-
-/// A cluster a route names: destination host, port and subset.
-#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash)]
-pub struct ClusterRef {
-    /// Fully qualified destination host.
-    pub host: String,
-    /// Destination port.
-    pub port: u32,
-    /// DestinationRule subset, empty for the whole service.
-    pub subset: String,
-}
 
 impl ClusterRef {
     /// Returns the Istio cluster name.
@@ -817,6 +809,77 @@ pub fn route_match(m: &HttpMatchRequest) -> RouteMatch {
             .map(|_| BoolValue { value: false }),
         headers,
         query_parameters,
+        ..Default::default()
+    }
+}
+
+/// What one virtual host is built from: its host, whether it requires TLS, and the routes of each
+/// VirtualService bound to it, in order.
+#[derive(Debug)]
+pub(crate) struct VhostPlan {
+    pub host: String,
+    pub redirect: bool,
+    pub sources: Vec<Arc<HttpRoutes>>,
+}
+
+impl VhostPlan {
+    /// Whether `other` builds the same virtual host: the same host, redirect and routes (by address).
+    pub(crate) fn builds_the_same(&self, other: &VhostPlan) -> bool {
+        self.host == other.host
+            && self.redirect == other.redirect
+            && self.sources.len() == other.sources.len()
+            && self
+                .sources
+                .iter()
+                .zip(&other.sources)
+                .all(|(a, b)| Arc::ptr_eq(a, b))
+    }
+}
+
+/// Builds a virtual host from its plan. Istio keeps rule order but moves catch-all routes behind the
+/// others.
+pub(crate) fn virtual_host(plan: &VhostPlan, port: u32) -> VirtualHost {
+    let (specific, catch_all): (Vec<&Route>, Vec<&Route>) = plan
+        .sources
+        .iter()
+        .flat_map(|routes| routes.routes.iter())
+        .partition(|r| !is_catch_all(r));
+    let host = &plan.host;
+    VirtualHost {
+        name: naming::virtual_host(host, port),
+        domains: if host == "*" {
+            vec!["*".into()]
+        } else {
+            vec![host.clone(), format!("{host}:*")]
+        },
+        routes: specific.into_iter().chain(catch_all).cloned().collect(),
+        require_tls: if plan.redirect {
+            virtual_host::TlsRequirementType::All as i32
+        } else {
+            virtual_host::TlsRequirementType::None as i32
+        },
+        include_request_attempt_count: true,
+        ..Default::default()
+    }
+}
+
+/// Istio's answer for a port without any virtual host: 404 for everything.
+pub(crate) fn blackhole(port: u32) -> VirtualHost {
+    VirtualHost {
+        name: format!("blackhole:{port}"),
+        domains: vec!["*".into()],
+        routes: vec![Route {
+            name: "block_all".into(),
+            r#match: Some(RouteMatch {
+                path_specifier: Some(route_match::PathSpecifier::Prefix("/".into())),
+                ..Default::default()
+            }),
+            action: Some(route::Action::DirectResponse(DirectResponseAction {
+                status: 404,
+                ..Default::default()
+            })),
+            ..Default::default()
+        }],
         ..Default::default()
     }
 }

@@ -2,6 +2,8 @@
 //! and yields the Envoy `Secret`s (`kubernetes://<name>` certificate + key, `kubernetes://<name>-cacert` CA
 //! bundle); takes a `file-cert:`/`file-root:` name (DestinationRule TLS from files) and yields the Secret that has
 //! the gateway's Envoy read those files, so a missing file fails that secret (and the clusters using it) alone.
+//! Also looks those Secrets up in a snapshot for one namespace (`SecretsOf`): whether a server's credentials
+//! are all there, and the SDS secrets for every credential in use.
 
 use envoy_types::pb::envoy::config::core::v3::{data_source, DataSource};
 use envoy_types::pb::envoy::extensions::transport_sockets::tls::v3::{
@@ -9,6 +11,12 @@ use envoy_types::pb::envoy::extensions::transport_sockets::tls::v3::{
 };
 use k8s_openapi::api::core::v1::Secret as KubeSecret;
 
+use std::collections::BTreeSet;
+
+use crate::model::istio::gateway::ServerTlsSettings;
+use crate::model::{Kind, ObjectKey, Snapshot, Spec};
+
+use super::gateway;
 use super::naming;
 
 /// Keys holding the certificate chain, in lookup order (kubernetes.io/tls first, then Istio's generic keys).
@@ -106,6 +114,65 @@ pub fn ca_bundle(
             },
         )),
     })
+}
+
+/// The Kubernetes Secrets of one namespace in a snapshot (a gateway reads only its own namespace's).
+#[derive(Clone, Copy)]
+pub(crate) struct SecretsOf<'a> {
+    /// The snapshot.
+    pub snapshot: &'a Snapshot,
+    /// The gateway's namespace.
+    pub namespace: &'a str,
+}
+
+fn kube_secret<'s>(secrets: SecretsOf<'s>, name: &str) -> Option<&'s KubeSecret> {
+    secrets
+        .snapshot
+        .get(&ObjectKey::new(Kind::Secret, secrets.namespace, name))
+        .and_then(|o| match &o.spec {
+            Spec::Secret(s) => Some(s.as_ref()),
+            _ => None,
+        })
+}
+
+/// Tells whether every Secret a terminating server names exists with the keys it needs.
+pub(crate) fn credentials_present(secrets: SecretsOf<'_>, tls: &ServerTlsSettings) -> bool {
+    let creds = gateway::credentials(tls);
+    creds
+        .certificates
+        .iter()
+        .all(|name| kube_secret(secrets, name).is_some_and(|s| certificate(name, s).is_some()))
+        && creds
+            .ca
+            .iter()
+            .all(|name| ca_secret(secrets, name).is_some())
+}
+
+fn ca_secret(secrets: SecretsOf<'_>, name: &str) -> Option<Secret> {
+    let separate = kube_secret(secrets, &format!("{name}-cacert"));
+    match kube_secret(secrets, name) {
+        Some(s) => ca_bundle(name, s, separate),
+        None => separate.and_then(|s| ca_bundle(name, s, None)),
+    }
+}
+
+/// Builds the SDS secrets for the credentials in use (certificate and, when present, CA bundle) and for the
+/// `file-cert:`/`file-root:` names of TLS settings given as files.
+pub(crate) fn build_secrets(secrets: SecretsOf<'_>, credentials: &BTreeSet<String>) -> Vec<Secret> {
+    let mut out = Vec::new();
+    for name in credentials {
+        if let Some(s) = from_files(name) {
+            out.push(s);
+            continue;
+        }
+        if let Some(s) = kube_secret(secrets, name).and_then(|s| certificate(name, s)) {
+            out.push(s);
+        }
+        if let Some(ca) = ca_secret(secrets, name) {
+            out.push(ca);
+        }
+    }
+    out
 }
 
 #[cfg(test)]

@@ -23,7 +23,7 @@ use envoy_types::pb::envoy::extensions::access_loggers::file::v3::{
 use envoy_types::pb::envoy::extensions::access_loggers::filters::cel::v3::ExpressionFilter;
 
 use super::envoy::any;
-use super::Proxy;
+use super::types::Proxy;
 use crate::model::istio::telemetry::{AccessLogging, Telemetry, TelemetryMode};
 use crate::model::{ConfigObject, Kind, Snapshot, Spec};
 

@@ -1,5 +1,6 @@
 //! Unit tests of [`Translator`]: cached translation equals a fresh [`translate`] after every kind of change.
 
+use envoy_types::pb::envoy::config::route::v3::VirtualHost;
 use serde_json::{json, Value};
 
 use super::*;

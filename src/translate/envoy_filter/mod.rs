@@ -17,7 +17,7 @@ use std::collections::BTreeMap;
 use prost::Message;
 use prost_reflect::DynamicMessage;
 
-use super::{GatewayResources, Proxy};
+use super::types::{GatewayResources, Proxy};
 use crate::envoy_proto::{self, ListMerge};
 use crate::model::istio::envoy_filter::{
     ApplyTo, ClusterMatch, EnvoyFilter, ListenerMatch, ObjectMatch, Operation, PatchContext,
