@@ -90,7 +90,10 @@ fn validate_server(
         NsHostContext::Gateway
     };
     if server.hosts.is_empty() {
-        out.error(p.child("hosts"), "a server needs at least one host");
+        out.error(
+            p.child("hosts"),
+            "server config must contain at least one host",
+        );
     }
     {
         // Mirrors Istio's `validateServer`: each host through `ValidateNamespaceSlashWildcardHostname`.

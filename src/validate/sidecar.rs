@@ -153,7 +153,9 @@ fn validate_ingress(
     }
 }
 
-/// Checks an ingress `defaultEndpoint`: `unix://path`, or `host:port` with a loopback/any host (or none).
+/// Checks an ingress `defaultEndpoint`: `unix://path`, or `host:port` with a loopback/any host (or none). Mirrors
+/// the `defaultEndpoint` rule of Istio's `ValidateSidecar` (`net.SplitHostPort`, `strconv.Atoi`, `ValidatePort`),
+/// with its texts.
 fn validate_default_endpoint(endpoint: &str, path: &str, out: &mut Findings) {
     if let Some(socket) = endpoint.strip_prefix(UNIX_PREFIX) {
         if let Err(e) = common::check_unix_address(socket) {
@@ -161,37 +163,85 @@ fn validate_default_endpoint(endpoint: &str, path: &str, out: &mut Findings) {
         }
         return;
     }
-    let Some((host, port)) = split_host_port(endpoint) else {
-        out.error(
-            path,
-            format!("defaultEndpoint {endpoint:?} is not of the form host:port"),
-        );
-        return;
+    let (host, port) = match split_host_port(endpoint) {
+        Ok(parts) => parts,
+        Err(e) => {
+            out.error(path, e);
+            ("", "")
+        }
     };
     if !matches!(host, "" | "127.0.0.1" | "0.0.0.0" | "::1" | "::") {
         out.error(
             path,
-            "defaultEndpoint must be 127.0.0.1:<port>, 0.0.0.0:<port>, [::1]:<port>, [::]:<port>, unix://<path> or unset",
+            "sidecar: defaultEndpoint must be of form 127.0.0.1:<port>,0.0.0.0:<port>,[::1]:port,[::]:port,unix://filepath or unset",
         );
     }
-    match port.parse::<u32>() {
-        Ok(number) => common::validate_port(number, path, out),
+    match port.parse::<i64>() {
+        Ok(number) => match u32::try_from(number) {
+            Ok(number) => common::validate_port(number, path, out),
+            // `ValidatePort`'s text, for a number beyond u32.
+            Err(_) => out.error(
+                path,
+                format!("port number {number} must be in the range 1..65535"),
+            ),
+        },
         Err(_) => out.error(
             path,
-            format!("defaultEndpoint port {port:?} is not a number"),
+            format!(
+                "sidecar: defaultEndpoint port ({port}) is not a number: {}",
+                atoi_error(port)
+            ),
         ),
     }
 }
 
-/// Splits `host:port` or `[v6]:port` the way Go's net.SplitHostPort does (no bare IPv6 without brackets).
-fn split_host_port(s: &str) -> Option<(&str, &str)> {
-    if let Some(rest) = s.strip_prefix('[') {
-        let (host, after) = rest.split_once(']')?;
-        let port = after.strip_prefix(':')?;
-        return Some((host, port));
+/// Go's `strconv.Atoi` error for a string that did not parse as an `i64`.
+fn atoi_error(s: &str) -> String {
+    let digits = s.strip_prefix(['+', '-']).unwrap_or(s);
+    let why = if !digits.is_empty() && digits.bytes().all(|c| c.is_ascii_digit()) {
+        "value out of range"
+    } else {
+        "invalid syntax"
+    };
+    format!("strconv.Atoi: parsing {}: {why}", common::go_quote(s))
+}
+
+/// Splits `host:port` or `[v6]:port` as Go's `net.SplitHostPort` does, with its error texts.
+fn split_host_port(s: &str) -> Result<(&str, &str), String> {
+    let error = |why: &str| format!("address {s}: {why}");
+    let Some(colon) = s.rfind(':') else {
+        return Err(error("missing port in address"));
+    };
+    let (host, rest_from) = if let Some(inner) = s.strip_prefix('[') {
+        let Some(end) = inner.find(']').map(|e| e + 1) else {
+            return Err(error("missing ']' in address"));
+        };
+        if end + 1 == s.len() {
+            return Err(error("missing port in address"));
+        }
+        if end + 1 != colon {
+            let why = if s.as_bytes()[end + 1] == b':' {
+                "too many colons in address"
+            } else {
+                "missing port in address"
+            };
+            return Err(error(why));
+        }
+        (&s[1..end], (1, end + 1))
+    } else {
+        let host = &s[..colon];
+        if host.contains(':') {
+            return Err(error("too many colons in address"));
+        }
+        (host, (0, 0))
+    };
+    if s[rest_from.0..].contains('[') {
+        return Err(error("unexpected '[' in address"));
     }
-    let (host, port) = s.rsplit_once(':')?;
-    (!host.contains(':')).then_some((host, port))
+    if s[rest_from.1..].contains(']') {
+        return Err(error("unexpected ']' in address"));
+    }
+    Ok((host, &s[colon + 1..]))
 }
 
 fn validate_egress_listeners(
@@ -278,10 +328,14 @@ fn validate_egress_port(
 
 fn validate_egress_hosts(hosts: &[String], namespace: &str, p: &mut FieldPath, out: &mut Findings) {
     if hosts.is_empty() {
-        out.error(p.as_str(), "an egress listener needs at least one host");
+        out.error(
+            p.as_str(),
+            "sidecar: egress listener must contain at least one host",
+        );
         return;
     }
-    // namespace → names already listed, to warn about duplicates.
+    // Mirrors Istio's `ValidateSidecar` egress host rules (duplicates and `*/*` warned, each host through
+    // `ValidateNamespaceSlashWildcardHostname`), with its texts. namespace → names already listed.
     let mut listed: BTreeMap<&str, BTreeSet<&str>> = BTreeMap::new();
     for (i, host) in hosts.iter().enumerate() {
         if super::deadline::expired() {
@@ -297,7 +351,7 @@ fn validate_egress_hosts(hosts: &[String], namespace: &str, p: &mut FieldPath, o
                 names.contains(name) || names.contains("*")
             };
             if duplicate {
-                out.warning(at.as_str(), format!("duplicate egress host {host:?}"));
+                out.warning(at.as_str(), format!("duplicated egress host: {host}"));
             }
             names.insert(name);
         }
@@ -306,7 +360,7 @@ fn validate_egress_hosts(hosts: &[String], namespace: &str, p: &mut FieldPath, o
     if listed.get("*").is_some_and(|names| names.contains("*")) && listed.len() != 1 {
         out.warning(
             p.as_str(),
-            "`*/*` already selects everything; other hosts add nothing",
+            "`*/*` host select all resources, no other hosts can be added",
         );
     }
 }
@@ -323,6 +377,8 @@ fn validate_outbound_policy(policy: &OutboundTrafficPolicy, p: &mut FieldPath, o
         return;
     }
     let mut e = p.field("egressProxy");
+    // Mirrors Istio's `validateSidecarOutboundTrafficPolicy`: the proxy host is a `ValidateFQDN` name, then a
+    // `validateDestination`.
     if let Err(err) = common::check_fqdn(&proxy.host) {
         out.error(e.child("host"), err);
     }
@@ -388,6 +444,49 @@ mod tests {
         assert_eq!(w.len(), 1, "{w:?}");
     }
 
+    /// Istio reads `defaultEndpoint` with Go's `net.SplitHostPort` and `strconv.Atoi`; their texts come through.
+    #[test]
+    fn default_endpoint_texts() {
+        let errors = |endpoint: &str| {
+            let mut out = Findings::default();
+            validate_default_endpoint(endpoint, "e", &mut out);
+            out.0.iter().map(|f| f.message.clone()).collect::<Vec<_>>()
+        };
+        assert!(errors("127.0.0.1:8080").is_empty());
+        assert!(errors("[::1]:8080").is_empty());
+        assert!(errors(":8080").is_empty());
+        assert!(errors("127.0.0.1:+80").is_empty());
+        assert_eq!(
+            errors("127.0.0.1"),
+            [
+                "address 127.0.0.1: missing port in address",
+                r#"sidecar: defaultEndpoint port () is not a number: strconv.Atoi: parsing "": invalid syntax"#
+            ]
+        );
+        assert_eq!(
+            errors("::1:80")[0],
+            "address ::1:80: too many colons in address"
+        );
+        assert_eq!(
+            errors("[::1]x:80")[0],
+            "address [::1]x:80: missing port in address"
+        );
+        assert_eq!(
+            errors("127.0.0.1:99999999999999999999"),
+            [
+                r#"sidecar: defaultEndpoint port (99999999999999999999) is not a number: strconv.Atoi: parsing "99999999999999999999": value out of range"#
+            ]
+        );
+        assert_eq!(
+            errors("0.0.0.0:70000"),
+            ["port number 70000 must be in the range 1..65535"]
+        );
+        assert_eq!(
+            errors("127.0.0.1:-1"),
+            ["port number -1 must be in the range 1..65535"]
+        );
+    }
+
     #[test]
     fn egress_rules() {
         let (e, w) = run(json!({"egress": [
@@ -417,8 +516,8 @@ mod tests {
             json!({"outboundTrafficPolicy": {"mode": "ALLOW_ANY_DYNAMIC_DNS"}}),
         );
         assert!(r.is_err(), "ALLOW_ANY_DYNAMIC_DNS is not a Sidecar mode");
-        assert_eq!(split_host_port("[::1]:80"), Some(("::1", "80")));
-        assert_eq!(split_host_port(":80"), Some(("", "80")));
-        assert_eq!(split_host_port("::1:80"), None);
+        assert_eq!(split_host_port("[::1]:80"), Ok(("::1", "80")));
+        assert_eq!(split_host_port(":80"), Ok(("", "80")));
+        assert!(split_host_port("::1:80").is_err());
     }
 }
