@@ -237,7 +237,7 @@ fn validate_source(src: &Source, path: &str, out: &mut Findings) -> bool {
         for (k, v) in values.iter().enumerate() {
             let item = format!("{path}.{name}[{k}]");
             if v.is_empty() {
-                out.error(item, "value must not be empty");
+                out.error(item, empty_value(&go_field(name)));
             } else if let Err(e) = check_ip_or_cidr(v) {
                 out.error(item, e);
             }
@@ -246,10 +246,8 @@ fn validate_source(src: &Source, path: &str, out: &mut Findings) -> bool {
     for (name, values) in domains {
         for (k, v) in values.iter().enumerate() {
             let item = format!("{path}.{name}[{k}]");
-            if let Err(e) = check_wildcard_value(v) {
+            if let Err(e) = check_trust_domain(v, &go_field(name)) {
                 out.error(item, e);
-            } else if v.contains('/') {
-                out.error(item, format!("trust domain {v:?} must not contain '/'"));
             }
         }
     }
@@ -336,64 +334,105 @@ fn validate_condition(cond: &Condition, path: &str, out: &mut Findings) {
     }
 }
 
+/// Records an error for each empty value of the list at `path`. Mirrors Istio's `security.CheckEmptyValues`, with
+/// its text (which names the list by its Go field name).
 fn check_non_empty(values: &[String], path: &str, out: &mut Findings) {
     for (k, v) in values.iter().enumerate() {
         if v.is_empty() {
-            out.error(format!("{path}[{k}]"), "value must not be empty");
+            out.error(format!("{path}[{k}]"), empty_value(&go_field(path)));
         }
     }
 }
 
-/// Service accounts: `sa` or `ns/sa`, no wildcard, at most 320 characters, at most 16 per list.
+/// The Go field name Istio's security checks print for the list at `path` (`…source.notPrincipals` →
+/// `NotPrincipals`).
+fn go_field(path: &str) -> String {
+    let name = path.rsplit('.').next().unwrap_or(path);
+    let mut chars = name.chars();
+    chars
+        .next()
+        .map(|first| first.to_ascii_uppercase().to_string() + chars.as_str())
+        .unwrap_or_default()
+}
+
+/// Istio's text for an empty value in the list `key`.
+fn empty_value(key: &str) -> String {
+    format!("empty value not allowed, found in {key}")
+}
+
+/// Service accounts: `sa` or `ns/sa`, no wildcard, at most 320 characters, at most 16 per list. Mirrors Istio's
+/// `security.CheckServiceAccount`, with its texts.
 fn check_service_accounts(values: &[String], path: &str, out: &mut Findings) {
     if values.len() > MAX_SERVICE_ACCOUNTS {
         out.error(
             path,
-            format!("at most {MAX_SERVICE_ACCOUNTS} service accounts are allowed"),
+            format!("may not have more than {MAX_SERVICE_ACCOUNTS} values"),
         );
     }
+    let key = go_field(path);
     for (k, v) in values.iter().enumerate() {
-        if let Err(e) = check_service_account(v) {
+        if let Err(e) = check_service_account(v, &key) {
             out.error(format!("{path}[{k}]"), e);
         }
     }
 }
 
-fn check_service_account(v: &str) -> Result<(), String> {
+/// Checks one service account of the list `key` (a Go field name or a condition key), as Istio's
+/// `security.CheckServiceAccount` does for each value, in its order and with its texts.
+fn check_service_account(v: &str, key: &str) -> Result<(), String> {
+    const FORMAT: &str = "expected format 'serviceAccount' or 'namespace/serviceAccount', found";
     if v.is_empty() {
-        return Err("value must not be empty".into());
+        return Err(empty_value(key));
     }
     if v.contains('*') {
-        return Err(format!("service account {v:?} must not contain a wildcard"));
+        return Err(format!("wildcard not allowed, found in {key}"));
+    }
+    let quoted = super::common::go_quote(v);
+    if v.matches('/').count() > 1 {
+        return Err(format!("{FORMAT} {quoted} in {key}"));
     }
     if v.len() > MAX_SERVICE_ACCOUNT_LEN {
         return Err(format!(
-            "service account is longer than {MAX_SERVICE_ACCOUNT_LEN} characters"
+            "value cannot exceed {MAX_SERVICE_ACCOUNT_LEN} characters, found {quoted} in {key}"
         ));
     }
-    let parts: Vec<&str> = v.split('/').collect();
-    match parts.as_slice() {
-        [_] => Ok(()),
-        [ns, sa] if !ns.is_empty() && !sa.is_empty() => Ok(()),
-        _ => Err(format!(
-            "service account {v:?} must be 'name' or 'namespace/name'"
-        )),
+    match v.split_once('/') {
+        Some(("", _)) => Err(format!("{FORMAT} empty namespace {quoted} in {key}")),
+        Some((_, "")) => Err(format!("{FORMAT} empty serviceAccount {quoted} in {key}")),
+        _ => Ok(()),
     }
 }
 
-/// Values that may hold one `*` at the start or end (or be `*`).
-fn check_wildcard_value(v: &str) -> Result<(), String> {
+/// Values that may hold one `*` at the start or end (or be `*`). Mirrors Istio's `security.CheckWildcardValues`
+/// for one value of the list `key`, with its texts.
+fn check_wildcard_value(v: &str, key: &str) -> Result<(), String> {
     if v.is_empty() {
-        return Err("value must not be empty".into());
+        return Err(empty_value(key));
     }
+    let quoted = super::common::go_quote(v);
     match v.matches('*').count() {
         0 => Ok(()),
         1 if v.starts_with('*') || v.ends_with('*') => Ok(()),
         1 => Err(format!(
-            "{v:?}: a wildcard is only allowed at the start or the end"
+            "wildcard is only allowed at the start or end, found in {key}: {quoted}"
         )),
-        _ => Err(format!("{v:?}: at most one wildcard is allowed")),
+        _ => Err(format!(
+            "at most one wildcard is allowed, found in {key}: {quoted}"
+        )),
     }
+}
+
+/// Checks one trust domain of the list `key`: a wildcard value without `/`. Mirrors Istio's
+/// `security.CheckTrustDomainValues`, with its texts.
+fn check_trust_domain(v: &str, key: &str) -> Result<(), String> {
+    check_wildcard_value(v, key)?;
+    if v.contains('/') {
+        return Err(format!(
+            "trust domain must not contain '/', found in {key}: {}",
+            super::common::go_quote(v)
+        ));
+    }
+    Ok(())
 }
 
 /// A port as a decimal string in 0..=65535 (as Istio's `ValidatePorts`).
@@ -515,13 +554,14 @@ fn check_attribute_key(key: &str) -> Result<(), String> {
 /// Checks one condition value against what its key expects.
 fn check_attribute(key: &str, value: &str) -> Result<(), String> {
     if value.is_empty() {
-        return Err("value must not be empty".into());
+        return Err(empty_value(key));
     }
+    // Istio's `security.ValidateAttribute` passes the condition key as the list name.
     match key {
         "source.ip" | "remote.ip" | "destination.ip" => check_ip_or_cidr(value),
         "destination.port" => check_port_string(value),
-        "source.serviceAccount" => check_service_account(value),
-        "source.trustDomain" => check_wildcard_value(value),
+        "source.serviceAccount" => check_service_account(value, key),
+        "source.trustDomain" => check_wildcard_value(value, key),
         _ => Ok(()),
     }
 }
@@ -536,8 +576,8 @@ mod tests {
         fn value_checks_never_panic(s in r"([a-z0-9/*{}\[\].:]|é){0,32}") {
             let _ = check_path_template(&s);
             let _ = check_attribute_key(&s);
-            let _ = check_service_account(&s);
-            let _ = check_wildcard_value(&s);
+            let _ = check_service_account(&s, "k");
+            let _ = check_wildcard_value(&s, "k");
             let _ = check_port_string(&s);
         }
     }
@@ -684,10 +724,56 @@ mod tests {
 
     #[test]
     fn service_accounts_have_one_optional_namespace() {
-        assert!(check_service_account("ns/sa").is_ok());
-        assert!(check_service_account("sa").is_ok());
-        assert!(check_service_account("a/b/c").is_err());
-        assert!(check_service_account("/sa").is_err());
-        assert!(check_service_account("ns/*").is_err());
+        assert!(check_service_account("ns/sa", "k").is_ok());
+        assert!(check_service_account("sa", "k").is_ok());
+        assert!(check_service_account("a/b/c", "k").is_err());
+        assert!(check_service_account("/sa", "k").is_err());
+        assert!(check_service_account("ns/*", "k").is_err());
+    }
+
+    /// Istio's `security.CheckServiceAccount` and `CheckTrustDomainValues`, edge by edge, with their texts.
+    #[test]
+    fn identity_texts() {
+        let sa = |v: &str| check_service_account(v, "ServiceAccounts");
+        let ns = "n".repeat(160);
+        assert!(sa(&format!("{ns}/{}", "s".repeat(159))).is_ok()); // 320 characters
+        assert_eq!(
+            sa(&format!("{ns}/{}", "s".repeat(160))).unwrap_err(),
+            format!(
+                "value cannot exceed 320 characters, found \"{ns}/{}\" in ServiceAccounts",
+                "s".repeat(160)
+            )
+        );
+        assert_eq!(
+            sa("ns/").unwrap_err(),
+            "expected format 'serviceAccount' or 'namespace/serviceAccount', found empty serviceAccount \"ns/\" in ServiceAccounts"
+        );
+        assert_eq!(
+            sa("a/b/c").unwrap_err(),
+            "expected format 'serviceAccount' or 'namespace/serviceAccount', found \"a/b/c\" in ServiceAccounts"
+        );
+        assert_eq!(
+            sa("*").unwrap_err(),
+            "wildcard not allowed, found in ServiceAccounts"
+        );
+        assert_eq!(
+            check_trust_domain("a/b", "NotTrustDomains").unwrap_err(),
+            "trust domain must not contain '/', found in NotTrustDomains: \"a/b\""
+        );
+        assert_eq!(
+            check_trust_domain("a*b", "TrustDomains").unwrap_err(),
+            "wildcard is only allowed at the start or end, found in TrustDomains: \"a*b\""
+        );
+        assert_eq!(
+            go_field("spec.rules[0].from[0].source.notIpBlocks"),
+            "NotIpBlocks"
+        );
+        let mut out = Findings::default();
+        let sixteen: Vec<String> = (0..16).map(|i| format!("sa{i}")).collect();
+        check_service_accounts(&sixteen, "p.serviceAccounts", &mut out);
+        assert!(out.0.is_empty());
+        let seventeen: Vec<String> = (0..17).map(|i| format!("sa{i}")).collect();
+        check_service_accounts(&seventeen, "p.serviceAccounts", &mut out);
+        assert_eq!(out.0[0].message, "may not have more than 16 values");
     }
 }
