@@ -14,21 +14,27 @@ const MAX_LUA_BYTES: usize = 64 * 1024;
 pub fn validate(spec: &TrafficExtension, _meta: &ObjectMeta, out: &mut Findings) {
     validate_policy_attachment(spec.selector.as_ref(), None, &spec.target_refs, out);
     match (&spec.wasm, &spec.lua) {
-        (Some(_), Some(_)) => out.error("spec", "only one of wasm and lua may be set"),
-        (None, None) => out.error("spec", "one of wasm or lua must be set"),
+        // Istio's `ValidateTrafficExtension` text, for both cases.
+        (Some(_), Some(_)) | (None, None) => {
+            out.error("spec", "exactly one of wasm or lua must be set")
+        }
         _ => {}
     }
     if let Some(lua) = &spec.lua {
         let code = lua.inline_code.as_deref().unwrap_or_default();
+        // Istio's `validateLuaConfig` texts.
         if code.is_empty() {
-            out.error("spec.lua.inlineCode", "inlineCode is required");
+            out.error("spec.lua.inlineCode", "lua.inlineCode cannot be empty");
         } else if code.len() > MAX_LUA_BYTES {
             out.error(
                 "spec.lua.inlineCode",
-                format!("inlineCode is larger than {MAX_LUA_BYTES} bytes"),
+                "lua.inlineCode exceeds maximum size of 64KB",
             );
         }
     }
+    // The WasmPlugin module checks (Istio's `validateWasmPluginURL`, `validateWasmConfigSHA`,
+    // `validateWasmConfigImagePullSecret`, `validateWasmConfigName`, `validateWasmPluginVMConfig`); for a too long
+    // pluginName Istio's TrafficExtension text says 256 where WasmPlugin's says 255, and admitpilot gives the latter.
     if let Some(wasm) = &spec.wasm {
         validate_module(
             &WasmModule {

@@ -55,10 +55,14 @@ pub(super) struct WasmModule<'a> {
     pub vm_config: Option<&'a VmConfig>,
 }
 
-/// Validates a Wasm module's location and VM settings; `path` is the object holding the fields.
+/// Validates a Wasm module's location and VM settings; `path` is the object holding the fields. The name rules
+/// (`imagePullSecret`, `pluginName`, env names) mirror Istio's `validateWasmPluginImagePullSecret`,
+/// `validateWasmPluginName` and `validateWasmPluginVMConfig`, with their texts; an explicitly empty value is the
+/// CRD's `minLength: 1`, for which the webhook has no text. Higress's WasmPlugin has no validation of its own.
 pub(super) fn validate_module(module: &WasmModule<'_>, path: &str, out: &mut Findings) {
     match module.url {
-        None | Some("") => out.error(format!("{path}.url"), "url is required"),
+        // Istio's `validateWasmPluginURL` text.
+        None | Some("") => out.error(format!("{path}.url"), "url field needs to be set"),
         Some(url) => {
             if let Err(e) = check_wasm_url(url) {
                 out.error(format!("{path}.url"), e);
@@ -76,18 +80,31 @@ pub(super) fn validate_module(module: &WasmModule<'_>, path: &str, out: &mut Fin
         }
     }
     if let Some(secret) = module.image_pull_secret {
-        if secret.is_empty() || secret.len() > MAX_PULL_SECRET_LEN {
+        if secret.is_empty() {
             out.error(
                 format!("{path}.imagePullSecret"),
-                format!("imagePullSecret must be 1..{MAX_PULL_SECRET_LEN} characters long"),
+                "imagePullSecret must not be empty when set",
+            );
+        } else if secret.len() > MAX_PULL_SECRET_LEN {
+            out.error(
+                format!("{path}.imagePullSecret"),
+                format!(
+                    "imagePullSecret field must be less than {MAX_PULL_SECRET_LEN} characters long"
+                ),
             );
         }
     }
     if let Some(name) = module.plugin_name {
-        if name.is_empty() || name.len() > MAX_PLUGIN_NAME_LEN {
+        if name.is_empty() {
             out.error(
                 format!("{path}.pluginName"),
-                format!("pluginName must be 1..{MAX_PLUGIN_NAME_LEN} characters long"),
+                "pluginName must not be empty when set",
+            );
+        } else if name.len() > MAX_PLUGIN_NAME_LEN {
+            // Istio's text says 255 where its limit is 256.
+            out.error(
+                format!("{path}.pluginName"),
+                "pluginName field must be less than 255 characters long",
             );
         }
     }
@@ -108,20 +125,15 @@ fn validate_vm_config(vm: &VmConfig, path: &str, out: &mut Findings) {
         let item = format!("{path}.env[{i}]");
         let name = env.name.as_deref().unwrap_or_default();
         if name.is_empty() {
-            out.error(
-                format!("{item}.name"),
-                "environment variable name is required",
-            );
+            out.error(format!("{item}.name"), "spec.vmConfig.env invalid");
         } else if name.len() > MAX_ENV_NAME_LEN {
+            // Istio's text says 255 where its limit is 256.
             out.error(
                 format!("{item}.name"),
-                format!("environment variable name is longer than {MAX_ENV_NAME_LEN} characters"),
+                "env.name field must be less than 255 characters long",
             );
         } else if !seen.insert(name) {
-            out.error(
-                format!("{item}.name"),
-                format!("duplicate environment variable {name:?}"),
-            );
+            out.error(format!("{item}.name"), "duplicate env");
         }
         if env.value_from == Some(EnvValueSource::Host) && env.value.is_some() {
             out.error(
