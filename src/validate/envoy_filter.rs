@@ -8,6 +8,7 @@
 
 use prost_reflect::{DynamicMessage, ReflectMessage, Value};
 
+use super::common;
 use crate::envoy_proto::{self, ProtoJsonError};
 use crate::model::istio::envoy_filter::{
     ApplyTo, ConfigPatch, EnvoyFilter, FilterMatch, ObjectMatch, Operation, PatchContext,
@@ -53,22 +54,28 @@ pub fn validate(spec: &EnvoyFilter, _meta: &ObjectMeta, out: &mut Findings) {
     }
 }
 
+/// Validates the workload selector. Mirrors Istio's `validateEnvoyFilter` use of `ValidateAlphaWorkloadSelector`,
+/// with its texts; the 63-character value limit is the CRD's.
 fn validate_selector(selector: &WorkloadSelector, out: &mut Findings) {
     if selector.labels.is_empty() {
         out.warning(
             "spec.workloadSelector",
-            "workload selector has no labels, so the filter applies to every workload in the namespace",
+            "Envoy filter: workload selector specified without labels, will be applied to all services in namespace",
         );
     }
     for (key, value) in &selector.labels {
         let field = format!("spec.workloadSelector.labels[{key}]");
+        let pair = common::go_quote(&format!("{key}={value}"));
         if key.is_empty() {
-            out.error(&field, "selector label keys must not be empty");
+            out.error(
+                &field,
+                format!("empty key is not supported in selector: {pair}"),
+            );
         }
         if key.contains('*') || value.contains('*') {
             out.error(
                 &field,
-                format!("wildcards are not supported in selectors: {key}={value}"),
+                format!("wildcard is not supported in selector: {pair}"),
             );
         }
         if value.len() > 63 {
@@ -280,10 +287,12 @@ fn validate_filter_match(
             ),
         );
     }
+    // Mirrors the filter-name rules of Istio's `validateEnvoyFilter` (and `validateListenerMatchName`), with its
+    // texts.
     if filter.name.is_empty() {
         out.error(
             format!("{field}.name"),
-            "a filter match needs a filter name",
+            "Envoy filter: filter match has no name to match on",
         );
         return false;
     }
@@ -291,7 +300,7 @@ fn validate_filter_match(
         if apply_to != ApplyTo::HttpFilter {
             out.error(
                 format!("{field}.subFilter"),
-                "a subFilter match is only allowed with applyTo HTTP_FILTER",
+                "Envoy filter: subfilter match can be used with applyTo HTTP_FILTER only",
             );
             return false;
         }
@@ -299,7 +308,7 @@ fn validate_filter_match(
             out.error(
                 format!("{field}.name"),
                 format!(
-                    "a subFilter match needs the filter match to name {}",
+                    "Envoy filter: subfilter match requires filter match with {}",
                     HCM_NAMES[0]
                 ),
             );
@@ -308,21 +317,91 @@ fn validate_filter_match(
         if sub.name.is_empty() {
             out.error(
                 format!("{field}.subFilter.name"),
-                "a subFilter match needs a filter name",
+                "Envoy filter: subfilter match has no name to match on",
             );
             return false;
         }
     }
-    if filter.name == HCM_NAMES[1] {
+    warn_deprecated_filter_name(&filter.name, &format!("{field}.name"), out);
+    if let Some(sub) = &filter.sub_filter {
+        warn_deprecated_filter_name(&sub.name, &format!("{field}.subFilter.name"), out);
+    }
+    true
+}
+
+/// Deprecated Envoy filter names and their canonical names (Istio's `xds.DeprecatedFilterNames`, reversed).
+/// `envoy.ext_authz` was both the HTTP and the network filter; Istio's reversed map keeps either (Go map order),
+/// admitpilot names the HTTP one.
+const DEPRECATED_FILTER_NAMES: &[(&str, &str)] = &[
+    ("envoy.buffer", "envoy.filters.http.buffer"),
+    ("envoy.cors", "envoy.filters.http.cors"),
+    ("envoy.csrf", "envoy.filters.http.csrf"),
+    ("envoy.http_dynamo_filter", "envoy.filters.http.dynamo"),
+    ("envoy.ext_authz", "envoy.filters.http.ext_authz"),
+    ("envoy.fault", "envoy.filters.http.fault"),
+    (
+        "envoy.grpc_http1_bridge",
+        "envoy.filters.http.grpc_http1_bridge",
+    ),
+    (
+        "envoy.grpc_json_transcoder",
+        "envoy.filters.http.grpc_json_transcoder",
+    ),
+    ("envoy.grpc_web", "envoy.filters.http.grpc_web"),
+    ("envoy.gzip", "envoy.filters.http.gzip"),
+    ("envoy.health_check", "envoy.filters.http.health_check"),
+    ("envoy.ip_tagging", "envoy.filters.http.ip_tagging"),
+    ("envoy.lua", "envoy.filters.http.lua"),
+    ("envoy.rate_limit", "envoy.filters.http.ratelimit"),
+    ("envoy.router", "envoy.filters.http.router"),
+    ("envoy.squash", "envoy.filters.http.squash"),
+    (
+        "envoy.listener.http_inspector",
+        "envoy.filters.listener.http_inspector",
+    ),
+    (
+        "envoy.listener.original_dst",
+        "envoy.filters.listener.original_dst",
+    ),
+    (
+        "envoy.listener.original_src",
+        "envoy.filters.listener.original_src",
+    ),
+    (
+        "envoy.listener.proxy_protocol",
+        "envoy.filters.listener.proxy_protocol",
+    ),
+    (
+        "envoy.listener.tls_inspector",
+        "envoy.filters.listener.tls_inspector",
+    ),
+    (
+        "envoy.client_ssl_auth",
+        "envoy.filters.network.client_ssl_auth",
+    ),
+    (
+        "envoy.http_connection_manager",
+        "envoy.filters.network.http_connection_manager",
+    ),
+    ("envoy.mongo_proxy", "envoy.filters.network.mongo_proxy"),
+    ("envoy.ratelimit", "envoy.filters.network.ratelimit"),
+    ("envoy.redis_proxy", "envoy.filters.network.redis_proxy"),
+    ("envoy.tcp_proxy", "envoy.filters.network.tcp_proxy"),
+];
+
+/// Warns when a matched filter name is a deprecated one. Mirrors Istio's `validateListenerMatchName`, with its
+/// text.
+fn warn_deprecated_filter_name(name: &str, path: &str, out: &mut Findings) {
+    if let Some((_, canonical)) = DEPRECATED_FILTER_NAMES.iter().find(|(old, _)| *old == name) {
         out.warning(
-            format!("{field}.name"),
+            path,
             format!(
-                "filter name {} is deprecated; use {}",
-                HCM_NAMES[1], HCM_NAMES[0]
+                "using deprecated filter name {}; use {} instead",
+                common::go_quote(name),
+                common::go_quote(canonical)
             ),
         );
     }
-    true
 }
 
 /// Converts the patch value to its Envoy message and, for whole values, runs the protoc-gen-validate rules.
@@ -461,6 +540,25 @@ mod tests {
         );
         assert_eq!(found.len(), 1, "{found:?}");
         assert!(!found[0].is_error());
+    }
+
+    /// Istio's `validateListenerMatchName` warns about every deprecated filter name, filter and sub-filter.
+    #[test]
+    fn deprecated_filter_names_warn() {
+        let found = run(
+            json!({"workloadSelector": {"labels": {"app": "gw"}}, "configPatches": [{"applyTo": "HTTP_FILTER",
+            "match": {"context": "GATEWAY", "listener": {"filterChain": {"filter": {"name": "envoy.http_connection_manager",
+                "subFilter": {"name": "envoy.router"}}}}},
+            "patch": {"operation": "INSERT_BEFORE", "value": lua_filter()}}]}),
+        );
+        let messages: Vec<&str> = found.iter().map(|f| f.message.as_str()).collect();
+        assert!(found.iter().all(|f| !f.is_error()), "{found:?}");
+        assert!(messages.contains(
+            &r#"using deprecated filter name "envoy.http_connection_manager"; use "envoy.filters.network.http_connection_manager" instead"#
+        ), "{messages:?}");
+        assert!(messages.contains(
+            &r#"using deprecated filter name "envoy.router"; use "envoy.filters.http.router" instead"#
+        ), "{messages:?}");
     }
 
     #[test]
