@@ -115,20 +115,10 @@ fn validate_registry(r: &RegistryConfig, path: &str, proxies: &BTreeSet<&str>, o
             ),
         );
     }
-    if !r.auth_secret_name.is_empty()
-        && (r.auth_secret_name.len() > 253
-            || !r
-                .auth_secret_name
-                .split('.')
-                .all(|l| is_dns1123_label(l) && !l.bytes().any(|c| c.is_ascii_uppercase())))
-    {
-        out.error(
-            format!("{path}.authSecretName"),
-            format!(
-                "{:?} is not a Secret name (a lower-case DNS-1123 subdomain)",
-                r.auth_secret_name
-            ),
-        );
+    if !r.auth_secret_name.is_empty() {
+        if let Err(e) = check_secret_name(&r.auth_secret_name) {
+            out.error(format!("{path}.authSecretName"), e);
+        }
     }
     if !r.sni.is_empty() {
         if let Err(e) = check_fqdn(&r.sni) {
@@ -196,10 +186,7 @@ fn validate_domain(r: &RegistryConfig, path: &str, out: &mut Findings) {
         "dns" => {
             for entry in r.domain.split(',') {
                 if !is_dns_domain(entry) {
-                    out.error(
-                        &path,
-                        format!("{entry:?} is not a domain name (dns registries list domains separated by commas)"),
-                    );
+                    out.error(&path, format!("invalid domain format:{entry}"));
                 }
             }
         }
@@ -214,34 +201,36 @@ fn validate_domain(r: &RegistryConfig, path: &str, out: &mut Findings) {
     }
 }
 
-/// `ip:port` or `[ipv6]:port`, as Higress's static watcher reads it.
+/// `ip:port` or `[ipv6]:port`, as Higress's static watcher reads it. Mirrors Higress's `generateServiceEntry`
+/// (`registry/direct/watcher.go`), with its log texts (Higress logs them and serves nothing for the registry).
+/// Higress's `strconv.ParseUint` takes any 32-bit port; admitpilot also refuses 0 and ports above 65535, which
+/// Envoy cannot use.
 fn check_static_endpoint(entry: &str) -> Result<(), String> {
     let (ip, port) = if let Some(rest) = entry.strip_prefix('[') {
         let (ip, after) = rest
-            .split_once(']')
-            .ok_or_else(|| format!("endpoint {entry:?}: missing ']' after the IPv6 address"))?;
-        let port = after
-            .strip_prefix(':')
-            .ok_or_else(|| format!("endpoint {entry:?}: missing ':port' after the IPv6 address"))?;
+            .rsplit_once(']')
+            .ok_or_else(|| format!("invalid IPv6 endpoint format:{entry} with static type"))?;
+        let port = after.strip_prefix(':').ok_or_else(|| {
+            format!("invalid IPv6 endpoint format:{entry} with static type, missing colon after bracket")
+        })?;
         (ip, port)
     } else {
         match entry.split(':').collect::<Vec<_>>().as_slice() {
             [ip, port] => (*ip, *port),
-            _ => {
-                return Err(format!(
-                    "endpoint {entry:?} must be ip:port (static registries list endpoints separated by commas)"
-                ))
-            }
+            _ => return Err(format!("invalid endpoint:{entry} with static type")),
         }
     };
-    check_ip(ip).map_err(|e| format!("endpoint {entry:?}: {e}"))?;
-    let port: u32 = port
-        .parse()
-        .map_err(|_| format!("endpoint {entry:?}: port {port:?} is not a number"))?;
-    check_port(port).map_err(|e| format!("endpoint {entry:?}: {e}"))
+    // Go's ParseUint: decimal digits only (no sign), within 32 bits.
+    let number = Some(port)
+        .filter(|p| !p.is_empty() && p.bytes().all(|c| c.is_ascii_digit()))
+        .and_then(|p| p.parse::<u32>().ok())
+        .ok_or_else(|| format!("invalid port:{port} of endpoint:{entry}"))?;
+    check_ip(ip).map_err(|_| format!("invalid ip:{ip} of endpoint:{entry}"))?;
+    check_port(number).map_err(|e| format!("endpoint {entry:?}: {e}"))
 }
 
-/// Higress's DNS registry rule: dotted DNS labels ending in an alphabetic top-level label of 2–63 letters.
+/// Higress's DNS registry rule: dotted DNS labels ending in an alphabetic top-level label of 2–63 letters. Mirrors
+/// Higress's `domainRegex` (`registry/direct/watcher.go`).
 fn is_dns_domain(entry: &str) -> bool {
     let Some((head, tld)) = entry.rsplit_once('.') else {
         return false;
@@ -416,6 +405,36 @@ fn validate_proxies<'a>(proxies: &'a [ProxyConfig], out: &mut Findings) -> BTree
     names
 }
 
+/// Checks a Secret name as apimachinery's `IsDNS1123Subdomain` does (no 63-character limit per part), with its
+/// texts joined by `; `. Higress looks the Secret up without checking the name; a name Kubernetes cannot store
+/// never resolves.
+fn check_secret_name(name: &str) -> Result<(), String> {
+    let mut errors = Vec::new();
+    if name.len() > 253 {
+        errors.push("must be no more than 253 characters");
+    }
+    // apimachinery's regular expression: dot-separated parts of `[a-z0-9-]`, each starting and ending alphanumeric.
+    let part_ok = |part: &str| {
+        let alnum = |c: u8| c.is_ascii_lowercase() || c.is_ascii_digit();
+        let b = part.as_bytes();
+        !b.is_empty()
+            && alnum(b[0])
+            && alnum(b[b.len() - 1])
+            && b.iter().all(|&c| alnum(c) || c == b'-')
+    };
+    if !name.split('.').all(part_ok) {
+        errors.push(DNS1123_SUBDOMAIN_ERROR);
+    }
+    if errors.is_empty() {
+        Ok(())
+    } else {
+        Err(errors.join("; "))
+    }
+}
+
+/// apimachinery's text for a name that is not a lowercase RFC 1123 subdomain.
+const DNS1123_SUBDOMAIN_ERROR: &str = "a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, '-' or '.', and must start and end with an alphanumeric character (e.g. 'example.com', regex used for validation is '[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*')";
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -443,6 +462,26 @@ mod tests {
 
     fn error_paths(spec: serde_json::Value) -> Vec<String> {
         crate::validate::testing::error_fields(findings(spec))
+    }
+
+    /// apimachinery's `IsDNS1123Subdomain` has no 63-character limit per part: a 64-character part is a valid
+    /// Secret name; 253 characters in all are allowed, 254 are not.
+    #[test]
+    fn secret_names_follow_is_dns1123_subdomain() {
+        assert!(check_secret_name(&"a".repeat(64)).is_ok());
+        assert!(check_secret_name(&format!("{}.b", "a".repeat(251))).is_ok());
+        assert_eq!(
+            check_secret_name(&"a".repeat(254)).unwrap_err(),
+            "must be no more than 253 characters"
+        );
+        for bad in ["Bad", "a_b", "a..b", "-a", "a."] {
+            assert!(
+                check_secret_name(bad)
+                    .unwrap_err()
+                    .starts_with("a lowercase RFC 1123 subdomain must consist"),
+                "{bad}"
+            );
+        }
     }
 
     #[test]
@@ -573,6 +612,19 @@ mod tests {
         assert!(check_static_endpoint("[::1]:80").is_ok());
         assert!(check_static_endpoint("host:80").is_err());
         assert!(check_static_endpoint("[::1]80").is_err());
+        // Go's strconv.ParseUint takes no sign: Higress drops "+80".
+        assert_eq!(
+            check_static_endpoint("1.2.3.4:+80").unwrap_err(),
+            "invalid port:+80 of endpoint:1.2.3.4:+80"
+        );
+        assert_eq!(
+            check_static_endpoint("1.2.3.4:a:80").unwrap_err(),
+            "invalid endpoint:1.2.3.4:a:80 with static type"
+        );
+        assert_eq!(
+            check_static_endpoint("1.2.3:80").unwrap_err(),
+            "invalid ip:1.2.3 of endpoint:1.2.3:80"
+        );
         assert!(is_dns_domain("a.example.com"));
         assert!(!is_dns_domain("localhost"));
         assert!(!is_dns_domain("a.b1"));
