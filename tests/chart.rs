@@ -150,12 +150,12 @@ fn every_value_combination_passes_kubernetes_validate() {
 }
 
 #[test]
-fn webhooks_cover_the_istio_and_higress_groups_and_only_higress_config() {
+fn webhooks_cover_the_istio_and_higress_groups_and_only_their_two_configmaps() {
     let Some(helm) = helm() else { return };
     let docs = render(&helm, &[]);
     let vwc = find(&docs, "ValidatingWebhookConfiguration", "ap-admitpilot");
     let webhooks = vwc["webhooks"].as_array().unwrap();
-    assert_eq!(webhooks.len(), 2);
+    assert_eq!(webhooks.len(), 3);
     for webhook in webhooks {
         assert_eq!(webhook["sideEffects"], "None");
         assert_eq!(webhook["failurePolicy"], "Fail");
@@ -184,19 +184,23 @@ fn webhooks_cover_the_istio_and_higress_groups_and_only_higress_config() {
             "{group}"
         );
     }
-    let config_maps = &webhooks[1];
-    assert_eq!(
-        config_maps["rules"][0]["resources"],
-        serde_json::json!(["configmaps"])
-    );
-    assert_eq!(
-        config_maps["namespaceSelector"]["matchLabels"]["kubernetes.io/metadata.name"],
-        "higress-system"
-    );
-    assert_eq!(
-        config_maps["matchConditions"][0]["expression"],
-        "object.metadata.name == 'higress-config'"
-    );
+    for (config_maps, namespace, name) in [
+        (&webhooks[1], "higress-system", "higress-config"),
+        (&webhooks[2], "istio-system", "istio"),
+    ] {
+        assert_eq!(
+            config_maps["rules"][0]["resources"],
+            serde_json::json!(["configmaps"])
+        );
+        assert_eq!(
+            config_maps["namespaceSelector"]["matchLabels"]["kubernetes.io/metadata.name"],
+            namespace
+        );
+        assert_eq!(
+            config_maps["matchConditions"][0]["expression"],
+            format!("object.metadata.name == '{name}'")
+        );
+    }
 
     let docs = render(
         &helm,

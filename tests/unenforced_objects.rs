@@ -1,5 +1,5 @@
 //! Nothing accepted is silently ignored: an object of a kind admitpilot validates but does not enforce on gateways
-//! (here a RequestAuthentication with neither `jwks` nor `jwksUri`, and a CUSTOM AuthorizationPolicy) is admitted with a
+//! (here a RequestAuthentication with neither `jwks` nor `jwksUri`, and an AuthorizationPolicy attached by `targetRefs`) is admitted with a
 //! warning saying so, over a real HTTPS AdmissionReview to the `admitpilot serve --config-dir` binary; once in the
 //! config folder it is logged, counted in `admitpilot_unenforced_objects{kind}` and marked `notEnforced` in
 //! `/debug/configz`. An object admitpilot enforces (a VirtualService, a DENY AuthorizationPolicy) gets no such
@@ -31,11 +31,8 @@ fn require_jwt() -> Value {
 
 /// An AuthorizationPolicy with `action`, selecting the gateway.
 fn policy(action: &str) -> Value {
-    let mut spec = json!({"selector": {"matchLabels": {"istio": "ingressgateway"}}, "action": action,
+    let spec = json!({"selector": {"matchLabels": {"istio": "ingressgateway"}}, "action": action,
         "rules": [{"to": [{"operation": {"paths": ["/admin*"]}}]}]});
-    if action == "CUSTOM" {
-        spec["provider"] = json!({"name": "ext-authz"});
-    }
     json!({
         "apiVersion": "security.istio.io/v1",
         "kind": "AuthorizationPolicy",
@@ -64,11 +61,15 @@ async fn an_unenforced_object_is_admitted_with_a_warning_counted_and_marked() {
             .any(|w| w.starts_with("spec.jwtRules.jwksUri: ") && w.contains(NOT_ENFORCED)),
         "{said:?}"
     );
-    let review = admitpilot.review(policy("CUSTOM")).await;
+    let mut attached = policy("DENY");
+    attached["spec"]["selector"].take();
+    attached["spec"]["targetRefs"] =
+        json!([{"group": "gateway.networking.k8s.io", "kind": "Gateway", "name": "gw"}]);
+    let review = admitpilot.review(attached).await;
     let said = warnings(&review);
     assert!(
         said.iter()
-            .any(|w| w.starts_with("spec.action: action CUSTOM ") && w.contains(NOT_ENFORCED)),
+            .any(|w| w.starts_with("spec.targetRefs: ") && w.contains(NOT_ENFORCED)),
         "{said:?}"
     );
     let enforced: Value =

@@ -33,6 +33,11 @@ pub struct AnalyzeArgs {
     /// Namespace of the higress-config ConfigMap (other ConfigMaps are skipped).
     #[arg(long, default_value = "higress-system")]
     higress_namespace: String,
+
+    /// Namespace of Istio's mesh config, the ConfigMap `istio` (its `extensionProviders` serve CUSTOM
+    /// AuthorizationPolicies); other ConfigMaps there are not admitpilot's business.
+    #[arg(long, default_value = "istio-system")]
+    istio_namespace: String,
 }
 
 /// Which findings fail the run.
@@ -48,6 +53,7 @@ enum FailOn {
 pub fn run(args: AnalyzeArgs) -> anyhow::Result<ExitCode> {
     let options = DecodeOptions {
         higress_namespace: args.higress_namespace.clone(),
+        mesh_namespace: args.istio_namespace.clone(),
         ..DecodeOptions::default()
     };
     let mut loaded = load(&args.paths, &options);

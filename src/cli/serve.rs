@@ -49,6 +49,11 @@ pub struct ServeArgs {
     #[arg(long, default_value = "higress-system")]
     higress_namespace: String,
 
+    /// Namespace of Istio's mesh config, the ConfigMap `istio` (its `extensionProviders` serve CUSTOM
+    /// AuthorizationPolicies); other ConfigMaps there are not admitpilot's business.
+    #[arg(long, default_value = "istio-system")]
+    istio_namespace: String,
+
     /// Most webhook connections served at once.
     #[arg(long, default_value_t = 1024)]
     max_connections: usize,
@@ -189,6 +194,7 @@ impl ServeArgs {
             admit: Some(AdmitOptions {
                 decode: DecodeOptions {
                     higress_namespace: self.higress_namespace.clone(),
+                    mesh_namespace: self.istio_namespace.clone(),
                     ..DecodeOptions::default()
                 },
                 default_namespace: self.default_namespace.clone(),
@@ -246,6 +252,7 @@ impl ServeArgs {
                 reload_interval: Duration::from_secs_f64(self.tls_reload_interval),
                 decode: DecodeOptions {
                     higress_namespace: self.higress_namespace,
+                    mesh_namespace: self.istio_namespace,
                     ..DecodeOptions::default()
                 },
                 limits,

@@ -27,6 +27,11 @@ pub struct ValidateArgs {
     /// Namespace of the higress-config ConfigMap (other ConfigMaps are skipped).
     #[arg(long, default_value = "higress-system")]
     higress_namespace: String,
+
+    /// Namespace of Istio's mesh config, the ConfigMap `istio` (its `extensionProviders` serve CUSTOM
+    /// AuthorizationPolicies); other ConfigMaps there are not admitpilot's business.
+    #[arg(long, default_value = "istio-system")]
+    istio_namespace: String,
 }
 
 /// How results are printed.
@@ -55,6 +60,7 @@ pub(super) struct DocumentResult {
 pub fn run(args: ValidateArgs) -> anyhow::Result<ExitCode> {
     let options = DecodeOptions {
         higress_namespace: args.higress_namespace.clone(),
+        mesh_namespace: args.istio_namespace.clone(),
         ..DecodeOptions::default()
     };
     let loaded = load(&args.paths, &options);

@@ -12,13 +12,17 @@ use serde_json::Value;
 use super::value_de::{self, Outcome};
 use super::{higress_config, ConfigObject, Finding, Kind, ObjectMeta, Spec};
 
-/// Where the higress-config ConfigMap lives; other ConfigMaps are not admitpilot's business.
+/// Where the higress-config and the mesh config ConfigMaps live; other ConfigMaps are not admitpilot's business.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct DecodeOptions {
     /// Namespace of the higress-config ConfigMap (default `higress-system`).
     pub higress_namespace: String,
     /// Name of the ConfigMap (always `higress-config` in Higress).
     pub higress_name: String,
+    /// Namespace of Istio's mesh config ConfigMap (default `istio-system`).
+    pub mesh_namespace: String,
+    /// Its name (`istio`, as istiod reads it without a revision).
+    pub mesh_name: String,
 }
 
 impl Default for DecodeOptions {
@@ -26,6 +30,21 @@ impl Default for DecodeOptions {
         DecodeOptions {
             higress_namespace: "higress-system".into(),
             higress_name: "higress-config".into(),
+            mesh_namespace: "istio-system".into(),
+            mesh_name: "istio".into(),
+        }
+    }
+}
+
+impl DecodeOptions {
+    /// Which ConfigMap kind a ConfigMap of this namespace and name is, if any.
+    pub fn configmap_kind(&self, namespace: &str, name: &str) -> Option<Kind> {
+        if namespace == self.higress_namespace && name == self.higress_name {
+            Some(Kind::HigressConfig)
+        } else if namespace == self.mesh_namespace && name == self.mesh_name {
+            Some(Kind::MeshConfig)
+        } else {
+            None
         }
     }
 }
@@ -113,19 +132,25 @@ pub fn decode(doc: &Value, options: &DecodeOptions) -> Decoded {
         };
     }
     let (group, _version) = Kind::split_api_version(&header.api_version);
-    let Some(kind) = Kind::from_group_kind(group, &header.kind) else {
+    let Some(mut kind) = Kind::from_group_kind(group, &header.kind) else {
         return Decoded::Unrecognized { header };
     };
-    if kind == Kind::HigressConfig
-        && (header.name != options.higress_name || header.namespace != options.higress_namespace)
-    {
-        return Decoded::Unrecognized { header };
+    if kind == Kind::HigressConfig {
+        match options.configmap_kind(&header.namespace, &header.name) {
+            Some(configmap) => kind = configmap,
+            None => return Decoded::Unrecognized { header },
+        }
     }
 
     let mut findings = Vec::new();
     let metadata = decode_metadata(doc, &mut findings);
     let spec = match kind {
         Kind::HigressConfig => decode_higress_config(fields, &mut findings),
+        Kind::MeshConfig => {
+            let decoded = super::mesh_config::decode_configmap(fields);
+            findings.extend(decoded.findings);
+            Some(Spec::MeshConfig(Box::new(decoded.config)))
+        }
         Kind::Service => {
             decode_part(&doc["spec"], "spec", &mut findings).map(|s| Spec::Service(Box::new(s)))
         }
@@ -232,7 +257,11 @@ fn decode_crd_spec(kind: Kind, spec: &Value, findings: &mut Vec<Finding>) -> Opt
         Kind::McpBridge => Spec::McpBridge(decode_spec::<h::McpBridge>(spec, f)?),
         Kind::Http2Rpc => Spec::Http2Rpc(decode_spec::<h::Http2Rpc>(spec, f)?),
         Kind::HigressWasmPlugin => Spec::HigressWasmPlugin(decode_spec::<h::WasmPlugin>(spec, f)?),
-        Kind::HigressConfig | Kind::Service | Kind::EndpointSlice | Kind::Secret => return None,
+        Kind::HigressConfig
+        | Kind::MeshConfig
+        | Kind::Service
+        | Kind::EndpointSlice
+        | Kind::Secret => return None,
     })
 }
 

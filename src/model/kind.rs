@@ -43,6 +43,8 @@ pub enum Kind {
     HigressWasmPlugin,
     /// The core/v1 ConfigMap `higress-config` (other ConfigMaps are not admitpilot's business).
     HigressConfig,
+    /// The core/v1 ConfigMap `istio` of Istio's namespace: the mesh config (its `mesh` key).
+    MeshConfig,
     /// core/v1 Service.
     Service,
     /// discovery.k8s.io/v1 EndpointSlice.
@@ -68,7 +70,7 @@ const NETWORKING_VERSIONS: &[&str] = &["v1", "v1beta1", "v1alpha3"];
 
 impl Kind {
     /// Lists every kind, in a stable order.
-    pub const ALL: [Kind; 22] = [
+    pub const ALL: [Kind; 23] = [
         Kind::VirtualService,
         Kind::DestinationRule,
         Kind::Gateway,
@@ -88,6 +90,7 @@ impl Kind {
         Kind::Http2Rpc,
         Kind::HigressWasmPlugin,
         Kind::HigressConfig,
+        Kind::MeshConfig,
         Kind::Service,
         Kind::EndpointSlice,
         Kind::Secret,
@@ -207,7 +210,7 @@ impl Kind {
                 "wasmplugins",
                 &["v1alpha1"],
             ),
-            Kind::HigressConfig => info("", "ConfigMap", "configmaps", &["v1"]),
+            Kind::HigressConfig | Kind::MeshConfig => info("", "ConfigMap", "configmaps", &["v1"]),
             Kind::Service => info("", "Service", "services", &["v1"]),
             Kind::EndpointSlice => info(
                 "discovery.k8s.io",
@@ -220,7 +223,8 @@ impl Kind {
     }
 
     /// Finds the kind for an API group and kind name, ignoring the version like Istio's webhook does.
-    /// A ConfigMap maps to [`Kind::HigressConfig`]; the caller decides whether it is *the* higress-config.
+    /// A ConfigMap maps to [`Kind::HigressConfig`]; the caller decides by name whether it is *the* higress-config,
+    /// the mesh config ([`Kind::MeshConfig`]) or none of admitpilot's business.
     pub fn from_group_kind(group: &str, kind: &str) -> Option<Kind> {
         Kind::ALL
             .into_iter()
@@ -260,7 +264,12 @@ mod tests {
     fn group_kind_round_trips_for_every_kind() {
         for kind in Kind::ALL {
             let info = kind.info();
-            assert_eq!(Kind::from_group_kind(info.group, info.kind), Some(kind));
+            // Both ConfigMap kinds read as HigressConfig; decoding tells them apart by name.
+            let expected = match kind {
+                Kind::MeshConfig => Kind::HigressConfig,
+                kind => kind,
+            };
+            assert_eq!(Kind::from_group_kind(info.group, info.kind), Some(expected));
         }
     }
 

@@ -8,6 +8,7 @@ pub mod higress;
 pub mod higress_config;
 pub mod istio;
 pub mod kind;
+pub mod mesh_config;
 pub mod object;
 pub mod snapshot;
 pub mod value_de;

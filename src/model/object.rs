@@ -6,6 +6,7 @@ use std::fmt;
 use serde::{Deserialize, Serialize};
 
 use super::higress_config::HigressConfig;
+use super::mesh_config::MeshConfig;
 use super::{higress, istio, Kind};
 
 /// Identifies one object: kind, namespace and name. Orders by kind, then namespace, then name.
@@ -106,6 +107,8 @@ pub enum Spec {
     HigressWasmPlugin(higress::WasmPlugin),
     /// The decoded `higress` key of the higress-config ConfigMap (defaults applied).
     HigressConfig(Box<HigressConfig>),
+    /// What admitpilot reads of Istio's mesh config (the `istio` ConfigMap).
+    MeshConfig(Box<MeshConfig>),
     /// A Kubernetes Service (spec only).
     Service(Box<k8s_openapi::api::core::v1::ServiceSpec>),
     /// A Kubernetes EndpointSlice (the whole object minus metadata).
@@ -137,6 +140,7 @@ impl Spec {
             Spec::Http2Rpc(_) => Kind::Http2Rpc,
             Spec::HigressWasmPlugin(_) => Kind::HigressWasmPlugin,
             Spec::HigressConfig(_) => Kind::HigressConfig,
+            Spec::MeshConfig(_) => Kind::MeshConfig,
             Spec::Service(_) => Kind::Service,
             Spec::EndpointSlice(_) => Kind::EndpointSlice,
             Spec::Secret(_) => Kind::Secret,

@@ -9,6 +9,7 @@ use std::sync::Arc;
 
 use super::{ConfigObject, Kind, ObjectKey, Spec};
 use crate::model::higress_config::HigressConfig;
+use crate::model::mesh_config::MeshConfig;
 
 /// Objects by key, in key order (kind, namespace, name); cheap to clone, shares unchanged nodes with its clones.
 pub type ObjectMap = imbl::OrdMap<ObjectKey, Arc<ConfigObject>>;
@@ -42,6 +43,15 @@ impl Snapshot {
         self.of_kind(Kind::HigressConfig)
             .find_map(|object| match &object.spec {
                 Spec::HigressConfig(config) => Some(config.as_ref()),
+                _ => None,
+            })
+    }
+
+    /// Returns Istio's mesh config (the `istio` ConfigMap; the sources hold at most one).
+    pub fn mesh_config(&self) -> Option<&MeshConfig> {
+        self.of_kind(Kind::MeshConfig)
+            .find_map(|object| match &object.spec {
+                Spec::MeshConfig(config) => Some(config.as_ref()),
                 _ => None,
             })
     }

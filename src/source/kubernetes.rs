@@ -2,15 +2,18 @@
 //! and yields [`SourceEvent`]s (a resync after every initial list or relist, then applies and deletes).
 //!
 //! What is watched (all as `DynamicObject`s, `ApiResource` built from [`Kind::info`]):
-//! * the ConfigMap `higress-config` in the higress namespace (field selector on its name);
-//! * Gateway, VirtualService, DestinationRule, ServiceEntry, EnvoyFilter, WorkloadEntry ([`DEFAULT_KINDS`]);
+//! * the ConfigMap `higress-config` in the higress namespace and Istio's mesh config, the ConfigMap `istio` in
+//!   the Istio namespace (field selectors on their names);
+//! * every Istio and Higress custom resource kind ([`DEFAULT_KINDS`]): those translation turns into gateway config,
+//!   and those it does not, which are counted and reported as not enforced. A kind whose CRD is not installed
+//!   is simply empty (see failure handling);
 //! * Services and EndpointSlices;
 //! * Secrets of type `kubernetes.io/tls` (field selector `type=kubernetes.io/tls`). All TLS Secrets in the watched
 //!   namespaces are watched rather than only those a Gateway names: it avoids restarting watches whenever a Gateway
 //!   changes, and RBAC must grant Secret reads in those namespaces either way. Generic (Opaque) credential Secrets
 //!   are not watched.
 //!
-//! `--watch-namespaces` limits every watcher except higress-config's to those namespaces (one watcher per kind
+//! `--watch-namespaces` limits every watcher except the two ConfigMaps' to those namespaces (one watcher per kind
 //! and namespace); without it, kinds are watched cluster-wide.
 //!
 //! Failure handling: a kind whose API is missing (404, CRD not installed) is tried at each served version, newest
@@ -27,11 +30,12 @@
 //!
 //! RBAC needed (ClusterRole, or Role per watched namespace):
 //! ```yaml
-//! - apiGroups: ["networking.istio.io"]
-//!   resources: [gateways, virtualservices, destinationrules, serviceentries, envoyfilters, workloadentries]
+//! - apiGroups: ["networking.istio.io", "security.istio.io", "telemetry.istio.io", "extensions.istio.io",
+//!               "networking.higress.io", "extensions.higress.io"]
+//!   resources: [<the kinds of DEFAULT_KINDS>]
 //!   verbs: [get, list, watch]
 //! - apiGroups: [""]
-//!   resources: [services, secrets, configmaps]   # configmaps: higress-config only (resourceNames)
+//!   resources: [services, secrets, configmaps]   # configmaps: higress-config and istio only (resourceNames)
 //!   verbs: [get, list, watch]
 //! - apiGroups: ["discovery.k8s.io"]
 //!   resources: [endpointslices]
@@ -61,14 +65,27 @@ use super::state::State;
 use super::{Scope, ScopedSender, SourceEvent, SourceMetrics, Store};
 use crate::model::{ConfigObject, Finding, Kind, ObjectKey};
 
-/// Istio kinds watched by default (those translation consumes).
-pub const DEFAULT_KINDS: [Kind; 6] = [
+/// Custom resource kinds watched by default: every Istio and Higress kind admitpilot knows, so what it does not
+/// enforce on gateways is counted and reported too.
+pub const DEFAULT_KINDS: [Kind; 18] = [
     Kind::Gateway,
     Kind::VirtualService,
     Kind::DestinationRule,
     Kind::ServiceEntry,
     Kind::EnvoyFilter,
     Kind::WorkloadEntry,
+    Kind::AuthorizationPolicy,
+    Kind::RequestAuthentication,
+    Kind::Telemetry,
+    Kind::PeerAuthentication,
+    Kind::Sidecar,
+    Kind::WorkloadGroup,
+    Kind::ProxyConfig,
+    Kind::IstioWasmPlugin,
+    Kind::TrafficExtension,
+    Kind::McpBridge,
+    Kind::Http2Rpc,
+    Kind::HigressWasmPlugin,
 ];
 
 /// Controller name written on Events.
@@ -185,16 +202,24 @@ fn watch_specs(config: &KubeConfig, options: &AdmitOptions) -> Vec<WatchSpec> {
     } else {
         config.namespaces.iter().cloned().map(Some).collect()
     };
-    let mut specs = vec![WatchSpec {
-        kind: Kind::HigressConfig,
-        namespace: Some(options.decode.higress_namespace.clone()),
-        fields: Some(format!("metadata.name={}", options.decode.higress_name)),
-    }];
+    let decode = &options.decode;
+    let mut specs = vec![
+        WatchSpec {
+            kind: Kind::HigressConfig,
+            namespace: Some(decode.higress_namespace.clone()),
+            fields: Some(format!("metadata.name={}", decode.higress_name)),
+        },
+        WatchSpec {
+            kind: Kind::MeshConfig,
+            namespace: Some(decode.mesh_namespace.clone()),
+            fields: Some(format!("metadata.name={}", decode.mesh_name)),
+        },
+    ];
     let kinds = config
         .kinds
         .iter()
         .copied()
-        .filter(|k| *k != Kind::HigressConfig)
+        .filter(|k| !matches!(k, Kind::HigressConfig | Kind::MeshConfig))
         .chain([Kind::Service, Kind::EndpointSlice])
         .chain(config.tls_secrets.then_some(Kind::Secret));
     for kind in kinds {

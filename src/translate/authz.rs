@@ -9,7 +9,8 @@
 //!
 //! Which policies apply: those in the proxy's namespace or a root namespace whose `selector` labels the proxy carries
 //! (no selector: every workload of that namespace) (mirrors `PolicyApplier`'s selection in istio/pilot/pkg/model).
-//! `targetRefs` and the CUSTOM action are not enforced; the webhook says so (see [`super::enforcement`]).
+//! CUSTOM policies come first, through the extension provider's server ([`super::ext_authz`]); `targetRefs` is not
+//! enforced, the webhook says so (see [`super::enforcement`]).
 //!
 //! One Envoy policy per rule, named `ns[<namespace>]-policy[<name>]-rule[<index>]` as Istio names them; a rule's
 //! permissions are its `to` operations (OR of entries, AND of fields, OR of values) and its principals its `from`
@@ -36,6 +37,7 @@ use envoy_types::pb::google::protobuf::UInt32Value;
 
 use super::authn::{JWT_AUTHN, PAYLOAD_KEY};
 use super::envoy::any;
+use super::services::Registry;
 use super::types::Proxy;
 use crate::model::istio::authorization_policy::{
     Action, AuthorizationPolicy, Condition, Operation, Rule, Source,
@@ -99,14 +101,26 @@ pub struct GatewayAuthz {
     pub jwks: Vec<super::authn::JwksUpstream>,
 }
 
-/// The authorization filters for the policies of `proxy` (none when no policy applies).
+/// The authorization filters for the policies of `proxy` (none when no policy applies); `registry` resolves the
+/// services of CUSTOM policies' extension providers.
 pub fn gateway_filters(
     snapshot: &Snapshot,
     proxy: &Proxy,
     root_namespaces: &[String],
+    registry: &Registry,
 ) -> GatewayAuthz {
     let policies = gateway_policies(snapshot, proxy, root_namespaces);
-    let mut out = GatewayAuthz::default();
+    let custom = super::ext_authz::custom_filters(
+        &policies,
+        snapshot.mesh_config(),
+        registry,
+        &proxy.namespace,
+    );
+    let mut out = GatewayAuthz {
+        http: custom.http,
+        tcp: custom.tcp,
+        ..GatewayAuthz::default()
+    };
     // Authentication comes before authorization.
     if let Some(authn) = super::authn::jwt_filter(snapshot, proxy, root_namespaces) {
         out.http.push(authn.filter);
@@ -224,7 +238,7 @@ fn is_http_only(key: &str) -> bool {
 
 /// One rule: its operations and permission-side conditions, its sources and principal-side conditions.
 /// On TCP (`tcp`), HTTP-only attributes are left out.
-fn rule_policy(rule: &Rule, tcp: bool) -> Policy {
+pub(crate) fn rule_policy(rule: &Rule, tcp: bool) -> Policy {
     let mut permissions = Vec::new();
     if let Some(to) = &rule.to {
         permissions.push(or_permissions(

@@ -3,7 +3,6 @@
 //! part of them) into gateway config; the webhook returns the sentence as a warning, the watch loop logs and counts
 //! such objects (`admitpilot_unenforced_objects{kind}`) and `/debug/configz` marks them, so none is silently ignored.
 
-use crate::model::istio::authorization_policy::Action;
 use crate::model::{ConfigObject, Kind, Spec};
 
 /// What of an object gateways do not enforce.
@@ -24,13 +23,7 @@ impl std::fmt::Display for Unenforced {
 /// What of `object` gateways do not enforce, or `None` when the translator enforces all of it.
 pub fn unenforced(object: &ConfigObject) -> Option<Unenforced> {
     if let Spec::AuthorizationPolicy(policy) = &object.spec {
-        let part = if policy.action == Action::Custom {
-            Some((
-                "spec.action",
-                "action CUSTOM is not enforced on gateways by admitpilot: no ext_authz filter is generated, so \
-                 the extension provider is never asked",
-            ))
-        } else if policy.target_ref.is_some() || !policy.target_refs.is_empty() {
+        let part = if policy.target_ref.is_some() || !policy.target_refs.is_empty() {
             Some((
                 "spec.targetRefs",
                 "an AuthorizationPolicy attached by targetRefs is not enforced on gateways by admitpilot: use a \
@@ -164,6 +157,7 @@ fn unenforced_kind(kind: Kind) -> Option<&'static str> {
         | Kind::EnvoyFilter
         | Kind::WorkloadEntry
         | Kind::HigressConfig
+        | Kind::MeshConfig
         | Kind::Service
         | Kind::EndpointSlice
         | Kind::Secret => return None,
@@ -196,7 +190,7 @@ mod tests {
     }
 
     #[test]
-    fn authorization_policies_are_enforced_except_custom_and_target_refs() {
+    fn authorization_policies_are_enforced_except_target_refs() {
         let policy = |spec: serde_json::Value| {
             test_object(
                 json!({"apiVersion": "security.istio.io/v1", "kind": "AuthorizationPolicy",
@@ -207,10 +201,8 @@ mod tests {
             unenforced(&policy(json!({"action": "DENY", "rules": [{}]}))),
             None
         );
-        let custom = unenforced(&policy(
-            json!({"action": "CUSTOM", "provider": {"name": "x"}, "rules": [{}]}),
-        ));
-        assert_eq!(custom.map(|u| u.field), Some("spec.action"));
+        let custom = json!({"action": "CUSTOM", "provider": {"name": "x"}, "rules": [{}]});
+        assert_eq!(unenforced(&policy(custom)), None);
         let attached = unenforced(&policy(json!({"targetRefs": [
             {"group": "gateway.networking.k8s.io", "kind": "Gateway", "name": "gw"}]})));
         assert_eq!(attached.map(|u| u.field), Some("spec.targetRefs"));

@@ -45,6 +45,7 @@ pub mod effect;
 pub mod enforcement;
 pub mod envoy;
 pub mod envoy_filter;
+pub mod ext_authz;
 pub mod gateway;
 pub mod higress;
 pub mod listener;
@@ -339,7 +340,8 @@ impl Translator {
                 .collect();
         }
         let mut out = GatewayResources::default();
-        let authz = authz::gateway_filters(snapshot, proxy, &self.options.root_namespaces);
+        let authz =
+            authz::gateway_filters(snapshot, proxy, &self.options.root_namespaces, &cx.registry);
         let access_logs = telemetry::access_logs(snapshot, proxy, &self.options.root_namespaces);
         let shared = listener::Shared {
             authz: &authz,

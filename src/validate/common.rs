@@ -1189,11 +1189,11 @@ pub const INTERNAL_ANNOTATIONS: &[&str] = &[
 
 /// Checks metadata rules every Istio kind shares (Istio's `validateMetadata`): `istio.io/dry-run` only on
 /// AuthorizationPolicy with a boolean value (the policy validator checks the action), the always-reject
-/// annotation rejects, and internal annotations are refused. Higress-config and Kubernetes kinds are skipped.
+/// annotation rejects, and internal annotations are refused. ConfigMaps and Kubernetes kinds are skipped.
 pub fn validate_metadata(kind: Kind, meta: &ObjectMeta, out: &mut Findings) {
     if matches!(
         kind,
-        Kind::HigressConfig | Kind::Service | Kind::EndpointSlice | Kind::Secret
+        Kind::HigressConfig | Kind::MeshConfig | Kind::Service | Kind::EndpointSlice | Kind::Secret
     ) {
         return;
     }

@@ -14,6 +14,7 @@ mod higress_wasm_plugin;
 mod host_index;
 mod http2rpc;
 mod mcp_bridge;
+pub mod mesh_config;
 mod peer_authentication;
 mod proxy_config;
 pub mod references;
@@ -163,6 +164,7 @@ pub fn validate_object(object: &ConfigObject) -> Vec<Finding> {
         Spec::Http2Rpc(s) => http2rpc::validate(s, meta, &mut out),
         Spec::HigressWasmPlugin(s) => higress_wasm_plugin::validate(s, meta, &mut out),
         Spec::HigressConfig(config) => higress_config::validate(config, &mut out),
+        Spec::MeshConfig(config) => mesh_config::validate(config, &mut out),
         Spec::Service(_) | Spec::EndpointSlice(_) | Spec::Secret(_) => {}
     }
     if deadline::take_cut_short() {

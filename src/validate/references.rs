@@ -9,6 +9,8 @@
 //! | IST0101 | a route destination names a subset no DestinationRule for its host defines | `virtualservice/destinationrules.go` `analyzeVirtualService` |
 //! | IST0101 | a Gateway server's `credentialName` names no Secret in the Gateway's namespace | `gateway/secret.go` `Analyze` |
 //! | IST0101 | higress-config tracing names a collector service that does not exist (Higress builds its cluster from it) | — |
+//! | IST0101 | a CUSTOM AuthorizationPolicy names an extension provider the mesh config does not define (istiod then denies what its rules match) | `authz/authorizationpolicies.go` (provider check) |
+//! | IST0101 | a mesh config extension provider names a service no Service or ServiceEntry provides | — |
 //! | IST0109 | two VirtualServices bound to one Gateway claim the same host | `virtualservice/conflictingmeshgatewayhosts.go` (there: the mesh gateway) |
 //! | IST0132 | a VirtualService host that no server of its Gateway accepts | `virtualservice/gateways.go` `analyzeVirtualService` |
 //!
@@ -22,8 +24,10 @@ use std::fmt;
 
 use ahash::{AHashMap, AHashSet};
 
+use crate::model::istio::authorization_policy::Action;
 use crate::model::istio::virtual_service::Destination;
 use crate::model::istio::{Gateway, VirtualService};
+use crate::model::mesh_config::Provider;
 use crate::model::{ConfigObject, Kind, ObjectKey, Snapshot, Spec};
 
 use super::host_index::HostIndex;
@@ -72,6 +76,47 @@ pub fn check_references(
     match &object.spec {
         Spec::VirtualService(vs) => registry.virtual_service(object, vs, &mut out),
         Spec::Gateway(gateway) => registry.gateway_secrets(object, gateway, &mut out),
+        Spec::AuthorizationPolicy(policy) => {
+            if let Some(provider) = policy
+                .provider
+                .as_ref()
+                .filter(|_| policy.action == Action::Custom)
+            {
+                let known = config
+                    .mesh_config()
+                    .is_some_and(|mesh| mesh.provider(&provider.name).is_some());
+                if !known {
+                    let mut reference = not_found(
+                        "spec.provider.name".into(),
+                        "extension provider",
+                        &provider.name,
+                    );
+                    reference.message.push_str(
+                        " in the mesh config (the `istio` ConfigMap): requests this policy's rules match are denied",
+                    );
+                    out.push(reference);
+                }
+            }
+        }
+        Spec::MeshConfig(mesh) => {
+            for (index, provider) in mesh.extension_providers.iter().enumerate() {
+                let (key, service) = match &provider.provider {
+                    Provider::EnvoyExtAuthzHttp(http) => ("envoyExtAuthzHttp", &http.service),
+                    Provider::EnvoyExtAuthzGrpc(grpc) => ("envoyExtAuthzGrpc", &grpc.service),
+                    Provider::Other(_) => continue,
+                };
+                let host = service
+                    .rsplit_once('/')
+                    .map_or(service.as_str(), |(_, host)| host);
+                if !registry.has_host(host) {
+                    out.push(not_found(
+                        format!("data.mesh.extensionProviders[{index}].{key}.service"),
+                        "extension provider service",
+                        service,
+                    ));
+                }
+            }
+        }
         Spec::HigressConfig(higress) => {
             if let Some(tracing) = &higress.tracing {
                 let collectors = [
