@@ -1,7 +1,9 @@
 //! Istio's mesh config (pure): takes the `istio` ConfigMap (its `data.mesh` YAML, as istiod reads it in
 //! `pilot/pkg/bootstrap/mesh.go`) and yields what admitpilot uses of it: the `extensionProviders` that CUSTOM
-//! AuthorizationPolicies name (`envoyExtAuthzHttp`, `envoyExtAuthzGrpc`; other provider kinds are kept by name
-//! only). The other mesh settings are istiod's, not admitpilot's, and are not read.
+//! AuthorizationPolicies (`envoyExtAuthzHttp`, `envoyExtAuthzGrpc`) and Telemetry access logging
+//! (`envoyFileAccessLog`, `envoyOtelAls`) name, other provider kinds by name only, and
+//! `defaultProviders.accessLogging`. The other settings are listed ([`MeshConfig::unapplied`]) so they can be
+//! reported as not enforced.
 
 use std::collections::BTreeMap;
 
@@ -10,6 +12,9 @@ use serde_json::Value;
 
 use super::decode::decode_lenient;
 use super::Finding;
+
+/// The access-log provider Istio defines when the mesh config does not (a file log to `/dev/stdout`).
+pub const BUILTIN_ACCESS_LOG_PROVIDER: &str = "envoy";
 
 /// Where the mesh YAML sits in the ConfigMap.
 pub const MESH_PATH: &str = "data.mesh";
@@ -20,6 +25,10 @@ pub const MESH_PATH: &str = "data.mesh";
 pub struct MeshConfig {
     /// `extensionProviders`, in the order written.
     pub extension_providers: Vec<ExtensionProvider>,
+    /// `defaultProviders.accessLogging`: the access-log providers of workloads no Telemetry names one for.
+    pub default_access_log_providers: Vec<String>,
+    /// The settings that are set but not read by admitpilot (`accessLogFile`, `defaultProviders.tracing`…).
+    pub unapplied: Vec<String>,
 }
 
 impl MeshConfig {
@@ -46,8 +55,35 @@ pub enum Provider {
     EnvoyExtAuthzHttp(ExtAuthzHttp),
     /// `envoyExtAuthzGrpc`.
     EnvoyExtAuthzGrpc(ExtAuthzGrpc),
+    /// `envoyFileAccessLog`.
+    EnvoyFileAccessLog(FileAccessLog),
+    /// `envoyOtelAls`.
+    EnvoyOtelAls(OtelAccessLog),
     /// Any other kind (tracing, logging, metrics), by its key.
     Other(String),
+}
+
+impl Provider {
+    /// The key that names this kind in YAML (`envoyExtAuthzHttp`…).
+    pub fn key(&self) -> &str {
+        match self {
+            Provider::EnvoyExtAuthzHttp(_) => "envoyExtAuthzHttp",
+            Provider::EnvoyExtAuthzGrpc(_) => "envoyExtAuthzGrpc",
+            Provider::EnvoyFileAccessLog(_) => "envoyFileAccessLog",
+            Provider::EnvoyOtelAls(_) => "envoyOtelAls",
+            Provider::Other(key) => key,
+        }
+    }
+
+    /// The `service` (`[<namespace>/]<hostname>`) and `port` of a provider that sends to a server.
+    pub fn server(&self) -> Option<(&str, u32)> {
+        match self {
+            Provider::EnvoyExtAuthzHttp(http) => Some((&http.service, http.port)),
+            Provider::EnvoyExtAuthzGrpc(grpc) => Some((&grpc.service, grpc.port)),
+            Provider::EnvoyOtelAls(otel) => Some((&otel.service, otel.port)),
+            Provider::EnvoyFileAccessLog(_) | Provider::Other(_) => None,
+        }
+    }
 }
 
 /// An HTTP external authorization server (`EnvoyExternalAuthorizationHttpProvider`).
@@ -102,6 +138,42 @@ pub struct ExtAuthzGrpc {
     pub status_on_error: String,
     /// Whether and how the request body is sent.
     pub include_request_body_in_check: Option<BodyInCheck>,
+}
+
+/// A file access log (`EnvoyFileAccessLogProvider`).
+#[derive(Debug, Clone, Default, PartialEq, Deserialize, Serialize)]
+#[serde(rename_all = "camelCase", default)]
+pub struct FileAccessLog {
+    /// Where Envoy writes (`/dev/stdout` when empty).
+    pub path: String,
+    /// The line format (Istio's text format when unset).
+    pub log_format: Option<LogFormat>,
+    /// Leave out fields whose value is empty.
+    pub omit_empty_values: bool,
+}
+
+/// An OpenTelemetry access-log service (`EnvoyOpenTelemetryLogProvider`).
+#[derive(Debug, Clone, Default, PartialEq, Deserialize, Serialize)]
+#[serde(rename_all = "camelCase", default)]
+pub struct OtelAccessLog {
+    /// `[<namespace>/]<hostname>` of the collector's Service or ServiceEntry.
+    pub service: String,
+    /// Its port.
+    pub port: u32,
+    /// The log name (`otel_envoy_accesslog` when empty).
+    pub log_name: String,
+    /// The record body (`text`) and attributes (`labels`).
+    pub log_format: Option<LogFormat>,
+}
+
+/// An access-log format: a text line, or labels (JSON fields for a file, attributes for OpenTelemetry).
+#[derive(Debug, Clone, Default, PartialEq, Deserialize, Serialize)]
+#[serde(default)]
+pub struct LogFormat {
+    /// A text format with Envoy's `%COMMAND%` operators.
+    pub text: Option<String>,
+    /// Field name to format.
+    pub labels: Option<serde_json::Map<String, Value>>,
 }
 
 /// `includeRequestBodyInCheck`.
@@ -170,17 +242,20 @@ fn decode_mesh(text: &str, out: &mut DecodedMesh) {
     };
     let providers = match &yaml {
         Value::Null => return,
-        Value::Object(mesh) => match mesh.get("extensionProviders") {
-            None | Some(Value::Null) => return,
-            Some(Value::Array(items)) => items,
-            Some(_) => {
-                out.findings.push(Finding::error(
-                    format!("{MESH_PATH}.extensionProviders"),
-                    "extensionProviders must be a list",
-                ));
-                return;
+        Value::Object(mesh) => {
+            read_defaults(mesh, out);
+            match mesh.get("extensionProviders") {
+                None | Some(Value::Null) => return,
+                Some(Value::Array(items)) => items,
+                Some(_) => {
+                    out.findings.push(Finding::error(
+                        format!("{MESH_PATH}.extensionProviders"),
+                        "extensionProviders must be a list",
+                    ));
+                    return;
+                }
             }
-        },
+        }
         _ => {
             out.findings
                 .push(Finding::error(MESH_PATH, "the mesh config must be a map"));
@@ -191,6 +266,39 @@ fn decode_mesh(text: &str, out: &mut DecodedMesh) {
         let path = format!("{MESH_PATH}.extensionProviders[{index}]");
         if let Some(provider) = decode_provider(item, &path, &mut out.findings) {
             out.config.extension_providers.push(provider);
+        }
+    }
+}
+
+/// Reads `defaultProviders.accessLogging` and lists the settings admitpilot does not apply.
+fn read_defaults(mesh: &serde_json::Map<String, Value>, out: &mut DecodedMesh) {
+    for (key, value) in mesh {
+        match key.as_str() {
+            "extensionProviders" => {}
+            "defaultProviders" => {
+                let Value::Object(defaults) = value else {
+                    out.findings.push(Finding::error(
+                        format!("{MESH_PATH}.defaultProviders"),
+                        "defaultProviders must be a map",
+                    ));
+                    continue;
+                };
+                for (kind, names) in defaults {
+                    if kind != "accessLogging" {
+                        out.config
+                            .unapplied
+                            .push(format!("defaultProviders.{kind}"));
+                        continue;
+                    }
+                    let path = format!("{MESH_PATH}.defaultProviders.accessLogging");
+                    if let Some(names) =
+                        decode_lenient::<Vec<String>>(names, &path, &mut out.findings, false)
+                    {
+                        out.config.default_access_log_providers = names;
+                    }
+                }
+            }
+            other => out.config.unapplied.push(other.to_string()),
         }
     }
 }
@@ -234,6 +342,10 @@ fn decode_provider(
         "envoyExtAuthzGrpc" => {
             Provider::EnvoyExtAuthzGrpc(decode_lenient(value, &at, findings, true)?)
         }
+        "envoyFileAccessLog" => {
+            Provider::EnvoyFileAccessLog(decode_lenient(value, &at, findings, true)?)
+        }
+        "envoyOtelAls" => Provider::EnvoyOtelAls(decode_lenient(value, &at, findings, true)?),
         other => Provider::Other(other.to_string()),
     };
     Some(ExtensionProvider { name, provider })
@@ -271,6 +383,28 @@ mod tests {
             Provider::Other("opentelemetry".into())
         );
         assert!(decoded.config.provider("grpc-authz").is_some());
+    }
+
+    #[test]
+    fn access_log_providers_and_defaults_are_read_and_other_settings_listed() {
+        let decoded = decode("accessLogFile: /dev/stdout\ndefaultProviders:\n  accessLogging: [file]\n  tracing: [zipkin]\nextensionProviders:\n- name: file\n  envoyFileAccessLog: {path: /tmp/a.log, logFormat: {labels: {code: '%RESPONSE_CODE%'}}}\n- name: otel\n  envoyOtelAls: {service: otel.svc, port: 4317, logName: gw}\n");
+        assert_eq!(decoded.findings, Vec::new());
+        let config = &decoded.config;
+        assert_eq!(config.default_access_log_providers, ["file"]);
+        assert_eq!(
+            config.unapplied,
+            ["accessLogFile", "defaultProviders.tracing"]
+        );
+        let Provider::EnvoyFileAccessLog(file) = &config.extension_providers[0].provider else {
+            panic!("{config:?}");
+        };
+        assert_eq!(file.path, "/tmp/a.log");
+        assert!(file.log_format.as_ref().is_some_and(|f| f.labels.is_some()));
+        assert_eq!(
+            config.extension_providers[1].provider.server(),
+            Some(("otel.svc", 4317))
+        );
+        assert_eq!(config.extension_providers[1].provider.key(), "envoyOtelAls");
     }
 
     #[test]

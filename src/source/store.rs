@@ -200,7 +200,7 @@ impl State {
         let added = held.is_none();
         let was_unenforced = held.is_some_and(|held| unenforced(held).is_some());
         let part = unenforced(&object);
-        if let Some(part) = part {
+        if let Some(part) = &part {
             tracing::warn!(object = %key, field = part.field, "{}", part.why);
         }
         self.count_unenforced(

@@ -3,15 +3,17 @@
 //! part of them) into gateway config; the webhook returns the sentence as a warning, the watch loop logs and counts
 //! such objects (`admitpilot_unenforced_objects{kind}`) and `/debug/configz` marks them, so none is silently ignored.
 
+use std::borrow::Cow;
+
 use crate::model::{ConfigObject, Kind, Spec};
 
 /// What of an object gateways do not enforce.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Unenforced {
     /// The field path (`spec`, `spec.action`…).
     pub field: &'static str,
     /// Why, in a sentence containing "is not enforced on gateways by admitpilot".
-    pub why: &'static str,
+    pub why: Cow<'static, str>,
 }
 
 impl std::fmt::Display for Unenforced {
@@ -22,6 +24,16 @@ impl std::fmt::Display for Unenforced {
 
 /// What of `object` gateways do not enforce, or `None` when the translator enforces all of it.
 pub fn unenforced(object: &ConfigObject) -> Option<Unenforced> {
+    if let Spec::MeshConfig(mesh) = &object.spec {
+        return (!mesh.unapplied.is_empty()).then(|| Unenforced {
+            field: "data.mesh",
+            why: Cow::Owned(format!(
+                "{} is not enforced on gateways by admitpilot: of the mesh config it reads only extensionProviders \
+                 and defaultProviders.accessLogging (the other settings configure istiod and its sidecars)",
+                mesh.unapplied.join(", ")
+            )),
+        });
+    }
     if let Spec::AuthorizationPolicy(policy) = &object.spec {
         let part = if policy.target_ref.is_some() || !policy.target_refs.is_empty() {
             Some((
@@ -32,7 +44,10 @@ pub fn unenforced(object: &ConfigObject) -> Option<Unenforced> {
         } else {
             None
         };
-        return part.map(|(field, why)| Unenforced { field, why });
+        return part.map(|(field, why)| Unenforced {
+            field,
+            why: Cow::Borrowed(why),
+        });
     }
     if let Spec::RequestAuthentication(ra) = &object.spec {
         let part = if ra.target_ref.is_some() || !ra.target_refs.is_empty() {
@@ -58,12 +73,21 @@ pub fn unenforced(object: &ConfigObject) -> Option<Unenforced> {
         } else {
             None
         };
-        return part.map(|(field, why)| Unenforced { field, why });
+        return part.map(|(field, why)| Unenforced {
+            field,
+            why: Cow::Borrowed(why),
+        });
     }
     if let Spec::Telemetry(telemetry) = &object.spec {
-        return unenforced_telemetry(telemetry).map(|(field, why)| Unenforced { field, why });
+        return unenforced_telemetry(telemetry).map(|(field, why)| Unenforced {
+            field,
+            why: Cow::Borrowed(why),
+        });
     }
-    unenforced_kind(object.kind()).map(|why| Unenforced { field: "spec", why })
+    unenforced_kind(object.kind()).map(|why| Unenforced {
+        field: "spec",
+        why: Cow::Borrowed(why),
+    })
 }
 
 /// What of a Telemetry gateways do not get: only access logging through Istio's built-in `envoy` provider is
@@ -71,41 +95,17 @@ pub fn unenforced(object: &ConfigObject) -> Option<Unenforced> {
 fn unenforced_telemetry(
     telemetry: &crate::model::istio::telemetry::Telemetry,
 ) -> Option<(&'static str, &'static str)> {
-    let builtin = super::telemetry::BUILTIN_PROVIDER;
     if telemetry.target_ref.is_some() || !telemetry.target_refs.is_empty() {
         Some((
             "spec.targetRefs",
             "a Telemetry attached by targetRefs is not enforced on gateways by admitpilot: use a selector naming \
              the gateway's labels",
         ))
-    } else if telemetry.access_logging.iter().any(|block| {
-        block.providers.iter().any(|p| {
-            !p.name
-                .as_deref()
-                .is_some_and(|n| n.eq_ignore_ascii_case(builtin))
-        })
-    }) {
-        Some((
-            "spec.accessLogging.providers",
-            "access logging to providers other than the built-in \"envoy\" is not enforced on gateways by \
-             admitpilot: they are defined in the mesh config's extensionProviders, which it does not read",
-        ))
-    } else if telemetry
-        .access_logging
-        .iter()
-        .any(|block| block.providers.is_empty() && block.disabled != Some(true))
-    {
-        Some((
-            "spec.accessLogging",
-            "an access-logging block without providers is not enforced on gateways by admitpilot unless a less \
-             specific Telemetry (namespace or root namespace) names the built-in \"envoy\" provider: the mesh \
-             config's default providers are not read",
-        ))
     } else if !telemetry.tracing.is_empty() {
         Some((
             "spec.tracing",
-            "Telemetry tracing is not enforced on gateways by admitpilot: its providers are defined in the mesh \
-             config, which it does not read (configure tracing in higress-config instead)",
+            "Telemetry tracing is not enforced on gateways by admitpilot: only access logging is (configure \
+             tracing in higress-config instead)",
         ))
     } else if !telemetry.metrics.is_empty() {
         Some((
@@ -209,7 +209,28 @@ mod tests {
     }
 
     #[test]
-    fn telemetry_is_enforced_for_the_builtin_provider_only() {
+    fn mesh_settings_admitpilot_does_not_read_are_named() {
+        let mesh = |text: &str| {
+            unenforced(&test_object(
+                json!({"apiVersion": "v1", "kind": "ConfigMap",
+                "metadata": {"name": "istio", "namespace": "istio-system"}, "data": {"mesh": text}}),
+            ))
+        };
+        assert_eq!(
+            mesh("extensionProviders: []\ndefaultProviders: {accessLogging: [envoy]}\n"),
+            None
+        );
+        let part = mesh("accessLogFile: /dev/stdout\nextensionProviders: []\n").unwrap();
+        assert_eq!(part.field, "data.mesh");
+        assert!(
+            part.why
+                .starts_with("accessLogFile is not enforced on gateways by admitpilot"),
+            "{part}"
+        );
+    }
+
+    #[test]
+    fn telemetry_access_logging_is_enforced_tracing_and_metrics_are_not() {
         let telemetry = |spec: serde_json::Value| {
             unenforced(&test_object(
                 json!({"apiVersion": "telemetry.istio.io/v1", "kind": "Telemetry",
@@ -227,13 +248,17 @@ mod tests {
         );
         assert_eq!(
             telemetry(json!({"accessLogging": [{"providers": [{"name": "otel"}]}]})),
-            Some("spec.accessLogging.providers")
+            None
         );
         assert_eq!(
             telemetry(
                 json!({"accessLogging": [{"filter": {"expression": "response.code >= 400"}}]})
             ),
-            Some("spec.accessLogging")
+            None
+        );
+        assert_eq!(
+            telemetry(json!({"metrics": [{"providers": [{"name": "prometheus"}]}]})),
+            Some("spec.metrics")
         );
         assert_eq!(
             telemetry(json!({"tracing": [{"randomSamplingPercentage": 10}]})),

@@ -9,7 +9,7 @@ use envoy_types::pb::envoy::config::core::v3::{
 };
 use envoy_types::pb::envoy::config::listener::v3::{filter, Listener};
 use envoy_types::pb::envoy::extensions::filters::network::http_connection_manager::v3::HttpConnectionManager;
-use envoy_types::pb::google::protobuf::{Any, Duration};
+use envoy_types::pb::google::protobuf::{value, Any, Duration, ListValue, Struct, Value};
 use envoy_types::util::pack_any;
 use prost::{Message, Name};
 
@@ -33,6 +33,30 @@ pub fn socket_address(ip: &str, port: u32) -> Address {
             ..Default::default()
         })),
     }
+}
+
+/// Returns the protobuf `Struct` of a JSON object (numbers as doubles, as protobuf JSON reads them).
+pub fn json_struct(object: &serde_json::Map<String, serde_json::Value>) -> Struct {
+    Struct {
+        fields: object
+            .iter()
+            .map(|(key, v)| (key.clone(), json_value(v)))
+            .collect(),
+    }
+}
+
+fn json_value(v: &serde_json::Value) -> Value {
+    let kind = match v {
+        serde_json::Value::Null => value::Kind::NullValue(0),
+        serde_json::Value::Bool(b) => value::Kind::BoolValue(*b),
+        serde_json::Value::Number(n) => value::Kind::NumberValue(n.as_f64().unwrap_or_default()),
+        serde_json::Value::String(s) => value::Kind::StringValue(s.clone()),
+        serde_json::Value::Array(items) => value::Kind::ListValue(ListValue {
+            values: items.iter().map(json_value).collect(),
+        }),
+        serde_json::Value::Object(object) => value::Kind::StructValue(json_struct(object)),
+    };
+    Value { kind: Some(kind) }
 }
 
 /// Returns a protobuf duration of whole milliseconds.

@@ -37,10 +37,11 @@ use envoy_types::pb::google::protobuf::Duration;
 
 use super::authz::{rule_policy, HTTP_RBAC, NETWORK_RBAC};
 use super::envoy::{any, parse_duration};
-use super::naming;
 use super::services::Registry;
 use crate::model::istio::authorization_policy::{Action, AuthorizationPolicy};
-use crate::model::mesh_config::{parse_status, BodyInCheck, ExtAuthzHttp, MeshConfig, Provider};
+use crate::model::mesh_config::{
+    parse_status, BodyInCheck, ExtAuthzGrpc, ExtAuthzHttp, MeshConfig, Provider,
+};
 use crate::model::ConfigObject;
 
 /// Name of Envoy's HTTP external authorization filter.
@@ -66,11 +67,18 @@ pub struct CustomFilters {
     pub tcp: Vec<Filter>,
 }
 
-/// A provider ready to use: its settings and the cluster and authority of its server.
+/// An external authorization server ready to use: its settings and the cluster and authority to reach it.
 struct Resolved<'m> {
-    provider: &'m Provider,
+    server: Server<'m>,
     cluster: String,
     authority: String,
+}
+
+/// The two kinds of external authorization server.
+#[derive(Clone, Copy)]
+enum Server<'m> {
+    Http(&'m ExtAuthzHttp),
+    Grpc(&'m ExtAuthzGrpc),
 }
 
 /// Builds the CUSTOM filters for `policies` (the AuthorizationPolicies that apply to the gateway, any action).
@@ -92,28 +100,23 @@ pub fn custom_filters(
     let mut out = CustomFilters::default();
     let several = by_provider.len() > 1;
     for (name, policies) in &by_provider {
-        let resolved = if several {
-            Err(())
-        } else {
-            resolve(name, mesh, registry, proxy_namespace).ok_or(())
-        };
-        match resolved {
-            Ok(resolved) => add_checked(&mut out, name, policies, &resolved),
-            Err(()) => add_denying(&mut out, name, policies),
+        match resolve(name, mesh, registry, proxy_namespace) {
+            Ok(resolved) if !several => add_checked(&mut out, name, policies, &resolved),
+            _ => add_denying(&mut out, name, policies),
         }
     }
     out
 }
 
-/// Why the provider `name` cannot be used by a gateway in `proxy_namespace`, or `None` when it can.
-pub fn provider_problem(
+/// The server of provider `name` as a gateway in `proxy_namespace` reaches it, or why it cannot be used.
+fn resolve<'m>(
     name: &str,
-    mesh: Option<&MeshConfig>,
+    mesh: Option<&'m MeshConfig>,
     registry: &Registry,
     proxy_namespace: &str,
-) -> Option<String> {
+) -> Result<Resolved<'m>, String> {
     let Some(mesh) = mesh else {
-        return Some(format!(
+        return Err(format!(
             "no mesh config defines extension provider {name:?}"
         ));
     };
@@ -123,59 +126,25 @@ pub fn provider_problem(
             .iter()
             .map(|p| p.name.as_str())
             .collect();
-        return Some(format!(
+        return Err(format!(
             "available providers are {known:?} but found {name:?}"
         ));
     };
-    let (service, port) = match &provider.provider {
-        Provider::EnvoyExtAuthzHttp(http) => (&http.service, http.port),
-        Provider::EnvoyExtAuthzGrpc(grpc) => (&grpc.service, grpc.port),
-        Provider::Other(kind) => {
-            return Some(format!(
-                "extension provider {name:?} is {kind}, not an external authorization server"
+    let (server, service, port) = match &provider.provider {
+        Provider::EnvoyExtAuthzHttp(http) => (Server::Http(http), &http.service, http.port),
+        Provider::EnvoyExtAuthzGrpc(grpc) => (Server::Grpc(grpc), &grpc.service, grpc.port),
+        other => {
+            return Err(format!(
+                "extension provider {name:?} is {}, not an external authorization server",
+                other.key()
             ))
         }
     };
-    let (namespace, host) = match service.split_once('/') {
-        Some((namespace, host)) => (Some(namespace), host),
-        None => (None, service.as_str()),
-    };
-    let found = registry
-        .get(host)
-        .filter(|s| namespace.is_none_or(|ns| s.namespace == ns) && s.visible_to(proxy_namespace));
-    match found {
-        None => Some(format!(
-            "could not find service {service} of extension provider {name:?} among the services this gateway sees"
-        )),
-        Some(s) if s.port(port).is_none() => Some(format!(
-            "service {host} of extension provider {name:?} has no port {port}"
-        )),
-        Some(_) => None,
-    }
-}
-
-fn resolve<'m>(
-    name: &str,
-    mesh: Option<&'m MeshConfig>,
-    registry: &Registry,
-    proxy_namespace: &str,
-) -> Option<Resolved<'m>> {
-    if provider_problem(name, mesh, registry, proxy_namespace).is_some() {
-        return None;
-    }
-    let provider = mesh?.provider(name)?;
-    let (service, port) = match &provider.provider {
-        Provider::EnvoyExtAuthzHttp(http) => (&http.service, http.port),
-        Provider::EnvoyExtAuthzGrpc(grpc) => (&grpc.service, grpc.port),
-        Provider::Other(_) => return None,
-    };
-    let host = service
-        .rsplit_once('/')
-        .map_or(service.as_str(), |(_, host)| host);
-    Some(Resolved {
-        provider: &provider.provider,
-        cluster: naming::cluster(port, "", host),
-        authority: host.to_string(),
+    let (cluster, authority) = registry.provider_cluster(service, port, proxy_namespace)?;
+    Ok(Resolved {
+        server,
+        cluster,
+        authority,
     })
 }
 
@@ -243,7 +212,7 @@ fn add_checked(
         )))),
         ..Default::default()
     });
-    if let Provider::EnvoyExtAuthzGrpc(grpc) = resolved.provider {
+    if let Server::Grpc(grpc) = resolved.server {
         out.tcp.push(network_rbac(
             None,
             Some(deny_rules(name, policies, "", true)),
@@ -324,8 +293,8 @@ fn http_ext_authz(resolved: &Resolved<'_>, enabled: MetadataMatcher) -> ExtAuthz
         filter_enabled_metadata: Some(enabled),
         ..Default::default()
     };
-    match resolved.provider {
-        Provider::EnvoyExtAuthzHttp(http) => ExtAuthz {
+    match resolved.server {
+        Server::Http(http) => ExtAuthz {
             services: Some(ext_authz::Services::HttpService(http_service(
                 resolved, http,
             ))),
@@ -339,7 +308,7 @@ fn http_ext_authz(resolved: &Resolved<'_>, enabled: MetadataMatcher) -> ExtAuthz
             with_request_body: http.include_request_body_in_check.as_ref().map(buffer),
             ..common
         },
-        Provider::EnvoyExtAuthzGrpc(grpc) => ExtAuthz {
+        Server::Grpc(grpc) => ExtAuthz {
             services: Some(ext_authz::Services::GrpcService(grpc_service_of(
                 resolved,
                 grpc.timeout.as_deref(),
@@ -349,7 +318,6 @@ fn http_ext_authz(resolved: &Resolved<'_>, enabled: MetadataMatcher) -> ExtAuthz
             with_request_body: grpc.include_request_body_in_check.as_ref().map(buffer),
             ..common
         },
-        Provider::Other(_) => common,
     }
 }
 

@@ -342,7 +342,8 @@ impl Translator {
         let mut out = GatewayResources::default();
         let authz =
             authz::gateway_filters(snapshot, proxy, &self.options.root_namespaces, &cx.registry);
-        let access_logs = telemetry::access_logs(snapshot, proxy, &self.options.root_namespaces);
+        let access_logs =
+            telemetry::access_logs(snapshot, proxy, &self.options.root_namespaces, &cx.registry);
         let shared = listener::Shared {
             authz: &authz,
             access_logs: &access_logs,

@@ -116,6 +116,31 @@ impl Registry {
     pub fn get(&self, hostname: &str) -> Option<&Service> {
         self.services.get(hostname)
     }
+
+    /// The cluster and host name of an extension provider's server (`service` is `[<namespace>/]<hostname>`), as
+    /// a gateway in `namespace` reaches it, or why it cannot (mirrors Istio's `LookupCluster`, which also needs
+    /// the service to exist; the port must be one of its ports so the cluster exists).
+    pub fn provider_cluster(
+        &self,
+        service: &str,
+        port: u32,
+        namespace: &str,
+    ) -> Result<(String, String), String> {
+        let (owner, host) = match service.split_once('/') {
+            Some((owner, host)) => (Some(owner), host),
+            None => (None, service),
+        };
+        let found = self
+            .get(host)
+            .filter(|s| owner.is_none_or(|ns| s.namespace == ns) && s.visible_to(namespace));
+        match found {
+            None => Err(format!(
+                "could not find service {service} among the services this gateway sees"
+            )),
+            Some(s) if s.port(port).is_none() => Err(format!("service {host} has no port {port}")),
+            Some(_) => Ok((naming::cluster(port, "", host), host.to_string())),
+        }
+    }
 }
 
 /// Infers a port's protocol the way Istio does: `appProtocol`, else the name's prefix before `-`, else TCP.

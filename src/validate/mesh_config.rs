@@ -1,7 +1,8 @@
 //! Mesh config rules (pure): takes the decoded [`MeshConfig`] of the `istio` ConfigMap, records findings under
 //! `data.mesh`. Istio reads this ConfigMap without any admission check; a provider istiod cannot build makes
 //! every CUSTOM policy naming it deny the requests it matches, so the same checks run here at `kubectl apply`.
-//! Mirrors `validateExtensionProvider` and `ValidateExtensionProviderEnvoyExtAuthzHTTP`/`GRPC`
+//! Mirrors `validateExtensionProvider`, `ValidateExtensionProviderEnvoyExtAuthzHTTP`/`GRPC` and
+//! `ValidateExtensionProviderEnvoyOtelAls`
 //! (istio/pkg/config/validation/agent/extensionprovider.go), with their texts.
 
 use std::collections::BTreeSet;
@@ -52,7 +53,16 @@ pub fn validate(config: &MeshConfig, out: &mut Findings) {
                     out,
                 );
             }
-            Provider::Other(_) => {}
+            Provider::EnvoyOtelAls(otel) => {
+                // Mirrors Istio's `ValidateExtensionProviderEnvoyOtelAls`.
+                let at = format!("{path}.envoyOtelAls");
+                if let Err(e) = check_port(otel.port) {
+                    out.error(format!("{at}.port"), e);
+                }
+                validate_service(&otel.service, &format!("{at}.service"), out);
+            }
+            // Istio checks nothing of a file access log (`validateExtensionProviderEnvoyFileAccessLog`).
+            Provider::EnvoyFileAccessLog(_) | Provider::Other(_) => {}
         }
     }
 }

@@ -11,6 +11,7 @@
 //! | IST0101 | higress-config tracing names a collector service that does not exist (Higress builds its cluster from it) | — |
 //! | IST0101 | a CUSTOM AuthorizationPolicy names an extension provider the mesh config does not define (istiod then denies what its rules match) | `authz/authorizationpolicies.go` (provider check) |
 //! | IST0101 | a mesh config extension provider names a service no Service or ServiceEntry provides | — |
+//! | IST0101 | a Telemetry access-logging block names a provider the mesh config does not define (nothing is logged there), or one that is not an access-log provider | — |
 //! | IST0109 | two VirtualServices bound to one Gateway claim the same host | `virtualservice/conflictingmeshgatewayhosts.go` (there: the mesh gateway) |
 //! | IST0132 | a VirtualService host that no server of its Gateway accepts | `virtualservice/gateways.go` `analyzeVirtualService` |
 //!
@@ -27,7 +28,7 @@ use ahash::{AHashMap, AHashSet};
 use crate::model::istio::authorization_policy::Action;
 use crate::model::istio::virtual_service::Destination;
 use crate::model::istio::{Gateway, VirtualService};
-use crate::model::mesh_config::Provider;
+use crate::model::mesh_config::{Provider, BUILTIN_ACCESS_LOG_PROVIDER};
 use crate::model::{ConfigObject, Kind, ObjectKey, Snapshot, Spec};
 
 use super::host_index::HostIndex;
@@ -98,16 +99,44 @@ pub fn check_references(
                 }
             }
         }
+        Spec::Telemetry(telemetry) => {
+            let mesh = config.mesh_config();
+            for (i, block) in telemetry.access_logging.iter().enumerate() {
+                for (j, provider) in block.providers.iter().enumerate() {
+                    let Some(name) = provider.name.as_deref() else {
+                        continue;
+                    };
+                    let field = format!("spec.accessLogging[{i}].providers[{j}].name");
+                    match mesh.and_then(|m| m.provider(name)).map(|p| &p.provider) {
+                        Some(Provider::EnvoyFileAccessLog(_) | Provider::EnvoyOtelAls(_)) => {}
+                        Some(other) => out.push(Reference {
+                            code: REFERENCED_RESOURCE_NOT_FOUND,
+                            field,
+                            message: format!(
+                                "extension provider {name:?} is {}, not an access-log provider: nothing is logged \
+                                 through it",
+                                other.key()
+                            ),
+                        }),
+                        None if name.eq_ignore_ascii_case(BUILTIN_ACCESS_LOG_PROVIDER) => {}
+                        None => {
+                            let mut reference = not_found(field, "extension provider", name);
+                            reference
+                                .message
+                                .push_str(" in the mesh config (the `istio` ConfigMap): nothing is logged through it");
+                            out.push(reference);
+                        }
+                    }
+                }
+            }
+        }
         Spec::MeshConfig(mesh) => {
             for (index, provider) in mesh.extension_providers.iter().enumerate() {
-                let (key, service) = match &provider.provider {
-                    Provider::EnvoyExtAuthzHttp(http) => ("envoyExtAuthzHttp", &http.service),
-                    Provider::EnvoyExtAuthzGrpc(grpc) => ("envoyExtAuthzGrpc", &grpc.service),
-                    Provider::Other(_) => continue,
+                let Some((service, _)) = provider.provider.server() else {
+                    continue;
                 };
-                let host = service
-                    .rsplit_once('/')
-                    .map_or(service.as_str(), |(_, host)| host);
+                let key = provider.provider.key();
+                let host = service.rsplit_once('/').map_or(service, |(_, host)| host);
                 if !registry.has_host(host) {
                     out.push(not_found(
                         format!("data.mesh.extensionProviders[{index}].{key}.service"),
@@ -643,6 +672,54 @@ mod tests {
         assert_eq!(
             codes(&found),
             [("IST0101", "data.higress.tracing.zipkin.service")]
+        );
+    }
+
+    #[test]
+    fn extension_providers_are_looked_up_in_the_mesh_config() {
+        let mesh = object(json!({"apiVersion": "v1", "kind": "ConfigMap",
+            "metadata": {"name": "istio", "namespace": "istio-system"},
+            "data": {"mesh": "extensionProviders:\n- name: authz\n  envoyExtAuthzGrpc: {service: authz.foo.svc.cluster.local, port: 9000}\n- name: otel\n  envoyOtelAls: {service: otel.foo.svc.cluster.local, port: 4317}\n- name: zipkin\n  zipkin: {service: zipkin.foo.svc.cluster.local, port: 9411}\n"}}));
+        let custom = |provider: &str| {
+            object(
+                json!({"apiVersion": "security.istio.io/v1", "kind": "AuthorizationPolicy",
+                "metadata": {"name": "p", "namespace": "default"},
+                "spec": {"action": "CUSTOM", "provider": {"name": provider}, "rules": [{}]}}),
+            )
+        };
+        let telemetry = object(
+            json!({"apiVersion": "telemetry.istio.io/v1", "kind": "Telemetry",
+            "metadata": {"name": "t", "namespace": "default"},
+            "spec": {"accessLogging": [{"providers": [{"name": "otel"}, {"name": "envoy"}, {"name": "zipkin"}, {"name": "nope"}]}]}}),
+        );
+        let all = [mesh.clone(), custom("authz"), telemetry.clone()];
+        let cfg = config(&all);
+        let check = |o: &ConfigObject| check_references(&cfg, o, "cluster.local");
+        assert!(check(&custom("authz")).is_empty());
+        assert_eq!(
+            codes(&check(&custom("other"))),
+            [("IST0101", "spec.provider.name")]
+        );
+        assert_eq!(
+            codes(&check(&telemetry)),
+            [
+                ("IST0101", "spec.accessLogging[0].providers[2].name"),
+                ("IST0101", "spec.accessLogging[0].providers[3].name"),
+            ]
+        );
+        // Neither server's service exists.
+        assert_eq!(
+            codes(&check(&mesh)),
+            [
+                (
+                    "IST0101",
+                    "data.mesh.extensionProviders[0].envoyExtAuthzGrpc.service"
+                ),
+                (
+                    "IST0101",
+                    "data.mesh.extensionProviders[1].envoyOtelAls.service"
+                ),
+            ]
         );
     }
 }
