@@ -4,7 +4,9 @@
 //! through Envoy: a DENY path gives 403, an ALLOW policy admits only its methods or a header condition, a remote IP
 //! block denies, a dry-run policy only counts (shadow-rule stat) and removing the policies restores access. A TCP
 //! server of the same gateway gets the network RBAC filter: a DENY rule on a path denies every connection there,
-//! as in Istio. Every `*update_rejected` stat stays 0.
+//! as in Istio. A policy attached by `targetRefs` to the gateway's Gateway API Gateway (the pods'
+//! `gateway.networking.k8s.io/gateway-name` label) applies; one naming another Gateway does not. Every
+//! `*update_rejected` stat stays 0.
 //!
 //! Skips with a message when Envoy is not installed.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
@@ -91,14 +93,7 @@ async fn authorization_policies_are_enforced_on_the_gateway() {
     let bootstrap = bootstrap(AdsApi::Sotw, admitpilot.xds_port, NODE_ID)
         .replace("app: e2e", "istio: ingressgateway");
     let envoy = EnvoyProcess::start(&binary, &bootstrap, 52_100).await;
-    // A new connection per request: a policy change replaces the listener's filter chain, and a pooled
-    // connection stays on the old one until Envoy drains it.
-    let http = reqwest::Client::builder()
-        .no_proxy()
-        .pool_max_idle_per_host(0)
-        .timeout(std::time::Duration::from_secs(5))
-        .build()
-        .unwrap();
+    let http = unpooled_client();
     let base = format!("http://127.0.0.1:{port}");
     let tcp = format!("http://127.0.0.1:{tcp_port}/x");
     wait_for_response(&http, &format!("{base}/admin/x"), 200, "backend").await;
@@ -260,5 +255,55 @@ async fn remote_ip_blocks_read_x_forwarded_for_behind_trusted_proxies() {
     }
     assert_eq!(from("198.51.100.1").await, 200);
     envoy.assert_nothing_rejected("trusted proxies").await;
+    drop(admitpilot);
+}
+
+/// `targetRefs`: a DENY attached to the gateway's Gateway API Gateway applies to it, one attached to another
+/// Gateway does not; removing the first restores access.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn policies_attached_by_target_refs_to_the_gateway_api_gateway_apply() {
+    let Some(binary) = envoy_binary() else {
+        return;
+    };
+    let backend = Backend::start("backend").await;
+    let (port, dir) = catch_all_config_dir(backend.port);
+    let attached = |name: &str, gateway: &str, path: &str| {
+        let object = json!({
+            "apiVersion": "security.istio.io/v1",
+            "kind": "AuthorizationPolicy",
+            "metadata": {"name": name, "namespace": "default"},
+            "spec": {
+                "targetRefs": [{"group": "gateway.networking.k8s.io", "kind": "Gateway", "name": gateway}],
+                "action": "DENY",
+                "rules": [{"to": [{"operation": {"paths": [path]}}]}],
+            },
+        });
+        serde_yaml_ng::to_string(&object).unwrap()
+    };
+    write(
+        dir.path(),
+        "other.yaml",
+        &attached("other", "internal", "/api*"),
+    );
+    let admitpilot = Admitpilot::start(dir.path()).await;
+    let bootstrap = bootstrap(AdsApi::Sotw, admitpilot.xds_port, NODE_ID).replace(
+        "LABELS: { app: e2e }",
+        "LABELS: { istio: ingressgateway, \"gateway.networking.k8s.io/gateway-name\": public }",
+    );
+    let envoy = EnvoyProcess::start(&binary, &bootstrap, 52_175).await;
+    let http = unpooled_client();
+    let base = format!("http://127.0.0.1:{port}");
+    wait_for_response(&http, &format!("{base}/admin/x"), 200, "backend").await;
+    write(
+        dir.path(),
+        "mine.yaml",
+        &attached("mine", "public", "/admin*"),
+    );
+    wait_for_response(&http, &format!("{base}/admin/x"), 403, DENIED).await;
+    // The policy on the other Gateway never applied.
+    wait_for_response(&http, &format!("{base}/api/x"), 200, "backend").await;
+    std::fs::remove_file(dir.path().join("mine.yaml")).unwrap();
+    wait_for_response(&http, &format!("{base}/admin/x"), 200, "backend").await;
+    envoy.assert_nothing_rejected("target refs").await;
     drop(admitpilot);
 }

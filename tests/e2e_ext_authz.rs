@@ -119,12 +119,7 @@ async fn custom_policies_ask_the_extension_provider() {
     let bootstrap = bootstrap(AdsApi::Sotw, admitpilot.xds_port, NODE_ID)
         .replace("app: e2e", "istio: ingressgateway");
     let envoy = EnvoyProcess::start(&binary, &bootstrap, 53_100).await;
-    let http = reqwest::Client::builder()
-        .no_proxy()
-        .pool_max_idle_per_host(0)
-        .timeout(std::time::Duration::from_secs(5))
-        .build()
-        .unwrap();
+    let http = unpooled_client();
     let base = format!("http://127.0.0.1:{port}");
     let admin = format!("{base}/admin/x");
     wait_for_response(&http, &admin, 200, "backend").await;

@@ -1,5 +1,5 @@
 //! Nothing accepted is silently ignored: an object of a kind admitpilot validates but does not enforce on gateways
-//! (here a RequestAuthentication with neither `jwks` nor `jwksUri`, and an AuthorizationPolicy attached by `targetRefs`) is admitted with a
+//! (here a RequestAuthentication with neither `jwks` nor `jwksUri`, and an AuthorizationPolicy attached by `targetRefs` to a Service) is admitted with a
 //! warning saying so, over a real HTTPS AdmissionReview to the `admitpilot serve --config-dir` binary; once in the
 //! config folder it is logged, counted in `admitpilot_unenforced_objects{kind}` and marked `notEnforced` in
 //! `/debug/configz`. An object admitpilot enforces (a VirtualService, a DENY AuthorizationPolicy) gets no such
@@ -63,8 +63,7 @@ async fn an_unenforced_object_is_admitted_with_a_warning_counted_and_marked() {
     );
     let mut attached = policy("DENY");
     attached["spec"]["selector"].take();
-    attached["spec"]["targetRefs"] =
-        json!([{"group": "gateway.networking.k8s.io", "kind": "Gateway", "name": "gw"}]);
+    attached["spec"]["targetRefs"] = json!([{"kind": "Service", "name": "reviews"}]);
     let review = admitpilot.review(attached).await;
     let said = warnings(&review);
     assert!(

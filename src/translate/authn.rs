@@ -22,7 +22,7 @@ use envoy_types::pb::envoy::extensions::filters::network::http_connection_manage
 
 use super::envoy::{any, millis, parse_duration};
 use super::naming;
-use super::types::Proxy;
+use super::types::{target_refs, Proxy};
 use crate::model::istio::request_authentication::{JwtRule, RequestAuthentication};
 use crate::model::{Kind, Snapshot, Spec};
 
@@ -111,11 +111,10 @@ pub fn jwt_filter(
             _ => None,
         })
         .filter(|(object, ra)| {
-            super::authz::applies_to(
+            proxy.attaches(
                 &object.metadata.namespace,
-                ra.selector.as_ref(),
-                ra.target_ref.is_some() || !ra.target_refs.is_empty(),
-                proxy,
+                ra.selector.as_ref().map(|s| &s.match_labels),
+                &target_refs(ra.target_ref.as_ref(), &ra.target_refs),
                 root_namespaces,
             )
         })

@@ -8,9 +8,11 @@
 //! never less strict than HTTP (as Istio does, and as the webhook's warning says).
 //!
 //! Which policies apply: those in the proxy's namespace or a root namespace whose `selector` labels the proxy carries
-//! (no selector: every workload of that namespace) (mirrors `PolicyApplier`'s selection in istio/pilot/pkg/model).
-//! CUSTOM policies come first, through the extension provider's server ([`super::ext_authz`]); `targetRefs` is not
-//! enforced, the webhook says so (see [`super::enforcement`]).
+//! (no selector: every workload of that namespace), and for a Gateway API gateway those whose `targetRefs` name
+//! its Gateway ([`Proxy::attaches`]).
+//! CUSTOM policies come first, through the extension provider's server ([`super::ext_authz`]); `targetRefs` naming
+//! anything but a Gateway API Gateway (a Service, a GatewayClass) is not enforced, the webhook says so (see
+//! [`super::enforcement`]).
 //!
 //! One Envoy policy per rule, named `ns[<namespace>]-policy[<name>]-rule[<index>]` as Istio names them; a rule's
 //! permissions are its `to` operations (OR of entries, AND of fields, OR of values) and its principals its `from`
@@ -38,11 +40,10 @@ use envoy_types::pb::google::protobuf::UInt32Value;
 use super::authn::{JWT_AUTHN, PAYLOAD_KEY};
 use super::envoy::any;
 use super::services::Registry;
-use super::types::Proxy;
+use super::types::{target_refs, Proxy};
 use crate::model::istio::authorization_policy::{
     Action, AuthorizationPolicy, Condition, Operation, Rule, Source,
 };
-use crate::model::istio::proxy_config::TypeWorkloadSelector;
 use crate::model::{ConfigObject, Kind, Snapshot, Spec};
 
 /// Name of Envoy's HTTP RBAC filter.
@@ -65,29 +66,14 @@ pub fn gateway_policies<'s>(
             _ => None,
         })
         .filter(|(object, policy)| {
-            applies_to(
+            proxy.attaches(
                 &object.metadata.namespace,
-                policy.selector.as_ref(),
-                policy.target_ref.is_some() || !policy.target_refs.is_empty(),
-                proxy,
+                policy.selector.as_ref().map(|s| &s.match_labels),
+                &target_refs(policy.target_ref.as_ref(), &policy.target_refs),
                 root_namespaces,
             )
         })
         .collect()
-}
-
-/// Whether a security policy in `namespace` applies to `proxy`: in the proxy's namespace or a root namespace, not
-/// attached by `targetRefs` (not enforced), and selecting the proxy's labels (no selector: every workload).
-pub fn applies_to(
-    namespace: &str,
-    selector: Option<&TypeWorkloadSelector>,
-    attached: bool,
-    proxy: &Proxy,
-    root_namespaces: &[String],
-) -> bool {
-    (namespace == proxy.namespace || root_namespaces.iter().any(|root| root == namespace))
-        && !attached
-        && selector.is_none_or(|selector| proxy.has_labels(&selector.match_labels))
 }
 
 /// The authentication and authorization filters of one gateway, in Istio's order.

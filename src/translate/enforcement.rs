@@ -5,6 +5,8 @@
 
 use std::borrow::Cow;
 
+use super::types::{is_gateway_api_gateway, target_refs as target_refs_of};
+use crate::model::istio::PolicyTargetReference;
 use crate::model::{ConfigObject, Kind, Spec};
 
 /// What of an object gateways do not enforce.
@@ -22,6 +24,21 @@ impl std::fmt::Display for Unenforced {
     }
 }
 
+/// Why target references other than Gateway API Gateways do nothing on gateways.
+const TARGET_REFS_WHY: &str = "a targetRef to anything but a Gateway API Gateway (gateway.networking.k8s.io/Gateway) \
+    is not enforced on gateways by admitpilot: such references attach policies to waypoints and services; use a \
+    selector naming the gateway's labels, or a targetRef to its Gateway";
+
+/// Whether a policy's target references name something other than a Gateway API Gateway.
+fn targets_other_than_gateways(
+    target_ref: Option<&PolicyTargetReference>,
+    target_refs: &[PolicyTargetReference],
+) -> bool {
+    target_refs_of(target_ref, target_refs)
+        .iter()
+        .any(|r| !is_gateway_api_gateway(r))
+}
+
 /// What of `object` gateways do not enforce, or `None` when the translator enforces all of it.
 pub fn unenforced(object: &ConfigObject) -> Option<Unenforced> {
     if let Spec::MeshConfig(mesh) = &object.spec {
@@ -35,27 +52,16 @@ pub fn unenforced(object: &ConfigObject) -> Option<Unenforced> {
         });
     }
     if let Spec::AuthorizationPolicy(policy) = &object.spec {
-        let part = if policy.target_ref.is_some() || !policy.target_refs.is_empty() {
-            Some((
-                "spec.targetRefs",
-                "an AuthorizationPolicy attached by targetRefs is not enforced on gateways by admitpilot: use a \
-                 selector naming the gateway's labels",
-            ))
-        } else {
-            None
-        };
+        let part = targets_other_than_gateways(policy.target_ref.as_ref(), &policy.target_refs)
+            .then_some(("spec.targetRefs", TARGET_REFS_WHY));
         return part.map(|(field, why)| Unenforced {
             field,
             why: Cow::Borrowed(why),
         });
     }
     if let Spec::RequestAuthentication(ra) = &object.spec {
-        let part = if ra.target_ref.is_some() || !ra.target_refs.is_empty() {
-            Some((
-                "spec.targetRefs",
-                "a RequestAuthentication attached by targetRefs is not enforced on gateways by admitpilot: use a \
-                 selector naming the gateway's labels",
-            ))
+        let part = if targets_other_than_gateways(ra.target_ref.as_ref(), &ra.target_refs) {
+            Some(("spec.targetRefs", TARGET_REFS_WHY))
         } else if ra.jwt_rules.iter().any(|rule| {
             rule.jwks.as_deref().is_none_or(str::is_empty)
                 && rule
@@ -90,17 +96,13 @@ pub fn unenforced(object: &ConfigObject) -> Option<Unenforced> {
     })
 }
 
-/// What of a Telemetry gateways do not get: only access logging through Istio's built-in `envoy` provider is
-/// translated ([`super::telemetry`]).
+/// What of a Telemetry gateways do not get: access logging is translated ([`super::telemetry`]), tracing and
+/// metrics are not.
 fn unenforced_telemetry(
     telemetry: &crate::model::istio::telemetry::Telemetry,
 ) -> Option<(&'static str, &'static str)> {
-    if telemetry.target_ref.is_some() || !telemetry.target_refs.is_empty() {
-        Some((
-            "spec.targetRefs",
-            "a Telemetry attached by targetRefs is not enforced on gateways by admitpilot: use a selector naming \
-             the gateway's labels",
-        ))
+    if targets_other_than_gateways(telemetry.target_ref.as_ref(), &telemetry.target_refs) {
+        Some(("spec.targetRefs", TARGET_REFS_WHY))
     } else if !telemetry.tracing.is_empty() {
         Some((
             "spec.tracing",
@@ -190,7 +192,7 @@ mod tests {
     }
 
     #[test]
-    fn authorization_policies_are_enforced_except_target_refs() {
+    fn authorization_policies_are_enforced_except_target_refs_to_other_than_gateways() {
         let policy = |spec: serde_json::Value| {
             test_object(
                 json!({"apiVersion": "security.istio.io/v1", "kind": "AuthorizationPolicy",
@@ -203,9 +205,24 @@ mod tests {
         );
         let custom = json!({"action": "CUSTOM", "provider": {"name": "x"}, "rules": [{}]});
         assert_eq!(unenforced(&policy(custom)), None);
-        let attached = unenforced(&policy(json!({"targetRefs": [
-            {"group": "gateway.networking.k8s.io", "kind": "Gateway", "name": "gw"}]})));
-        assert_eq!(attached.map(|u| u.field), Some("spec.targetRefs"));
+        let on_gateway = json!({"targetRefs": [
+            {"group": "gateway.networking.k8s.io", "kind": "Gateway", "name": "gw"}]});
+        assert_eq!(unenforced(&policy(on_gateway)), None);
+        let legacy_on_gateway = json!({"targetRef":
+            {"group": "gateway.networking.k8s.io", "kind": "Gateway", "name": "gw"}});
+        assert_eq!(unenforced(&policy(legacy_on_gateway)), None);
+        for target in [
+            json!({"kind": "Service", "name": "reviews"}),
+            json!({"group": "networking.istio.io", "kind": "Gateway", "name": "gw"}),
+            json!({"group": "gateway.networking.k8s.io", "kind": "GatewayClass", "name": "istio"}),
+        ] {
+            let attached = unenforced(&policy(json!({ "targetRefs": [target] })));
+            assert_eq!(
+                attached.map(|u| u.field),
+                Some("spec.targetRefs"),
+                "{target}"
+            );
+        }
     }
 
     #[test]

@@ -1,7 +1,8 @@
 //! Telemetry access logging on gateways (pure): takes the snapshot and a proxy, yields the Envoy access logs its
 //! HTTP connection managers and TCP proxies write, with Istio's semantics (mirrors `applicableTelemetries` and
 //! `mergeLogs` in istio/pilot/pkg/model/telemetry.go): the namespace-wide Telemetry of the root namespace, then of
-//! the gateway's namespace, then those selecting the gateway's labels, later ones overriding earlier ones per
+//! the gateway's namespace, then those selecting the gateway's labels (or, for a Gateway API gateway, naming its
+//! Gateway in `targetRefs`, see [`Proxy::attaches`]), later ones overriding earlier ones per
 //! provider; a gateway counts as a CLIENT workload for `match.mode`; `disabled` turns a provider off;
 //! `filter.expression` becomes Envoy's CEL access-log filter.
 //!
@@ -38,7 +39,7 @@ use envoy_types::pb::opentelemetry::proto::common::v1::{
 
 use super::envoy::{any, json_struct};
 use super::services::Registry;
-use super::types::Proxy;
+use super::types::{target_refs, Proxy};
 use crate::model::istio::telemetry::{AccessLogging, Telemetry, TelemetryMode};
 use crate::model::mesh_config::{
     FileAccessLog as FileProvider, OtelAccessLog, Provider, BUILTIN_ACCESS_LOG_PROVIDER,
@@ -147,10 +148,14 @@ fn applicable<'s>(
     }
     levels.extend(
         own.iter()
-            .filter(|(_, t)| {
-                t.selector.as_ref().is_some_and(|s| {
-                    !s.match_labels.is_empty() && proxy.has_labels(&s.match_labels)
-                })
+            .filter(|(object, t)| {
+                !namespace_wide(t)
+                    && proxy.attaches(
+                        &object.metadata.namespace,
+                        t.selector.as_ref().map(|s| &s.match_labels),
+                        &target_refs(t.target_ref.as_ref(), &t.target_refs),
+                        root_namespaces,
+                    )
             })
             .map(|(_, t)| t.access_logging.as_slice()),
     );

@@ -11,6 +11,8 @@ use envoy_types::pb::envoy::config::listener::v3::Listener;
 use envoy_types::pb::envoy::config::route::v3::RouteConfiguration;
 use envoy_types::pb::envoy::extensions::transport_sockets::tls::v3::Secret;
 
+use crate::model::istio::PolicyTargetReference;
+
 /// A gateway proxy as the control plane sees it (parsed from the Envoy node by the xDS server).
 /// Proxies with equal `namespace`, `labels` and `trusted_proxies` receive identical resources.
 #[derive(Debug, Clone, Default, PartialEq, Eq, PartialOrd, Ord, Hash)]
@@ -25,10 +27,61 @@ pub struct Proxy {
     pub trusted_proxies: u32,
 }
 
+/// The label Kubernetes Gateway API deployments (Istio's included) put on a gateway's pods, naming its Gateway.
+pub const GATEWAY_NAME_LABEL: &str = "gateway.networking.k8s.io/gateway-name";
+/// The API group of Kubernetes Gateway API Gateways.
+pub const GATEWAY_API_GROUP: &str = "gateway.networking.k8s.io";
+
 impl Proxy {
     /// Whether the proxy carries every label of `selector` (an empty selector selects every proxy).
     pub fn has_labels(&self, selector: &BTreeMap<String, String>) -> bool {
         selector.iter().all(|(k, v)| self.labels.get(k) == Some(v))
+    }
+
+    /// Whether a policy (AuthorizationPolicy, RequestAuthentication, Telemetry) in `namespace` attaches to this
+    /// gateway. Mirrors Istio's `WorkloadPolicyMatcher.ShouldAttachPolicy`: the policy is in the proxy's namespace
+    /// or a root namespace; without target references its `selector` must select the proxy (none: every
+    /// workload); with them (`targetRef` or `targetRefs`), the proxy must be a Gateway API gateway (pods labelled
+    /// [`GATEWAY_NAME_LABEL`]), the policy in its namespace, and one reference that Gateway.
+    pub fn attaches(
+        &self,
+        namespace: &str,
+        selector: Option<&BTreeMap<String, String>>,
+        target_refs: &[&PolicyTargetReference],
+        root_namespaces: &[String],
+    ) -> bool {
+        if namespace != self.namespace && !root_namespaces.iter().any(|root| root == namespace) {
+            return false;
+        }
+        if target_refs.is_empty() {
+            return selector.is_none_or(|selector| self.has_labels(selector));
+        }
+        let Some(gateway) = self.labels.get(GATEWAY_NAME_LABEL) else {
+            return false;
+        };
+        namespace == self.namespace
+            && target_refs.iter().any(|r| {
+                is_gateway_api_gateway(r)
+                    && r.name == *gateway
+                    && (r.namespace.is_empty() || r.namespace == self.namespace)
+            })
+    }
+}
+
+/// Whether a target reference names a Kubernetes Gateway API Gateway.
+pub fn is_gateway_api_gateway(reference: &PolicyTargetReference) -> bool {
+    reference.group == GATEWAY_API_GROUP && reference.kind == "Gateway"
+}
+
+/// A policy's target references: `targetRefs`, or else its single `targetRef` (Istio's `GetTargetRefs`).
+pub fn target_refs<'a>(
+    target_ref: Option<&'a PolicyTargetReference>,
+    target_refs: &'a [PolicyTargetReference],
+) -> Vec<&'a PolicyTargetReference> {
+    if target_refs.is_empty() {
+        target_ref.into_iter().collect()
+    } else {
+        target_refs.iter().collect()
     }
 }
 
@@ -105,4 +158,81 @@ pub enum Effect {
     NotSent,
     /// The route answers 503.
     Answers503,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn proxy(labels: &[(&str, &str)]) -> Proxy {
+        Proxy {
+            namespace: "gw-ns".into(),
+            labels: labels
+                .iter()
+                .map(|(k, v)| (k.to_string(), v.to_string()))
+                .collect(),
+            ..Proxy::default()
+        }
+    }
+
+    fn reference(group: &str, kind: &str, name: &str, namespace: &str) -> PolicyTargetReference {
+        PolicyTargetReference {
+            group: group.into(),
+            kind: kind.into(),
+            name: name.into(),
+            namespace: namespace.into(),
+        }
+    }
+
+    #[test]
+    fn policies_attach_by_selector_or_by_a_target_ref_to_the_gateway_api_gateway() {
+        let roots = ["istio-system".to_string()];
+        let classic = proxy(&[("istio", "ingressgateway")]);
+        let selector: BTreeMap<String, String> =
+            [("istio".to_string(), "ingressgateway".to_string())].into();
+        let other: BTreeMap<String, String> = [("app".to_string(), "x".to_string())].into();
+        // Selectors: own namespace or a root namespace; no selector selects every workload.
+        assert!(classic.attaches("gw-ns", Some(&selector), &[], &roots));
+        assert!(classic.attaches("istio-system", None, &[], &roots));
+        assert!(!classic.attaches("gw-ns", Some(&other), &[], &roots));
+        assert!(!classic.attaches("elsewhere", None, &[], &roots));
+
+        let gateway = reference(GATEWAY_API_GROUP, "Gateway", "public", "");
+        // A proxy that is no Gateway API gateway ignores every policy with target references.
+        assert!(!classic.attaches("gw-ns", None, &[&gateway], &roots));
+
+        let gateway_api = proxy(&[(GATEWAY_NAME_LABEL, "public")]);
+        assert!(gateway_api.attaches("gw-ns", None, &[&gateway], &roots));
+        let same_namespace = reference(GATEWAY_API_GROUP, "Gateway", "public", "gw-ns");
+        assert!(gateway_api.attaches("gw-ns", None, &[&same_namespace], &roots));
+        // Only the policy's own namespace: a root-namespace policy does not reach it by targetRef.
+        assert!(!gateway_api.attaches("istio-system", None, &[&gateway], &roots));
+        for miss in [
+            reference(GATEWAY_API_GROUP, "Gateway", "internal", ""),
+            reference(GATEWAY_API_GROUP, "Gateway", "public", "other-ns"),
+            reference(GATEWAY_API_GROUP, "GatewayClass", "public", ""),
+            reference("", "Service", "public", ""),
+            reference("networking.istio.io", "Gateway", "public", ""),
+        ] {
+            assert!(
+                !gateway_api.attaches("gw-ns", None, &[&miss], &roots),
+                "{miss:?}"
+            );
+        }
+        // With target references the selector plays no part; one matching reference is enough.
+        let miss = reference(GATEWAY_API_GROUP, "Gateway", "internal", "");
+        assert!(gateway_api.attaches("gw-ns", Some(&other), &[&miss, &gateway], &roots));
+    }
+
+    #[test]
+    fn target_refs_take_the_list_or_else_the_single_reference() {
+        let one = reference(GATEWAY_API_GROUP, "Gateway", "one", "");
+        let two = reference(GATEWAY_API_GROUP, "Gateway", "two", "");
+        assert_eq!(target_refs(Some(&one), &[]), vec![&one]);
+        assert_eq!(
+            target_refs(Some(&one), std::slice::from_ref(&two)),
+            vec![&two]
+        );
+        assert!(target_refs(None, &[]).is_empty());
+    }
 }

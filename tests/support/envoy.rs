@@ -308,6 +308,17 @@ pub fn client() -> reqwest::Client {
         .unwrap()
 }
 
+/// An HTTP client that opens a new connection per request: a policy change replaces a listener's filter chain,
+/// and a pooled connection stays on the old one until Envoy drains it.
+pub fn unpooled_client() -> reqwest::Client {
+    reqwest::Client::builder()
+        .no_proxy()
+        .pool_max_idle_per_host(0)
+        .timeout(Duration::from_secs(5))
+        .build()
+        .unwrap()
+}
+
 /// A text body long enough (and repetitive enough) for the gzip compressor, served at any path ending `/big`.
 pub fn big_body() -> String {
     "admitpilot e2e backend says hello, and keeps saying it so the body compresses well. "
