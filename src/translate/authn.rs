@@ -111,11 +111,10 @@ pub fn jwt_filter(
             _ => None,
         })
         .filter(|(object, ra)| {
-            super::authz::applies_to(
+            proxy.is_selected(
                 &object.metadata.namespace,
                 ra.selector.as_ref(),
                 ra.target_ref.is_some() || !ra.target_refs.is_empty(),
-                proxy,
                 root_namespaces,
             )
         })

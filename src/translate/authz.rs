@@ -37,12 +37,10 @@ use envoy_types::pb::google::protobuf::UInt32Value;
 
 use super::authn::{JWT_AUTHN, PAYLOAD_KEY};
 use super::envoy::any;
-use super::services::Registry;
 use super::types::Proxy;
 use crate::model::istio::authorization_policy::{
     Action, AuthorizationPolicy, Condition, Operation, Rule, Source,
 };
-use crate::model::istio::proxy_config::TypeWorkloadSelector;
 use crate::model::{ConfigObject, Kind, Snapshot, Spec};
 
 /// Name of Envoy's HTTP RBAC filter.
@@ -65,67 +63,23 @@ pub fn gateway_policies<'s>(
             _ => None,
         })
         .filter(|(object, policy)| {
-            applies_to(
+            proxy.is_selected(
                 &object.metadata.namespace,
                 policy.selector.as_ref(),
                 policy.target_ref.is_some() || !policy.target_refs.is_empty(),
-                proxy,
                 root_namespaces,
             )
         })
         .collect()
 }
 
-/// Whether a security policy in `namespace` applies to `proxy`: in the proxy's namespace or a root namespace, not
-/// attached by `targetRefs` (not enforced), and selecting the proxy's labels (no selector: every workload).
-pub fn applies_to(
-    namespace: &str,
-    selector: Option<&TypeWorkloadSelector>,
-    attached: bool,
-    proxy: &Proxy,
-    root_namespaces: &[String],
-) -> bool {
-    (namespace == proxy.namespace || root_namespaces.iter().any(|root| root == namespace))
-        && !attached
-        && selector.is_none_or(|selector| proxy.has_labels(&selector.match_labels))
-}
-
-/// The authentication and authorization filters of one gateway, in Istio's order.
-#[derive(Debug, Clone, Default, PartialEq)]
-pub struct GatewayAuthz {
-    /// For HTTP connection managers, before the other HTTP filters.
-    pub http: Vec<HttpFilter>,
-    /// For TCP and TLS-passthrough filter chains, before the TCP proxy.
-    pub tcp: Vec<Filter>,
-    /// The servers the JWT filter fetches keys from (`jwksUri`), which need clusters.
-    pub jwks: Vec<super::authn::JwksUpstream>,
-}
-
-/// The authorization filters for the policies of `proxy` (none when no policy applies); `registry` resolves the
-/// services of CUSTOM policies' extension providers.
-pub fn gateway_filters(
-    snapshot: &Snapshot,
-    proxy: &Proxy,
-    root_namespaces: &[String],
-    registry: &Registry,
-) -> GatewayAuthz {
-    let policies = gateway_policies(snapshot, proxy, root_namespaces);
-    let custom = super::ext_authz::custom_filters(
-        &policies,
-        snapshot.mesh_config(),
-        registry,
-        &proxy.namespace,
-    );
-    let mut out = GatewayAuthz {
-        http: custom.http,
-        tcp: custom.tcp,
-        ..GatewayAuthz::default()
-    };
-    // Authentication comes before authorization.
-    if let Some(authn) = super::authn::jwt_filter(snapshot, proxy, root_namespaces) {
-        out.http.push(authn.filter);
-        out.jwks = authn.upstreams;
-    }
+/// The RBAC filters of `policies` (AUDIT, then DENY, then ALLOW; one HTTP and one network filter per action some
+/// policy has): the HTTP ones for HTTP connection managers, the network ones for TCP and TLS-passthrough chains.
+pub fn rbac_filters(
+    policies: &[(&ConfigObject, &AuthorizationPolicy)],
+) -> (Vec<HttpFilter>, Vec<Filter>) {
+    let mut http_filters = Vec::new();
+    let mut tcp_filters = Vec::new();
     for (action, envoy_action, stat) in [
         (Action::Audit, rbac::Action::Log, "audit"),
         (Action::Deny, rbac::Action::Deny, "deny"),
@@ -140,7 +94,7 @@ pub fn gateway_filters(
         }
         let shadow_rules_stat_prefix = format!("istio_dry_run_{stat}_");
         let [http, tcp] = [false, true].map(|tcp| rules(&of_action, action, envoy_action, tcp));
-        out.http.push(HttpFilter {
+        http_filters.push(HttpFilter {
             name: HTTP_RBAC.into(),
             config_type: Some(http_filter::ConfigType::TypedConfig(any(HttpRbac {
                 rules: http.0,
@@ -150,7 +104,7 @@ pub fn gateway_filters(
             }))),
             ..Default::default()
         });
-        out.tcp.push(Filter {
+        tcp_filters.push(Filter {
             name: NETWORK_RBAC.into(),
             config_type: Some(filter::ConfigType::TypedConfig(any(NetworkRbac {
                 rules: tcp.0,
@@ -161,7 +115,7 @@ pub fn gateway_filters(
             }))),
         });
     }
-    out
+    (http_filters, tcp_filters)
 }
 
 /// The enforced and the shadow (dry-run) rules of the policies of one action. The enforced rules are absent when

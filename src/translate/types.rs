@@ -1,5 +1,6 @@
 //! The translation's value types (pure, importing nothing else of `translate`): the proxy a translation is for,
-//! the resources it produces, its options, the clusters routes name and what was left out. Every other
+//! the resources it produces, its options, the clusters routes name, the upstream endpoints
+//! clusters are built from and what was left out. Every other
 //! translate module builds on these; behaviour lives beside the code that uses them.
 
 use std::collections::{BTreeMap, HashMap, HashSet};
@@ -10,6 +11,8 @@ use envoy_types::pb::envoy::config::endpoint::v3::ClusterLoadAssignment;
 use envoy_types::pb::envoy::config::listener::v3::Listener;
 use envoy_types::pb::envoy::config::route::v3::RouteConfiguration;
 use envoy_types::pb::envoy::extensions::transport_sockets::tls::v3::Secret;
+
+use crate::model::istio::proxy_config::TypeWorkloadSelector;
 
 /// A gateway proxy as the control plane sees it (parsed from the Envoy node by the xDS server).
 /// Proxies with equal `namespace`, `labels` and `trusted_proxies` receive identical resources.
@@ -29,6 +32,20 @@ impl Proxy {
     /// Whether the proxy carries every label of `selector` (an empty selector selects every proxy).
     pub fn has_labels(&self, selector: &BTreeMap<String, String>) -> bool {
         selector.iter().all(|(k, v)| self.labels.get(k) == Some(v))
+    }
+
+    /// Whether a security policy in `namespace` applies to this proxy: in the proxy's namespace or a root namespace,
+    /// not attached by `targetRefs` (not enforced), and selecting the proxy's labels (no selector: every workload).
+    pub fn is_selected(
+        &self,
+        namespace: &str,
+        selector: Option<&TypeWorkloadSelector>,
+        attached: bool,
+        root_namespaces: &[String],
+    ) -> bool {
+        (namespace == self.namespace || root_namespaces.iter().any(|root| root == namespace))
+            && !attached
+            && selector.is_none_or(|selector| self.has_labels(&selector.match_labels))
     }
 }
 
@@ -105,4 +122,36 @@ pub enum Effect {
     NotSent,
     /// The route answers 503.
     Answers503,
+}
+
+/// How Envoy learns a cluster's endpoints.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum Discovery {
+    /// Endpoints pushed over EDS.
+    Eds,
+    /// Every address resolved by DNS is an endpoint.
+    StrictDns,
+    /// The first address DNS returns is used per new connection.
+    LogicalDns,
+    /// Connections go to the original destination address (Istio `resolution: NONE`).
+    OriginalDst,
+}
+
+/// One upstream endpoint.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct Endpoint {
+    /// IP address or DNS name.
+    pub address: String,
+    /// Port.
+    pub port: u32,
+    /// Locality region (empty when unknown).
+    pub region: String,
+    /// Locality zone (empty when unknown).
+    pub zone: String,
+    /// Locality sub-zone (empty when unknown).
+    pub subzone: String,
+    /// Load-balancing weight (≥ 1).
+    pub weight: u32,
+    /// Labels used by DestinationRule subsets.
+    pub labels: BTreeMap<String, String>,
 }
