@@ -8,7 +8,7 @@ use std::hash::{Hash, Hasher};
 
 use ahash::{AHashMap, AHashSet};
 
-use super::common::{self, FieldPath};
+use super::common::{self, validate_destination, FieldPath};
 use super::host_index::{overlapping_pairs, HostIndex};
 use crate::model::istio::virtual_service::{
     CorsPolicy, Destination, HeaderOperations, Headers, HttpDirectResponse, HttpFaultInjection,
@@ -770,25 +770,6 @@ fn validate_mirror(mirror: &HttpMirrorPolicy, p: &mut FieldPath, out: &mut Findi
     validate_destination(destination, &mut p.field("destination"), out);
     if let Some(Percent { value: Some(v) }) = &mirror.percentage {
         validate_mirror_percentage(*v, &p.child("percentage"), out);
-    }
-}
-
-/// Validates a route destination: host a wildcard domain (not `*`), subset a DNS label, port in range. Mirrors
-/// Istio's `validateDestination` (`ValidateWildcardDomain`, `validateSubsetName`, `validatePortSelector`), with its
-/// texts.
-pub(super) fn validate_destination(d: &Destination, p: &mut FieldPath, out: &mut Findings) {
-    if d.host == "*" {
-        out.error(p.child("host"), "invalid destination host *");
-    } else if let Err(e) = common::check_wildcard_domain(&d.host) {
-        out.error(p.child("host"), e);
-    }
-    if !d.subset.is_empty() {
-        if let Err(e) = common::check_subset_name(&d.subset) {
-            out.error(p.child("subset"), e);
-        }
-    }
-    if let Some(port) = &d.port {
-        common::validate_port(port.number.unwrap_or(0), &p.child("port.number"), out);
     }
 }
 
