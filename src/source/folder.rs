@@ -62,6 +62,9 @@ pub enum Error {
     Watch(#[from] notify::Error),
 }
 
+/// The result of this module's fallible functions.
+pub type Result<T, E = Error> = std::result::Result<T, E>;
+
 /// Returns the store scope of the folder `dir`.
 pub fn scope(dir: &Path) -> Scope {
     Scope::new(format!("folder:{}", dir.display()))

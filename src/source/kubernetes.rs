@@ -93,7 +93,7 @@ pub const REPORTER: &str = "admitpilot";
 
 /// Errors building a client.
 #[derive(Debug, thiserror::Error)]
-pub enum ClientError {
+pub enum Error {
     /// The kubeconfig file could not be read.
     #[error("cannot read kubeconfig: {0}")]
     Kubeconfig(#[from] kube::config::KubeconfigError),
@@ -105,8 +105,11 @@ pub enum ClientError {
     Client(#[from] kube::Error),
 }
 
+/// The result of this module's fallible functions.
+pub type Result<T, E = Error> = std::result::Result<T, E>;
+
 /// Builds a client from `--kubeconfig`, or from the in-cluster service account (falling back to `$KUBECONFIG`).
-pub async fn client(kubeconfig: Option<&Path>) -> Result<Client, ClientError> {
+pub async fn client(kubeconfig: Option<&Path>) -> Result<Client, Error> {
     let config = match kubeconfig {
         Some(path) => {
             let file = kube::config::Kubeconfig::read_from(path)?;
