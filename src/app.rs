@@ -20,12 +20,12 @@ use crate::admin::{self, Readiness};
 use crate::admission::effects::{GatewayCheck, LiveGatewayCheck, ReferenceCheck};
 use crate::admission::metrics::WebhookMetrics;
 use crate::admission::server::{serve_https, ServerLimits};
-use crate::admission::tls::{self, CertSource, CertStore, TlsError};
+use crate::admission::tls::{self, CertSource, CertStore};
 use crate::admission::{self, Webhook};
 use crate::model::decode::DecodeOptions;
 use crate::model::Snapshot;
 use crate::source::{self, SourceMetrics, SourceSettings};
-use crate::xds::{TlsFiles as XdsTlsFiles, TranslateFn, XdsError, XdsMetrics, XdsServer};
+use crate::xds::{self, TlsFiles as XdsTlsFiles, TranslateFn, XdsMetrics, XdsServer};
 
 /// Everything `serve` needs, built from the command line (or by tests directly).
 #[derive(Debug, Clone)]
@@ -66,7 +66,7 @@ pub struct XdsConfig {
 
 /// Errors starting or running the server.
 #[derive(Debug, thiserror::Error)]
-pub enum AppError {
+pub enum Error {
     /// A listener could not be bound.
     #[error("cannot listen for {what} on {addr}: {source}")]
     Bind {
@@ -79,13 +79,13 @@ pub enum AppError {
     },
     /// The serving certificate could not be set up.
     #[error(transparent)]
-    Tls(#[from] TlsError),
+    Tls(#[from] tls::Error),
     /// The admin server failed.
     #[error("admin server failed: {0}")]
     Admin(std::io::Error),
     /// The xDS server failed.
     #[error(transparent)]
-    Xds(#[from] XdsError),
+    Xds(#[from] xds::Error),
     /// A task stopped before shutdown was requested.
     #[error("{0} stopped unexpectedly")]
     EndedEarly(&'static str),
@@ -94,11 +94,14 @@ pub enum AppError {
     Panicked(String),
     /// The Kubernetes client for the sources could not be built.
     #[error(transparent)]
-    KubeClient(#[from] source::kubernetes::ClientError),
+    KubeClient(#[from] source::kubernetes::Error),
     /// A config source could not be started.
     #[error(transparent)]
     Sources(#[from] source::Error),
 }
+
+/// The result of this module's fallible functions.
+pub type Result<T, E = Error> = std::result::Result<T, E>;
 
 /// Builder for the `serve` process.
 pub struct App {
@@ -130,10 +133,10 @@ pub struct Running {
     /// The latest valid config snapshot, when config sources are configured.
     pub snapshots: Option<watch::Receiver<Arc<Snapshot>>>,
     stop: watch::Sender<bool>,
-    tasks: JoinSet<Result<(), AppError>>,
+    tasks: JoinSet<Result<(), Error>>,
 }
 
-type Tasks = JoinSet<Result<(), AppError>>;
+type Tasks = JoinSet<Result<(), Error>>;
 
 impl App {
     /// Creates the builder; metrics register under the `admitpilot` prefix.
@@ -185,7 +188,7 @@ impl App {
     }
 
     /// Binds every listener and starts every task; returns once the process is serving.
-    pub async fn start(mut self) -> Result<Running, AppError> {
+    pub async fn start(mut self) -> Result<Running, Error> {
         let (stop, stopped_rx) = watch::channel(false);
         let mut tasks = Tasks::new();
         let snapshots = match self.sources.take() {
@@ -265,7 +268,7 @@ impl App {
 
 impl Running {
     /// Runs until `signal` resolves (or a task fails), then shuts everything down.
-    pub async fn run_until(mut self, signal: impl Future<Output = ()>) -> Result<(), AppError> {
+    pub async fn run_until(mut self, signal: impl Future<Output = ()>) -> Result<(), Error> {
         let early = tokio::select! {
             _ = signal => None,
             Some(ended) = self.tasks.join_next() => Some(flatten(ended)),
@@ -273,13 +276,13 @@ impl Running {
         let stopped = self.shutdown().await;
         match early {
             Some(Err(error)) => Err(error),
-            Some(Ok(())) => Err(AppError::EndedEarly("a server")),
+            Some(Ok(())) => Err(Error::EndedEarly("a server")),
             None => stopped,
         }
     }
 
     /// Stops accepting, lets open connections drain, and waits for every task.
-    pub async fn shutdown(mut self) -> Result<(), AppError> {
+    pub async fn shutdown(mut self) -> Result<(), Error> {
         // Receivers may be gone if their tasks already ended; nothing left to tell then.
         let _ = self.stop.send(true);
         let mut result = Ok(());
@@ -293,8 +296,8 @@ impl Running {
     }
 }
 
-fn flatten(ended: Result<Result<(), AppError>, tokio::task::JoinError>) -> Result<(), AppError> {
-    ended.map_err(|e| AppError::Panicked(e.to_string()))?
+fn flatten(ended: Result<Result<(), Error>, tokio::task::JoinError>) -> Result<(), Error> {
+    ended.map_err(|e| Error::Panicked(e.to_string()))?
 }
 
 /// Resolves when `stop` turns true (or its sender is dropped).
@@ -303,20 +306,20 @@ async fn stopped(mut stop: watch::Receiver<bool>) {
     let _ = stop.wait_for(|stop| *stop).await;
 }
 
-async fn bind(what: &'static str, addr: SocketAddr) -> Result<TcpListener, AppError> {
+async fn bind(what: &'static str, addr: SocketAddr) -> Result<TcpListener, Error> {
     TcpListener::bind(addr)
         .await
-        .map_err(|source| AppError::Bind { what, addr, source })
+        .map_err(|source| Error::Bind { what, addr, source })
 }
 
 fn local_addr(
     what: &'static str,
     listener: &TcpListener,
     addr: SocketAddr,
-) -> Result<SocketAddr, AppError> {
+) -> Result<SocketAddr, Error> {
     listener
         .local_addr()
-        .map_err(|source| AppError::Bind { what, addr, source })
+        .map_err(|source| Error::Bind { what, addr, source })
 }
 
 struct StartedWebhook {
@@ -331,7 +334,7 @@ async fn start_webhook(
     readiness: &Readiness,
     stop: &watch::Receiver<bool>,
     tasks: &mut Tasks,
-) -> Result<StartedWebhook, AppError> {
+) -> Result<StartedWebhook, Error> {
     let cert_loaded = readiness.register("certificate loaded");
     let (store, self_signed_ca) = load_certificate(config, &metrics, stop, tasks)?;
     cert_loaded.set(true);
@@ -363,7 +366,7 @@ fn load_certificate(
     metrics: &WebhookMetrics,
     stop: &watch::Receiver<bool>,
     tasks: &mut Tasks,
-) -> Result<(Arc<CertStore>, Option<PathBuf>), AppError> {
+) -> Result<(Arc<CertStore>, Option<PathBuf>), Error> {
     match &config.cert {
         CertSource::Files(files) => {
             let (key, pair) = tls::load_files(files)?;
@@ -400,7 +403,7 @@ async fn start_sources(
     readiness: &Readiness,
     stop: &watch::Receiver<bool>,
     tasks: &mut Tasks,
-) -> Result<watch::Receiver<Arc<Snapshot>>, AppError> {
+) -> Result<watch::Receiver<Arc<Snapshot>>, Error> {
     let synced_condition = readiness.register("sources synced");
     let metrics = SourceMetrics::default();
     metrics.register(registry);
@@ -443,7 +446,7 @@ async fn start_xds(
     registry: &mut Registry,
     stop: &watch::Receiver<bool>,
     tasks: &mut Tasks,
-) -> Result<StartedXds, AppError> {
+) -> Result<StartedXds, Error> {
     let metrics = XdsMetrics::register(registry);
     let server = XdsServer::new(snapshots, setup.translate, metrics);
     let syncz = server.router();
@@ -457,7 +460,7 @@ async fn start_xds(
         server
             .serve(listener, config.tls.as_ref(), shutdown)
             .await
-            .map_err(AppError::from)
+            .map_err(Error::from)
     });
     tracing::info!(%addr, tls, "xDS server listening (gRPC ADS)");
     Ok(StartedXds {
@@ -472,14 +475,14 @@ async fn start_admin(
     router: Router,
     stop: &watch::Receiver<bool>,
     tasks: &mut Tasks,
-) -> Result<SocketAddr, AppError> {
+) -> Result<SocketAddr, Error> {
     let listener = bind("the admin server", addr).await?;
     let bound = local_addr("the admin server", &listener, addr)?;
     let shutdown = stopped(stop.clone());
     tasks.spawn(async move {
         admin::serve(listener, router, shutdown)
             .await
-            .map_err(AppError::Admin)
+            .map_err(Error::Admin)
     });
     tracing::info!(addr = %bound, "admin server listening (HTTP)");
     Ok(bound)

@@ -26,7 +26,7 @@ use tower_http::timeout::TimeoutLayer;
 use crate::model::decode::DecodeOptions;
 use effects::GatewayCheck;
 use metrics::WebhookMetrics;
-use review::{ReviewError, Verdict};
+use review::Verdict;
 use server::ServerLimits;
 
 /// The paths the webhook answers on; a trailing segment is accepted too (`/validate/`, `/validate/x`).
@@ -182,7 +182,7 @@ async fn validate_handler(State(webhook): State<Arc<Webhook>>, request: Request)
         );
     }
     if body.is_empty() {
-        return webhook.http_error(StatusCode::BAD_REQUEST, &ReviewError::EmptyBody);
+        return webhook.http_error(StatusCode::BAD_REQUEST, &review::Error::EmptyBody);
     }
     if body.len() <= INLINE_REVIEW_BYTES && webhook.gateways.is_none() {
         return webhook.respond(&body, started);

@@ -1,5 +1,5 @@
 //! AdmissionReview handling without HTTP: takes a request body (JSON bytes) and yields the AdmissionReview
-//! response to send back, plus what metrics need to know; or a [`ReviewError`] for bodies that are not a
+//! response to send back, plus what metrics need to know; or a [`Error`] for bodies that are not a
 //! usable AdmissionReview (the HTTP layer turns those into 400).
 //!
 //! Both `admission.k8s.io/v1` and `v1beta1` are read; the response uses the request's apiVersion and echoes
@@ -24,7 +24,7 @@ pub const DENIAL_PREFIX: &str = "configuration is invalid: ";
 
 /// Why a body could not be reviewed at all; answered with HTTP 400 and this message.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-pub enum ReviewError {
+pub enum Error {
     /// The body was empty.
     #[error("request body is empty; expected an AdmissionReview")]
     EmptyBody,
@@ -43,6 +43,9 @@ pub enum ReviewError {
     #[error("AdmissionReview has no request")]
     MissingRequest,
 }
+
+/// The result of this module's fallible functions.
+pub type Result<T, E = Error> = std::result::Result<T, E>;
 
 /// What the API server asks to do with the object.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Deserialize)]
@@ -218,25 +221,25 @@ pub fn review(
     body: &[u8],
     options: &DecodeOptions,
     gateways: Option<&dyn GatewayCheck>,
-) -> Result<Reviewed, ReviewError> {
+) -> Result<Reviewed, Error> {
     if body.iter().all(u8::is_ascii_whitespace) {
-        return Err(ReviewError::EmptyBody);
+        return Err(Error::EmptyBody);
     }
     let parsed: AdmissionReviewIn = serde_json::from_slice(body).map_err(|_| malformed(body))?;
     let api_version = API_VERSIONS
         .into_iter()
         .find(|v| *v == parsed.api_version)
         .filter(|_| parsed.kind == "AdmissionReview")
-        .ok_or_else(|| ReviewError::UnsupportedType {
+        .ok_or_else(|| Error::UnsupportedType {
             api_version: parsed.api_version.clone(),
             kind: parsed.kind.clone(),
         })?;
-    let request = parsed.request.ok_or(ReviewError::MissingRequest)?;
+    let request = parsed.request.ok_or(Error::MissingRequest)?;
     Ok(decide(api_version, request, options, gateways))
 }
 
 /// Parses a body that failed the fast parse again, tracking the path, and describes where it went wrong.
-fn malformed(body: &[u8]) -> ReviewError {
+fn malformed(body: &[u8]) -> Error {
     let mut deserializer = serde_json::Deserializer::from_slice(body);
     let message = match serde_path_to_error::deserialize::<_, AdmissionReviewIn>(&mut deserializer)
     {
@@ -253,7 +256,7 @@ fn malformed(body: &[u8]) -> ReviewError {
             }
         }
     };
-    ReviewError::Malformed(message)
+    Error::Malformed(message)
 }
 
 fn decide(
@@ -493,17 +496,14 @@ mod tests {
     #[test]
     fn rejects_bodies_that_are_not_reviews() {
         let options = DecodeOptions::default();
-        assert_eq!(
-            review(b"  ", &options, None).unwrap_err(),
-            ReviewError::EmptyBody
-        );
+        assert_eq!(review(b"  ", &options, None).unwrap_err(), Error::EmptyBody);
         assert!(matches!(
             review(b"{", &options, None),
-            Err(ReviewError::Malformed(_))
+            Err(Error::Malformed(_))
         ));
         assert!(matches!(
             review(br#"{"apiVersion":"v1","kind":"Pod"}"#, &options, None),
-            Err(ReviewError::UnsupportedType { .. })
+            Err(Error::UnsupportedType { .. })
         ));
         assert_eq!(
             review(
@@ -512,7 +512,7 @@ mod tests {
                 None
             )
             .unwrap_err(),
-            ReviewError::MissingRequest
+            Error::MissingRequest
         );
         let err = review(
             br#"{"apiVersion":"admission.k8s.io/v1","kind":"AdmissionReview","request":{"uid":"x","kind":{},"operation":"PATCH"}}"#,

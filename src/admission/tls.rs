@@ -22,7 +22,7 @@ use super::metrics::WebhookMetrics;
 
 /// Errors loading, generating or writing certificates.
 #[derive(Debug, thiserror::Error)]
-pub enum TlsError {
+pub enum Error {
     /// A certificate or key file could not be read.
     #[error("cannot read {path}: {source}")]
     Read {
@@ -72,6 +72,9 @@ pub enum TlsError {
     #[error("cannot build the TLS configuration: {0}")]
     Config(rustls::Error),
 }
+
+/// The result of this module's fallible functions.
+pub type Result<T, E = Error> = std::result::Result<T, E>;
 
 /// Where the webhook's serving certificate comes from.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -135,10 +138,10 @@ pub fn provider() -> Arc<CryptoProvider> {
 }
 
 /// Builds a server config that serves whatever `store` holds, over TLS 1.3 or 1.2, HTTP/2 or HTTP/1.1.
-pub fn server_config(store: Arc<CertStore>) -> Result<Arc<ServerConfig>, TlsError> {
+pub fn server_config(store: Arc<CertStore>) -> Result<Arc<ServerConfig>, Error> {
     let mut config = ServerConfig::builder_with_provider(provider())
         .with_protocol_versions(&[&rustls::version::TLS13, &rustls::version::TLS12])
-        .map_err(TlsError::Config)?
+        .map_err(Error::Config)?
         .with_no_client_auth()
         .with_cert_resolver(store);
     config.alpn_protocols = vec![b"h2".to_vec(), b"http/1.1".to_vec()];
@@ -153,9 +156,9 @@ pub struct PemPair {
 }
 
 /// Reads both files.
-pub fn read_pair(files: &TlsFiles) -> Result<PemPair, TlsError> {
+pub fn read_pair(files: &TlsFiles) -> Result<PemPair, Error> {
     let read = |path: &Path| {
-        std::fs::read(path).map_err(|source| TlsError::Read {
+        std::fs::read(path).map_err(|source| Error::Read {
             path: path.to_path_buf(),
             source,
         })
@@ -167,24 +170,24 @@ pub fn read_pair(files: &TlsFiles) -> Result<PemPair, TlsError> {
 }
 
 /// Parses a pair read from `files` and checks that the key matches the certificate.
-pub fn parse_pair(files: &TlsFiles, pair: &PemPair) -> Result<CertifiedKey, TlsError> {
+pub fn parse_pair(files: &TlsFiles, pair: &PemPair) -> Result<CertifiedKey, Error> {
     let chain = CertificateDer::pem_slice_iter(&pair.cert)
         .collect::<Result<Vec<_>, _>>()
-        .map_err(|e| TlsError::Certificate {
+        .map_err(|e| Error::Certificate {
             path: files.cert.clone(),
             reason: e.to_string(),
         })?;
     if chain.is_empty() {
-        return Err(TlsError::Certificate {
+        return Err(Error::Certificate {
             path: files.cert.clone(),
             reason: "the file has no CERTIFICATE block".into(),
         });
     }
-    let key = PrivateKeyDer::from_pem_slice(&pair.key).map_err(|e| TlsError::Key {
+    let key = PrivateKeyDer::from_pem_slice(&pair.key).map_err(|e| Error::Key {
         path: files.key.clone(),
         reason: e.to_string(),
     })?;
-    CertifiedKey::from_der(chain, key, &provider()).map_err(|source| TlsError::Pair {
+    CertifiedKey::from_der(chain, key, &provider()).map_err(|source| Error::Pair {
         cert: files.cert.clone(),
         key: files.key.clone(),
         source,
@@ -192,14 +195,14 @@ pub fn parse_pair(files: &TlsFiles, pair: &PemPair) -> Result<CertifiedKey, TlsE
 }
 
 /// Loads and checks the pair in `files`.
-pub fn load_files(files: &TlsFiles) -> Result<(CertifiedKey, PemPair), TlsError> {
+pub fn load_files(files: &TlsFiles) -> Result<(CertifiedKey, PemPair), Error> {
     let pair = read_pair(files)?;
     Ok((parse_pair(files, &pair)?, pair))
 }
 
 /// Generates an in-memory CA and a serving certificate for localhost, 127.0.0.1 and ::1 signed by it; writes
 /// the CA certificate (PEM) to `ca_out`.
-pub fn self_signed(ca_out: &Path) -> Result<CertifiedKey, TlsError> {
+pub fn self_signed(ca_out: &Path) -> Result<CertifiedKey, Error> {
     use rcgen::{
         BasicConstraints, CertificateParams, DnType, IsCa, Issuer, KeyPair, KeyUsagePurpose,
     };
@@ -223,13 +226,12 @@ pub fn self_signed(ca_out: &Path) -> Result<CertifiedKey, TlsError> {
     let leaf = leaf_params.signed_by(&leaf_key, &issuer)?;
 
     write_ca(ca_out, &ca_cert.pem())?;
-    let key =
-        PrivateKeyDer::try_from(leaf_key.serialize_der()).map_err(|reason| TlsError::Key {
-            path: PathBuf::from("<generated>"),
-            reason: reason.into(),
-        })?;
+    let key = PrivateKeyDer::try_from(leaf_key.serialize_der()).map_err(|reason| Error::Key {
+        path: PathBuf::from("<generated>"),
+        reason: reason.into(),
+    })?;
     CertifiedKey::from_der(vec![leaf.der().clone()], key, &provider()).map_err(|source| {
-        TlsError::Pair {
+        Error::Pair {
             cert: PathBuf::from("<generated>"),
             key: PathBuf::from("<generated>"),
             source,
@@ -237,8 +239,8 @@ pub fn self_signed(ca_out: &Path) -> Result<CertifiedKey, TlsError> {
     })
 }
 
-fn write_ca(path: &Path, pem: &str) -> Result<(), TlsError> {
-    let fail = |source| TlsError::WriteCa {
+fn write_ca(path: &Path, pem: &str) -> Result<(), Error> {
+    let fail = |source| Error::WriteCa {
         path: path.to_path_buf(),
         source,
     };
@@ -368,7 +370,7 @@ mod tests {
         let other_files = write_pair(other.path(), &["b"]);
         std::fs::copy(&other_files.key, &files.key).unwrap();
         let err = load_files(&files).unwrap_err();
-        assert!(matches!(err, TlsError::Pair { .. }), "{err}");
+        assert!(matches!(err, Error::Pair { .. }), "{err}");
     }
 
     #[test]

@@ -12,7 +12,7 @@ use super::pool;
 
 /// A failed conversion, located by the JSON path of the offending field.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-pub enum ProtoJsonError {
+pub enum Error {
     /// The pool has no message of this name.
     #[error("unknown message type {0}")]
     UnknownMessage(String),
@@ -34,11 +34,14 @@ pub enum ProtoJsonError {
     },
 }
 
-impl ProtoJsonError {
+/// The result of this module's fallible functions.
+pub type Result<T, E = Error> = std::result::Result<T, E>;
+
+impl Error {
     /// Returns the JSON path of the offending field (empty for the value itself or non-JSON errors).
     pub fn path(&self) -> &str {
         match self {
-            ProtoJsonError::Invalid { path, .. } => path,
+            Error::Invalid { path, .. } => path,
             _ => "",
         }
     }
@@ -46,24 +49,21 @@ impl ProtoJsonError {
     /// Returns the message without the path.
     pub fn reason(&self) -> String {
         match self {
-            ProtoJsonError::Invalid { message, .. } => message.clone(),
+            Error::Invalid { message, .. } => message.clone(),
             other => other.to_string(),
         }
     }
 }
 
 /// Looks up a message descriptor by full name (`envoy.config.listener.v3.Listener`).
-pub fn message_descriptor(name: &str) -> Result<MessageDescriptor, ProtoJsonError> {
+pub fn message_descriptor(name: &str) -> Result<MessageDescriptor, Error> {
     pool()
         .get_message_by_name(name)
-        .ok_or_else(|| ProtoJsonError::UnknownMessage(name.to_string()))
+        .ok_or_else(|| Error::UnknownMessage(name.to_string()))
 }
 
 /// Converts proto-JSON into a message of type `message_name`, strictly (see the module docs).
-pub fn from_json(
-    message_name: &str,
-    value: &serde_json::Value,
-) -> Result<DynamicMessage, ProtoJsonError> {
+pub fn from_json(message_name: &str, value: &serde_json::Value) -> Result<DynamicMessage, Error> {
     from_json_as(message_descriptor(message_name)?, value)
 }
 
@@ -71,7 +71,7 @@ pub fn from_json(
 pub fn from_json_as(
     desc: MessageDescriptor,
     value: &serde_json::Value,
-) -> Result<DynamicMessage, ProtoJsonError> {
+) -> Result<DynamicMessage, Error> {
     let options = DeserializeOptions::new().deny_unknown_fields(true);
     let mut track = serde_path_to_error::Track::new();
     let deserializer = serde_path_to_error::Deserializer::new(value, &mut track);
@@ -87,7 +87,7 @@ pub fn from_json_as(
                 }
                 path.push_str(key);
             }
-            Err(ProtoJsonError::Invalid { path, message })
+            Err(Error::Invalid { path, message })
         }
     }
 }
@@ -129,29 +129,25 @@ pub fn to_json(message: &DynamicMessage) -> serde_json::Value {
 }
 
 /// Converts a generated prost message into its dynamic twin from the pool.
-pub fn to_dynamic<M: Message + prost::Name>(message: &M) -> Result<DynamicMessage, ProtoJsonError> {
+pub fn to_dynamic<M: Message + prost::Name>(message: &M) -> Result<DynamicMessage, Error> {
     let name = M::full_name();
     let desc = message_descriptor(&name)?;
-    DynamicMessage::decode(desc, message.encode_to_vec().as_slice()).map_err(|e| {
-        ProtoJsonError::Decode {
-            message_type: name,
-            reason: e.to_string(),
-        }
+    DynamicMessage::decode(desc, message.encode_to_vec().as_slice()).map_err(|e| Error::Decode {
+        message_type: name,
+        reason: e.to_string(),
     })
 }
 
 /// Converts a generated prost message to proto-JSON (snake_case names, defaults omitted).
-pub fn message_to_json<M: Message + prost::Name>(
-    message: &M,
-) -> Result<serde_json::Value, ProtoJsonError> {
+pub fn message_to_json<M: Message + prost::Name>(message: &M) -> Result<serde_json::Value, Error> {
     Ok(to_json(&to_dynamic(message)?))
 }
 
 /// Converts a dynamic message into the generated prost type `M` (by encoding and decoding).
 pub fn from_dynamic<M: Message + Default + prost::Name>(
     message: &DynamicMessage,
-) -> Result<M, ProtoJsonError> {
-    M::decode(message.encode_to_vec().as_slice()).map_err(|e| ProtoJsonError::Decode {
+) -> Result<M, Error> {
+    M::decode(message.encode_to_vec().as_slice()).map_err(|e| Error::Decode {
         message_type: M::full_name(),
         reason: e.to_string(),
     })
@@ -160,7 +156,7 @@ pub fn from_dynamic<M: Message + Default + prost::Name>(
 /// Converts proto-JSON straight into the generated prost type `M`, strictly.
 pub fn message_from_json<M: Message + Default + prost::Name>(
     value: &serde_json::Value,
-) -> Result<M, ProtoJsonError> {
+) -> Result<M, Error> {
     from_dynamic(&from_json(&M::full_name(), value)?)
 }
 

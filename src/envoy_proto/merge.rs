@@ -9,7 +9,7 @@ use envoy_types::pb::google::protobuf::Any;
 use prost::Message;
 use prost_reflect::{DynamicMessage, ReflectMessage, Value};
 
-use super::json::{from_dynamic, to_dynamic, ProtoJsonError};
+use super::json::{from_dynamic, to_dynamic, Error};
 use super::pool;
 
 /// How repeated fields merge.
@@ -64,7 +64,7 @@ pub fn merge_into<M: Message + Default + prost::Name>(
     dst: &mut M,
     src: &DynamicMessage,
     lists: ListMerge,
-) -> Result<(), ProtoJsonError> {
+) -> Result<(), Error> {
     let mut dynamic = to_dynamic(dst)?;
     merge(&mut dynamic, src, lists);
     *dst = from_dynamic(&dynamic)?;

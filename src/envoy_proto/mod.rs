@@ -13,7 +13,7 @@ use prost_reflect::DescriptorPool;
 
 pub use json::{
     from_dynamic, from_json, from_json_as, message_from_json, message_to_json, to_dynamic, to_json,
-    ProtoJsonError,
+    Error,
 };
 pub use merge::{merge, merge_any, merge_into, ListMerge};
 pub use pgv::{validate_message, validate_partial_message, Violation};

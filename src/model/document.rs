@@ -10,16 +10,19 @@ pub struct Document {
     /// Where it sits in the file: `"3"` for the third YAML document, `"3.items[0]"` for an item of a List.
     pub position: String,
     /// The document, or why it could not be parsed.
-    pub value: Result<Value, ParseError>,
+    pub value: Result<Value, Error>,
 }
 
 /// Why a document could not be parsed.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error("{message}")]
-pub struct ParseError {
+pub struct Error {
     /// The parser's message, with line and column when known.
     pub message: String,
 }
+
+/// The result of this module's fallible functions.
+pub type Result<T, E = Error> = std::result::Result<T, E>;
 
 /// Most YAML documents read from one file; the rest of a file with more is refused with an error document.
 pub const MAX_DOCUMENTS_PER_FILE: usize = 10_000;
@@ -34,7 +37,7 @@ pub fn parse_documents(text: &str) -> Vec<Document> {
         if index == MAX_DOCUMENTS_PER_FILE {
             documents.push(Document {
                 position,
-                value: Err(ParseError {
+                value: Err(Error {
                     message: format!(
                         "more than {MAX_DOCUMENTS_PER_FILE} YAML documents in one file; split it"
                     ),
@@ -48,7 +51,7 @@ pub fn parse_documents(text: &str) -> Vec<Document> {
             Err(error) => {
                 documents.push(Document {
                     position,
-                    value: Err(ParseError {
+                    value: Err(Error {
                         message: error.to_string(),
                     }),
                 });

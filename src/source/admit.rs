@@ -10,6 +10,7 @@ use std::sync::Arc;
 
 use serde_json::Value;
 
+use super::metrics::SourceMetrics;
 use crate::model::decode::{decode_lenient, DecodeOptions, DocumentHeader};
 use crate::model::higress_config::{decode_configmap, diff, HigressConfig, Item, HIGRESS_PATH};
 use crate::model::{ConfigObject, Finding, Kind, ObjectKey, ObjectMeta, Spec};
@@ -67,6 +68,70 @@ impl RejectReason {
         match self {
             RejectReason::Undecodable => "undecodable",
             RejectReason::Invalid => "invalid",
+        }
+    }
+}
+
+/// A [`Verdict`] after the handling every source shares: warnings logged, rejections counted.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Admission {
+    /// Serve the object.
+    Serve {
+        /// The object's key.
+        key: ObjectKey,
+        /// The decoded object (namespace filled in).
+        object: Box<ConfigObject>,
+        /// Errors of the parts that were left out (higress-config items), already counted; report them.
+        rejected: Vec<Finding>,
+    },
+    /// Do not serve the document (already counted).
+    Refuse {
+        /// The object's key, when kind and name could be read (used to keep its last good version).
+        key: Option<ObjectKey>,
+        /// At least one error.
+        errors: Vec<Finding>,
+    },
+    /// A kind admitpilot does not handle: skipped silently.
+    Ignore,
+}
+
+impl Verdict {
+    /// Logs an accepted object's warnings through `log_warning` and counts a rejection (of the whole document, or of
+    /// some of its parts) in `metrics`, the same way for every source.
+    pub fn settle(
+        self,
+        metrics: &SourceMetrics,
+        log_warning: impl Fn(&ObjectKey, &Finding),
+    ) -> Admission {
+        match self {
+            Verdict::Accept {
+                object,
+                warnings,
+                rejected,
+            } => {
+                let key = object.key();
+                for warning in &warnings {
+                    log_warning(&key, warning);
+                }
+                if !rejected.is_empty() {
+                    metrics.reject(Some(key.kind), "invalid");
+                }
+                Admission::Serve {
+                    key,
+                    object,
+                    rejected,
+                }
+            }
+            Verdict::Reject {
+                kind,
+                key,
+                errors,
+                reason,
+            } => {
+                metrics.reject(kind, reason.as_str());
+                Admission::Refuse { key, errors }
+            }
+            Verdict::Ignore => Admission::Ignore,
         }
     }
 }

@@ -32,12 +32,12 @@ use tokio::sync::mpsc;
 use tokio::task::JoinHandle;
 use tokio::time::Instant;
 
-use super::admit::{admit, AdmitOptions, Verdict};
+use super::admit::{admit, Admission, AdmitOptions};
 use super::last_good::{fallback, Held, HeldObject, HeldObjects};
 use super::state::State;
 use super::{Scope, ScopedSender, SourceEvent, SourceMetrics};
 use crate::model::document::{parse_documents, Document};
-use crate::model::{ConfigObject, ObjectKey};
+use crate::model::{ConfigObject, Finding, ObjectKey};
 
 /// Quiet time that ends a burst of file-system events before the touched files are re-read.
 pub const SETTLE: Duration = Duration::from_millis(5);
@@ -61,6 +61,9 @@ pub enum Error {
     #[error("cannot watch: {0}")]
     Watch(#[from] notify::Error),
 }
+
+/// The result of this module's fallible functions.
+pub type Result<T, E = Error> = std::result::Result<T, E>;
 
 /// Returns the store scope of the folder `dir`.
 pub fn scope(dir: &Path) -> Scope {
@@ -421,25 +424,24 @@ impl Folder {
             label,
             previous,
         } = *document;
-        match admit(value, &self.options, &|key| {
+        let verdict = admit(value, &self.options, &|key| {
             self.last_good_of(path, key, previous)
-        }) {
-            Verdict::Accept {
+        });
+        let log_warning = |key: &ObjectKey, warning: &Finding| {
+            tracing::warn!(file = %path.display(), document = %label, object = %key,
+                field = %warning.field, warning = %warning.message, "config warning");
+        };
+        match verdict.settle(&self.metrics, log_warning) {
+            Admission::Serve {
+                key,
                 object,
-                warnings,
                 rejected,
             } => {
-                let key = object.key();
-                for warning in warnings {
-                    tracing::warn!(file = %path.display(), document = %label, object = %key,
-                        field = %warning.field, warning = %warning.message, "config warning");
-                }
                 for error in &rejected {
                     tracing::error!(file = %path.display(), document = %label, object = %key,
                         field = %error.field, error = %error.message, "invalid part skipped");
                 }
                 if !rejected.is_empty() {
-                    self.metrics.reject(Some(key.kind), "invalid");
                     held.insert(key.clone());
                 }
                 match objects.entry(key) {
@@ -453,18 +455,12 @@ impl Folder {
                     }
                 }
             }
-            Verdict::Reject {
-                kind,
-                key,
-                errors,
-                reason,
-            } => {
+            Admission::Refuse { key, errors } => {
                 let object = key.as_ref().map(ToString::to_string).unwrap_or_default();
                 for error in &errors {
                     tracing::error!(file = %path.display(), document = %label, object = %object,
                         field = %error.field, error = %error.message, "invalid object skipped");
                 }
-                self.metrics.reject(kind, reason.as_str());
                 if let Some(key) = key {
                     if let Some(last_good) = self.last_good_of(path, &key, previous) {
                         if let std::collections::btree_map::Entry::Vacant(entry) =
@@ -478,7 +474,7 @@ impl Folder {
                     }
                 }
             }
-            Verdict::Ignore => {
+            Admission::Ignore => {
                 tracing::debug!(file = %path.display(), document = %label, "kind not handled; skipped");
             }
         }

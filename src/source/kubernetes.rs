@@ -59,7 +59,7 @@ use kube::{Api, Client};
 use serde_json::Value;
 use tokio::task::JoinHandle;
 
-use super::admit::{admit, AdmitOptions, Verdict};
+use super::admit::{admit, Admission, AdmitOptions};
 use super::last_good::{fallback, Held, HeldObject, HeldObjects};
 use super::state::State;
 use super::{Scope, ScopedSender, SourceEvent, SourceMetrics, Store};
@@ -93,7 +93,7 @@ pub const REPORTER: &str = "admitpilot";
 
 /// Errors building a client.
 #[derive(Debug, thiserror::Error)]
-pub enum ClientError {
+pub enum Error {
     /// The kubeconfig file could not be read.
     #[error("cannot read kubeconfig: {0}")]
     Kubeconfig(#[from] kube::config::KubeconfigError),
@@ -105,8 +105,11 @@ pub enum ClientError {
     Client(#[from] kube::Error),
 }
 
+/// The result of this module's fallible functions.
+pub type Result<T, E = Error> = std::result::Result<T, E>;
+
 /// Builds a client from `--kubeconfig`, or from the in-cluster service account (falling back to `$KUBECONFIG`).
-pub async fn client(kubeconfig: Option<&Path>) -> Result<Client, ClientError> {
+pub async fn client(kubeconfig: Option<&Path>) -> Result<Client, Error> {
     let config = match kubeconfig {
         Some(path) => {
             let file = kube::config::Kubeconfig::read_from(path)?;
@@ -516,41 +519,33 @@ impl WatchState {
         prepare(&mut value, resource);
         let uid = reference.uid.as_deref();
         let verdict = admit(value, &shared.options, &|key| self.last_good_of(key, uid));
-        match verdict {
-            Verdict::Accept {
+        let log_warning = |key: &ObjectKey, warning: &Finding| {
+            tracing::debug!(object = %key, field = %warning.field, warning = %warning.message,
+                "config warning");
+        };
+        match verdict.settle(&shared.metrics, log_warning) {
+            Admission::Serve {
+                key,
                 object,
-                warnings,
                 rejected,
             } => {
-                let key = object.key();
-                for warning in warnings {
-                    tracing::debug!(object = %key, field = %warning.field, warning = %warning.message,
-                        "config warning");
-                }
                 if rejected.is_empty() {
                     self.reported.remove(&key);
                     self.held.remove(&key);
                 } else {
                     // Only parts were left out (higress-config items): report them, serve the rest.
                     self.reject(&key, &reference, &rejected, Excluded::Items, shared);
-                    shared.metrics.reject(Some(key.kind), "invalid");
                     self.held.insert(key);
                 }
                 Some(Arc::from(object))
             }
-            Verdict::Reject {
-                kind,
-                key,
-                errors,
-                reason,
-            } => {
+            Admission::Refuse { key, errors } => {
                 if key.is_none() {
                     for error in &errors {
                         tracing::error!(kind = %resource.kind, resource_version = ?reference.resource_version,
                             field = %error.field, error = %error.message, "invalid object excluded");
                     }
                 }
-                shared.metrics.reject(kind, reason.as_str());
                 let key = key?;
                 let last_good = self.last_good_of(&key, uid);
                 let excluded = if last_good.is_some() {
@@ -567,7 +562,7 @@ impl WatchState {
                 }
                 last_good
             }
-            Verdict::Ignore => None,
+            Admission::Ignore => None,
         }
     }
 }

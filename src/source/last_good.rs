@@ -157,7 +157,7 @@ fn document(object: &ConfigObject) -> Value {
 
 /// Errors reading a persisted text.
 #[derive(Debug, thiserror::Error)]
-pub enum DecodeError {
+pub enum Error {
     /// Not JSON, or not the expected shape.
     #[error("not a persisted last-good state: {0}")]
     Shape(String),
@@ -166,17 +166,20 @@ pub enum DecodeError {
     Format(u64),
 }
 
+/// The result of this module's fallible functions.
+pub type Result<T, E = Error> = std::result::Result<T, E>;
+
 /// Reads a persisted text back; each object is validated again. Returns the held objects and, for each entry
 /// dropped, why.
-pub fn decode(text: &str, options: &AdmitOptions) -> Result<(Held, Vec<String>), DecodeError> {
-    let value: Value = serde_json::from_str(text).map_err(|e| DecodeError::Shape(e.to_string()))?;
+pub fn decode(text: &str, options: &AdmitOptions) -> Result<(Held, Vec<String>), Error> {
+    let value: Value = serde_json::from_str(text).map_err(|e| Error::Shape(e.to_string()))?;
     match value["format"].as_u64() {
         Some(FORMAT) => {}
-        Some(other) => return Err(DecodeError::Format(other)),
-        None => return Err(DecodeError::Shape("no `format`".into())),
+        Some(other) => return Err(Error::Format(other)),
+        None => return Err(Error::Shape("no `format`".into())),
     }
     let Some(objects) = value["objects"].as_array() else {
-        return Err(DecodeError::Shape("no `objects` list".into()));
+        return Err(Error::Shape("no `objects` list".into()));
     };
     let mut held = Held::new();
     let mut dropped = Vec::new();
@@ -300,12 +303,9 @@ data:
         );
         assert!(matches!(
             decode(r#"{"format":2,"objects":[]}"#, &options()),
-            Err(DecodeError::Format(2))
+            Err(Error::Format(2))
         ));
-        assert!(matches!(
-            decode("[]", &options()),
-            Err(DecodeError::Shape(_))
-        ));
+        assert!(matches!(decode("[]", &options()), Err(Error::Shape(_))));
     }
 
     #[test]

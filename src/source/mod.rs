@@ -96,6 +96,9 @@ pub enum Error {
     State(#[source] state::Error),
 }
 
+/// The result of this module's fallible functions.
+pub type Result<T, E = Error> = std::result::Result<T, E>;
+
 /// Everything needed to start the sources.
 #[derive(Debug, Clone)]
 pub struct SourceConfig {
@@ -158,7 +161,7 @@ impl SourceSettings {
     }
 
     /// Builds the [`SourceConfig`], creating the Kubernetes client when one is asked for.
-    pub async fn resolve(self) -> Result<SourceConfig, kubernetes::ClientError> {
+    pub async fn resolve(self) -> Result<SourceConfig, kubernetes::Error> {
         let defaults = SourceConfig::default();
         let kube = if self.kube || self.kubeconfig.is_some() {
             let client = kubernetes::client(self.kubeconfig.as_deref()).await?;

@@ -93,6 +93,9 @@ pub enum Error {
     Conflicts,
 }
 
+/// The result of this module's fallible functions.
+pub type Result<T, E = Error> = std::result::Result<T, E>;
+
 /// The persisted state of one run: where it lives and what was loaded from it. Cheap to clone.
 #[derive(Debug, Clone, Default)]
 pub struct State {

@@ -39,7 +39,6 @@ use envoy_types::pb::google::protobuf::UInt32Value;
 
 use super::authn::{JWT_AUTHN, PAYLOAD_KEY};
 use super::envoy::any;
-use super::services::Registry;
 use super::types::{target_refs, Proxy};
 use crate::model::istio::authorization_policy::{
     Action, AuthorizationPolicy, Condition, Operation, Rule, Source,
@@ -76,42 +75,13 @@ pub fn gateway_policies<'s>(
         .collect()
 }
 
-/// The authentication and authorization filters of one gateway, in Istio's order.
-#[derive(Debug, Clone, Default, PartialEq)]
-pub struct GatewayAuthz {
-    /// For HTTP connection managers, before the other HTTP filters.
-    pub http: Vec<HttpFilter>,
-    /// For TCP and TLS-passthrough filter chains, before the TCP proxy.
-    pub tcp: Vec<Filter>,
-    /// The servers the JWT filter fetches keys from (`jwksUri`), which need clusters.
-    pub jwks: Vec<super::authn::JwksUpstream>,
-}
-
-/// The authorization filters for the policies of `proxy` (none when no policy applies); `registry` resolves the
-/// services of CUSTOM policies' extension providers.
-pub fn gateway_filters(
-    snapshot: &Snapshot,
-    proxy: &Proxy,
-    root_namespaces: &[String],
-    registry: &Registry,
-) -> GatewayAuthz {
-    let policies = gateway_policies(snapshot, proxy, root_namespaces);
-    let custom = super::ext_authz::custom_filters(
-        &policies,
-        snapshot.mesh_config(),
-        registry,
-        &proxy.namespace,
-    );
-    let mut out = GatewayAuthz {
-        http: custom.http,
-        tcp: custom.tcp,
-        ..GatewayAuthz::default()
-    };
-    // Authentication comes before authorization.
-    if let Some(authn) = super::authn::jwt_filter(snapshot, proxy, root_namespaces) {
-        out.http.push(authn.filter);
-        out.jwks = authn.upstreams;
-    }
+/// The RBAC filters of `policies` (AUDIT, then DENY, then ALLOW; one HTTP and one network filter per action some
+/// policy has): the HTTP ones for HTTP connection managers, the network ones for TCP and TLS-passthrough chains.
+pub fn rbac_filters(
+    policies: &[(&ConfigObject, &AuthorizationPolicy)],
+) -> (Vec<HttpFilter>, Vec<Filter>) {
+    let mut http_filters = Vec::new();
+    let mut tcp_filters = Vec::new();
     for (action, envoy_action, stat) in [
         (Action::Audit, rbac::Action::Log, "audit"),
         (Action::Deny, rbac::Action::Deny, "deny"),
@@ -126,7 +96,7 @@ pub fn gateway_filters(
         }
         let shadow_rules_stat_prefix = format!("istio_dry_run_{stat}_");
         let [http, tcp] = [false, true].map(|tcp| rules(&of_action, action, envoy_action, tcp));
-        out.http.push(HttpFilter {
+        http_filters.push(HttpFilter {
             name: HTTP_RBAC.into(),
             config_type: Some(http_filter::ConfigType::TypedConfig(any(HttpRbac {
                 rules: http.0,
@@ -136,7 +106,7 @@ pub fn gateway_filters(
             }))),
             ..Default::default()
         });
-        out.tcp.push(Filter {
+        tcp_filters.push(Filter {
             name: NETWORK_RBAC.into(),
             config_type: Some(filter::ConfigType::TypedConfig(any(NetworkRbac {
                 rules: tcp.0,
@@ -147,7 +117,7 @@ pub fn gateway_filters(
             }))),
         });
     }
-    out
+    (http_filters, tcp_filters)
 }
 
 /// The enforced and the shadow (dry-run) rules of the policies of one action. The enforced rules are absent when

@@ -1,7 +1,7 @@
 //! Clusters and endpoints (pure): takes one upstream (name, discovery type, endpoints) and yields the Envoy
 //! `Cluster` with Istio's defaults plus, for EDS clusters, its `ClusterLoadAssignment`.
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::{BTreeMap, BTreeSet, HashSet};
 
 use envoy_types::pb::envoy::config::cluster::v3::{
     circuit_breakers, cluster, CircuitBreakers, Cluster,
@@ -14,43 +14,13 @@ use envoy_types::pb::google::protobuf::UInt32Value;
 
 use super::authn::JwksUpstream;
 use super::envoy::{ads, millis, socket_address};
-use super::policy::apply_tls;
-use crate::model::istio::destination_rule::{ClientTlsMode, ClientTlsSettings};
+use super::policy::{apply_tls, subset_selects, Policies};
+use super::services::{Registry, Service, ServicePort};
+use super::types::{ClusterRef, Discovery, Endpoint, GatewayResources};
+use crate::model::istio::destination_rule::{ClientTlsMode, ClientTlsSettings, Subset};
 
 /// Istio's default upstream connect timeout.
 pub const DEFAULT_CONNECT_TIMEOUT_MS: u64 = 10_000;
-
-/// How Envoy learns a cluster's endpoints.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
-pub enum Discovery {
-    /// Endpoints pushed over EDS.
-    Eds,
-    /// Every address resolved by DNS is an endpoint.
-    StrictDns,
-    /// The first address DNS returns is used per new connection.
-    LogicalDns,
-    /// Connections go to the original destination address (Istio `resolution: NONE`).
-    OriginalDst,
-}
-
-/// One upstream endpoint.
-#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash)]
-pub struct Endpoint {
-    /// IP address or DNS name.
-    pub address: String,
-    /// Port.
-    pub port: u32,
-    /// Locality region (empty when unknown).
-    pub region: String,
-    /// Locality zone (empty when unknown).
-    pub zone: String,
-    /// Locality sub-zone (empty when unknown).
-    pub subzone: String,
-    /// Load-balancing weight (≥ 1).
-    pub weight: u32,
-    /// Labels used by DestinationRule subsets.
-    pub labels: BTreeMap<String, String>,
-}
 
 /// Builds a cluster with Istio's defaults: 10 s connect timeout, unlimited circuit-breaker thresholds,
 /// LEAST_REQUEST balancing; EDS clusters take endpoints from ADS, DNS clusters carry them inline.
@@ -184,6 +154,101 @@ pub(crate) fn jwks_cluster(upstream: &JwksUpstream, credentials: &mut BTreeSet<S
         ));
     }
     out
+}
+
+/// Calls `f` for every cluster a service visible to `namespace` defines: per port, the whole service
+/// (subset `None`) and then each DestinationRule subset, with the cluster's reference.
+pub(crate) fn for_each_service_cluster<'r>(
+    registry: &'r Registry,
+    policies: &'r Policies,
+    namespace: &str,
+    mut f: impl FnMut(&'r Service, &'r ServicePort, Option<&'r Subset>, ClusterRef),
+) {
+    for service in registry.services.values() {
+        if !service.visible_to(namespace) {
+            continue;
+        }
+        let subsets = policies.subsets(&service.hostname, &service.namespace);
+        for port in &service.ports {
+            let variants = std::iter::once(None).chain(subsets.iter().map(Some));
+            for subset in variants {
+                let reference = ClusterRef {
+                    host: service.hostname.clone(),
+                    port: port.number,
+                    subset: subset.map(|s| s.name.clone()).unwrap_or_default(),
+                };
+                f(service, port, subset, reference);
+            }
+        }
+    }
+}
+
+/// Builds the clusters (and load assignments) of every visible service port and DestinationRule subset,
+/// plus an empty EDS cluster for each of `extra` and a DNS cluster for each JWKS server no service defines,
+/// sorted by name into `out`; returns the credentials the clusters' upstream TLS names.
+pub(crate) fn build_clusters(
+    registry: &Registry,
+    policies: &Policies,
+    namespace: &str,
+    defined: &HashSet<String>,
+    extra: &BTreeSet<ClusterRef>,
+    jwks: &[JwksUpstream],
+    out: &mut GatewayResources,
+) -> BTreeSet<String> {
+    let mut credentials = BTreeSet::new();
+    let mut clusters = Vec::new();
+    let mut endpoints = Vec::new();
+    for_each_service_cluster(
+        registry,
+        policies,
+        namespace,
+        |service, port, subset, reference| {
+            let all = service
+                .endpoints
+                .get(&port.number)
+                .map(Vec::as_slice)
+                .unwrap_or_default();
+            let members: Vec<Endpoint> = match subset {
+                None => all.to_vec(),
+                Some(subset) => all
+                    .iter()
+                    .filter(|e| subset_selects(subset, &e.labels))
+                    .cloned()
+                    .collect(),
+            };
+            let name = reference.name();
+            let mut c = cluster(&name, service.discovery, &members);
+            credentials.extend(policies.apply(
+                &mut c,
+                &reference,
+                &service.namespace,
+                &port.protocol,
+            ));
+            if c.eds_cluster_config.is_some() {
+                endpoints.push(load_assignment(&name, &members));
+            }
+            clusters.push(c);
+        },
+    );
+    let mut names: HashSet<String> = HashSet::new();
+    for reference in extra {
+        let name = reference.name();
+        if names.insert(name.clone()) {
+            clusters.push(cluster(&name, Discovery::Eds, &[]));
+            endpoints.push(load_assignment(&name, &[]));
+        }
+    }
+    for upstream in jwks {
+        let name = upstream.cluster_name();
+        if !defined.contains(&name) && names.insert(name) {
+            clusters.push(jwks_cluster(upstream, &mut credentials));
+        }
+    }
+    clusters.sort_by(|a, b| a.name.cmp(&b.name));
+    endpoints.sort_by(|a, b| a.cluster_name.cmp(&b.cluster_name));
+    out.clusters = clusters;
+    out.endpoints = endpoints;
+    credentials
 }
 
 #[cfg(test)]

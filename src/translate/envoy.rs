@@ -13,6 +13,9 @@ use envoy_types::pb::google::protobuf::{value, Any, Duration, ListValue, Struct,
 use envoy_types::util::pack_any;
 use prost::{Message, Name};
 
+/// Name of the downstream/upstream TLS transport socket.
+pub const TLS_TRANSPORT: &str = "envoy.transport_sockets.tls";
+
 /// Returns a config source that fetches over the ADS stream (xDS v3).
 pub fn ads() -> ConfigSource {
     ConfigSource {

@@ -2,6 +2,9 @@
 //! access logs, yields the Envoy `Listener`, with Istio's HTTP connection manager (RDS over ADS, Istio's gateway HTTP filter
 //! order, authorization first) and TCP proxies (network authorization first).
 
+use std::collections::BTreeSet;
+use std::sync::Arc;
+
 use envoy_types::pb::envoy::config::accesslog::v3::AccessLog;
 use envoy_types::pb::envoy::config::core::v3::TrafficDirection;
 use envoy_types::pb::envoy::config::core::v3::{transport_socket, TransportSocket};
@@ -19,9 +22,18 @@ use envoy_types::pb::envoy::extensions::filters::network::tcp_proxy::v3::{tcp_pr
 use envoy_types::pb::envoy::extensions::transport_sockets::tls::v3::DownstreamTlsContext;
 use envoy_types::pb::google::protobuf::BoolValue;
 
-use super::authz::GatewayAuthz;
-use super::envoy::{ads, any, millis, socket_address};
+use super::authn::{self, JwksUpstream};
+use super::authz;
+use super::envoy::{ads, any, millis, socket_address, TLS_TRANSPORT};
+use super::ext_authz;
+use super::gateway::{self, BoundServer};
 use super::naming;
+use super::route::{self, Env, Scope};
+use super::services::Registry;
+use super::types::{ClusterRef, Proxy};
+use crate::model::istio::virtual_service::RouteDestination;
+use crate::model::istio::VirtualService;
+use crate::model::{ConfigObject, Snapshot};
 
 /// Name of the HTTP connection manager network filter.
 pub const HCM: &str = "envoy.filters.network.http_connection_manager";
@@ -29,8 +41,6 @@ pub const HCM: &str = "envoy.filters.network.http_connection_manager";
 pub const TCP_PROXY: &str = "envoy.filters.network.tcp_proxy";
 /// Name of the TLS inspector listener filter.
 pub const TLS_INSPECTOR: &str = "envoy.filters.listener.tls_inspector";
-/// Name of the downstream/upstream TLS transport socket.
-pub const TLS_TRANSPORT: &str = "envoy.transport_sockets.tls";
 /// Istio gateway HTTP filters, in Istio's order, minus the istio-proxy-only ones Envoy does not ship.
 pub const HTTP_FILTERS: [&str; 3] = [
     "envoy.filters.http.cors",
@@ -62,6 +72,49 @@ pub struct Chain {
     pub tls: Option<DownstreamTlsContext>,
     /// The network filter.
     pub action: ChainAction,
+}
+
+/// The authentication and authorization filters of one gateway, in Istio's order.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct GatewayAuthz {
+    /// For HTTP connection managers, before the other HTTP filters.
+    pub http: Vec<HttpFilter>,
+    /// For TCP and TLS-passthrough filter chains, before the TCP proxy.
+    pub tcp: Vec<Filter>,
+    /// The servers the JWT filter fetches keys from (`jwksUri`), which need clusters.
+    pub jwks: Vec<JwksUpstream>,
+}
+
+/// The authorization filters for the policies of `proxy` (none when no policy applies): CUSTOM ones
+/// ([`ext_authz`]), then the JWT filter ([`authn`]), then RBAC ([`authz`]); `registry` resolves the services of
+/// CUSTOM policies' extension providers.
+pub fn gateway_filters(
+    snapshot: &Snapshot,
+    proxy: &Proxy,
+    root_namespaces: &[String],
+    registry: &Registry,
+) -> GatewayAuthz {
+    let policies = authz::gateway_policies(snapshot, proxy, root_namespaces);
+    let custom = ext_authz::custom_filters(
+        &policies,
+        snapshot.mesh_config(),
+        registry,
+        &proxy.namespace,
+    );
+    let mut out = GatewayAuthz {
+        http: custom.http,
+        tcp: custom.tcp,
+        ..GatewayAuthz::default()
+    };
+    // Authentication comes before authorization.
+    if let Some(authn) = authn::jwt_filter(snapshot, proxy, root_namespaces) {
+        out.http.push(authn.filter);
+        out.jwks = authn.upstreams;
+    }
+    let (http, tcp) = authz::rbac_filters(&policies);
+    out.http.extend(http);
+    out.tcp.extend(tcp);
+    out
 }
 
 /// What every filter chain of a gateway's listeners shares.
@@ -246,4 +299,116 @@ pub fn tcp_proxy(clusters: &[(String, u32)], access_logs: &[AccessLog]) -> Filte
         name: TCP_PROXY.into(),
         config_type: Some(filter::ConfigType::TypedConfig(any(proxy))),
     }
+}
+
+/// One SNI filter chain per TLS route match of the VirtualServices bound to a passthrough server.
+pub(crate) fn passthrough_chains(
+    virtual_services: &[&Arc<ConfigObject>],
+    env: &Env<'_>,
+    server: &BoundServer,
+    referenced: &mut BTreeSet<ClusterRef>,
+) -> Vec<Chain> {
+    let scope = Scope {
+        port: server.port,
+        gateway_namespace: server.namespace(),
+        gateway_name: server.name(),
+    };
+    let mut chains = Vec::new();
+    for (vs, ns) in bound_virtual_services(virtual_services, &scope) {
+        for rule in &vs.tls {
+            for m in &rule.matches {
+                if m.port.is_some_and(|p| p != server.port)
+                    || (!m.gateways.is_empty() && !route::binds_gateway(&m.gateways, ns, &scope))
+                {
+                    continue;
+                }
+                let mut names = gateway::server_vs_hosts(server, ns, &m.sni_hosts);
+                if names.iter().any(|n| n == "*") {
+                    names.clear();
+                }
+                names.sort();
+                let clusters = weighted_clusters(env, &rule.route, ns, server.port, referenced);
+                if clusters.is_empty()
+                    || (names.is_empty() && !m.sni_hosts.iter().any(|h| h == "*"))
+                {
+                    continue;
+                }
+                chains.push(Chain {
+                    server_names: names,
+                    tls: None,
+                    action: ChainAction::Tcp { clusters },
+                });
+            }
+        }
+    }
+    chains
+}
+
+/// The destinations of the first TCP route (VirtualService order, then rule order) that applies to a
+/// TCP server.
+pub(crate) fn tcp_destinations(
+    virtual_services: &[&Arc<ConfigObject>],
+    env: &Env<'_>,
+    server: &BoundServer,
+    referenced: &mut BTreeSet<ClusterRef>,
+) -> Option<Vec<(String, u32)>> {
+    let scope = Scope {
+        port: server.port,
+        gateway_namespace: server.namespace(),
+        gateway_name: server.name(),
+    };
+    for (vs, ns) in bound_virtual_services(virtual_services, &scope) {
+        for rule in &vs.tcp {
+            let applies = rule.matches.is_empty()
+                || rule.matches.iter().any(|m| {
+                    m.port.is_none_or(|p| p == server.port)
+                        && (m.gateways.is_empty() || route::binds_gateway(&m.gateways, ns, &scope))
+                });
+            if !applies {
+                continue;
+            }
+            let clusters = weighted_clusters(env, &rule.route, ns, server.port, referenced);
+            if !clusters.is_empty() {
+                return Some(clusters);
+            }
+        }
+    }
+    None
+}
+
+/// Returns the VirtualServices bound to a server's gateway, with their namespace.
+fn bound_virtual_services<'a>(
+    virtual_services: &'a [&'a Arc<ConfigObject>],
+    scope: &'a Scope<'_>,
+) -> impl Iterator<Item = (&'a VirtualService, &'a str)> + 'a {
+    virtual_services.iter().filter_map(move |object| {
+        let vs = route::vs_spec(object)?;
+        let ns = object.metadata.namespace.as_str();
+        route::binds_gateway(&vs.gateways, ns, scope).then_some((vs, ns))
+    })
+}
+
+/// The clusters and weights of a TCP or TLS route's destinations; adds each cluster to `referenced`.
+fn weighted_clusters(
+    env: &Env<'_>,
+    destinations: &[RouteDestination],
+    namespace: &str,
+    port: u32,
+    referenced: &mut BTreeSet<ClusterRef>,
+) -> Vec<(String, u32)> {
+    route::weighted(
+        destinations
+            .iter()
+            .map(|d| (d.destination.as_ref(), d.weight)),
+        namespace,
+        port,
+        env,
+    )
+    .into_iter()
+    .map(|(c, w, _)| {
+        let name = c.name();
+        referenced.insert(c);
+        (name, w)
+    })
+    .collect()
 }

@@ -29,11 +29,7 @@ use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
 use std::sync::Arc;
 
 use envoy_types::pb::envoy::config::route::v3::RouteConfiguration;
-use envoy_types::pb::google::protobuf::BoolValue;
 
-use crate::model::decode::{decode, DecodeOptions, Decoded};
-use crate::model::istio::destination_rule::Subset;
-use crate::model::istio::VirtualService;
 use crate::model::{ConfigObject, Kind, Snapshot, Spec};
 
 pub mod authn;
@@ -62,7 +58,7 @@ use gateway::{BoundServer, ServerKind};
 use listener::{Chain, ChainAction};
 use policy::Policies;
 use route::{Env, HttpRoutes, Scope, VhostPlan};
-use services::{Registry, Service, ServicePort};
+use services::Registry;
 pub use types::{ClusterRef, GatewayResources, Options, Proxy};
 
 impl Default for Options {
@@ -224,19 +220,21 @@ struct Pass {
 }
 
 impl Context<'_> {
+    /// What routes depend on besides their VirtualService.
+    fn env(&self) -> Env<'_> {
+        Env {
+            registry: &self.registry,
+            policies: &self.policies,
+            domain_suffix: self.domain_suffix,
+        }
+    }
+
     /// The Secrets this proxy's servers and clusters may read.
     fn secrets(&self) -> secret::SecretsOf<'_> {
         secret::SecretsOf {
             snapshot: self.snapshot,
             namespace: &self.proxy.namespace,
         }
-    }
-}
-
-fn vs_spec(object: &ConfigObject) -> Option<&VirtualService> {
-    match &object.spec {
-        Spec::VirtualService(vs) => Some(vs),
-        _ => None,
     }
 }
 
@@ -298,9 +296,14 @@ impl Translator {
         if self.registry.is_none() || services_changed || rules_changed {
             self.routes.clear();
             let mut defined = HashSet::new();
-            for_each_service_cluster(&registry, &policies, &proxy.namespace, |_, _, _, r| {
-                defined.insert(r.name());
-            });
+            cluster::for_each_service_cluster(
+                &registry,
+                &policies,
+                &proxy.namespace,
+                |_, _, _, r| {
+                    defined.insert(r.name());
+                },
+            );
             self.defined = Arc::new(defined);
         }
         self.registry = Some(Arc::clone(&registry));
@@ -308,7 +311,7 @@ impl Translator {
         let mut virtual_services: Vec<&Arc<ConfigObject>> = snapshot
             .of_kind(Kind::VirtualService)
             .filter(|object| {
-                vs_spec(object).is_some_and(|vs| {
+                route::vs_spec(object).is_some_and(|vs| {
                     exported_to(&vs.export_to, &object.metadata.namespace, &proxy.namespace)
                 })
             })
@@ -341,7 +344,7 @@ impl Translator {
         }
         let mut out = GatewayResources::default();
         let authz =
-            authz::gateway_filters(snapshot, proxy, &self.options.root_namespaces, &cx.registry);
+            listener::gateway_filters(snapshot, proxy, &self.options.root_namespaces, &cx.registry);
         let access_logs =
             telemetry::access_logs(snapshot, proxy, &self.options.root_namespaces, &cx.registry);
         let shared = listener::Shared {
@@ -379,7 +382,15 @@ impl Translator {
                 clusters_reused = true;
             }
             _ => {
-                let cluster_credentials = build_clusters(&cx, &extra, &authz.jwks, &mut out);
+                let cluster_credentials = cluster::build_clusters(
+                    &cx.registry,
+                    &cx.policies,
+                    &proxy.namespace,
+                    &cx.defined,
+                    &extra,
+                    &authz.jwks,
+                    &mut out,
+                );
                 self.clusters = Some(ClusterInputs {
                     extra,
                     jwks: authz.jwks,
@@ -443,7 +454,8 @@ impl Translator {
         let cached = matches!((config, &self.higress),
             (Some(object), Some((held, _))) if Arc::ptr_eq(object, held));
         if !cached {
-            self.higress = config.map(|object| (Arc::clone(object), higress_filters(object)));
+            self.higress =
+                config.map(|object| (Arc::clone(object), higress::decoded_envoy_filters(object)));
         }
         let higress = self
             .higress
@@ -522,7 +534,12 @@ impl Translator {
                     });
                 }
                 ServerKind::Passthrough => {
-                    chains.extend(passthrough_chains(cx, server, &mut pass.referenced));
+                    chains.extend(listener::passthrough_chains(
+                        &cx.virtual_services,
+                        &cx.env(),
+                        server,
+                        &mut pass.referenced,
+                    ));
                 }
                 ServerKind::Tcp => {
                     let terminated = match tls {
@@ -535,7 +552,12 @@ impl Translator {
                         Some(_) => continue,
                         None => None,
                     };
-                    if let Some(clusters) = tcp_destinations(cx, server, &mut pass.referenced) {
+                    if let Some(clusters) = listener::tcp_destinations(
+                        &cx.virtual_services,
+                        &cx.env(),
+                        server,
+                        &mut pass.referenced,
+                    ) {
                         chains.push(Chain {
                             server_names: if terminated.is_some() {
                                 gateway::server_names(server)
@@ -579,7 +601,9 @@ impl Translator {
                 gateway_name: server.name(),
             };
             for object in &cx.virtual_services {
-                let Some(vs) = vs_spec(object) else { continue };
+                let Some(vs) = route::vs_spec(object) else {
+                    continue;
+                };
                 let ns = object.metadata.namespace.as_str();
                 if !route::binds_gateway(&vs.gateways, ns, &scope) {
                     continue;
@@ -616,71 +640,8 @@ impl Translator {
                 sources,
             })
             .collect();
-        let mut config = RouteConfiguration {
-            name: name.clone(),
-            validate_clusters: Some(BoolValue { value: false }),
-            ..Default::default()
-        };
-        let previous = pass
-            .previous
-            .remove(&name)
-            .filter(|(previous, previous_plans)| {
-                previous.virtual_hosts.len() == previous_plans.len()
-            });
-        let mut rebuild = |plan: &VhostPlan| {
-            let vhost = route::virtual_host(plan, port);
-            pass.rebuilt.insert((name.clone(), vhost.name.clone()));
-            vhost
-        };
-        let virtual_hosts = match previous {
-            // The same hosts as last time (the common case): only the changed virtual hosts are replaced,
-            // in place.
-            Some((previous, previous_plans))
-                if previous_plans.len() == plans.len()
-                    && previous_plans
-                        .iter()
-                        .zip(&plans)
-                        .all(|(a, b)| a.host == b.host) =>
-            {
-                let mut hosts = previous.virtual_hosts;
-                for ((old, plan), vhost) in previous_plans.iter().zip(&plans).zip(&mut hosts) {
-                    if !old.builds_the_same(plan) {
-                        *vhost = rebuild(plan);
-                    }
-                }
-                hosts
-            }
-            // The last call's plans and virtual hosts, in the same host order as `plans` (both come from a
-            // map sorted by host): one merge walk pairs them, moving each reusable virtual host once.
-            previous => {
-                let mut previous_hosts = previous
-                    .map(|(previous, previous_plans)| {
-                        previous_plans.into_iter().zip(previous.virtual_hosts)
-                    })
-                    .into_iter()
-                    .flatten()
-                    .peekable();
-                let mut virtual_hosts = Vec::with_capacity(plans.len());
-                for plan in &plans {
-                    while previous_hosts
-                        .next_if(|(old, _)| old.host < plan.host)
-                        .is_some()
-                    {}
-                    let reused = previous_hosts.next_if(|(old, _)| old.builds_the_same(plan));
-                    virtual_hosts.push(match reused {
-                        Some((_, vhost)) => vhost,
-                        None => rebuild(plan),
-                    });
-                }
-                virtual_hosts
-            }
-        };
-        config.virtual_hosts = virtual_hosts;
-        if config.virtual_hosts.is_empty() {
-            let vhost = route::blackhole(port);
-            pass.rebuilt.insert((name.clone(), vhost.name.clone()));
-            config.virtual_hosts.push(vhost);
-        }
+        let previous = pass.previous.remove(&name);
+        let config = route::route_configuration(&name, port, &plans, previous, &mut pass.rebuilt);
         pass.plans.insert(name, plans);
         config
     }
@@ -694,7 +655,7 @@ impl Translator {
         scope: &Scope<'_>,
         referenced: &mut BTreeSet<ClusterRef>,
     ) -> Arc<HttpRoutes> {
-        let Some(vs) = vs_spec(object) else {
+        let Some(vs) = route::vs_spec(object) else {
             return Arc::default();
         };
         let delegates: Vec<Option<Arc<ConfigObject>>> = vs
@@ -735,11 +696,7 @@ impl Translator {
                 return Arc::clone(&cached.routes);
             }
         }
-        let env = Env {
-            registry: &cx.registry,
-            policies: &cx.policies,
-            domain_suffix: cx.domain_suffix,
-        };
+        let env = cx.env();
         let snapshot = cx.snapshot;
         let lookup = move |ns: &str, name: &str| {
             snapshot
@@ -748,7 +705,7 @@ impl Translator {
                     ns,
                     name,
                 ))
-                .and_then(|o| vs_spec(o))
+                .and_then(|o| route::vs_spec(o))
         };
         let routes = Arc::new(route::http_routes(
             vs,
@@ -777,228 +734,6 @@ impl Translator {
         });
         routes
     }
-}
-
-/// Decodes the EnvoyFilters built from a higress-config object.
-fn higress_filters(object: &ConfigObject) -> Vec<ConfigObject> {
-    let Spec::HigressConfig(config) = &object.spec else {
-        return Vec::new();
-    };
-    higress::envoy_filters(config, &object.metadata.namespace)
-        .into_iter()
-        .filter_map(|doc| match decode(&doc, &DecodeOptions::default()) {
-            Decoded::Object { object, .. } => Some(object),
-            // The documents are built by admitpilot itself; one that does not decode is a defect
-            // the higress golden tests catch, and is skipped rather than half-applied.
-            _ => None,
-        })
-        .collect()
-}
-
-/// Returns the VirtualServices bound to a server's gateway, with their namespace.
-fn bound_virtual_services<'a>(
-    cx: &'a Context<'_>,
-    scope: &'a Scope<'_>,
-) -> impl Iterator<Item = (&'a VirtualService, &'a str)> + 'a {
-    cx.virtual_services.iter().filter_map(move |object| {
-        let vs = vs_spec(object)?;
-        let ns = object.metadata.namespace.as_str();
-        route::binds_gateway(&vs.gateways, ns, scope).then_some((vs, ns))
-    })
-}
-
-fn weighted_clusters(
-    cx: &Context<'_>,
-    destinations: &[crate::model::istio::virtual_service::RouteDestination],
-    namespace: &str,
-    port: u32,
-    referenced: &mut BTreeSet<ClusterRef>,
-) -> Vec<(String, u32)> {
-    let env = Env {
-        registry: &cx.registry,
-        policies: &cx.policies,
-        domain_suffix: cx.domain_suffix,
-    };
-    route::weighted(
-        destinations
-            .iter()
-            .map(|d| (d.destination.as_ref(), d.weight)),
-        namespace,
-        port,
-        &env,
-    )
-    .into_iter()
-    .map(|(c, w, _)| {
-        let name = c.name();
-        referenced.insert(c);
-        (name, w)
-    })
-    .collect()
-}
-
-/// One SNI filter chain per TLS route match of the VirtualServices bound to a passthrough server.
-fn passthrough_chains(
-    cx: &Context<'_>,
-    server: &BoundServer,
-    referenced: &mut BTreeSet<ClusterRef>,
-) -> Vec<Chain> {
-    let scope = Scope {
-        port: server.port,
-        gateway_namespace: server.namespace(),
-        gateway_name: server.name(),
-    };
-    let mut chains = Vec::new();
-    for (vs, ns) in bound_virtual_services(cx, &scope) {
-        for rule in &vs.tls {
-            for m in &rule.matches {
-                if m.port.is_some_and(|p| p != server.port)
-                    || (!m.gateways.is_empty() && !route::binds_gateway(&m.gateways, ns, &scope))
-                {
-                    continue;
-                }
-                let mut names = gateway::server_vs_hosts(server, ns, &m.sni_hosts);
-                if names.iter().any(|n| n == "*") {
-                    names.clear();
-                }
-                names.sort();
-                let clusters = weighted_clusters(cx, &rule.route, ns, server.port, referenced);
-                if clusters.is_empty()
-                    || (names.is_empty() && !m.sni_hosts.iter().any(|h| h == "*"))
-                {
-                    continue;
-                }
-                chains.push(Chain {
-                    server_names: names,
-                    tls: None,
-                    action: ChainAction::Tcp { clusters },
-                });
-            }
-        }
-    }
-    chains
-}
-
-/// The destinations of the first TCP route (VirtualService order, then rule order) that applies to a
-/// TCP server.
-fn tcp_destinations(
-    cx: &Context<'_>,
-    server: &BoundServer,
-    referenced: &mut BTreeSet<ClusterRef>,
-) -> Option<Vec<(String, u32)>> {
-    let scope = Scope {
-        port: server.port,
-        gateway_namespace: server.namespace(),
-        gateway_name: server.name(),
-    };
-    for (vs, ns) in bound_virtual_services(cx, &scope) {
-        for rule in &vs.tcp {
-            let applies = rule.matches.is_empty()
-                || rule.matches.iter().any(|m| {
-                    m.port.is_none_or(|p| p == server.port)
-                        && (m.gateways.is_empty() || route::binds_gateway(&m.gateways, ns, &scope))
-                });
-            if !applies {
-                continue;
-            }
-            let clusters = weighted_clusters(cx, &rule.route, ns, server.port, referenced);
-            if !clusters.is_empty() {
-                return Some(clusters);
-            }
-        }
-    }
-    None
-}
-
-/// Calls `f` for every cluster a service visible to `namespace` defines: per port, the whole service
-/// (subset `None`) and then each DestinationRule subset, with the cluster's reference.
-fn for_each_service_cluster<'r>(
-    registry: &'r Registry,
-    policies: &'r Policies,
-    namespace: &str,
-    mut f: impl FnMut(&'r Service, &'r ServicePort, Option<&'r Subset>, ClusterRef),
-) {
-    for service in registry.services.values() {
-        if !service.visible_to(namespace) {
-            continue;
-        }
-        let subsets = policies.subsets(&service.hostname, &service.namespace);
-        for port in &service.ports {
-            let variants = std::iter::once(None).chain(subsets.iter().map(Some));
-            for subset in variants {
-                let reference = ClusterRef {
-                    host: service.hostname.clone(),
-                    port: port.number,
-                    subset: subset.map(|s| s.name.clone()).unwrap_or_default(),
-                };
-                f(service, port, subset, reference);
-            }
-        }
-    }
-}
-
-/// Builds the clusters (and load assignments) of every visible service port and DestinationRule subset,
-/// plus an empty EDS cluster for each of `extra` and a DNS cluster for each JWKS server no service defines,
-/// sorted by name into `out`; returns the credentials the clusters' upstream TLS names.
-fn build_clusters(
-    cx: &Context<'_>,
-    extra: &BTreeSet<ClusterRef>,
-    jwks: &[authn::JwksUpstream],
-    out: &mut GatewayResources,
-) -> BTreeSet<String> {
-    let mut credentials = BTreeSet::new();
-    let mut clusters = Vec::new();
-    let mut endpoints = Vec::new();
-    for_each_service_cluster(
-        &cx.registry,
-        &cx.policies,
-        &cx.proxy.namespace,
-        |service, port, subset, reference| {
-            let all = service
-                .endpoints
-                .get(&port.number)
-                .map(Vec::as_slice)
-                .unwrap_or_default();
-            let members: Vec<cluster::Endpoint> = match subset {
-                None => all.to_vec(),
-                Some(subset) => all
-                    .iter()
-                    .filter(|e| policy::subset_selects(subset, &e.labels))
-                    .cloned()
-                    .collect(),
-            };
-            let name = reference.name();
-            let mut c = cluster::cluster(&name, service.discovery, &members);
-            credentials.extend(cx.policies.apply(
-                &mut c,
-                &reference,
-                &service.namespace,
-                &port.protocol,
-            ));
-            if c.eds_cluster_config.is_some() {
-                endpoints.push(cluster::load_assignment(&name, &members));
-            }
-            clusters.push(c);
-        },
-    );
-    let mut names: HashSet<String> = HashSet::new();
-    for reference in extra {
-        let name = reference.name();
-        if names.insert(name.clone()) {
-            clusters.push(cluster::cluster(&name, cluster::Discovery::Eds, &[]));
-            endpoints.push(cluster::load_assignment(&name, &[]));
-        }
-    }
-    for upstream in jwks {
-        let name = upstream.cluster_name();
-        if !cx.defined.contains(&name) && names.insert(name) {
-            clusters.push(cluster::jwks_cluster(upstream, &mut credentials));
-        }
-    }
-    clusters.sort_by(|a, b| a.name.cmp(&b.name));
-    endpoints.sort_by(|a, b| a.cluster_name.cmp(&b.cluster_name));
-    out.clusters = clusters;
-    out.endpoints = endpoints;
-    credentials
 }
 
 #[cfg(test)]

@@ -5,12 +5,12 @@ use prost::{Message, Name};
 use serde_json::{Map, Value};
 
 use super::types::GatewayResources;
-use crate::envoy_proto::json::{message_to_json, ProtoJsonError};
+use crate::envoy_proto::json::{self, message_to_json};
 
 /// Placeholder printed instead of private key material.
 pub const REDACTED: &str = "[redacted]";
 
-fn list<M: Message + Name>(items: &[M]) -> Result<Value, ProtoJsonError> {
+fn list<M: Message + Name>(items: &[M]) -> Result<Value, json::Error> {
     items
         .iter()
         .map(message_to_json)
@@ -21,7 +21,7 @@ fn list<M: Message + Name>(items: &[M]) -> Result<Value, ProtoJsonError> {
 /// Converts the resources to one JSON object with keys `listeners`, `route_configs`, `clusters`,
 /// `endpoints`, `secrets` and `extension_configs` (empty lists omitted). With `redact`, every secret's
 /// `private_key` is replaced by [`REDACTED`].
-pub fn to_json(resources: &GatewayResources, redact: bool) -> Result<Value, ProtoJsonError> {
+pub fn to_json(resources: &GatewayResources, redact: bool) -> Result<Value, json::Error> {
     let mut out = Map::new();
     let mut put = |key: &str, value: Value| {
         if value.as_array().is_some_and(|a| !a.is_empty()) {

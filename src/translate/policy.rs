@@ -30,8 +30,7 @@ use envoy_types::pb::envoy::r#type::v3::Percent;
 use envoy_types::pb::google::protobuf::UInt32Value;
 use envoy_types::pb::google::protobuf::UInt64Value;
 
-use super::envoy::{ads, any, parse_duration};
-use super::listener::TLS_TRANSPORT;
+use super::envoy::{ads, any, parse_duration, TLS_TRANSPORT};
 use super::naming;
 use super::secret;
 use super::types::ClusterRef;

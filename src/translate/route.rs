@@ -2,7 +2,7 @@
 //! HTTP rules (matches, forwarding, redirects, direct responses, rewrites, retries, faults, mirrors, CORS,
 //! header operations, delegation) plus the TCP/TLS destinations of its L4 rules, with every cluster they name.
 
-use std::collections::{BTreeSet, HashMap};
+use std::collections::{BTreeSet, HashMap, HashSet};
 use std::sync::Arc;
 
 use base64::Engine;
@@ -13,8 +13,8 @@ use envoy_types::pb::envoy::config::core::v3::{
 use envoy_types::pb::envoy::config::route::v3::{
     header_matcher, query_parameter_matcher, redirect_action, retry_policy, route, route_action,
     route_match, virtual_host, weighted_cluster, DirectResponseAction, HeaderMatcher,
-    QueryParameterMatcher, RedirectAction, RetryPolicy, Route, RouteAction, RouteMatch,
-    VirtualHost, WeightedCluster,
+    QueryParameterMatcher, RedirectAction, RetryPolicy, Route, RouteAction, RouteConfiguration,
+    RouteMatch, VirtualHost, WeightedCluster,
 };
 use envoy_types::pb::envoy::extensions::filters::common::fault::v3::{fault_delay, FaultDelay};
 use envoy_types::pb::envoy::extensions::filters::http::cors::v3::CorsPolicy;
@@ -38,6 +38,7 @@ use crate::model::istio::virtual_service::{
     HttpMatchRequest, HttpRoute, Percent, StringMatch, GRPC_STATUS_NAMES,
 };
 use crate::model::istio::VirtualService;
+use crate::model::{ConfigObject, Spec};
 
 /// Istio's default retry conditions.
 const DEFAULT_RETRY_ON: &str =
@@ -89,6 +90,14 @@ pub struct HttpRoutes {
 
 /// Finds a delegate VirtualService by namespace and name.
 pub type DelegateLookup<'a> = dyn Fn(&str, &str) -> Option<&'a VirtualService> + 'a;
+
+/// The VirtualService of an object, if it is one.
+pub(crate) fn vs_spec(object: &ConfigObject) -> Option<&VirtualService> {
+    match &object.spec {
+        Spec::VirtualService(vs) => Some(vs),
+        _ => None,
+    }
+}
 
 /// Tells whether a `gateways:` list (entries `ns/name` or `name` relative to `namespace`) names the gateway.
 pub fn binds_gateway(entries: &[String], namespace: &str, scope: &Scope<'_>) -> bool {
@@ -861,6 +870,80 @@ pub(crate) fn virtual_host(plan: &VhostPlan, port: u32) -> VirtualHost {
         include_request_attempt_count: true,
         ..Default::default()
     }
+}
+
+/// Builds the route configuration `name` from the plans of its virtual hosts, reusing the virtual hosts of
+/// `previous` (the last output's configuration of that name, with its plans) whose plan is unchanged, and the
+/// blackhole when there is none; adds each virtual host built anew to `rebuilt` as (configuration, virtual host).
+pub(crate) fn route_configuration(
+    name: &str,
+    port: u32,
+    plans: &[VhostPlan],
+    previous: Option<(RouteConfiguration, Vec<VhostPlan>)>,
+    rebuilt: &mut HashSet<(String, String)>,
+) -> RouteConfiguration {
+    let mut config = RouteConfiguration {
+        name: name.to_string(),
+        validate_clusters: Some(BoolValue { value: false }),
+        ..Default::default()
+    };
+    let previous = previous
+        .filter(|(previous, previous_plans)| previous.virtual_hosts.len() == previous_plans.len());
+    let mut rebuild = |plan: &VhostPlan| {
+        let vhost = virtual_host(plan, port);
+        rebuilt.insert((name.to_string(), vhost.name.clone()));
+        vhost
+    };
+    let virtual_hosts = match previous {
+        // The same hosts as last time (the common case): only the changed virtual hosts are replaced,
+        // in place.
+        Some((previous, previous_plans))
+            if previous_plans.len() == plans.len()
+                && previous_plans
+                    .iter()
+                    .zip(plans)
+                    .all(|(a, b)| a.host == b.host) =>
+        {
+            let mut hosts = previous.virtual_hosts;
+            for ((old, plan), vhost) in previous_plans.iter().zip(plans).zip(&mut hosts) {
+                if !old.builds_the_same(plan) {
+                    *vhost = rebuild(plan);
+                }
+            }
+            hosts
+        }
+        // The last call's plans and virtual hosts, in the same host order as `plans` (both come from a
+        // map sorted by host): one merge walk pairs them, moving each reusable virtual host once.
+        previous => {
+            let mut previous_hosts = previous
+                .map(|(previous, previous_plans)| {
+                    previous_plans.into_iter().zip(previous.virtual_hosts)
+                })
+                .into_iter()
+                .flatten()
+                .peekable();
+            let mut virtual_hosts = Vec::with_capacity(plans.len());
+            for plan in plans {
+                while previous_hosts
+                    .next_if(|(old, _)| old.host < plan.host)
+                    .is_some()
+                {}
+                let reused = previous_hosts.next_if(|(old, _)| old.builds_the_same(plan));
+                virtual_hosts.push(match reused {
+                    Some((_, vhost)) => vhost,
+                    None => rebuild(plan),
+                });
+            }
+            virtual_hosts
+        }
+    };
+    config.virtual_hosts = virtual_hosts;
+    if config.virtual_hosts.is_empty() {
+        let vhost = blackhole(port);
+        rebuilt.insert((name.to_string(), vhost.name.clone()));
+        config.virtual_hosts.push(vhost);
+    }
+    config
 }
 
 /// Istio's answer for a port without any virtual host: 404 for everything.

@@ -10,8 +10,8 @@ use std::collections::BTreeMap;
 use k8s_openapi::api::core::v1::ServiceSpec;
 use k8s_openapi::api::discovery::v1::EndpointSlice;
 
-use super::cluster::{Discovery, Endpoint};
 use super::naming;
+use super::types::{Discovery, Endpoint};
 use crate::model::istio::service_entry::{Resolution, ServiceEntry};
 use crate::model::istio::WorkloadEntry;
 use crate::model::{Kind, ObjectMeta, Snapshot, Spec};

@@ -1,5 +1,6 @@
 //! The translation's value types (pure, importing nothing else of `translate`): the proxy a translation is for,
-//! the resources it produces, its options, the clusters routes name and what was left out. Every other
+//! the resources it produces, its options, the clusters routes name, the upstream endpoints
+//! clusters are built from and what was left out. Every other
 //! translate module builds on these; behaviour lives beside the code that uses them.
 
 use std::collections::{BTreeMap, HashMap, HashSet};
@@ -158,6 +159,38 @@ pub enum Effect {
     NotSent,
     /// The route answers 503.
     Answers503,
+}
+
+/// How Envoy learns a cluster's endpoints.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum Discovery {
+    /// Endpoints pushed over EDS.
+    Eds,
+    /// Every address resolved by DNS is an endpoint.
+    StrictDns,
+    /// The first address DNS returns is used per new connection.
+    LogicalDns,
+    /// Connections go to the original destination address (Istio `resolution: NONE`).
+    OriginalDst,
+}
+
+/// One upstream endpoint.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct Endpoint {
+    /// IP address or DNS name.
+    pub address: String,
+    /// Port.
+    pub port: u32,
+    /// Locality region (empty when unknown).
+    pub region: String,
+    /// Locality zone (empty when unknown).
+    pub zone: String,
+    /// Locality sub-zone (empty when unknown).
+    pub subzone: String,
+    /// Load-balancing weight (≥ 1).
+    pub weight: u32,
+    /// Labels used by DestinationRule subsets.
+    pub labels: BTreeMap<String, String>,
 }
 
 #[cfg(test)]

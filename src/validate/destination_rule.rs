@@ -1,14 +1,15 @@
 //! DestinationRule rules: takes a decoded istio DestinationRule spec and its metadata, records findings with field
 //! paths (host, subsets, traffic policies: load balancer, connection pool, outlier detection, client TLS, tunnel,
-//! locality settings, exportTo, workload selector). The connection-pool check is shared with Sidecar.
+//! locality settings, exportTo, workload selector). The connection-pool check, shared with Sidecar, is in
+//! [`super::common::connection_pool`].
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use super::common::{self, FieldPath};
+use super::common::{self, validate_connection_pool, FieldPath};
 use crate::model::istio::destination_rule::{
-    ClientTlsMode, ClientTlsSettings, ConnectionPoolSettings, H2UpgradePolicy,
-    LoadBalancerSettings, LocalityFailover, LocalityLoadBalancerSetting, OutlierDetection,
-    PortTrafficPolicy, TrafficPolicy, TunnelSettings, ZoneAwareLoadBalancerSetting,
+    ClientTlsMode, ClientTlsSettings, ConnectionPoolSettings, LoadBalancerSettings,
+    LocalityFailover, LocalityLoadBalancerSetting, OutlierDetection, PortTrafficPolicy,
+    TrafficPolicy, TunnelSettings, ZoneAwareLoadBalancerSetting,
 };
 use crate::model::{istio::DestinationRule, Findings, ObjectMeta};
 
@@ -262,82 +263,6 @@ fn validate_outlier_detection(o: &OutlierDetection, p: &mut FieldPath, out: &mut
                 codes.index(i).as_str(),
                 format!("HTTP status {code} is outside 100..599"),
             );
-        }
-    }
-}
-
-/// Validates connection-pool settings (shared by DestinationRule and Sidecar).
-pub(super) fn validate_connection_pool(
-    pool: &ConnectionPoolSettings,
-    p: &mut FieldPath,
-    out: &mut Findings,
-) {
-    if pool.http.is_none() && pool.tcp.is_none() {
-        out.error(p.as_str(), "a connection pool must set http and/or tcp");
-        return;
-    }
-    if let Some(http) = &pool.http {
-        let mut h = p.field("http");
-        for (field, value) in [
-            ("http1MaxPendingRequests", http.http1_max_pending_requests),
-            ("http2MaxRequests", http.http2_max_requests),
-            ("maxRequestsPerConnection", http.max_requests_per_connection),
-            ("maxRetries", http.max_retries),
-            ("maxConcurrentStreams", http.max_concurrent_streams),
-        ] {
-            if value.is_some_and(|v| v < 0) {
-                out.error(h.child(field), format!("{field} must not be negative"));
-            }
-        }
-        common::validate_duration_field(http.idle_timeout.as_ref(), &h, "idleTimeout", out);
-        if http.h2_upgrade_policy == Some(H2UpgradePolicy::Upgrade)
-            && http.use_client_protocol == Some(true)
-        {
-            out.error(
-                h.child("useClientProtocol"),
-                "useClientProtocol must not be true when h2UpgradePolicy is UPGRADE",
-            );
-        }
-        if let Some(keepalive) = &http.http2_keep_alive {
-            let k = h.field("http2KeepAlive");
-            for (field, value) in [
-                ("interval", &keepalive.interval),
-                ("timeout", &keepalive.timeout),
-            ] {
-                match value {
-                    None => out.error(
-                        k.child(field),
-                        format!("http2KeepAlive {field} is required"),
-                    ),
-                    Some(d) => common::validate_duration(d, &k.child(field), out),
-                }
-            }
-        }
-    }
-    if let Some(tcp) = &pool.tcp {
-        let t = p.field("tcp");
-        if tcp.max_connections.is_some_and(|v| v < 0) {
-            out.error(
-                t.child("maxConnections"),
-                "maxConnections must not be negative",
-            );
-        }
-        common::validate_duration_field(tcp.connect_timeout.as_ref(), &t, "connectTimeout", out);
-        common::validate_duration_field(
-            tcp.max_connection_duration.as_ref(),
-            &t,
-            "maxConnectionDuration",
-            out,
-        );
-        if let Some(idle) = &tcp.idle_timeout {
-            // 0 disables the idle timeout and is allowed.
-            if common::parse_duration_nanos(idle).is_none_or(|n| n / 1_000_000 != 0) {
-                common::validate_duration(idle, &t.child("idleTimeout"), out);
-            }
-        }
-        if let Some(ka) = &tcp.tcp_keepalive {
-            common::validate_duration_field(ka.time.as_ref(), &t, "tcpKeepalive.time", out);
-            common::validate_duration_field(ka.interval.as_ref(), &t, "tcpKeepalive.interval", out);
         }
     }
 }

@@ -9,7 +9,7 @@
 use prost_reflect::{DynamicMessage, ReflectMessage, Value};
 
 use super::common;
-use crate::envoy_proto::{self, ProtoJsonError};
+use crate::envoy_proto;
 use crate::model::istio::envoy_filter::{
     ApplyTo, ConfigPatch, EnvoyFilter, FilterMatch, ObjectMatch, Operation, PatchContext,
     PolicyTargetReference, WorkloadSelector,
@@ -485,7 +485,7 @@ fn untyped_filter_names(message: &DynamicMessage, out: &mut Vec<String>) {
     }
 }
 
-fn describe_conversion_error(error: &ProtoJsonError, message_name: &str) -> String {
+fn describe_conversion_error(error: &envoy_proto::Error, message_name: &str) -> String {
     let reason = error.reason();
     if reason.starts_with("referenced type unknown") && reason.contains(".v2.") {
         format!("{reason} (hint: only the v3 xDS API is supported)")

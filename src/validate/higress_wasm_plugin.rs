@@ -10,8 +10,9 @@ use crate::model::higress::wasm_plugin::MatchRule;
 use crate::model::istio::wasm_plugin::FailStrategy;
 use crate::model::{higress::WasmPlugin, Findings, ObjectMeta};
 
-use super::common::{check_fqdn, check_port, is_dns1123_label, is_k8s_object_name};
-use super::wasm_plugin::{validate_module, WasmModule};
+use super::common::{
+    check_fqdn, check_port, is_dns1123_label, is_k8s_object_name, validate_module, WasmModule,
+};
 
 /// Validates one extensions.higress.io WasmPlugin.
 pub fn validate(spec: &WasmPlugin, _meta: &ObjectMeta, out: &mut Findings) {

@@ -3,8 +3,7 @@
 
 use std::collections::BTreeSet;
 
-use super::common::{self, FieldPath, Protocol};
-use super::workload_entry::{validate_endpoint, validate_endpoint_ports};
+use super::common::{self, validate_endpoint, validate_endpoint_ports, FieldPath, Protocol};
 use crate::model::istio::service_entry::{Location, Resolution};
 use crate::model::{istio::ServiceEntry, Findings, ObjectMeta};
 

@@ -3,10 +3,10 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use super::common::{self, FieldPath, NsHostContext, Protocol};
-use super::destination_rule::validate_connection_pool;
-use super::gateway::{validate_server_tls, UNIX_PREFIX};
-use super::virtual_service::validate_destination;
+use super::common::{
+    self, validate_connection_pool, validate_destination, validate_server_tls, FieldPath,
+    NsHostContext, Protocol, UNIX_PREFIX,
+};
 use crate::model::istio::gateway::{Port, ServerTlsMode};
 use crate::model::istio::sidecar::{
     CaptureMode, IstioEgressListener, IstioIngressListener, OutboundTrafficMode,

@@ -4,8 +4,9 @@
 
 use crate::model::{istio::TrafficExtension, Findings, ObjectMeta};
 
-use super::common::validate_policy_attachment;
-use super::wasm_plugin::{validate_module, validate_traffic_selectors, WasmModule};
+use super::common::{
+    validate_module, validate_policy_attachment, validate_traffic_selectors, WasmModule,
+};
 
 /// Largest inline Lua program.
 const MAX_LUA_BYTES: usize = 64 * 1024;

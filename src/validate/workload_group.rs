@@ -3,8 +3,7 @@
 
 use std::collections::BTreeMap;
 
-use super::common::{self, FieldPath};
-use super::workload_entry::validate_endpoint_ports;
+use super::common::{self, validate_endpoint_ports, FieldPath};
 use crate::model::istio::workload_group::ReadinessProbe;
 use crate::model::{istio::WorkloadGroup, Findings, ObjectMeta};
 
@@ -18,7 +17,7 @@ pub fn validate(spec: &WorkloadGroup, _meta: &ObjectMeta, out: &mut Findings) {
         // (unix address, no ports with one, port names and numbers), which the API server applies first.
         Some(template) => {
             let mut t = p.field("template");
-            if let Some(socket) = template.address.strip_prefix(super::gateway::UNIX_PREFIX) {
+            if let Some(socket) = template.address.strip_prefix(common::UNIX_PREFIX) {
                 if let Err(e) = common::check_unix_address(socket) {
                     out.error(t.child("address"), e);
                 }

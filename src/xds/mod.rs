@@ -47,7 +47,7 @@ pub use server::{TlsFiles, XdsServer, MAX_REQUEST_BYTES, MAX_RESPONSE_BYTES, SHU
 
 /// Why the xDS server could not start or stopped.
 #[derive(Debug, thiserror::Error)]
-pub enum XdsError {
+pub enum Error {
     /// A TLS file could not be read.
     #[error("cannot read xDS TLS file {path}: {source}")]
     Read {
@@ -63,3 +63,6 @@ pub enum XdsError {
     #[error("xDS server failed: {0}")]
     Serve(#[source] tonic::transport::Error),
 }
+
+/// The result of this module's fallible functions.
+pub type Result<T, E = Error> = std::result::Result<T, E>;

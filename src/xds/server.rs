@@ -23,7 +23,7 @@ use super::sotw::SotwStream;
 use super::status::StatusRegistry;
 use super::stream::{AdsCall, Protocol, Shared};
 use super::wire;
-use super::XdsError;
+use super::Error;
 use crate::model::Snapshot;
 
 /// Largest request accepted (NACK details and Delta `initial_resource_versions` can be big).
@@ -90,7 +90,7 @@ impl XdsServer {
         listener: TcpListener,
         tls: Option<&TlsFiles>,
         shutdown: impl Future<Output = ()> + Send,
-    ) -> Result<(), XdsError> {
+    ) -> Result<(), Error> {
         let (stop, stopped) = watch::channel(false);
         let shared = Shared {
             cache: self.cache.clone(),
@@ -106,7 +106,7 @@ impl XdsServer {
         if let Some(files) = tls {
             builder = builder
                 .tls_config(tls_config(files).await?)
-                .map_err(XdsError::Tls)?;
+                .map_err(Error::Tls)?;
         }
         let service = Ads { shared };
         let mut stopping = stop.subscribe();
@@ -123,7 +123,7 @@ impl XdsServer {
         );
         // Streams end at shutdown; connections whose clients stopped reading get SHUTDOWN_GRACE to drain.
         let result = tokio::select! {
-            result = serving => result.map_err(XdsError::Serve),
+            result = serving => result.map_err(Error::Serve),
             _ = async {
                 let _ = stopping.wait_for(|stopped| *stopped).await;
                 tokio::time::sleep(SHUTDOWN_GRACE).await;
@@ -137,16 +137,14 @@ impl XdsServer {
     }
 }
 
-async fn read(path: &Path) -> Result<Vec<u8>, XdsError> {
-    tokio::fs::read(path)
-        .await
-        .map_err(|source| XdsError::Read {
-            path: path.to_path_buf(),
-            source,
-        })
+async fn read(path: &Path) -> Result<Vec<u8>, Error> {
+    tokio::fs::read(path).await.map_err(|source| Error::Read {
+        path: path.to_path_buf(),
+        source,
+    })
 }
 
-async fn tls_config(files: &TlsFiles) -> Result<ServerTlsConfig, XdsError> {
+async fn tls_config(files: &TlsFiles) -> Result<ServerTlsConfig, Error> {
     let identity = Identity::from_pem(read(&files.cert).await?, read(&files.key).await?);
     let mut config = ServerTlsConfig::new().identity(identity);
     if let Some(ca) = &files.client_ca {

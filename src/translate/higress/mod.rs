@@ -18,7 +18,9 @@ mod tracing;
 use serde_json::{json, Value};
 
 use crate::envoy_proto::pool;
+use crate::model::decode::{decode, DecodeOptions, Decoded};
 use crate::model::higress_config::HigressConfig;
+use crate::model::{ConfigObject, Spec};
 
 /// Name of the HTTP connection manager network filter.
 const HCM: &str = "envoy.filters.network.http_connection_manager";
@@ -117,6 +119,22 @@ fn hcm() -> Value {
 fn http_filter(name: &str) -> Value {
     json!({"context": "GATEWAY", "listener": {"filterChain": {"filter": {
         "name": HCM, "subFilter": {"name": name}}}}})
+}
+
+/// Decodes the EnvoyFilters built from a higress-config object.
+pub fn decoded_envoy_filters(object: &ConfigObject) -> Vec<ConfigObject> {
+    let Spec::HigressConfig(config) = &object.spec else {
+        return Vec::new();
+    };
+    envoy_filters(config, &object.metadata.namespace)
+        .into_iter()
+        .filter_map(|doc| match decode(&doc, &DecodeOptions::default()) {
+            Decoded::Object { object, .. } => Some(object),
+            // The documents are built by admitpilot itself; one that does not decode is a defect
+            // the higress golden tests catch, and is skipped rather than half-applied.
+            _ => None,
+        })
+        .collect()
 }
 
 #[cfg(test)]
