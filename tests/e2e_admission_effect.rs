@@ -111,6 +111,14 @@ async fn a_change_a_gateway_would_reject_is_denied_and_never_served() {
     );
     wait_for_response(&http, &format!("{base}/later"), 200, "backend").await;
     wait_for_metric(&admitpilot, "admitpilot_xds_excluded_objects_total 1").await;
+    // The EnvoyFilter is new: the log says the gateway gets nothing of it, not a "last good version".
+    assert!(
+        admitpilot.log().contains(
+            "Envoy would reject what this object makes of the gateway's config; the gateway gets nothing of it"
+        ),
+        "{}",
+        admitpilot.log()
+    );
     assert_eq!(
         get(&http, &format!("{base}/api/x")).await.unwrap(),
         (200, "backend".into())

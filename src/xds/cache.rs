@@ -345,12 +345,18 @@ impl Group {
             match checker.culprits(base, snapshot, proxy, MAX_CULPRIT_CHECKS) {
                 Some(culprits) if !culprits.is_empty() => {
                     for (key, why) in culprits {
-                        match base.get(&key) {
-                            Some(old) => served.objects.insert(key.clone(), Arc::clone(old)),
-                            None => served.objects.remove(&key),
+                        let kept = match base.get(&key) {
+                            Some(old) => {
+                                served.objects.insert(key.clone(), Arc::clone(old));
+                                true
+                            }
+                            None => {
+                                served.objects.remove(&key);
+                                false
+                            }
                         };
                         if !self.excluded.contains(&key) {
-                            report_excluded(&key, &why, proxy, metrics);
+                            report_excluded(&key, &why, kept, proxy, metrics);
                         }
                         excluded.push(key);
                     }
@@ -383,13 +389,25 @@ impl Group {
     }
 }
 
-/// Logs and counts an object the guard newly leaves out.
-fn report_excluded(key: &ObjectKey, why: &[Rejection], proxy: &Proxy, metrics: &XdsMetrics) {
+/// Logs and counts an object the guard newly leaves out, saying what the gateway gets instead: the object's last
+/// good version (`kept_last_good`), or nothing of it when it has none.
+fn report_excluded(
+    key: &ObjectKey,
+    why: &[Rejection],
+    kept_last_good: bool,
+    proxy: &Proxy,
+    metrics: &XdsMetrics,
+) {
     metrics.excluded();
     let reasons: Vec<String> = why.iter().map(ToString::to_string).collect();
+    let outcome = if kept_last_good {
+        "the gateway keeps its last good version"
+    } else {
+        "the gateway gets nothing of it (it has no earlier version Envoy accepts)"
+    };
     tracing::error!(namespace = %proxy.namespace, labels = ?proxy.labels, kind = %key.kind,
         object_namespace = %key.namespace, name = %key.name, rejected = ?reasons,
-        "Envoy would reject what this object makes of the gateway's config; it keeps its last good version");
+        "Envoy would reject what this object makes of the gateway's config; {outcome}");
 }
 
 /// Logs and counts each resource the guard newly holds back (and logs the ones sent again).
