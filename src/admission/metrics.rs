@@ -7,6 +7,8 @@ use prometheus_client::metrics::family::Family;
 use prometheus_client::metrics::histogram::{exponential_buckets, Histogram};
 use prometheus_client::registry::Registry;
 
+use crate::admin::register_metrics;
+
 use super::review::{Reviewed, Verdict};
 
 /// Labels of `requests_total`.
@@ -68,42 +70,23 @@ impl WebhookMetrics {
             cert_reloads: Family::default(),
         };
         let sub = registry.sub_registry_with_prefix("webhook");
-        sub.register(
-            "requests",
-            "AdmissionReviews answered, by object group/kind, operation and verdict (dry-run denials excluded)",
-            metrics.requests.clone(),
-        );
-        sub.register(
-            "denials",
-            "AdmissionReviews denied, by reason (dry-run requests excluded)",
-            metrics.denials.clone(),
-        );
-        sub.register(
-            "dry_run_denials",
-            "Dry-run AdmissionReviews that would have been denied, by reason (not counted as requests or denials)",
-            metrics.dry_run_denials.clone(),
-        );
-        sub.register(
-            "http_errors",
-            "Requests answered with an HTTP error instead of an AdmissionReview, by status",
-            metrics.http_errors.clone(),
-        );
-        sub.register(
-            "request_duration_seconds",
-            "Time from request received to response ready for AdmissionReviews",
-            metrics.duration.clone(),
-        );
-        sub.register(
-            "effect_check_duration_seconds",
-            "Time the whole-config check of one valid object took (translation for every gateway it touches, \
-             Envoy's load checks, references); objects admitpilot does not validate are never checked",
-            metrics.effect_check_duration.clone(),
-        );
-        sub.register(
-            "cert_reloads",
-            "Serving certificate reloads from disk, by result",
-            metrics.cert_reloads.clone(),
-        );
+        register_metrics! { sub;
+            "requests" => metrics.requests,
+                "AdmissionReviews answered, by object group/kind, operation and verdict (dry-run denials excluded)";
+            "denials" => metrics.denials,
+                "AdmissionReviews denied, by reason (dry-run requests excluded)";
+            "dry_run_denials" => metrics.dry_run_denials,
+                "Dry-run AdmissionReviews that would have been denied, by reason (not counted as requests or denials)";
+            "http_errors" => metrics.http_errors,
+                "Requests answered with an HTTP error instead of an AdmissionReview, by status";
+            "request_duration_seconds" => metrics.duration,
+                "Time from request received to response ready for AdmissionReviews";
+            "effect_check_duration_seconds" => metrics.effect_check_duration,
+                "Time the whole-config check of one valid object took (translation for every gateway it touches, \
+                 Envoy's load checks, references); objects admitpilot does not validate are never checked";
+            "cert_reloads" => metrics.cert_reloads,
+                "Serving certificate reloads from disk, by result";
+        }
         metrics
     }
 

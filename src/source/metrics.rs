@@ -8,6 +8,7 @@ use prometheus_client::metrics::gauge::Gauge;
 use prometheus_client::metrics::histogram::{exponential_buckets, Histogram};
 use prometheus_client::registry::Registry;
 
+use crate::admin::register_metrics;
 use crate::model::Kind;
 
 /// Labels a metric by object kind.
@@ -83,63 +84,34 @@ impl SourceMetrics {
     /// Registers every metric in `registry` under the `source` sub-prefix (the shared registry carries the
     /// `admitpilot` prefix, so names read `admitpilot_source_*`).
     pub fn register(&self, registry: &mut Registry) {
-        registry.register(
-            "unenforced_objects",
-            "Objects in the latest published snapshot that admitpilot validates but does not enforce on gateways \
-             (AuthorizationPolicy, Telemetry, WasmPlugin...), by kind",
-            self.unenforced.clone(),
-        );
+        register_metrics! { registry;
+            "unenforced_objects" => self.unenforced,
+                "Objects in the latest published snapshot that admitpilot validates but does not enforce on gateways \
+                 (AuthorizationPolicy, Telemetry, WasmPlugin...), by kind";
+        }
         let registry = registry.sub_registry_with_prefix("source");
-        registry.register(
-            "objects",
-            "Objects in the latest published snapshot, by kind",
-            self.objects.clone(),
-        );
-        registry.register(
-            "rejected_objects",
-            "Objects kept out of the snapshot, by kind and reason",
-            self.rejected.clone(),
-        );
-        registry.register(
-            "parse_errors",
-            "Files or payloads that could not be parsed, by source",
-            self.parse_errors.clone(),
-        );
-        registry.register(
-            "snapshot_publishes",
-            "Snapshots published",
-            self.publishes.clone(),
-        );
-        registry.register(
-            "publish_latency_seconds",
-            "Seconds from the first unpublished change to the published snapshot (includes debounce)",
-            self.publish_latency.clone(),
-        );
-        registry.register(
-            "snapshot_version",
-            "Version of the latest published snapshot",
-            self.snapshot_version.clone(),
-        );
-        registry.register(
-            "event_errors",
-            "Kubernetes Events that could not be created",
-            self.event_errors.clone(),
-        );
-        registry.register(
-            "last_good_held",
-            "Objects served in their last good version because their newest version is invalid",
-            self.last_good_held.clone(),
-        );
-        registry.register(
-            "last_good_unsaved",
-            "Held objects not persisted because the state would grow past its size limit",
-            self.last_good_unsaved.clone(),
-        );
-        registry.register(
-            "state_write_errors",
-            "Failed writes of the persisted last-good state",
-            self.state_write_errors.clone(),
-        );
+        register_metrics! { registry;
+            "objects" => self.objects,
+                "Objects in the latest published snapshot, by kind";
+            "rejected_objects" => self.rejected,
+                "Objects kept out of the snapshot, by kind and reason";
+            "parse_errors" => self.parse_errors,
+                "Files or payloads that could not be parsed, by source";
+            "snapshot_publishes" => self.publishes,
+                "Snapshots published";
+            "publish_latency_seconds" => self.publish_latency,
+                "Seconds from the first unpublished change to the published snapshot (includes debounce)";
+            "snapshot_version" => self.snapshot_version,
+                "Version of the latest published snapshot";
+            "event_errors" => self.event_errors,
+                "Kubernetes Events that could not be created";
+            "last_good_held" => self.last_good_held,
+                "Objects served in their last good version because their newest version is invalid";
+            "last_good_unsaved" => self.last_good_unsaved,
+                "Held objects not persisted because the state would grow past its size limit";
+            "state_write_errors" => self.state_write_errors,
+                "Failed writes of the persisted last-good state";
+        }
     }
 
     /// Counts one rejected object.

@@ -20,10 +20,13 @@
 //! change to one VirtualService re-translates only that one.
 //!
 //! Where things live: [`types`] (the value types every module shares; imports nothing else of `translate`),
-//! [`gateway`] (servers a proxy gets), [`listener`], [`route`] (routes and virtual hosts), [`cluster`],
-//! [`services`] (the service registry), [`policy`] (DestinationRules), [`secret`] (SDS), [`authn`]/[`authz`]
-//! (RequestAuthentication, AuthorizationPolicy), [`telemetry`], [`envoy_filter`] and [`higress`] (patches),
-//! [`dangling`], [`deprecated`] and [`effect`] (checks on the output). This file walks a snapshot through them.
+//! [`gateway`] (servers a proxy gets), [`listener`] (listeners, their filter chains and the gateway's authn/authz
+//! filters), [`route`] (routes, virtual hosts and route configurations), [`cluster`] (every cluster and load
+//! assignment), [`services`] (the service registry), [`policy`] (DestinationRules), [`secret`] (SDS),
+//! [`authn`]/[`authz`]/[`ext_authz`] (RequestAuthentication, AuthorizationPolicy), [`telemetry`], [`envoy_filter`]
+//! and [`higress`] (patches), [`dangling`], [`deprecated`] and [`effect`] (checks on the output); `cache` holds what
+//! the translator's cached parts were built from. This file walks a snapshot through them, call by call
+//! ([`Translator`]); no module imports one that imports it back.
 
 use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
 use std::sync::Arc;
@@ -34,6 +37,7 @@ use crate::model::{ConfigObject, Kind, Snapshot, Spec};
 
 pub mod authn;
 pub mod authz;
+mod cache;
 pub mod cluster;
 pub mod dangling;
 pub mod deprecated;
@@ -54,6 +58,7 @@ pub mod services;
 pub mod telemetry;
 pub mod types;
 
+use cache::{CachedRoutes, ClusterInputs, Inputs};
 use gateway::{BoundServer, ServerKind};
 use listener::{Chain, ChainAction};
 use policy::Policies;
@@ -75,72 +80,6 @@ pub fn translate(snapshot: &Snapshot, proxy: &Proxy) -> GatewayResources {
     let mut translator = Translator::new(Options::default());
     translator.translate(snapshot, proxy);
     translator.into_resources()
-}
-
-/// Cached routes of one VirtualService in one scope (gateway and port).
-#[derive(Debug)]
-struct CachedRoutes {
-    /// The VirtualService; also pins it so its address is not reused while cached.
-    object: Arc<ConfigObject>,
-    gateway_namespace: String,
-    gateway_name: String,
-    port: u32,
-    /// Delegates consulted, as found (`None` when missing).
-    delegates: Vec<Option<Arc<ConfigObject>>>,
-    /// The translated routes.
-    routes: Arc<HttpRoutes>,
-    /// Clusters the routes name that no service defines (each gets an empty EDS cluster).
-    undefined: Vec<ClusterRef>,
-    /// Number of the last call that used the entry; entries not used by a call are evicted after it.
-    call: u64,
-}
-
-impl CachedRoutes {
-    fn is_for(&self, object: &Arc<ConfigObject>, scope: &Scope<'_>) -> bool {
-        Arc::ptr_eq(&self.object, object)
-            && self.port == scope.port
-            && self.gateway_namespace == scope.gateway_namespace
-            && self.gateway_name == scope.gateway_name
-    }
-}
-
-/// The objects of some kinds a cached part was built from, compared by address. They are held, so an
-/// address cannot be reused by another object while cached.
-#[derive(Debug, Default)]
-struct Inputs(Vec<Arc<ConfigObject>>);
-
-impl Inputs {
-    /// Takes the snapshot's objects of `kinds`; returns whether they differ from the held ones.
-    fn update(&mut self, snapshot: &Snapshot, kinds: &[Kind]) -> bool {
-        let mut current = kinds.iter().flat_map(|kind| snapshot.of_kind(*kind));
-        let mut held = self.0.iter();
-        let same = loop {
-            match (held.next(), current.next()) {
-                (Some(a), Some(b)) if Arc::ptr_eq(a, b) => {}
-                (None, None) => break true,
-                _ => break false,
-            }
-        };
-        if !same {
-            self.0 = kinds
-                .iter()
-                .flat_map(|kind| snapshot.of_kind(*kind))
-                .cloned()
-                .collect();
-        }
-        !same
-    }
-}
-
-/// What the clusters of the last output were built from, besides the registry and policies.
-#[derive(Debug)]
-struct ClusterInputs {
-    /// Referenced clusters no service defines.
-    extra: BTreeSet<ClusterRef>,
-    /// Servers the JWT filter fetches keys from.
-    jwks: Vec<authn::JwksUpstream>,
-    /// Credentials the clusters' upstream TLS names.
-    credentials: BTreeSet<String>,
 }
 
 /// A translator that reuses its earlier work between calls; use one per proxy group. It keeps, and
@@ -658,39 +597,11 @@ impl Translator {
         let Some(vs) = route::vs_spec(object) else {
             return Arc::default();
         };
-        let delegates: Vec<Option<Arc<ConfigObject>>> = vs
-            .http
-            .iter()
-            .filter_map(|r| r.delegate.as_ref())
-            .map(|d| {
-                let ns = if d.namespace.is_empty() {
-                    object.metadata.namespace.as_str()
-                } else {
-                    d.namespace.as_str()
-                };
-                cx.snapshot
-                    .get(&crate::model::ObjectKey::new(
-                        Kind::VirtualService,
-                        ns,
-                        &d.name,
-                    ))
-                    .cloned()
-            })
-            .collect();
+        let delegates = route::delegate_objects(cx.snapshot, vs, &object.metadata.namespace);
         let call = self.call;
         let entries = self.routes.entry(Arc::as_ptr(object) as usize).or_default();
         if let Some(cached) = entries.iter_mut().find(|c| c.is_for(object, scope)) {
-            let same = cached.delegates.len() == delegates.len()
-                && cached
-                    .delegates
-                    .iter()
-                    .zip(&delegates)
-                    .all(|(a, b)| match (a, b) {
-                        (Some(a), Some(b)) => Arc::ptr_eq(a, b),
-                        (None, None) => true,
-                        _ => false,
-                    });
-            if same {
+            if cached.has_delegates(&delegates) {
                 cached.call = call;
                 referenced.extend(cached.undefined.iter().cloned());
                 return Arc::clone(&cached.routes);

@@ -38,7 +38,7 @@ use crate::model::istio::virtual_service::{
     HttpMatchRequest, HttpRoute, Percent, StringMatch, GRPC_STATUS_NAMES,
 };
 use crate::model::istio::VirtualService;
-use crate::model::{ConfigObject, Spec};
+use crate::model::{ConfigObject, Kind, ObjectKey, Snapshot, Spec};
 
 /// Istio's default retry conditions.
 const DEFAULT_RETRY_ON: &str =
@@ -97,6 +97,29 @@ pub(crate) fn vs_spec(object: &ConfigObject) -> Option<&VirtualService> {
         Spec::VirtualService(vs) => Some(vs),
         _ => None,
     }
+}
+
+/// The delegate VirtualServices the HTTP rules of `vs` (defined in `namespace`) name, in rule order, as found in
+/// `snapshot` (`None` when missing).
+pub(crate) fn delegate_objects(
+    snapshot: &Snapshot,
+    vs: &VirtualService,
+    namespace: &str,
+) -> Vec<Option<Arc<ConfigObject>>> {
+    vs.http
+        .iter()
+        .filter_map(|r| r.delegate.as_ref())
+        .map(|d| {
+            let ns = if d.namespace.is_empty() {
+                namespace
+            } else {
+                d.namespace.as_str()
+            };
+            snapshot
+                .get(&ObjectKey::new(Kind::VirtualService, ns, &d.name))
+                .cloned()
+        })
+        .collect()
 }
 
 /// Tells whether a `gateways:` list (entries `ns/name` or `name` relative to `namespace`) names the gateway.

@@ -13,6 +13,7 @@ use prometheus_client::metrics::histogram::{exponential_buckets, Histogram};
 use prometheus_client::registry::Registry;
 
 use super::resources::ResourceType;
+use crate::admin::register_metrics;
 
 /// Which ADS flavour a stream speaks.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -118,53 +119,28 @@ impl XdsMetrics {
         let metrics = XdsMetrics::default();
         let families = &metrics.0;
         let sub = registry.sub_registry_with_prefix("xds");
-        sub.register(
-            "connected_proxies",
-            "xDS streams currently open",
-            families.connected.clone(),
-        );
-        sub.register(
-            "pushes",
-            "xDS responses sent, by resource type",
-            families.pushes.clone(),
-        );
-        sub.register(
-            "nacks",
-            "xDS responses rejected by the client, by resource type",
-            families.nacks.clone(),
-        );
-        sub.register(
-            "stale_nonces",
-            "xDS requests ignored because they answered an outdated nonce",
-            families.stale_nonces.clone(),
-        );
-        sub.register(
-            "left_out_features",
-            "Times a proxy group's translation newly changed config because it names a cluster the group does \
-             not get (e.g. tracing whose collector Service does not exist), by what was done",
-            families.left_out.clone(),
-        );
-        sub.register(
-            "held_back_resources",
-            "Times a proxy group's changed resource was held back because Envoy would reject it",
-            families.held_back.clone(),
-        );
-        sub.register(
-            "excluded_objects",
-            "Times an object changed without passing the webhook was left out of a proxy group's config (keeping \
-             its last good version) because Envoy would reject what it makes",
-            families.excluded.clone(),
-        );
-        sub.register(
-            "push_latency_seconds",
-            "Time from a snapshot being published to the response carrying it being sent",
-            families.push_latency.clone(),
-        );
-        sub.register(
-            "ack_latency_seconds",
-            "Time from a response being sent to the client acknowledging it",
-            families.ack_latency.clone(),
-        );
+        register_metrics! { sub;
+            "connected_proxies" => families.connected,
+                "xDS streams currently open";
+            "pushes" => families.pushes,
+                "xDS responses sent, by resource type";
+            "nacks" => families.nacks,
+                "xDS responses rejected by the client, by resource type";
+            "stale_nonces" => families.stale_nonces,
+                "xDS requests ignored because they answered an outdated nonce";
+            "left_out_features" => families.left_out,
+                "Times a proxy group's translation newly changed config because it names a cluster the group does \
+                 not get (e.g. tracing whose collector Service does not exist), by what was done";
+            "held_back_resources" => families.held_back,
+                "Times a proxy group's changed resource was held back because Envoy would reject it";
+            "excluded_objects" => families.excluded,
+                "Times an object changed without passing the webhook was left out of a proxy group's config (keeping \
+                 its last good version) because Envoy would reject what it makes";
+            "push_latency_seconds" => families.push_latency,
+                "Time from a snapshot being published to the response carrying it being sent";
+            "ack_latency_seconds" => families.ack_latency,
+                "Time from a response being sent to the client acknowledging it";
+        }
         metrics
     }
 

@@ -1,6 +1,6 @@
 //! Shared validation primitives (pure): take field values plus a field path, record findings.
 //!
-//! Every `validate_*` function pushes its errors/warnings into a [`Findings`] at the given path; `check_*` and
+//! Every `validate_*` function pushes its errors/warnings into a [`Findings`](crate::model::Findings) at the given path; `check_*` and
 //! `is_*` functions only answer (a message or a bool) so callers can combine them. Each rule names the upstream
 //! function it mirrors (Istio's `pkg/config/validation`, `agent/validation.go`, `labels`, `visibility`, Kubernetes
 //! apimachinery) and, for names, hosts, domains, addresses and headers, gives its error text ([`go_quote`] writes

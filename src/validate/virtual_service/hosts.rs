@@ -167,7 +167,7 @@ pub(super) struct VsHosts<'a> {
 }
 
 /// Hosts named in full in a message; the rest are counted.
-const HOSTS_SHOWN: usize = 5;
+pub(super) const HOSTS_SHOWN: usize = 5;
 
 impl VsHosts<'_> {
     /// The first few hosts, then how many more there are.

@@ -119,7 +119,7 @@ pub(super) fn validate_tls_match(
 }
 
 /// Validates one SNI host of a TLS match. Mirrors Istio's `validateSniHost`, with its texts, except that more than
-/// [`HOSTS_SHOWN`] VirtualService hosts are abbreviated in the list (`… and N more`).
+/// [`HOSTS_SHOWN`](super::hosts::HOSTS_SHOWN) VirtualService hosts are abbreviated in the list (`… and N more`).
 fn validate_sni_host(
     host: &str,
     hosts: &VsHosts<'_>,

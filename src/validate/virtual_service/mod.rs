@@ -2,8 +2,8 @@
 //! paths (hosts, gateways, HTTP/TLS/TCP routes, matches, destinations, retries, faults, CORS, header operations,
 //! plus the unreachable/overlapping-rule warnings).
 //!
-//! Where things live: [`hosts`] (hosts and gateways), [`routes`] (HTTP, TLS and TCP routes), [`matches`],
-//! [`destinations`], [`headers`] (header operations) and [`unreachable`] (the unreachable-rule warnings). This file
+//! Where things live: [`hosts`] (hosts and gateways), [`routes`] (HTTP, TLS and TCP routes), [`matches`](mod@matches),
+//! [`destinations`], [`headers`] (header operations) and [`unreachable`](mod@unreachable) (the unreachable-rule warnings). This file
 //! walks a VirtualService through them.
 
 mod destinations;
