@@ -3,8 +3,11 @@
 use envoy_types::pb::envoy::config::route::v3::VirtualHost;
 use serde_json::{json, Value};
 
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
 use super::*;
-use crate::model::ObjectKey;
+use crate::model::{ConfigObject, Kind, ObjectKey, Snapshot};
 
 use crate::model::decode::test_object as object;
 
