@@ -29,9 +29,8 @@ pub fn validate_metadata(kind: Kind, meta: &ObjectMeta, out: &mut Findings) {
         return;
     }
     // The API server checks these before any webhook sees the object (apimachinery `ValidateObjectMetaAccessor`,
-    // `pkg/api/validation/objectmeta.go`: the
-    // name with `NameIsDNSSubdomain`, i.e. `IsDNS1123Subdomain`, the namespace with `ValidateNamespaceName`, i.e.
-    // `IsDNS1123Label`), one `field.Invalid` per text.
+    // `pkg/api/validation/objectmeta.go`: the name with `NameIsDNSSubdomain`, i.e. `IsDNS1123Subdomain`, the
+    // namespace with `ValidateNamespaceName`, i.e. `IsDNS1123Label`), one `field.Invalid` per text.
     if !meta.name.is_empty() {
         for text in dns1123_subdomain_errors(&meta.name) {
             out.error("metadata.name", field_invalid(&meta.name, text));
