@@ -11,7 +11,7 @@ use crate::model::istio::wasm_plugin::FailStrategy;
 use crate::model::{higress::WasmPlugin, Findings, ObjectMeta};
 
 use super::common::{
-    check_fqdn, check_port, is_dns1123_label, is_k8s_object_name, validate_module, WasmModule,
+    check_fqdn, check_port, is_k8s_namespace, is_k8s_object_name, validate_module, WasmModule,
 };
 
 /// Validates one extensions.higress.io WasmPlugin.
@@ -89,14 +89,14 @@ fn validate_match_rule(rule: &MatchRule, path: &str, out: &mut Findings) {
 }
 
 /// An ingress (route) is named `name` or `namespace/name`, both Kubernetes object names (apimachinery's
-/// `IsDNS1123Label` for the namespace, `IsDNS1123Subdomain` for the name). Higress has no check (it passes the
+/// `IsDNS1123Label` for the namespace, [`is_k8s_namespace`], so no upper case; `IsDNS1123Subdomain` for the name). Higress has no check (it passes the
 /// strings to the plugin as `_match_route_`); admitpilot refuses names no Ingress can have, as they never match.
 fn check_ingress_name(ingress: &str) -> Result<(), String> {
     let (namespace, name) = match ingress.split_once('/') {
         Some((ns, name)) => (Some(ns), name),
         None => (None, ingress),
     };
-    if namespace.is_some_and(|ns| !is_dns1123_label(ns)) {
+    if namespace.is_some_and(|ns| !is_k8s_namespace(ns)) {
         return Err(format!(
             "ingress {ingress:?}: namespace must be a DNS-1123 label"
         ));
@@ -234,6 +234,12 @@ mod tests {
     fn ingress_and_service_forms() {
         assert!(check_ingress_name("ns/name.v1").is_ok());
         assert!(check_ingress_name("a/b/c").is_err());
+        // The namespace is apimachinery's `IsDNS1123Label` (lowercase), not Istio's case-insensitive label rule.
+        assert_eq!(
+            check_ingress_name("Default/foo").unwrap_err(),
+            r#"ingress "Default/foo": namespace must be a DNS-1123 label"#
+        );
+        assert!(check_ingress_name("default/foo").is_ok());
         assert!(check_service("foo.ns.svc.cluster.local").is_ok());
         assert!(check_service("foo:0").is_err());
     }

@@ -1,6 +1,7 @@
 //! Http2Rpc rules: takes a decoded higress Http2Rpc spec and its metadata, records findings with field paths.
 //!
-//! Enforces the CRD's one-of (`dubbo` or `grpc`) and what Higress's controller needs to build the Dubbo
+//! Enforces the CRD's one-of (`dubbo` or `grpc`) and what Higress's controller (`IngressConfig.constructHttp2RpcMethods`,
+//! `pkg/ingress/config/ingress_config.go`) needs to build the Dubbo
 //! transcoder route: service and version, at least one method, each with a Dubbo method name, an HTTP path and
 //! HTTP methods it maps (GET/POST/PUT/DELETE/PATCH; only the first is used), and parameters with a known source,
 //! a key and a type. The controller does not implement `grpc`, so that choice only gets a warning.
@@ -29,6 +30,10 @@ pub fn validate(spec: &Http2Rpc, _meta: &ObjectMeta, out: &mut Findings) {
     }
 }
 
+/// The service, version and methods are `REQUIRED` in Higress's `DubboService` (`api/networking/v1/http_2_rpc.proto`).
+/// Higress has no check on them: its `IngressConfig.constructHttp2RpcMethods` (`pkg/ingress/config/ingress_config.go`)
+/// copies `service` and `version` as they are into the `http_dubbo_transcoder` filter's `services_mapping` (`name`,
+/// `version`), where an empty one names no Dubbo service. Any non-empty name is taken, as Higress takes it.
 fn validate_dubbo(dubbo: &DubboService, out: &mut Findings) {
     if dubbo.service.is_empty() {
         out.error(
@@ -53,6 +58,12 @@ fn validate_dubbo(dubbo: &DubboService, out: &mut Findings) {
     }
 }
 
+/// `serviceMethod`, `httpPath`, `httpMethods` and each parameter's source, key and type are `REQUIRED` in Higress's
+/// `Method` (`api/networking/v1/http_2_rpc.proto`). Higress's `IngressConfig.constructHttp2RpcMethods`
+/// (`pkg/ingress/config/ingress_config.go`) has no check: it copies `serviceMethod` as it is into the transcoder's
+/// `method_mapping[].name`, maps `httpMethods[0]` through `Http2RpcMethodMap` and each `paramSource` through
+/// `Http2RpcParamSourceMap` (an unknown one maps to nothing), and reads `httpMethods[0]` without a length check (an
+/// empty list is out of range). Any non-empty method name is taken, as Higress takes it.
 fn validate_method(method: &DubboMethod, path: &str, out: &mut Findings) {
     if method.service_method.is_empty() {
         out.error(

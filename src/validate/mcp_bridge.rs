@@ -12,10 +12,11 @@ use crate::model::{higress::McpBridge, Findings, ObjectMeta};
 
 use super::common::{
     check_dns1123_labels, check_fqdn, check_ip, check_port, check_wildcard_domain,
-    is_dns1123_label, is_ip,
+    dns1123_subdomain_errors, is_dns1123_label, is_ip,
 };
 
-/// Registry types Higress's reconciler builds watchers for.
+/// Registry types Higress's reconciler builds watchers for (`Reconciler.generateWatcherFromRegistryConfig`,
+/// `registry/reconcile/reconcile.go`; any other type fails with "unsupported registry type:<type>").
 const REGISTRY_TYPES: &[&str] = &[
     "nacos",
     "nacos2",
@@ -26,14 +27,16 @@ const REGISTRY_TYPES: &[&str] = &[
     "static",
     "dns",
 ];
-/// Protocols Higress parses for discovered services (case-insensitive).
+/// Protocols Higress parses (case-insensitive): the names Higress's `common.ParseProtocol` (`pkg/common/protocol.go`)
+/// does not map to `Unsupported`.
 const PROTOCOLS: &[&str] = &[
     "tcp", "http", "https", "http2", "grpc", "triple", "tri", "grpcs", "dubbo",
 ];
-/// Proxy types Higress knows, and the one it implements.
+/// Proxy types Higress knows, and the one it implements (`common.ParseProxyType`; `registry/proxy/factory.go` has
+/// a config-patch builder for http only).
 const PROXY_TYPES: &[&str] = &["http", "https", "socks4", "socks5"];
 const IMPLEMENTED_PROXY_TYPE: &str = "http";
-/// The only McpBridge name Higress's controller reads.
+/// The only McpBridge name Higress's controller reads (`DefaultMcpbridgeName`, `pkg/ingress/config/ingress_config.go`).
 const DEFAULT_NAME: &str = "default";
 /// Refresh intervals below this many nanoseconds are raised to it by the watchers.
 const MIN_REFRESH_INTERVAL_NANOS: i64 = 10_000_000_000;
@@ -53,6 +56,9 @@ pub fn validate(spec: &McpBridge, meta: &ObjectMeta, out: &mut Findings) {
     for (i, registry) in spec.registries.iter().enumerate() {
         let path = format!("spec.registries[{i}]");
         validate_registry(registry, &path, &proxies, out);
+        // Higress's `Reconciler.reconcileRegistries` (`registry/reconcile/reconcile.go`) keys registries by
+        // `path.Join(type, name)`: a second registry with the same key silently replaces the first. Higress has
+        // no check; admitpilot refuses the duplicate so no registry is dropped unseen.
         if !seen.insert((registry.type_.as_str(), registry.name.as_str())) {
             out.error(
                 format!("{path}.name"),
@@ -80,6 +86,10 @@ fn validate_registry(r: &RegistryConfig, path: &str, proxies: &BTreeSet<&str>, o
     }
     let direct = matches!(ty, "static" | "dns");
     let nacos = ty.starts_with("nacos");
+    // Higress has no check on the name. Its direct watcher (`registry/direct/watcher.go`, `watcher.Run`) serves a
+    // static or DNS registry as the ServiceEntry host `<name>.<type>`, and the other watchers use the name in theirs,
+    // so it is held to Istio's `validateDNS1123Labels` (pkg/config/validation/validation.go), with its texts
+    // ([`check_dns1123_labels`]).
     if r.name.is_empty() {
         if direct {
             out.error(
@@ -101,6 +111,9 @@ fn validate_registry(r: &RegistryConfig, path: &str, proxies: &BTreeSet<&str>, o
             }
         }
     }
+    // Mirrors Higress's direct `NewWatcher` (`registry/direct/watcher.go`), with its text: a protocol
+    // `common.ParseProtocol` does not know fails the watcher ("invalid protocol:%s"). Only static and DNS registries
+    // read `protocol`; admitpilot refuses an unknown one on every type, as it is never usable.
     if !r.protocol.is_empty()
         && !PROTOCOLS
             .iter()
@@ -108,11 +121,7 @@ fn validate_registry(r: &RegistryConfig, path: &str, proxies: &BTreeSet<&str>, o
     {
         out.error(
             format!("{path}.protocol"),
-            format!(
-                "unsupported protocol {:?}; use one of {}",
-                r.protocol,
-                PROTOCOLS.join(", ")
-            ),
+            format!("invalid protocol:{}", r.protocol),
         );
     }
     if !r.auth_secret_name.is_empty() {
@@ -120,6 +129,10 @@ fn validate_registry(r: &RegistryConfig, path: &str, proxies: &BTreeSet<&str>, o
             out.error(format!("{path}.authSecretName"), e);
         }
     }
+    // Higress has no check on `sni`: its direct watcher (`registry/direct/watcher.go`, `getSni`) puts it as it is
+    // into the generated DestinationRule's `tls.sni` and the proxy's upstream SNI. admitpilot holds it to Istio's
+    // `ValidateFQDN` (pkg/config/validation/agent/validation.go), with its texts, as a TLS server name is a host
+    // name.
     if !r.sni.is_empty() {
         if let Err(e) = check_fqdn(&r.sni) {
             out.error(format!("{path}.sni"), e);
@@ -138,6 +151,11 @@ fn validate_registry(r: &RegistryConfig, path: &str, proxies: &BTreeSet<&str>, o
     }
     warn_ignored(r, path, nacos, out);
     validate_mcp_server(r, path, out);
+    // Mirrors Higress's `validateServiceWrapperForProxy` (`pkg/ingress/config/ingress_config.go`): only DNS
+    // registries with a single endpoint are proxied (Higress logs "registry type %s is not supported for proxying"
+    // / "has multiple endpoints" and builds no EnvoyFilter). A `proxyName` naming no proxy is logged by Higress's
+    // `constructProxyEnvoyFilters` ("no corresponding proxy wrapper found") and ignored; admitpilot refuses
+    // all three, as the registry would silently bypass the proxy.
     if !r.proxy_name.is_empty() {
         let proxy_path = format!("{path}.proxyName");
         if !proxies.contains(r.proxy_name.as_str()) {
@@ -164,7 +182,8 @@ fn validate_registry(r: &RegistryConfig, path: &str, proxies: &BTreeSet<&str>, o
 }
 
 /// `domain`: for static a comma-separated `ip:port` list, for dns a comma-separated domain list, otherwise the
-/// registry's host name or IP (nacos may use an address server instead).
+/// registry's host name or IP (nacos may use an address server instead). `domain` is `REQUIRED` in Higress's
+/// `RegistryConfig` (`api/networking/v1/mcp_bridge.proto`).
 fn validate_domain(r: &RegistryConfig, path: &str, out: &mut Findings) {
     let path = format!("{path}.domain");
     if r.domain.is_empty() {
@@ -191,6 +210,9 @@ fn validate_domain(r: &RegistryConfig, path: &str, out: &mut Findings) {
             }
         }
         _ => {
+            // Higress has no check: the nacos, zookeeper, consul and eureka watchers dial `domain:port` as the
+            // registry's server address, so a value that is neither an IP (Istio's `ValidateIPAddress` semantics,
+            // [`is_ip`]) nor a host name (Istio's `ValidateFQDN`) never connects.
             if !is_ip(&r.domain) && check_fqdn(&r.domain).is_err() {
                 out.error(
                     &path,
@@ -284,7 +306,8 @@ fn warn_ignored(r: &RegistryConfig, path: &str, nacos: bool, out: &mut Findings)
     }
 }
 
-/// MCP server export (Nacos 2/3 registries): base URL is a path, export domains are (wildcard) domains.
+/// MCP server export (Nacos 2/3 registries): base URL is a path, export domains are (wildcard) domains. Higress's
+/// MCP server watcher (`registry/nacos/mcpserver/watcher.go`) checks neither.
 fn validate_mcp_server(r: &RegistryConfig, path: &str, out: &mut Findings) {
     if r.enable_mcp_server == Some(true) && !matches!(r.type_.as_str(), "nacos2" | "nacos3") {
         out.warning(
@@ -301,11 +324,16 @@ fn validate_mcp_server(r: &RegistryConfig, path: &str, out: &mut Findings) {
             "mcpServerBaseUrl must be a path starting with '/'",
         );
     }
+    // The export domains become the hosts of the Gateway and VirtualService Higress generates for each MCP server
+    // (`buildVirtualServiceForMcpServer`, which uses `*` when none is listed); admitpilot holds them to Istio's
+    // `ValidateWildcardDomain` (pkg/config/validation/agent/validation.go), with its texts, as Istio checks such hosts.
     for (k, domain) in r.mcp_server_export_domains.iter().enumerate() {
         if let Err(e) = check_wildcard_domain(domain) {
             out.error(format!("{path}.mcpServerExportDomains[{k}]"), e);
         }
     }
+    // `allowMcpServers` is only declared in Higress's `RegistryConfig` (`api/networking/v1/mcp_bridge.proto`); no
+    // Higress code or CRD rule checks its entries. An empty name matches no MCP server, so admitpilot refuses it.
     for (k, server) in r.allow_mcp_servers.iter().enumerate() {
         if server.is_empty() {
             out.error(
@@ -324,6 +352,9 @@ fn validate_vport(vport: &VPort, path: &str, out: &mut Findings) {
     }
     for (k, service) in vport.services.iter().enumerate() {
         let item = format!("{path}.services[{k}]");
+        // Higress's `GetServiceVport` (`registry/watcher.go`) picks the entry whose name equals the service host
+        // (case-insensitively) and whose port `isValidPort` (1–65535) accepts; entries failing either are skipped
+        // without a log. Higress has no check; admitpilot refuses an unnamed entry, which no host can match.
         if service.name.is_empty() {
             out.error(format!("{item}.name"), "service name is required");
         }
@@ -362,6 +393,11 @@ fn validate_proxies<'a>(proxies: &'a [ProxyConfig], out: &mut Findings) -> BTree
                 format!("Higress only implements http proxies; this {ty} proxy is ignored"),
             );
         }
+        // `name` is `REQUIRED` in Higress's `ProxyConfig` (`api/networking/v1/mcp_bridge.proto`). Higress has no
+        // check on its form: `buildClusterName` (`registry/proxy/factory.go`) makes it a DNS label of the cluster
+        // host `outbound|<port>||<name>.proxy`, so it is held to Istio's `labels.IsDNS1123Label` (case-insensitive,
+        // [`is_dns1123_label`]). `Reconciler.reconcileProxies` (`registry/reconcile/reconcile.go`) keys proxies by
+        // name, so a second proxy of the same name silently replaces the first; admitpilot refuses it.
         if p.name.is_empty() {
             out.error(format!("{path}.name"), "proxy name is required");
         } else if !is_dns1123_label(&p.name) {
@@ -375,6 +411,10 @@ fn validate_proxies<'a>(proxies: &'a [ProxyConfig], out: &mut Findings) -> BTree
                 format!("proxy name {:?} is used twice", p.name),
             );
         }
+        // Mirrors Higress's `BuildProxyWrapper` (`registry/proxy/factory.go`), which builds nothing for an empty
+        // `serverAddress`. Higress has no check on its form (`buildConfigPatchesForHttpProxy` makes a STATIC
+        // cluster for an IPv4 address, else STRICT_DNS); admitpilot refuses what is neither an IP nor a host name
+        // (Istio's `ValidateFQDN`), which Envoy could not resolve.
         if p.server_address.is_empty() {
             out.error(format!("{path}.serverAddress"), "serverAddress is required");
         } else if !is_ip(&p.server_address) && check_fqdn(&p.server_address).is_err() {
@@ -405,35 +445,18 @@ fn validate_proxies<'a>(proxies: &'a [ProxyConfig], out: &mut Findings) -> BTree
     names
 }
 
-/// Checks a Secret name as apimachinery's `IsDNS1123Subdomain` does (no 63-character limit per part), with its
-/// texts joined by `; `. Higress looks the Secret up without checking the name; a name Kubernetes cannot store
-/// never resolves.
+/// Checks a Secret name as apimachinery's `IsDNS1123Subdomain` does ([`dns1123_subdomain_errors`]: no 63-character
+/// limit per part), with its texts joined by `; `. Higress's `Reconciler.getAuthOption`
+/// (`registry/reconcile/reconcile.go`) looks the Secret up without checking the name; a name Kubernetes cannot
+/// store never resolves, and the registry's watcher is then never built.
 fn check_secret_name(name: &str) -> Result<(), String> {
-    let mut errors = Vec::new();
-    if name.len() > 253 {
-        errors.push("must be no more than 253 characters");
-    }
-    // apimachinery's regular expression: dot-separated parts of `[a-z0-9-]`, each starting and ending alphanumeric.
-    let part_ok = |part: &str| {
-        let alnum = |c: u8| c.is_ascii_lowercase() || c.is_ascii_digit();
-        let b = part.as_bytes();
-        !b.is_empty()
-            && alnum(b[0])
-            && alnum(b[b.len() - 1])
-            && b.iter().all(|&c| alnum(c) || c == b'-')
-    };
-    if !name.split('.').all(part_ok) {
-        errors.push(DNS1123_SUBDOMAIN_ERROR);
-    }
+    let errors = dns1123_subdomain_errors(name);
     if errors.is_empty() {
         Ok(())
     } else {
         Err(errors.join("; "))
     }
 }
-
-/// apimachinery's text for a name that is not a lowercase RFC 1123 subdomain.
-const DNS1123_SUBDOMAIN_ERROR: &str = "a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, '-' or '.', and must start and end with an alphanumeric character (e.g. 'example.com', regex used for validation is '[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*')";
 
 #[cfg(test)]
 mod tests {
@@ -482,6 +505,23 @@ mod tests {
                 "{bad}"
             );
         }
+    }
+
+    /// Higress's direct `NewWatcher` (`registry/direct/watcher.go`) fails with "invalid protocol:%s" for a protocol
+    /// `common.ParseProtocol` does not know; names are matched case-insensitively.
+    #[test]
+    fn unknown_protocols_use_higress_text() {
+        let spec = |protocol: &str| {
+            json!({"registries": [{"type": "dns", "name": "a", "domain": "a.example.com", "port": 80,
+                "protocol": protocol}]})
+        };
+        let meta = crate::validate::testing::meta("default", "higress-system");
+        let (errors, _) = crate::validate::testing::run_rules(spec("quic"), &meta, validate);
+        assert_eq!(
+            errors,
+            ["spec.registries[0].protocol: invalid protocol:quic"]
+        );
+        assert_eq!(error_paths(spec("Triple")), Vec::<String>::new());
     }
 
     #[test]

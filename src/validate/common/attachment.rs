@@ -3,6 +3,7 @@
 
 use super::host::DNS1123_LABEL_MAX;
 use super::labels::validate_workload_selector;
+use super::metadata::field_too_long;
 use super::target::{validate_one_selector_kind, validate_target_ref};
 use crate::model::istio::proxy_config::TypeWorkloadSelector;
 use crate::model::istio::PolicyTargetReference;
@@ -10,6 +11,9 @@ use crate::model::Findings;
 
 /// Most `targetRefs` entries a policy may list (the CRD's `maxItems`).
 pub const MAX_TARGET_REFS: usize = 16;
+/// Longest `targetRef(s)[].name` (Istio's `PolicyTargetReference.name` CRD rule `maxLength: 253`, from
+/// `+kubebuilder:validation:MaxLength=253` in istio/api `type/v1beta1/selector.proto`).
+pub const TARGET_REF_NAME_MAX: usize = 253;
 
 /// Validates how a policy attaches to workloads: at most one of `selector`, `targetRef` and `targetRefs`, the
 /// selector's labels ([`validate_workload_selector`], plus the CRD's 63-character value limit), and every
@@ -30,12 +34,13 @@ pub fn validate_policy_attachment(
     if let Some(selector) = selector {
         let path = "spec.selector.matchLabels";
         validate_workload_selector(&selector.match_labels, path, out);
+        // The CRD rule of Istio's `WorkloadSelector.matchLabels` (`+kubebuilder:map-value-validation:MaxLength=63`
+        // in istio/api `type/v1beta1/selector.proto`): the API server refuses a longer value with apimachinery's
+        // `field.TooLong` text before the webhook sees the object. (kube-openapi's `MaxLength` counts characters,
+        // admitpilot counts bytes: they differ only for non-ASCII values.)
         for (key, value) in &selector.match_labels {
             if value.len() > DNS1123_LABEL_MAX {
-                out.error(
-                    format!("{path}.{key}"),
-                    "selector label value is longer than 63 characters",
-                );
+                out.error(format!("{path}.{key}"), field_too_long(DNS1123_LABEL_MAX));
             }
         }
     }
@@ -58,7 +63,9 @@ pub fn validate_policy_attachment(
 
 fn validate_policy_target_ref(r: &PolicyTargetReference, path: &str, out: &mut Findings) {
     validate_target_ref(&r.group, &r.kind, &r.name, &r.namespace, path, out);
-    if r.name.len() > 253 {
-        out.error(path, "targetRef name is longer than 253 characters");
+    // The CRD rule [`TARGET_REF_NAME_MAX`]: the API server refuses a longer name with apimachinery's `field.TooLong`
+    // text (at the name field, which admitpilot reports at the reference).
+    if r.name.len() > TARGET_REF_NAME_MAX {
+        out.error(path, field_too_long(TARGET_REF_NAME_MAX));
     }
 }

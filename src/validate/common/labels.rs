@@ -21,7 +21,8 @@ pub(super) fn is_alnum_bounded(s: &str, inner: &[u8]) -> bool {
 /// Longest DNS prefix of a label key (Istio's `dnsNamePrefixMaxLength`).
 const LABEL_PREFIX_MAX: usize = 253;
 
-/// Checks a label key as Istio's `labels.validateTagKey` (`pkg/config/labels`) does, with its error texts: an
+/// Checks a label key as Istio's `labels.validateTagKey` (`pkg/config/labels/instance.go`) does, with its error
+/// texts (the key written as Go's `%q`, [`go_quote`]): an
 /// optional prefix of dot-separated `[a-zA-Z0-9]([-a-zA-Z0-9]*[a-zA-Z0-9])?` parts (no limit per part, at most 253
 /// characters in all) and `/`, then a qualified name `([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]` of at most 63.
 pub fn check_label_key(key: &str) -> Result<(), String> {
@@ -31,24 +32,30 @@ pub fn check_label_key(key: &str) -> Result<(), String> {
     };
     let prefix_ok = prefix.is_none_or(|p| p.split('.').all(|part| is_alnum_bounded(part, b"-")));
     if !prefix_ok || !is_alnum_bounded(name, b"-_.") {
-        return Err(format!("invalid tag key: {key:?}"));
+        return Err(format!("invalid tag key: {}", go_quote(key)));
     }
     if prefix.is_some_and(|p| p.len() > LABEL_PREFIX_MAX) {
-        return Err(format!("invalid tag key: {key:?} (DNS prefix is too long)"));
+        return Err(format!(
+            "invalid tag key: {} (DNS prefix is too long)",
+            go_quote(key)
+        ));
     }
     if name.len() > DNS1123_LABEL_MAX {
-        return Err(format!("invalid tag key: {key:?} (name is too long)"));
+        return Err(format!(
+            "invalid tag key: {} (name is too long)",
+            go_quote(key)
+        ));
     }
     Ok(())
 }
 
-/// Checks a label value as Istio's `labels.Instance.Validate` does (`labelValueRegexp`): empty, or a qualified
-/// name of any length (the 63-character limit of Kubernetes labels is not Istio's rule here).
+/// Checks a label value as Istio's `labels.Instance.Validate` does (`labelValueRegexp`), with its text (the value
+/// written as Go's `%q`): empty, or a qualified name of any length (the 63-character limit of Kubernetes labels is not Istio's rule here).
 pub fn check_label_value(value: &str) -> Result<(), String> {
     if value.is_empty() || is_alnum_bounded(value, b"-_.") {
         Ok(())
     } else {
-        Err(format!("invalid tag value: {value:?}"))
+        Err(format!("invalid tag value: {}", go_quote(value)))
     }
 }
 

@@ -368,3 +368,144 @@ fn metadata_rules() {
         0
     );
 }
+
+/// Object names and namespaces get the API server's texts (apimachinery `ValidateObjectMeta`: `IsDNS1123Subdomain`
+/// for the name, `IsDNS1123Label` for the namespace, each text as a `field.Invalid`).
+#[test]
+fn metadata_names_use_apimachinery_texts() {
+    let meta = |name: &str, namespace: &str| ObjectMeta {
+        name: name.into(),
+        namespace: namespace.into(),
+        ..ObjectMeta::default()
+    };
+    let run = |m: &ObjectMeta| errors_of(|o| validate_metadata(Kind::VirtualService, m, o));
+    assert_eq!(run(&meta("a.b-c", "ns-1")), Vec::<String>::new());
+    assert_eq!(
+        run(&meta("Foo", "")),
+        [format!(
+            "metadata.name: Invalid value: \"Foo\": {DNS1123_SUBDOMAIN_ERROR}"
+        )]
+    );
+    assert!(DNS1123_SUBDOMAIN_ERROR.starts_with(
+        "a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, '-' or '.', and must \
+         start and end with an alphanumeric character (e.g. 'example.com', regex used for validation is "
+    ));
+    assert!(DNS1123_SUBDOMAIN_ERROR
+        .ends_with(r"'[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*')"));
+    // Both texts, in apimachinery's order; the value is written as Go's %q.
+    let long_bad = format!("{}_", "a".repeat(253));
+    assert_eq!(
+        run(&meta(&long_bad, "")),
+        [
+            format!(
+                "metadata.name: Invalid value: \"{long_bad}\": must be no more than 253 characters"
+            ),
+            format!("metadata.name: Invalid value: \"{long_bad}\": {DNS1123_SUBDOMAIN_ERROR}"),
+        ]
+    );
+    assert_eq!(
+        run(&meta("a", "Ns\n")),
+        [format!(
+            "metadata.namespace: Invalid value: \"Ns\\n\": {DNS1123_LABEL_ERROR}"
+        )]
+    );
+    assert_eq!(
+        DNS1123_LABEL_ERROR,
+        "a lowercase RFC 1123 label must consist of lower case alphanumeric characters or '-', and must start and \
+         end with an alphanumeric character (e.g. 'my-name',  or '123-abc', regex used for validation is \
+         '[a-z0-9]([-a-z0-9]*[a-z0-9])?')"
+    );
+    assert_eq!(
+        run(&meta("a", "a.b")),
+        ["metadata.namespace: Invalid value: \"a.b\": must not contain dots"]
+    );
+    let long = "a".repeat(64);
+    assert_eq!(
+        run(&meta("a", &long)),
+        [format!(
+            "metadata.namespace: Invalid value: \"{long}\": must be no more than 63 characters"
+        )]
+    );
+    assert_eq!(
+        dns1123_label_errors(&format!("{long}.b")),
+        [
+            "must be no more than 63 characters",
+            "must not contain dots"
+        ]
+    );
+    assert_eq!(dns1123_label_errors(""), [DNS1123_LABEL_ERROR]);
+    assert_eq!(dns1123_subdomain_errors(""), [DNS1123_SUBDOMAIN_ERROR]);
+}
+
+/// apimachinery's `IsDNS1123Label` refuses upper case, unlike Istio's `labels.IsDNS1123Label`.
+#[test]
+fn namespaces_are_lowercase_labels() {
+    assert!(is_k8s_namespace("ns-1"));
+    assert!(is_dns1123_label("Ns"));
+    assert!(!is_k8s_namespace("Ns"));
+    assert!(is_k8s_namespace(&"a".repeat(63)));
+    assert!(!is_k8s_namespace(&"a".repeat(64)));
+    for bad in ["", "a.b", "-a", "a-", "a_b", "é"] {
+        assert!(!is_k8s_namespace(bad), "{bad:?}");
+    }
+}
+
+/// Istio's `validateTagKey` and `Instance.Validate` write the key and value with Go's %q.
+#[test]
+fn label_texts_quote_as_go_does() {
+    assert_eq!(
+        check_label_key("a\u{1}b").unwrap_err(),
+        r#"invalid tag key: "a\x01b""#
+    );
+    assert_eq!(
+        check_label_key("say \"é\"").unwrap_err(),
+        r#"invalid tag key: "say \"é\"""#
+    );
+    let long_name = "a".repeat(64);
+    assert_eq!(
+        check_label_key(&long_name).unwrap_err(),
+        format!("invalid tag key: \"{long_name}\" (name is too long)")
+    );
+    let long_prefix = format!("{}.{}/a", "b".repeat(200), "c".repeat(53));
+    assert_eq!(
+        check_label_key(&long_prefix).unwrap_err(),
+        format!("invalid tag key: \"{long_prefix}\" (DNS prefix is too long)")
+    );
+    assert_eq!(
+        check_label_value("a\tb").unwrap_err(),
+        r#"invalid tag value: "a\tb""#
+    );
+}
+
+/// The CRD's `maxLength` rules (selector values 63, targetRef names 253) fail with apimachinery's `field.TooLong`.
+#[test]
+fn attachment_lengths_use_the_api_servers_text() {
+    use crate::model::istio::proxy_config::TypeWorkloadSelector;
+    use crate::model::istio::PolicyTargetReference;
+    let selector = TypeWorkloadSelector {
+        match_labels: [
+            ("app".to_string(), "v".repeat(63)),
+            ("team".to_string(), "v".repeat(64)),
+        ]
+        .into(),
+    };
+    assert_eq!(
+        errors_of(|o| validate_policy_attachment(Some(&selector), None, &[], o)),
+        ["spec.selector.matchLabels.team: Too long: may not be more than 63 bytes"]
+    );
+    let target = |name: String| PolicyTargetReference {
+        group: "gateway.networking.k8s.io".into(),
+        kind: "Gateway".into(),
+        name,
+        namespace: String::new(),
+    };
+    assert_eq!(
+        errors_of(|o| validate_policy_attachment(None, None, &[target("g".repeat(253))], o)),
+        Vec::<String>::new()
+    );
+    assert_eq!(
+        errors_of(|o| validate_policy_attachment(None, Some(&target("g".repeat(254))), &[], o)),
+        ["spec.targetRef: Too long: may not be more than 253 bytes"]
+    );
+    assert_eq!(field_too_long(1), "Too long: may not be more than 1 byte");
+}
