@@ -27,11 +27,14 @@ pub fn validate(spec: &AuthorizationPolicy, meta: &ObjectMeta, out: &mut Finding
     if meta.annotations.contains_key(DRY_RUN_ANNOTATION)
         && !matches!(spec.action, Action::Allow | Action::Deny)
     {
+        // Istio's `checkDryRunAnnotation` (pkg/config/validation/validation.go), with its text.
         out.error(
             format!("metadata.annotations.{DRY_RUN_ANNOTATION}"),
             format!(
-                "annotation {DRY_RUN_ANNOTATION} is only supported with action ALLOW or DENY, not {:?}",
-                spec.action
+                "the annotation {DRY_RUN_ANNOTATION} currently only supports action ALLOW/DENY, found action {} in {}/{}",
+                action_name(spec.action),
+                meta.namespace,
+                meta.name
             ),
         );
     }
@@ -50,27 +53,31 @@ pub fn validate(spec: &AuthorizationPolicy, meta: &ObjectMeta, out: &mut Finding
     }
 }
 
+/// The action's own rules. Mirrors the CUSTOM, DENY and provider checks of Istio's `ValidateAuthorizationPolicy`
+/// (pkg/config/validation/validation.go), with its texts.
 fn validate_action(spec: &AuthorizationPolicy, out: &mut Findings) {
     match spec.action {
         Action::Custom => {
             if spec.rules.is_empty() {
                 out.error(
                     "spec.rules",
-                    "a CUSTOM policy without rules never triggers; add an empty rule `{}` to apply it to every request",
+                    "CUSTOM action without `rules` is meaningless as it will never be triggered, \
+                     add an empty rule `{}` if you want it be triggered for every request",
                 );
             } else if spec.provider.as_ref().is_none_or(|p| p.name.is_empty()) {
-                out.error("spec.provider.name", "a CUSTOM policy needs provider.name");
+                out.error("spec.provider.name", "`provider.name` must not be empty");
             }
             for (i, rule) in spec.rules.iter().enumerate() {
-        if super::deadline::expired() {
-            break;
-        }
+                if super::deadline::expired() {
+                    break;
+                }
                 check_custom_rule(rule, &format!("spec.rules[{i}]"), out);
             }
         }
         Action::Deny if spec.rules.is_empty() => out.error(
             "spec.rules",
-            "a DENY policy without rules never triggers; add an empty rule `{}` to apply it to every request",
+            "DENY action without `rules` is meaningless as it will never be triggered, \
+             add an empty rule `{}` if you want it be triggered for every request",
         ),
         _ => {}
     }
@@ -78,14 +85,16 @@ fn validate_action(spec: &AuthorizationPolicy, out: &mut Findings) {
         out.error(
             "spec.provider",
             format!(
-                "provider is only allowed with action CUSTOM, not {:?}",
-                spec.action
+                "`provider` must not be with non CUSTOM action, found {}",
+                action_name(spec.action)
             ),
         );
     }
 }
 
-/// CUSTOM (external authorization) cannot match on peer identity or request authentication.
+/// CUSTOM (external authorization) cannot match on peer identity or request authentication. Mirrors the CUSTOM
+/// rule checks of Istio's `ValidateAuthorizationPolicy`, with its text (`%s is currently not supported with CUSTOM
+/// action`, naming a source field as `From.Namespaces` or a condition by its key).
 fn check_custom_rule(rule: &Rule, path: &str, out: &mut Findings) {
     for (j, from) in rule.from.iter().flatten().enumerate() {
         let Some(src) = &from.source else { continue };
@@ -105,7 +114,10 @@ fn check_custom_rule(rule: &Rule, path: &str, out: &mut Findings) {
             if !values.is_empty() {
                 out.error(
                     format!("{path}.from[{j}].source.{name}"),
-                    format!("source.{name} is not supported with action CUSTOM"),
+                    format!(
+                        "From.{} is currently not supported with CUSTOM action",
+                        go_field(name)
+                    ),
                 );
             }
         }
@@ -122,7 +134,7 @@ fn check_custom_rule(rule: &Rule, path: &str, out: &mut Findings) {
         {
             out.error(
                 format!("{path}.when[{j}].key"),
-                format!("condition key {key:?} is not supported with action CUSTOM"),
+                format!("{key} is currently not supported with CUSTOM action"),
             );
         }
     }
@@ -305,15 +317,20 @@ fn validate_operation(op: &Operation, path: &str, out: &mut Findings) -> bool {
     !op.ports.is_empty() || !op.not_ports.is_empty()
 }
 
+/// One `when` condition. Mirrors the condition checks of Istio's `ValidateAuthorizationPolicy`, with its texts,
+/// then `security.ValidateAttribute` (see [`check_attribute`] and [`check_attribute_key`]).
 fn validate_condition(cond: &Condition, path: &str, out: &mut Findings) {
     if cond.key.is_empty() {
-        out.error(format!("{path}.key"), "condition key is required");
+        out.error(format!("{path}.key"), "`key` must not be empty");
         return;
     }
     if cond.values.is_empty() && cond.not_values.is_empty() {
         out.error(
             path,
-            format!("condition {:?} needs values or notValues", cond.key),
+            format!(
+                "at least one of `values` or `notValues` must be set for key {}",
+                cond.key
+            ),
         );
         return;
     }
@@ -331,6 +348,16 @@ fn validate_condition(cond: &Condition, path: &str, out: &mut Findings) {
             out.error(format!("{path}.key"), e);
             break;
         }
+    }
+}
+
+/// The action as Go's `%v` prints the proto enum (`ALLOW`, `DENY`, `AUDIT`, `CUSTOM`).
+fn action_name(action: Action) -> &'static str {
+    match action {
+        Action::Allow => "ALLOW",
+        Action::Deny => "DENY",
+        Action::Audit => "AUDIT",
+        Action::Custom => "CUSTOM",
     }
 }
 
@@ -974,6 +1001,58 @@ mod tests {
         assert!(check("/{**}/{*}").is_err());
         assert!(check("/a/{x}").is_err());
         assert!(check("/a b/{*}").is_err());
+    }
+
+    /// Istio's `ValidateAuthorizationPolicy` and `checkDryRunAnnotation` texts for actions, providers and conditions.
+    #[test]
+    fn action_and_condition_texts_follow_istio() {
+        let messages = |spec: serde_json::Value, meta: &ObjectMeta| {
+            let (errors, _) = crate::validate::testing::run_rules(spec, meta, validate);
+            errors
+        };
+        let meta = crate::validate::testing::meta("p", "ns");
+        assert_eq!(
+            messages(json!({"action": "CUSTOM"}), &meta),
+            ["spec.rules: CUSTOM action without `rules` is meaningless as it will never be triggered, \
+              add an empty rule `{}` if you want it be triggered for every request"]
+        );
+        assert_eq!(
+            messages(json!({"action": "DENY"}), &meta),
+            ["spec.rules: DENY action without `rules` is meaningless as it will never be triggered, \
+              add an empty rule `{}` if you want it be triggered for every request"]
+        );
+        assert_eq!(
+            messages(
+                json!({"action": "CUSTOM", "rules": [{"from": [{"source": {"notNamespaces": ["a"]}}],
+                    "when": [{"key": "source.principal", "values": ["x"]}]}]}),
+                &meta
+            ),
+            [
+                "spec.provider.name: `provider.name` must not be empty",
+                "spec.rules[0].from[0].source.notNamespaces: From.NotNamespaces is currently not supported with CUSTOM action",
+                "spec.rules[0].when[0].key: source.principal is currently not supported with CUSTOM action",
+            ]
+        );
+        assert_eq!(
+            messages(json!({"action": "AUDIT", "provider": {"name": "x"}}), &meta),
+            ["spec.provider: `provider` must not be with non CUSTOM action, found AUDIT"]
+        );
+        assert_eq!(
+            messages(json!({"rules": [{"when": [{"key": "", "values": ["v"]}, {"key": "source.ip"}]}]}), &meta),
+            [
+                "spec.rules[0].when[0].key: `key` must not be empty",
+                "spec.rules[0].when[1]: at least one of `values` or `notValues` must be set for key source.ip",
+            ]
+        );
+        let mut dry_run = meta.clone();
+        dry_run
+            .annotations
+            .insert(DRY_RUN_ANNOTATION.to_string(), "true".to_string());
+        assert_eq!(
+            messages(json!({"action": "AUDIT"}), &dry_run),
+            ["metadata.annotations.istio.io/dry-run: the annotation istio.io/dry-run currently only supports \
+              action ALLOW/DENY, found action AUDIT in ns/p"]
+        );
     }
 
     /// Istio's `security.ValidateAttribute` and `validateMapKey`: their verdicts and texts for condition keys.
