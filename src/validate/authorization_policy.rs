@@ -495,17 +495,28 @@ fn check_port_string(port: &str) -> Result<(), String> {
 /// `remote.ip` and `destination.ip` conditions). Mirrors Istio's `security.ValidateIPs`
 /// (pkg/config/security/security.go) for one value, with its texts: a value with a `/` is a CIDR range read by Go's
 /// `netip.ParsePrefix` (`bad CIDR range (%s): %v`), anything else an address read by `netip.ParseAddr`
-/// (`bad IP address (%s)`). One deliberate difference: `ParseAddr` accepts an IPv6 zone (`fe80::1%eth0`), which
-/// admitpilot refuses, as an RBAC CIDR range cannot carry one (the same stance as [`super::common::is_ip`]).
+/// (`bad IP address (%s)`). Two deliberate differences, as admitpilot hands the address to Envoy as written
+/// where Istio re-prints the parsed one: `ParseAddr` accepts an IPv6 zone (`fe80::1%eth0`), which an RBAC CIDR range
+/// cannot carry (the same stance as [`super::common::is_ip`]), and IPv6 fields of more than 4 hex digits with
+/// leading zeros (`00000::`), which Envoy does not read; both are refused, with texts of their own.
 fn check_policy_ip(v: &str) -> Result<(), String> {
-    if v.contains('/') {
-        return go_netip::parse_prefix(v).map_err(|e| format!("bad CIDR range ({v}): {e}"));
+    const FORM: &str =
+        "admitpilot passes the address to Envoy as written, so it must also be in the form Envoy \
+                        reads (no IPv6 field of more than 4 hex digits)";
+    if let Some((addr, _)) = v.rsplit_once('/') {
+        go_netip::parse_prefix(v).map_err(|e| format!("bad CIDR range ({v}): {e}"))?;
+        return if super::common::is_ip(addr) {
+            Ok(())
+        } else {
+            Err(format!("bad CIDR range ({v}): {FORM}"))
+        };
     }
     match go_netip::parse_addr(v) {
         Err(_) => Err(format!("bad IP address ({v})")),
         Ok(addr) if addr.zoned => Err(format!(
             "bad IP address ({v}): admitpilot does not accept an IPv6 zone here"
         )),
+        Ok(_) if !super::common::is_ip(v) => Err(format!("bad IP address ({v}): {FORM}")),
         Ok(_) => Ok(()),
     }
 }
@@ -1164,6 +1175,16 @@ mod tests {
                 "fe80::1%eth0",
                 "bad IP address (fe80::1%eth0): admitpilot does not accept an IPv6 zone here",
             ),
+            (
+                "00000::",
+                "bad IP address (00000::): admitpilot passes the address to Envoy as written, so it must also be \
+                 in the form Envoy reads (no IPv6 field of more than 4 hex digits)",
+            ),
+            (
+                "00000::/64",
+                "bad CIDR range (00000::/64): admitpilot passes the address to Envoy as written, so it must also \
+                 be in the form Envoy reads (no IPv6 field of more than 4 hex digits)",
+            ),
         ] {
             assert_eq!(check_policy_ip(value), Err(text.to_string()), "{value}");
         }
@@ -1263,5 +1284,34 @@ mod tests {
         let seventeen: Vec<String> = (0..17).map(|i| format!("sa{i}")).collect();
         check_service_accounts(&seventeen, "p.serviceAccounts", &mut out);
         assert_eq!(out.0[0].message, "may not have more than 16 values");
+    }
+}
+/// The transcription of Go's `netip.ParseAddr` against Rust's parser: they agree on every address whose fields
+/// have at most 4 characters; longer IPv6 fields with leading zeros, which Go accepts, are the one difference
+/// `check_policy_ip` refuses on purpose.
+#[cfg(test)]
+mod netip_props {
+    use proptest::prelude::*;
+
+    fn agrees(s: &str) -> Result<(), TestCaseError> {
+        let go = super::go_netip::parse_addr(s).is_ok_and(|a| !a.zoned);
+        let std = s.parse::<std::net::IpAddr>().is_ok();
+        if !s.split([':', '.', '%']).any(|f| f.len() > 4) {
+            prop_assert_eq!(go, std, "{}", s);
+        }
+        Ok(())
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(4096))]
+        #[test]
+        fn go_parse_addr_agrees_with_std(s in r"[0-9a-fA-F:.%]{0,24}") {
+            agrees(&s)?;
+        }
+
+        #[test]
+        fn go_parse_addr_agrees_with_std_on_dotted_forms(s in r"(([0-9]{1,4}|:){0,9}[.:]){0,9}[0-9]{0,3}") {
+            agrees(&s)?;
+        }
     }
 }
