@@ -50,7 +50,7 @@ async fn broken_references_are_warnings_with_istio_codes() {
     assert_eq!(
         warnings(&review),
         [
-            r#"[IST0101] spec.gateways[0]: Referenced gateway not found: "default/nope""#,
+            r#"[IST0101] spec.gateways[0]: Referenced gateway not found: "nope""#,
             r#"[IST0101] spec.http[0].route[0].destination.host: Referenced host not found: "missing.example.com""#,
         ]
     );
@@ -77,7 +77,7 @@ async fn reference_check_deny_denies_them() {
     assert_eq!(review["allowed"], false, "{review}");
     assert_eq!(
         review["status"]["message"],
-        r#"configuration is invalid: [IST0101] spec.gateways[0]: Referenced gateway not found: "default/nope""#
+        r#"configuration is invalid: [IST0101] spec.gateways[0]: Referenced gateway not found: "nope""#
     );
     let metrics = get(&client(), &format!("{}/metrics", admitpilot.admin))
         .await

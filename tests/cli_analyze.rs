@@ -100,7 +100,7 @@ fn broken_references_are_warnings_that_fail_only_on_request() {
     assert_eq!(output.status.code(), Some(0), "{}", stdout(&output));
     let text = stdout(&output);
     assert!(
-        text.contains(r#"VirtualService shop/api: warning: spec.gateways[1]: [IST0101] Referenced gateway not found: "shop/public""#),
+        text.contains(r#"VirtualService shop/api: warning: spec.gateways[1]: [IST0101] Referenced gateway not found: "public""#),
         "{text}"
     );
     assert!(

@@ -31,6 +31,7 @@ use crate::model::istio::{Gateway, VirtualService};
 use crate::model::mesh_config::{Provider, BUILTIN_ACCESS_LOG_PROVIDER};
 use crate::model::{ConfigObject, Kind, ObjectKey, Snapshot, Spec};
 
+use super::common::go_quote;
 use super::host_index::HostIndex;
 
 /// Istio's annotation listing analyzer codes not to report for the object.
@@ -187,11 +188,13 @@ pub fn check_references(
     out
 }
 
+/// IST0101 with Istio's template `Referenced %s not found: %q` (`ReferencedResourceNotFound` in
+/// `pkg/config/analysis/msg/messages.yaml`), the name quoted as Go's `%q` does.
 fn not_found(field: String, what: &str, name: &str) -> Reference {
     Reference {
         code: REFERENCED_RESOURCE_NOT_FOUND,
         field,
-        message: format!("Referenced {what} not found: {name:?}"),
+        message: format!("Referenced {what} not found: {}", go_quote(name)),
     }
 }
 
@@ -302,28 +305,30 @@ impl<'a> Registry<'a> {
                 continue;
             }
             let key = gateway_key(name, namespace);
+            // Istio's `virtualservice/gateways.go` prints the gateway name as the VirtualService writes it.
             let Some(Spec::Gateway(gateway)) = self.config.get(&key).map(|g| &g.spec) else {
                 out.push(not_found(
                     format!("spec.gateways[{index}]"),
                     "gateway",
-                    &format!("{}/{}", key.namespace, key.name),
+                    name,
                 ));
                 continue;
             };
             let accepted = gateway_hosts(gateway, &key.namespace, namespace);
-            let missing: Vec<&str> = vs
+            if vs
                 .hosts
                 .iter()
-                .filter(|host| accepted.overlapping(host).is_none())
-                .map(String::as_str)
-                .collect();
-            if !missing.is_empty() {
+                .any(|host| accepted.overlapping(host).is_none())
+            {
+                // `VirtualServiceHostNotFoundInGateway`'s template (`messages.yaml`): `one or more host %v defined in
+                // VirtualService %s not found in Gateway %s.`, where `%v` prints all of the VirtualService's hosts
+                // as a Go `[]string` and both names are `namespace/name`.
                 out.push(Reference {
                     code: HOST_NOT_FOUND_IN_GATEWAY,
                     field: "spec.hosts".into(),
                     message: format!(
                         "one or more host [{}] defined in VirtualService {namespace}/{} not found in Gateway {}/{}.",
-                        missing.join(" "),
+                        vs.hosts.join(" "),
                         object.metadata.name,
                         key.namespace,
                         key.name
@@ -332,19 +337,30 @@ impl<'a> Registry<'a> {
             }
             self.conflicts(object, vs, &key, out);
         }
-        for (field, destination) in destinations(vs) {
+        // Istio's `virtualservice/destinationhosts.go` and `destinationrules.go` print the host as written
+        // (`d.GetHost()`), and call a mirror's "mirror host" / "mirror+subset in destinationrule".
+        for (field, destination, mirror) in destinations(vs) {
             let host = self.resolve(&destination.host, namespace);
             if host.contains('*') {
                 continue;
             }
+            let (what_host, what_subset) = if mirror {
+                ("mirror host", "mirror+subset in destinationrule")
+            } else {
+                ("host", "host+subset in destinationrule")
+            };
             if !self.has_host(&host) {
-                out.push(not_found(format!("{field}.host"), "host", &host));
+                out.push(not_found(
+                    format!("{field}.host"),
+                    what_host,
+                    &destination.host,
+                ));
             } else if !destination.subset.is_empty() && !self.has_subset(&host, &destination.subset)
             {
                 out.push(not_found(
                     format!("{field}.subset"),
-                    "host+subset in destinationrule",
-                    &format!("{host}+{}", destination.subset),
+                    what_subset,
+                    &format!("{}+{}", destination.host, destination.subset),
                 ));
             }
         }
@@ -462,8 +478,9 @@ fn gateway_hosts(gateway: &Gateway, gateway_ns: &str, vs_ns: &str) -> HostIndex 
     )
 }
 
-/// Every destination of a VirtualService with its field path: HTTP, TLS and TCP routes and HTTP mirrors.
-fn destinations(vs: &VirtualService) -> Vec<(String, &Destination)> {
+/// Every destination of a VirtualService with its field path and whether it is a mirror: HTTP, TLS and TCP routes
+/// and HTTP mirrors.
+fn destinations(vs: &VirtualService) -> Vec<(String, &Destination, bool)> {
     let mut out = Vec::new();
     for (i, route) in vs.http.iter().enumerate() {
         for (j, to) in route.route.iter().enumerate() {
@@ -471,17 +488,19 @@ fn destinations(vs: &VirtualService) -> Vec<(String, &Destination)> {
                 out.push((
                     format!("spec.http[{i}].route[{j}].destination"),
                     destination,
+                    false,
                 ));
             }
         }
         if let Some(mirror) = &route.mirror {
-            out.push((format!("spec.http[{i}].mirror"), mirror));
+            out.push((format!("spec.http[{i}].mirror"), mirror, true));
         }
         for (j, mirror) in route.mirrors.iter().enumerate() {
             if let Some(destination) = &mirror.destination {
                 out.push((
                     format!("spec.http[{i}].mirrors[{j}].destination"),
                     destination,
+                    true,
                 ));
             }
         }
@@ -496,6 +515,7 @@ fn destinations(vs: &VirtualService) -> Vec<(String, &Destination)> {
                     out.push((
                         format!("spec.{kind}[{i}].route[{j}].destination"),
                         destination,
+                        false,
                     ));
                 }
             }
@@ -596,17 +616,11 @@ mod tests {
                 ("IST0101", "spec.http[0].route[1].destination.subset"),
             ]
         );
-        assert_eq!(
-            found[0].message,
-            r#"Referenced gateway not found: "shop/gw""#
-        );
-        assert_eq!(
-            found[1].message,
-            r#"Referenced host not found: "nowhere.shop.svc.cluster.local""#
-        );
+        assert_eq!(found[0].message, r#"Referenced gateway not found: "gw""#);
+        assert_eq!(found[1].message, r#"Referenced host not found: "nowhere""#);
         assert_eq!(
             found[2].message,
-            r#"Referenced host+subset in destinationrule not found: "web.shop.svc.cluster.local+v9""#
+            r#"Referenced host+subset in destinationrule not found: "web+v9""#
         );
         let gw = gateway(
             json!(["*"]),
@@ -616,6 +630,46 @@ mod tests {
         assert_eq!(
             codes(&found),
             [("IST0101", "spec.servers[0].tls.credentialName")]
+        );
+    }
+
+    /// Istio's `virtualservice/destinationhosts.go` and `destinationrules.go` name mirrors "mirror host" and
+    /// "mirror+subset in destinationrule", with the host as written.
+    #[test]
+    fn mirrors_are_named_as_istio_names_them() {
+        let api = object(
+            json!({"apiVersion": "networking.istio.io/v1", "kind": "VirtualService",
+            "metadata": {"name": "api", "namespace": "shop"},
+            "spec": {"hosts": ["api"], "http": [{"route": [{"destination": {"host": "web"}}],
+                "mirror": {"host": "shadow"},
+                "mirrors": [{"destination": {"host": "web", "subset": "v2"}}]}]}}),
+        );
+        let found = check_references(
+            &config(&[service("web"), api.clone()]),
+            &api,
+            "cluster.local",
+        );
+        let messages: Vec<(&str, &str)> = found
+            .iter()
+            .map(|r| (r.field.as_str(), r.message.as_str()))
+            .collect();
+        assert_eq!(
+            messages,
+            [
+                (
+                    "spec.http[0].mirror.host",
+                    r#"Referenced mirror host not found: "shadow""#
+                ),
+                (
+                    "spec.http[0].mirrors[0].destination.subset",
+                    r#"Referenced mirror+subset in destinationrule not found: "web+v2""#
+                ),
+            ]
+        );
+        // Go's `%q`: control characters are escaped as Go escapes them.
+        assert_eq!(
+            not_found("f".into(), "gateway", "a\u{7f}b").message,
+            r#"Referenced gateway not found: "a\x7fb""#
         );
     }
 
@@ -641,7 +695,7 @@ mod tests {
         );
         assert_eq!(
             found[1].message,
-            "one or more host [b.other.org] defined in VirtualService shop/second not found in Gateway shop/gw."
+            "one or more host [a.example.com b.other.org] defined in VirtualService shop/second not found in Gateway shop/gw."
         );
     }
 

@@ -20,10 +20,11 @@ pub fn validate(spec: &Telemetry, _meta: &ObjectMeta, out: &mut Findings) {
         &spec.target_refs,
         out,
     );
+    // Istio's `validateTelemetryTracing` (pkg/config/validation/validation.go) warns, with this text.
     if spec.tracing.len() > 1 {
         out.warning(
             "spec.tracing",
-            "only the first tracing entry is used; more than one is not supported",
+            "multiple tracing is not currently supported",
         );
     }
     for (i, tracing) in spec.tracing.iter().enumerate() {
@@ -37,19 +38,25 @@ pub fn validate(spec: &Telemetry, _meta: &ObjectMeta, out: &mut Findings) {
     }
 }
 
+/// Provider names must not be empty. Mirrors Istio's `validateTelemetryProviders`
+/// (pkg/config/validation/validation.go), with its text (it stops at the first; each is reported here).
 fn validate_providers(providers: &[ProviderRef], path: &str, out: &mut Findings) {
     for (i, provider) in providers.iter().enumerate() {
         if provider.name.as_deref().unwrap_or_default().is_empty() {
-            out.error(format!("{path}[{i}].name"), "provider name is required");
+            out.error(
+                format!("{path}[{i}].name"),
+                "providers.name may not be empty",
+            );
         }
     }
 }
 
+/// Mirrors Istio's `validateTelemetryTracing` (pkg/config/validation/validation.go), with its texts.
 fn validate_tracing(tracing: &Tracing, path: &str, out: &mut Findings) {
     if tracing.providers.len() > 1 {
         out.warning(
             format!("{path}.providers"),
-            "only the first tracing provider is used; more than one is not supported",
+            "multiple providers is not currently supported",
         );
     }
     validate_providers(&tracing.providers, &format!("{path}.providers"), out);
@@ -57,19 +64,22 @@ fn validate_tracing(tracing: &Tracing, path: &str, out: &mut Findings) {
         if !(0.0..=100.0).contains(&pct) {
             out.error(
                 format!("{path}.randomSamplingPercentage"),
-                format!("randomSamplingPercentage {pct} is outside the range 0..100"),
+                "randomSamplingPercentage must be in range [0.0, 100.0]",
             );
         }
     }
     for (name, tag) in &tracing.custom_tags {
         let tag_path = format!("{path}.customTags.{name}");
         if name.is_empty() {
-            out.error(&tag_path, "custom tag name must not be empty");
+            out.error(&tag_path, "tag name may not be empty");
         }
         validate_custom_tag(tag, &tag_path, out);
     }
 }
 
+/// One custom tag: at most one kind (the CRD's `oneOf`), and a non-empty value or name. Istio's
+/// `validateTelemetryTracing` checks literal, header and environment tags, with the texts used here; the formatter
+/// value is checked by the CRD's `minLength: 1` only.
 fn validate_custom_tag(tag: &CustomTag, path: &str, out: &mut Findings) {
     let set = usize::from(tag.literal.is_some())
         + usize::from(tag.environment.is_some())
@@ -107,13 +117,15 @@ fn validate_custom_tag(tag: &CustomTag, path: &str, out: &mut Findings) {
             if value.as_deref().unwrap_or_default().is_empty() {
                 out.error(
                     format!("{path}.{field}"),
-                    format!("{what} must not be empty"),
+                    format!("{what} may not be empty"),
                 );
             }
         }
     }
 }
 
+/// Mirrors Istio's `validateTelemetryMetrics` (pkg/config/validation/validation.go), with its texts, and the CRD's
+/// rules on the reporting interval and tag overrides.
 fn validate_metrics(metrics: &Metrics, path: &str, out: &mut Findings) {
     validate_providers(&metrics.providers, &format!("{path}.providers"), out);
     if let Some(interval) = &metrics.reporting_interval {
@@ -137,15 +149,18 @@ fn validate_metrics(metrics: &Metrics, path: &str, out: &mut Findings) {
             if selector.custom_metric.as_deref() == Some("") {
                 out.error(
                     format!("{o_path}.match.customMetric"),
-                    "customMetric must not be empty",
+                    "customMetric may not be empty",
                 );
             }
         }
         for (name, tag) in &o.tag_overrides {
             let tag_path = format!("{o_path}.tagOverrides.{name}");
+            // Istio warns (`validateTelemetryMetrics`); the CRD does not check the name.
             if name.is_empty() {
-                out.warning(&tag_path, "tag override name should not be empty");
+                out.warning(&tag_path, "tagOverrides.name may not be empty");
             }
+            // The CRD's CEL rules, with their texts: the API server applies them before any webhook, and the
+            // REMOVE rule (`!has(self.value)`) also refuses an empty value, which Istio's webhook lets through.
             match tag.operation.unwrap_or_default() {
                 TagOperation::Upsert if tag.value.as_deref().unwrap_or_default().is_empty() => {
                     out.error(
@@ -234,6 +249,44 @@ mod tests {
         assert_eq!(
             error_paths(json!({"tracing": {"a": "b"}})),
             vec!["spec.tracing"]
+        );
+    }
+
+    /// Istio's `validateTelemetryProviders`, `validateTelemetryTracing` and `validateTelemetryMetrics` texts.
+    #[test]
+    fn texts_follow_validate_telemetry() {
+        let spec = json!({
+            "tracing": [{"providers": [{"name": ""}, {"name": "b"}], "randomSamplingPercentage": -1,
+                "customTags": {"": {"literal": {"value": ""}}, "h": {"header": {"name": ""}},
+                    "e": {"environment": {"name": ""}}}}, {}],
+            "metrics": [{"providers": [{}], "overrides": [{"match": {"customMetric": ""},
+                "tagOverrides": {"": {"value": "v"}}}]}]
+        });
+        let (errors, warnings) = crate::validate::testing::run_rules(
+            spec,
+            &crate::validate::testing::meta("t", "ns"),
+            super::validate,
+        );
+        assert_eq!(
+            errors,
+            [
+                "spec.tracing[0].providers[0].name: providers.name may not be empty",
+                "spec.tracing[0].randomSamplingPercentage: randomSamplingPercentage must be in range [0.0, 100.0]",
+                "spec.tracing[0].customTags.: tag name may not be empty",
+                "spec.tracing[0].customTags..literal.value: literal tag value may not be empty",
+                "spec.tracing[0].customTags.e.environment.name: environment tag name may not be empty",
+                "spec.tracing[0].customTags.h.header.name: header tag name may not be empty",
+                "spec.metrics[0].providers[0].name: providers.name may not be empty",
+                "spec.metrics[0].overrides[0].match.customMetric: customMetric may not be empty",
+            ]
+        );
+        assert_eq!(
+            warnings,
+            [
+                "spec.tracing: multiple tracing is not currently supported",
+                "spec.tracing[0].providers: multiple providers is not currently supported",
+                "spec.metrics[0].overrides[0].tagOverrides.: tagOverrides.name may not be empty",
+            ]
         );
     }
 
