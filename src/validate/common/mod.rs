@@ -10,7 +10,7 @@
 //!
 //! One file per kind of value: [`path`] (field paths), [`text`] (Go-quoted texts), [`host`], [`address`] (addresses
 //! and ports), [`duration`] (durations and percentages), [`regex`], [`labels`] (labels and selectors), [`export_to`],
-//! [`target`] (policy targets), [`header`] (HTTP headers), [`metadata`], [`attachment`] (policy attachment);
+//! [`target`] (policy targets), [`go_netip`] (Go's address parsers, for Istio's policy IP texts), [`header`] (HTTP headers), [`metadata`], [`attachment`] (policy attachment);
 //! and the rules several kinds share: [`destination`], [`connection_pool`], [`server_tls`], [`endpoint`] and [`wasm`]
 //! (Wasm modules). Every item
 //! is re-exported here, so kinds import `common` only.
@@ -22,6 +22,7 @@ pub mod destination;
 pub mod duration;
 pub mod endpoint;
 pub mod export_to;
+pub mod go_netip;
 pub mod header;
 pub mod host;
 pub mod labels;
