@@ -320,6 +320,10 @@ impl<'a> Registry<'a> {
                 .iter()
                 .any(|host| accepted.overlapping(host).is_none())
             {
+                // Deliberately stricter than Istio's `vsHostInGateway` (`virtualservice/gateways.go`), which reports
+                // only when *no* host of the VirtualService matches a server host (and, besides IST0101, when the
+                // Gateway is missing): a single host no server accepts is silently never served, which is what this
+                // check exists to say. The text is Istio's.
                 // `VirtualServiceHostNotFoundInGateway`'s template (`messages.yaml`): `one or more host %v defined in
                 // VirtualService %s not found in Gateway %s.`, where `%v` prints all of the VirtualService's hosts
                 // as a Go `[]string` and both names are `namespace/name`.
