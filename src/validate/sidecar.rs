@@ -14,6 +14,9 @@ use crate::model::istio::sidecar::{
 };
 use crate::model::{istio::Sidecar, Findings, ObjectMeta};
 
+/// Istio's `ValidateSidecar` text for a port number repeated among IP-bound (non-zero port) listeners.
+const IP_PORTS_UNIQUE: &str = "sidecar: ports on IP bound listeners must be unique";
+
 /// Validates one Sidecar, recording every error and warning.
 pub fn validate(spec: &Sidecar, meta: &ObjectMeta, out: &mut Findings) {
     let mut p = FieldPath::new("spec");
@@ -51,6 +54,10 @@ pub fn validate(spec: &Sidecar, meta: &ObjectMeta, out: &mut Findings) {
     }
 }
 
+/// Mirrors Istio's `validateSidecarIngressPortAndBind` (pkg/config/validation/validation.go), which is also the
+/// non-zero-port branch of `validateSidecarEgressPortBindAndCaptureMode`: an optional port name (`ValidatePortName`),
+/// the protocol (`ValidateProtocol`), the number (`agent.ValidatePort`) and an optional IP bind
+/// (`agent.ValidateIPAddress`).
 fn validate_listener_port(port: &Port, bind: &str, p: &mut FieldPath, out: &mut Findings) {
     if !port.name.is_empty() {
         common::validate_port_name(&port.name, &p.child("port.name"), out);
@@ -81,11 +88,10 @@ fn validate_ingress(
         );
     }
     validate_listener_port(port, &listener.bind, p, out);
+    // Mirrors the ingress port-uniqueness rule of Istio's `ValidateSidecar` (pkg/config/validation/validation.go),
+    // with its text.
     if !ports.insert(port.number.unwrap_or(0)) {
-        out.error(
-            p.child("port.number"),
-            "ports of IP-bound listeners must be unique",
-        );
+        out.error(p.child("port.number"), IP_PORTS_UNIQUE);
     }
     if !listener.default_endpoint.is_empty() {
         validate_default_endpoint(&listener.default_endpoint, &p.child("defaultEndpoint"), out);
@@ -273,19 +279,18 @@ fn validate_egress_listeners(
                     );
                 }
                 validate_egress_port(port, listener, &mut at, out);
+                // Mirrors the egress uniqueness rules of Istio's `ValidateSidecar`
+                // (pkg/config/validation/validation.go): port-0 listeners by their bind, the others by number.
                 let number = port.number.unwrap_or(0);
                 if number == 0 {
                     if !sockets.insert(listener.bind.as_str()) {
                         out.error(
                             at.child("bind"),
-                            "unix domain socket binds of listeners must be unique",
+                            "sidecar: unix domain socket values for listeners must be unique",
                         );
                     }
                 } else if !ports.insert(number) {
-                    out.error(
-                        at.child("port.number"),
-                        "ports of IP-bound listeners must be unique",
-                    );
+                    out.error(at.child("port.number"), IP_PORTS_UNIQUE);
                 }
             }
         }
@@ -293,6 +298,9 @@ fn validate_egress_listeners(
     }
 }
 
+/// Mirrors Istio's `validateSidecarEgressPortBindAndCaptureMode` (pkg/config/validation/validation.go), with its
+/// texts: a non-zero port is checked as an ingress one; port 0 needs a `unix://` bind with a valid socket address and
+/// captureMode DEFAULT or NONE.
 fn validate_egress_port(
     port: &Port,
     listener: &IstioEgressListener,
@@ -310,7 +318,7 @@ fn validate_egress_port(
     match listener.bind.strip_prefix(UNIX_PREFIX) {
         None => out.error(
             p.child("bind"),
-            "a listener with port 0 must bind to a unix domain socket",
+            "sidecar: ports with 0 value must have a unix domain socket bind address",
         ),
         Some(socket) => {
             if let Err(e) = common::check_unix_address(socket) {
@@ -321,7 +329,7 @@ fn validate_egress_port(
     if matches!(listener.capture_mode, Some(CaptureMode::Iptables)) {
         out.error(
             p.child("captureMode"),
-            "unix domain socket listeners need captureMode DEFAULT or NONE",
+            "sidecar: captureMode must be DEFAULT/NONE for unix domain socket listeners",
         );
     }
 }
@@ -365,6 +373,9 @@ fn validate_egress_hosts(hosts: &[String], namespace: &str, p: &mut FieldPath, o
     }
 }
 
+/// Mirrors Istio's `validateSidecarOutboundTrafficPolicy` (pkg/config/validation/validation.go), with its texts: an
+/// egress proxy only with mode ALLOW_ANY, its host a `ValidateFQDN` name, a port required, then `validateDestination`.
+/// (ALLOW_ANY_DYNAMIC_DNS, which Istio refuses here too, is not a Sidecar mode in the model and fails decoding.)
 fn validate_outbound_policy(policy: &OutboundTrafficPolicy, p: &mut FieldPath, out: &mut Findings) {
     let Some(proxy) = &policy.egress_proxy else {
         return;
@@ -372,18 +383,19 @@ fn validate_outbound_policy(policy: &OutboundTrafficPolicy, p: &mut FieldPath, o
     if policy.mode != Some(OutboundTrafficMode::AllowAny) {
         out.error(
             p.child("egressProxy"),
-            "egressProxy may only be set with mode ALLOW_ANY",
+            "sidecar: egress_proxy must be set only with ALLOW_ANY outbound_traffic_policy mode",
         );
         return;
     }
     let mut e = p.field("egressProxy");
-    // Mirrors Istio's `validateSidecarOutboundTrafficPolicy`: the proxy host is a `ValidateFQDN` name, then a
-    // `validateDestination`.
     if let Err(err) = common::check_fqdn(&proxy.host) {
         out.error(e.child("host"), err);
     }
     if proxy.port.is_none() {
-        out.error(e.child("port"), "egressProxy needs a port");
+        out.error(
+            e.child("port"),
+            "sidecar: egress_proxy port must be non-nil",
+        );
         return;
     }
     validate_destination(proxy, &mut e, out);
@@ -502,16 +514,48 @@ mod tests {
         assert_eq!(w.len(), 2, "{w:?}");
     }
 
+    /// The listener port texts of Istio's `ValidateSidecar`, `validateSidecarIngressPortAndBind` and
+    /// `validateSidecarEgressPortBindAndCaptureMode`.
+    #[test]
+    fn listener_port_texts() {
+        let (e, _) = run(json!({
+            "ingress": [{"port": {"number": 80, "protocol": "HTTP", "name": "a"}},
+                        {"port": {"number": 80, "protocol": "HTTP", "name": "b"}}],
+            "egress": [{"port": {"number": 0, "protocol": "HTTP"}, "bind": "10.0.0.1", "captureMode": "IPTABLES", "hosts": ["*/*"]},
+                       {"port": {"number": 0, "protocol": "HTTP"}, "bind": "unix:///s", "hosts": ["*/*"]},
+                       {"port": {"number": 0, "protocol": "HTTP"}, "bind": "unix:///s", "hosts": ["*/*"]},
+                       {"port": {"number": 81, "protocol": "HTTP"}, "hosts": ["*/*"]},
+                       {"port": {"number": 81, "protocol": "HTTP"}, "hosts": ["*/*"]}]
+        }));
+        assert_eq!(
+            e,
+            [
+                "spec.ingress[1].port.number: sidecar: ports on IP bound listeners must be unique",
+                "spec.egress[0].bind: sidecar: ports with 0 value must have a unix domain socket bind address",
+                "spec.egress[0].captureMode: sidecar: captureMode must be DEFAULT/NONE for unix domain socket listeners",
+                "spec.egress[2].bind: sidecar: unix domain socket values for listeners must be unique",
+                "spec.egress[4].port.number: sidecar: ports on IP bound listeners must be unique",
+            ]
+        );
+    }
+
     #[test]
     fn outbound_policy() {
+        // Istio's `validateSidecarOutboundTrafficPolicy` texts.
         let (e, _) = run(
             json!({"outboundTrafficPolicy": {"mode": "REGISTRY_ONLY", "egressProxy": {"host": "p.com", "port": {"number": 1}}}}),
         );
-        assert_eq!(e.len(), 1);
+        assert_eq!(
+            e,
+            ["spec.outboundTrafficPolicy.egressProxy: sidecar: egress_proxy must be set only with ALLOW_ANY outbound_traffic_policy mode"]
+        );
         let (e, _) = run(
             json!({"outboundTrafficPolicy": {"mode": "ALLOW_ANY", "egressProxy": {"host": "p.com"}}}),
         );
-        assert_eq!(e.len(), 1);
+        assert_eq!(
+            e,
+            ["spec.outboundTrafficPolicy.egressProxy.port: sidecar: egress_proxy port must be non-nil"]
+        );
         let r: Result<Sidecar, _> = serde_json::from_value(
             json!({"outboundTrafficPolicy": {"mode": "ALLOW_ANY_DYNAMIC_DNS"}}),
         );
