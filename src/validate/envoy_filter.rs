@@ -26,9 +26,6 @@ const HCM_NAMES: [&str; 2] = [
 /// Longest proxyVersion regex Istio compiles; longer ones are ignored with a warning.
 const MAX_PROXY_VERSION_LEN: usize = 1024;
 
-/// Most targetRefs the CRD allows.
-const MAX_TARGET_REFS: usize = 16;
-
 /// Validates one EnvoyFilter.
 pub fn validate(spec: &EnvoyFilter, _meta: &ObjectMeta, out: &mut Findings) {
     out.warning(
@@ -87,12 +84,19 @@ fn validate_selector(selector: &WorkloadSelector, out: &mut Findings) {
     }
 }
 
+/// Checks `targetRefs`. Istio's webhook (`validateEnvoyFilter`, pkg/config/validation/envoyfilter/envoyfilter.go)
+/// does not look at them: these mirror the EnvoyFilter CRD's schema (manifests/charts/base/files/crd-all.gen.yaml),
+/// which the API server enforces: `maxItems: 16`, `kind` and `name` required, and its x-kubernetes-validations rule
+/// on `namespace`, whose message is used verbatim; the other texts are ours. Neither the webhook nor the CRD limits
+/// the kinds an EnvoyFilter may target, so no kind is refused here; the CRD's `kind`/`group` patterns and length
+/// limits are not checked.
 fn validate_target_refs(refs: &[PolicyTargetReference], out: &mut Findings) {
-    if refs.len() > MAX_TARGET_REFS {
+    if refs.len() > common::MAX_TARGET_REFS {
         out.error(
             "spec.targetRefs",
             format!(
-                "at most {MAX_TARGET_REFS} targetRefs are allowed, found {}",
+                "at most {} targetRefs may be listed, found {}",
+                common::MAX_TARGET_REFS,
                 refs.len()
             ),
         );
@@ -108,7 +112,7 @@ fn validate_target_refs(refs: &[PolicyTargetReference], out: &mut Findings) {
         if !target.namespace.is_empty() {
             out.error(
                 format!("{field}.namespace"),
-                "cross-namespace targetRefs are not supported; leave namespace empty",
+                "cross namespace referencing is not currently supported",
             );
         }
     }
@@ -184,11 +188,14 @@ fn validate_match_shape(m: &ObjectMatch, field: &str, out: &mut Findings) -> boo
         );
         ok = false;
     }
+    // Istio's webhook skips WAYPOINT patches entirely; this mirrors the CRD's x-kubernetes-validations rule on
+    // `waypoint.portNumber` (`0 < self && self <= 65535`), with its message. The model reads an absent port as 0,
+    // so only the upper bound is checked.
     if let Some(waypoint) = &m.waypoint {
         if waypoint.port_number > 65535 {
             out.error(
                 format!("{field}.waypoint.portNumber"),
-                "port must be between 1 and 65535",
+                "port must be between 1-65535",
             );
             ok = false;
         }
@@ -646,6 +653,8 @@ mod tests {
             json!({"configPatches": [{"applyTo": "HTTP_FILTER", "match": {"context": "WAYPOINT", "waypoint": {"portNumber": 65536}}}]}),
         );
         assert_eq!(e[0].0, "spec.configPatches[0].match.waypoint.portNumber");
+        // The CRD's x-kubernetes-validations message.
+        assert_eq!(e[0].1, "port must be between 1-65535");
         assert!(errors(json!({"configPatches": [{"applyTo": "HTTP_FILTER", "match": {"context": "WAYPOINT", "waypoint": {"portNumber": 80}}}]})).is_empty());
     }
 
@@ -755,6 +764,22 @@ mod tests {
                 "spec.workloadSelector.labels[app]",
                 "spec.targetRefs[0].namespace"
             ]
+        );
+        // The CRD's x-kubernetes-validations message for `namespace`.
+        assert_eq!(
+            e[2].1,
+            "cross namespace referencing is not currently supported"
+        );
+        // `maxItems: 16`; any kind is accepted (neither the webhook nor the CRD limits them).
+        let refs: Vec<_> = (0..17)
+            .map(|i| json!({"kind": "Anything", "name": format!("n{i}")}))
+            .collect();
+        assert_eq!(
+            errors(json!({"targetRefs": refs})),
+            [(
+                "spec.targetRefs".to_string(),
+                "at most 16 targetRefs may be listed, found 17".to_string()
+            )]
         );
         let w = run(json!({"workloadSelector": {}}));
         assert!(w
