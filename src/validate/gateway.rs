@@ -25,8 +25,9 @@ pub fn validate(spec: &Gateway, meta: &ObjectMeta, out: &mut Findings) {
         );
     }
     let mut p = FieldPath::new("spec");
+    // Mirrors Istio's `ValidateGateway` (pkg/config/validation/validation.go): at least one server, with its text.
     if spec.servers.is_empty() {
-        out.error(p.child("servers"), "a gateway needs at least one server");
+        out.error(p.child("servers"), "gateway must have at least one server");
     }
     let mut servers = p.field("servers");
     let mut port_names = BTreeSet::new();
@@ -49,9 +50,10 @@ pub fn validate(spec: &Gateway, meta: &ObjectMeta, out: &mut Findings) {
             }
             let redirect = server.tls.as_ref().and_then(|t| t.https_redirect) == Some(true);
             if redirect && !Protocol::parse(&port.protocol).is_http() {
+                // Same function: httpsRedirect on a non-HTTP server is warned, with its text.
                 out.warning(
                     at.child("tls.httpsRedirect"),
-                    "httpsRedirect only makes sense on HTTP servers",
+                    "tls.httpsRedirect should only be used with http servers",
                 );
             }
         }
@@ -93,11 +95,15 @@ fn validate_server(
     if let Some(tls) = &server.tls {
         validate_server_tls(tls, &mut p.field("tls"), out);
     }
+    // Mirrors Istio's `validateServer` TLS/protocol agreement (checked only when the port is valid), with its texts.
     if let (true, Some(port)) = (port_ok, &server.port) {
         let protocol = Protocol::parse(&port.protocol);
         match &server.tls {
             None if protocol.is_tls() => {
-                out.error(p.child("tls"), "HTTPS and TLS servers need TLS settings");
+                out.error(
+                    p.child("tls"),
+                    "server must have TLS settings for HTTPS/TLS protocols",
+                );
             }
             Some(tls) if !protocol.is_tls() => {
                 let passthrough = matches!(
@@ -110,12 +116,12 @@ fn validate_server(
                 if !protocol.is_http() {
                     out.error(
                         p.child("tls"),
-                        "only HTTPS and TLS servers may have TLS settings",
+                        "server cannot have TLS settings for non HTTPS/TLS ports",
                     );
                 } else if !passthrough || has_files {
                     out.error(
                         p.child("tls"),
-                        "plain-text HTTP servers may only use TLS settings for httpsRedirect",
+                        "server cannot have TLS settings for plain text HTTP ports",
                     );
                 }
             }
@@ -254,6 +260,7 @@ mod tests {
     fn name_and_servers() {
         let (e, _) = run_named("bad.name", json!({"servers": []}));
         assert_eq!(e.len(), 2, "{e:?}");
+        assert_eq!(e[1], "spec.servers: gateway must have at least one server");
         let (e, _) = run(json!({"servers": [{"hosts": []}]}));
         assert_eq!(e.len(), 2, "{e:?}"); // no hosts, no port
     }
@@ -315,6 +322,15 @@ mod tests {
         // missing tls, tls on http, tls on tcp, simple cert+key (2), crl+credentialName, istio_mutual key,
         // credentialName+credentialNames (2: pair rule and source count)
         assert_eq!(e.len(), 9, "{e:?}");
+        // Istio's `validateServer` texts.
+        assert_eq!(
+            e[..3],
+            [
+                "spec.servers[0].tls: server must have TLS settings for HTTPS/TLS protocols",
+                "spec.servers[1].tls: server cannot have TLS settings for plain text HTTP ports",
+                "spec.servers[2].tls: server cannot have TLS settings for non HTTPS/TLS ports",
+            ]
+        );
     }
 
     #[test]
@@ -327,5 +343,13 @@ mod tests {
         ]}));
         assert!(e.is_empty(), "{e:?}");
         assert_eq!(w.len(), 3, "{w:?}");
+        // Istio's `ValidateGateway` warning.
+        let (_, w) = run(json!({"servers": [
+            {"port": {"number": 90, "name": "t", "protocol": "TCP"}, "hosts": ["*"], "tls": {"httpsRedirect": true}}
+        ]}));
+        assert!(
+            w.iter().any(|m| m == "spec.servers[0].tls.httpsRedirect: tls.httpsRedirect should only be used with http servers"),
+            "{w:?}"
+        );
     }
 }
