@@ -14,6 +14,9 @@ use crate::model::istio::sidecar::{
 };
 use crate::model::{istio::Sidecar, Findings, ObjectMeta};
 
+/// Istio's `ValidateSidecar` text for a listener port with a targetPort.
+const TARGET_PORT_NO_IMPACT: &str = "targetPort has no impact on Sidecars";
+
 /// Istio's `ValidateSidecar` text for a port number repeated among IP-bound (non-zero port) listeners.
 const IP_PORTS_UNIQUE: &str = "sidecar: ports on IP bound listeners must be unique";
 
@@ -27,15 +30,13 @@ pub fn validate(spec: &Sidecar, meta: &ObjectMeta, out: &mut Findings) {
             out,
         );
     }
+    // Mirrors Istio's `ValidateSidecar` (pkg/config/validation/validation.go), with its text.
     if spec.egress.is_empty()
         && spec.ingress.is_empty()
         && spec.outbound_traffic_policy.is_none()
         && spec.inbound_connection_pool.is_none()
     {
-        out.error(
-            p.as_str(),
-            "a Sidecar must configure at least one of ingress, egress, outboundTrafficPolicy and inboundConnectionPool",
-        );
+        out.error(p.as_str(), "sidecar: empty configuration provided");
         return;
     }
     {
@@ -71,6 +72,8 @@ fn validate_listener_port(port: &Port, bind: &str, p: &mut FieldPath, out: &mut 
     }
 }
 
+/// Checks one ingress listener. Mirrors the ingress loop of Istio's `ValidateSidecar`
+/// (pkg/config/validation/validation.go), with its texts.
 fn validate_ingress(
     listener: &IstioIngressListener,
     ports: &mut BTreeSet<u32>,
@@ -78,14 +81,14 @@ fn validate_ingress(
     out: &mut Findings,
 ) {
     let Some(port) = &listener.port else {
-        out.error(p.child("port"), "ingress listeners need a port");
+        out.error(
+            p.child("port"),
+            "sidecar: port is required for ingress listeners",
+        );
         return;
     };
     if port.target_port.unwrap_or(0) > 0 {
-        out.error(
-            p.child("port.targetPort"),
-            "targetPort has no effect on Sidecars",
-        );
+        out.error(p.child("port.targetPort"), TARGET_PORT_NO_IMPACT);
     }
     validate_listener_port(port, &listener.bind, p, out);
     // Mirrors the ingress port-uniqueness rule of Istio's `ValidateSidecar` (pkg/config/validation/validation.go),
@@ -102,44 +105,51 @@ fn validate_ingress(
             (
                 !tls.subject_alt_names.is_empty(),
                 "subjectAltNames",
-                "subjectAltNames are not supported in ingress TLS",
+                "sidecar: subjectAltNames is not supported in ingress tls",
             ),
             (
                 tls.https_redirect == Some(true),
                 "httpsRedirect",
-                "httpsRedirect is not supported",
+                "sidecar: httpsRedirect is not supported",
             ),
             (
                 !tls.credential_name.is_empty(),
                 "credentialName",
-                "credentialName is not supported",
+                "sidecar: credentialName is not currently supported",
             ),
             (
                 !tls.credential_names.is_empty(),
                 "credentialNames",
-                "credentialNames is not supported",
+                "sidecar: credentialNames is not currently supported",
             ),
             (
                 !tls.tls_certificates.is_empty(),
                 "tlsCertificates",
-                "tlsCertificates is not supported",
+                "sidecar: tls_certificates is not currently supported",
             ),
         ] {
             if set {
                 out.error(t.child(field), what);
             }
         }
-        if matches!(
-            tls.mode,
-            Some(ServerTlsMode::IstioMutual | ServerTlsMode::AutoPassthrough)
-        ) {
+        let refused_mode = match tls.mode {
+            Some(ServerTlsMode::IstioMutual) => Some("ISTIO_MUTUAL"),
+            Some(ServerTlsMode::AutoPassthrough) => Some("AUTO_PASSTHROUGH"),
+            _ => None,
+        };
+        if let Some(mode) = refused_mode {
             out.error(
                 t.child("mode"),
-                "ISTIO_MUTUAL and AUTO_PASSTHROUGH are not allowed in Sidecar ingress TLS",
+                format!(
+                    "configuration is invalid: cannot set mode to {mode} in sidecar ingress tls"
+                ),
             );
         }
         if !Protocol::parse(&port.protocol).is_tls() {
-            out.error(t.as_str(), "only HTTPS and TLS ports may have TLS settings");
+            out.error(
+                t.as_str(),
+                "server cannot have TLS settings for non HTTPS/TLS ports",
+            );
         }
         validate_server_tls(tls, &mut t, out);
     }
@@ -149,9 +159,9 @@ fn validate_ingress(
             out.warning(
                 p.child("connectionPool.http"),
                 format!(
-                    "HTTP connection pool settings on port {} ({:?}) with protocol {:?} are ignored; only TCP settings apply",
+                    "sidecar: HTTP connection pool settings are configured for port {} ({}) but its protocol is not HTTP ({}); only TCP settings will apply",
                     port.number.unwrap_or(0),
-                    port.name,
+                    common::go_quote(&port.name),
                     port.protocol
                 ),
             );
@@ -262,21 +272,22 @@ fn validate_egress_listeners(
     for (i, listener) in listeners.iter().enumerate() {
         let mut at = p.index(i);
         match &listener.port {
+            // Mirrors the catch-all rule of Istio's `ValidateSidecar`, with its texts: one port-less listener, last.
             None if catch_all => {
-                out.error(at.as_str(), "only one egress listener may omit the port");
+                out.error(
+                    at.as_str(),
+                    "sidecar: egress can have only one listener with empty port",
+                );
                 continue;
             }
             None if i + 1 == listeners.len() => catch_all = true,
             None => out.error(
                 at.as_str(),
-                "the egress listener without a port must be the last one",
+                "sidecar: the egress listener with empty port should be the last listener in the list",
             ),
             Some(port) => {
                 if port.target_port.unwrap_or(0) > 0 {
-                    out.error(
-                        at.child("port.targetPort"),
-                        "targetPort has no effect on Sidecars",
-                    );
+                    out.error(at.child("port.targetPort"), TARGET_PORT_NO_IMPACT);
                 }
                 validate_egress_port(port, listener, &mut at, out);
                 // Mirrors the egress uniqueness rules of Istio's `ValidateSidecar`
@@ -433,7 +444,7 @@ mod tests {
     #[test]
     fn empty_sidecar_is_rejected() {
         let (e, _) = run(json!({}));
-        assert_eq!(e.len(), 1);
+        assert_eq!(e, ["spec: sidecar: empty configuration provided"]);
         let (e, w) = run(
             json!({"workloadSelector": {}, "outboundTrafficPolicy": {"mode": "REGISTRY_ONLY"}}),
         );
@@ -454,6 +465,36 @@ mod tests {
         // credentialName, mode, non-TLS port, ISTIO_MUTUAL+credentialName
         assert_eq!(e.len(), 12, "{e:?}");
         assert_eq!(w.len(), 1, "{w:?}");
+        // Istio's `ValidateSidecar` texts.
+        for text in [
+            "spec.ingress[0].port: sidecar: port is required for ingress listeners",
+            "spec.ingress[1].port.targetPort: targetPort has no impact on Sidecars",
+            "spec.ingress[3].tls.credentialName: sidecar: credentialName is not currently supported",
+            "spec.ingress[3].tls.mode: configuration is invalid: cannot set mode to ISTIO_MUTUAL in sidecar ingress tls",
+            "spec.ingress[3].tls: server cannot have TLS settings for non HTTPS/TLS ports",
+        ] {
+            assert!(e.iter().any(|m| m == text), "{text} not in {e:?}");
+        }
+        assert_eq!(
+            w,
+            [
+                r#"spec.ingress[4].connectionPool.http: sidecar: HTTP connection pool settings are configured for port 82 ("c") but its protocol is not HTTP (TCP); only TCP settings will apply"#
+            ]
+        );
+        let (e, _) = run(
+            json!({"ingress": [{"port": {"number": 443, "protocol": "HTTPS", "name": "s"},
+            "tls": {"mode": "AUTO_PASSTHROUGH", "subjectAltNames": ["a"], "httpsRedirect": true,
+                    "credentialNames": ["a"], "tlsCertificates": [{"serverCertificate": "/c", "privateKey": "/k"}]}}]}),
+        );
+        for text in [
+            "spec.ingress[0].tls.subjectAltNames: sidecar: subjectAltNames is not supported in ingress tls",
+            "spec.ingress[0].tls.httpsRedirect: sidecar: httpsRedirect is not supported",
+            "spec.ingress[0].tls.credentialNames: sidecar: credentialNames is not currently supported",
+            "spec.ingress[0].tls.tlsCertificates: sidecar: tls_certificates is not currently supported",
+            "spec.ingress[0].tls.mode: configuration is invalid: cannot set mode to AUTO_PASSTHROUGH in sidecar ingress tls",
+        ] {
+            assert!(e.iter().any(|m| m == text), "{text} not in {e:?}");
+        }
     }
 
     /// Istio reads `defaultEndpoint` with Go's `net.SplitHostPort` and `strconv.Atoi`; their texts come through.
@@ -511,6 +552,14 @@ mod tests {
         // catch-all not last (the final port-less listener is the accepted catch-all); bind, capture;
         // no hosts; dup port, bad host form, short name
         assert_eq!(e.len(), 7, "{e:?}");
+        assert_eq!(
+            e[0],
+            "spec.egress[0]: sidecar: the egress listener with empty port should be the last listener in the list"
+        );
+        // As in Istio, only the last port-less listener is the catch-all; earlier ones are misplaced.
+        let (e, _) =
+            run(json!({"egress": [{"hosts": ["*/*"]}, {"hosts": ["*/*"]}, {"hosts": ["*/*"]}]}));
+        assert_eq!(e.len(), 2, "{e:?}");
         assert_eq!(w.len(), 2, "{w:?}");
     }
 
