@@ -83,6 +83,8 @@ pub fn validate(spec: &DestinationRule, meta: &ObjectMeta, out: &mut Findings) {
     }
 }
 
+/// Mirrors Istio's `validateTrafficPolicy` (pkg/config/validation/validation.go), with its texts: at least one
+/// field, tunnel and proxyProtocol exclusive, then each part.
 fn validate_traffic_policy(
     namespace: &str,
     policy: &TrafficPolicy,
@@ -108,13 +110,13 @@ fn validate_traffic_policy(
         && proxy_protocol.is_none()
         && retry_budget.is_none()
     {
-        out.error(p.as_str(), "a traffic policy must set at least one field");
+        out.error(p.as_str(), "traffic policy must have at least one field");
         return;
     }
     if tunnel.is_some() && proxy_protocol.is_some() {
         out.error(
             p.as_str(),
-            "tunnel and proxyProtocol cannot be set together",
+            "tunnel and proxyProtocol must not be set together",
         );
     }
     validate_policy_parts(
@@ -172,6 +174,8 @@ fn validate_policy_parts(
     }
 }
 
+/// Mirrors one entry of Istio's `validatePortTrafficPolicies` (pkg/config/validation/validation.go), with its texts.
+/// The port-number range check is ours (Istio's webhook does not check it).
 fn validate_port_policy(
     namespace: &str,
     policy: &PortTrafficPolicy,
@@ -179,7 +183,7 @@ fn validate_port_policy(
     out: &mut Findings,
 ) {
     match policy.port.as_ref() {
-        None => out.error(p.child("port"), "a port-level setting needs a port"),
+        None => out.error(p.child("port"), "portTrafficPolicy must have valid port"),
         Some(port) => {
             if let Some(number) = port.number.filter(|n| *n != 0) {
                 common::validate_port(number, &p.child("port.number"), out);
@@ -193,7 +197,7 @@ fn validate_port_policy(
     {
         out.error(
             p.as_str(),
-            "a port-level setting must set at least one policy field",
+            "port traffic policy must have at least one field",
         );
         return;
     }
@@ -235,12 +239,14 @@ fn validate_tunnel(tunnel: &TunnelSettings, p: &mut FieldPath, out: &mut Finding
     }
 }
 
+/// Mirrors Istio's `validateOutlierDetection` (pkg/config/validation/validation.go), with its texts (durations and
+/// percentages through the shared helpers). The HTTP error-code range is ours.
 fn validate_outlier_detection(o: &OutlierDetection, p: &mut FieldPath, out: &mut Findings) {
     common::validate_duration_field(o.base_ejection_time.as_ref(), p, "baseEjectionTime", out);
     if o.consecutive_errors.unwrap_or(0) != 0 {
         out.warning(
             p.child("consecutiveErrors"),
-            "consecutiveErrors is deprecated; use consecutiveGatewayErrors or consecutive5xxErrors",
+            "outlier detection consecutive errors is deprecated, use consecutiveGatewayErrors or consecutive5xxErrors instead",
         );
     }
     if !o.split_external_local_origin_errors.unwrap_or(false)
@@ -248,7 +254,7 @@ fn validate_outlier_detection(o: &OutlierDetection, p: &mut FieldPath, out: &mut
     {
         out.error(
             p.child("consecutiveLocalOriginFailures"),
-            "consecutiveLocalOriginFailures needs splitExternalLocalOriginErrors: true",
+            "outlier detection consecutive local origin failures is specified, but split external local origin errors is set to false",
         );
     }
     common::validate_duration_field(o.interval.as_ref(), p, "interval", out);
@@ -327,32 +333,30 @@ fn validate_load_balancer(
         if ch.minimum_ring_size.unwrap_or(0) != 0 {
             out.warning(
                 c.child("minimumRingSize"),
-                "minimumRingSize is deprecated; use ringHash.minimumRingSize",
+                "consistent hash MinimumRingSize is deprecated, use ConsistentHashLB's RingHash configuration instead",
             );
             if ch.ring_hash.is_some() || ch.maglev.is_some() {
                 out.error(
                     c.child("minimumRingSize"),
-                    "minimumRingSize cannot be combined with ringHash or maglev",
+                    "only one of MinimumRingSize or Maglev/Ringhash can be specified",
                 );
             }
         }
+        // Mirrors Istio's `validateLoadBalancer` Maglev rules, with its texts.
         if let Some(maglev) = &ch.maglev {
             let path = c.child("maglev.tableSize");
             let size = maglev.table_size.unwrap_or(0);
             if size == 0 {
-                out.error(&path, "maglev tableSize is required");
+                out.error(&path, "tableSize must be set for maglev");
             }
             if size >= MAGLEV_TABLE_MAX {
                 out.error(
                     &path,
-                    format!("maglev tableSize must be below {MAGLEV_TABLE_MAX}"),
+                    format!("tableSize must be less than {MAGLEV_TABLE_MAX} for maglev"),
                 );
             }
             if !is_prime(size) {
-                out.error(
-                    &path,
-                    format!("maglev tableSize {size} is not a prime number"),
-                );
+                out.error(&path, "tableSize must be a prime number for maglev");
             }
         }
     }
@@ -375,14 +379,21 @@ fn validate_load_balancer(
         "warmupDurationSecs",
         out,
     );
+    // Mirrors Istio's `validateLoadBalancer` warmup rules, with its texts; a negative minimumPercent is refused by
+    // the CRD's `minimum: 0` (Istio's webhook checks only the upper bound), with our text.
     if let Some(warmup) = &lb.warmup {
         let w = p.field("warmup");
         match &warmup.duration {
-            None => out.error(w.child("duration"), "warmup duration is required"),
+            None => out.error(w.child("duration"), "duration is required"),
             Some(d) => common::validate_duration(d, &w.child("duration"), out),
         }
         if let Some(min) = warmup.minimum_percent {
-            if !(0.0..=100.0).contains(&min) {
+            if min > 100.0 {
+                out.error(
+                    w.child("minimumPercent"),
+                    "minimumPercent value should be less than or equal to 100",
+                );
+            } else if !(0.0..=100.0).contains(&min) {
                 out.error(
                     w.child("minimumPercent"),
                     format!("minimumPercent {min} is outside 0..100"),
@@ -390,7 +401,7 @@ fn validate_load_balancer(
             }
         }
         if warmup.aggression.is_some_and(|a| a <= 0.0) {
-            out.error(w.child("aggression"), "aggression must be greater than 0");
+            out.error(w.child("aggression"), "aggression should be greater than 0");
         }
     }
 }
@@ -730,14 +741,27 @@ mod tests {
 
     #[test]
     fn traffic_policy_shape() {
+        // Istio's `validateTrafficPolicy` and `validatePortTrafficPolicies` texts.
         let (e, _) = run(json!({"host": "a", "trafficPolicy": {}}));
-        assert_eq!(e.len(), 1);
+        assert_eq!(
+            e,
+            ["spec.trafficPolicy: traffic policy must have at least one field"]
+        );
         let (e, _) = run(
             json!({"host": "a", "trafficPolicy": {"tunnel": {"targetHost": "x.com", "targetPort": 80}, "proxyProtocol": {}}}),
         );
-        assert_eq!(e.len(), 1);
+        assert_eq!(
+            e,
+            ["spec.trafficPolicy: tunnel and proxyProtocol must not be set together"]
+        );
         let (e, _) = run(json!({"host": "a", "trafficPolicy": {"portLevelSettings": [{}]}}));
-        assert_eq!(e.len(), 2, "{e:?}");
+        assert_eq!(
+            e,
+            [
+                "spec.trafficPolicy.portLevelSettings[0].port: portTrafficPolicy must have valid port",
+                "spec.trafficPolicy.portLevelSettings[0]: port traffic policy must have at least one field"
+            ]
+        );
         let (e, _) = run(
             json!({"host": "a", "trafficPolicy": {"tunnel": {"protocol": "GET", "targetHost": "bad host", "targetPort": 0}}}),
         );
@@ -759,6 +783,16 @@ mod tests {
         }}));
         assert_eq!(e.len(), 8, "{e:?}");
         assert_eq!(w.len(), 1, "{w:?}");
+        // Istio's `validateOutlierDetection` texts.
+        let od = "spec.trafficPolicy.outlierDetection";
+        assert_eq!(
+            w,
+            [format!("{od}.consecutiveErrors: outlier detection consecutive errors is deprecated, use consecutiveGatewayErrors or consecutive5xxErrors instead")]
+        );
+        assert!(
+            e.contains(&format!("{od}.consecutiveLocalOriginFailures: outlier detection consecutive local origin failures is specified, but split external local origin errors is set to false")),
+            "{e:?}"
+        );
         let (e, _) = run(json!({"host": "a", "trafficPolicy": {"connectionPool": {}}}));
         assert_eq!(e.len(), 1);
     }
@@ -772,7 +806,37 @@ mod tests {
         }}}));
         // cookie name, duplicate attr, minRing+maglev, not prime, warmup duration, minimumPercent, aggression
         assert_eq!(e.len(), 7, "{e:?}");
-        // Istio's `validateLoadBalancer` HttpCookie texts.
+        assert_eq!(w.len(), 1, "{w:?}");
+        // Istio's `validateLoadBalancer` texts.
+        let lb = "spec.trafficPolicy.loadBalancer";
+        assert_eq!(
+            e[2..],
+            [
+                format!("{lb}.consistentHash.minimumRingSize: only one of MinimumRingSize or Maglev/Ringhash can be specified"),
+                format!("{lb}.consistentHash.maglev.tableSize: tableSize must be a prime number for maglev"),
+                format!("{lb}.warmup.duration: duration is required"),
+                format!("{lb}.warmup.minimumPercent: minimumPercent value should be less than or equal to 100"),
+                format!("{lb}.warmup.aggression: aggression should be greater than 0"),
+            ]
+        );
+        assert_eq!(
+            w,
+            [format!("{lb}.consistentHash.minimumRingSize: consistent hash MinimumRingSize is deprecated, use ConsistentHashLB's RingHash configuration instead")]
+        );
+        let (e2, _) = run(json!({"host": "a", "trafficPolicy": {"loadBalancer": {
+            "consistentHash": {"httpHeaderName": "h", "maglev": {"tableSize": 5000011}}}}}));
+        assert_eq!(
+            e2,
+            [format!(
+                "{lb}.consistentHash.maglev.tableSize: tableSize must be less than 5000011 for maglev"
+            )]
+        );
+        let (e2, _) = run(json!({"host": "a", "trafficPolicy": {"loadBalancer": {
+            "consistentHash": {"httpHeaderName": "h", "maglev": {}}}}}));
+        assert_eq!(
+            e2[0],
+            format!("{lb}.consistentHash.maglev.tableSize: tableSize must be set for maglev")
+        );
         let cookie = "spec.trafficPolicy.loadBalancer.consistentHash.httpCookie";
         assert_eq!(e[0], format!("{cookie}.name: name required for HttpCookie"));
         assert_eq!(
@@ -788,7 +852,6 @@ mod tests {
                 "{cookie}.attributes[0].name: cookie attribute name cannot be empty"
             )]
         );
-        assert_eq!(w.len(), 1, "{w:?}");
         assert!(is_prime(65537) && is_prime(3) && !is_prime(9) && !is_prime(0));
     }
 
