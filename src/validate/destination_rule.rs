@@ -639,8 +639,10 @@ fn configmap_namespace<'a>(resource: &str, rest: &'a str) -> Result<&'a str, Str
 }
 
 /// Validates client TLS settings (Istio's `ValidateTLS`).
+/// Mirrors Istio's `agent.ValidateTLS` (pkg/config/validation/agent/validation.go), with its texts: the
+/// `configmap://` credential rule (with `credentials.ParseResourceName`), what insecureSkipVerify excludes, no
+/// files beside a credentialName, and MUTUAL's client certificate and key.
 fn validate_client_tls(namespace: &str, tls: &ClientTlsSettings, path: &str, out: &mut Findings) {
-    // Mirrors Istio's `ValidateTLS` `configmap://` rule (with `credentials.ParseResourceName`), with its texts.
     if let Some(rest) = tls.credential_name.strip_prefix("configmap://") {
         match configmap_namespace(&tls.credential_name, rest) {
             Err(e) => out.error(path, format!("invalid configmap:// credentialName: {e}")),
@@ -663,7 +665,7 @@ fn validate_client_tls(namespace: &str, tls: &ClientTlsSettings, path: &str, out
         {
             out.error(
                 path,
-                "caCertificates, credentialName and subjectAltNames cannot be set when insecureSkipVerify is true",
+                "cannot specify CaCertificates or CredentialName or SubjectAltNames when InsecureSkipVerify is set true",
             );
         }
         if mode == Some(ClientTlsMode::Mutual)
@@ -671,7 +673,7 @@ fn validate_client_tls(namespace: &str, tls: &ClientTlsSettings, path: &str, out
         {
             out.error(
                 path,
-                "caCertificates and subjectAltNames cannot be set when insecureSkipVerify is true",
+                "cannot specify CaCertificates or SubjectAltNames when InsecureSkipVerify is set true",
             );
         }
     }
@@ -684,17 +686,17 @@ fn validate_client_tls(namespace: &str, tls: &ClientTlsSettings, path: &str, out
         {
             out.error(
                 path,
-                "client certificate, private key, CA certificates and CA CRL cannot be set together with credentialName",
+                "cannot specify client certificates or CA certificate or CA CRL If credentialName is set",
             );
         }
         return;
     }
     if mode == Some(ClientTlsMode::Mutual) {
         if tls.client_certificate.is_empty() {
-            out.error(path, "clientCertificate is required for MUTUAL mode");
+            out.error(path, "client certificate required for mutual tls");
         }
         if tls.private_key.is_empty() {
-            out.error(path, "privateKey is required for MUTUAL mode");
+            out.error(path, "private key required for mutual tls");
         }
     }
 }
@@ -939,18 +941,40 @@ mod tests {
         );
     }
 
+    /// `agent.ValidateTLS`'s texts.
     #[test]
     fn client_tls() {
+        let at = "spec.trafficPolicy.tls: ";
         let (e, _) = run(json!({"host": "a", "trafficPolicy": {"tls": {"mode": "MUTUAL"}}}));
-        assert_eq!(e.len(), 2);
+        assert_eq!(
+            e,
+            [
+                format!("{at}client certificate required for mutual tls"),
+                format!("{at}private key required for mutual tls")
+            ]
+        );
         let (e, _) = run(
             json!({"host": "a", "trafficPolicy": {"tls": {"mode": "SIMPLE", "credentialName": "c", "caCertificates": "/ca"}}}),
         );
-        assert_eq!(e.len(), 1);
+        assert_eq!(
+            e,
+            [format!("{at}cannot specify client certificates or CA certificate or CA CRL If credentialName is set")]
+        );
         let (e, _) = run(
             json!({"host": "a", "trafficPolicy": {"tls": {"mode": "SIMPLE", "insecureSkipVerify": true, "subjectAltNames": ["x"]}}}),
         );
-        assert_eq!(e.len(), 1);
+        assert_eq!(
+            e,
+            [format!("{at}cannot specify CaCertificates or CredentialName or SubjectAltNames when InsecureSkipVerify is set true")]
+        );
+        let (e, _) = run(
+            json!({"host": "a", "trafficPolicy": {"tls": {"mode": "MUTUAL", "insecureSkipVerify": true, "caCertificates": "/ca",
+                   "clientCertificate": "/c", "privateKey": "/k"}}}),
+        );
+        assert_eq!(
+            e,
+            [format!("{at}cannot specify CaCertificates or SubjectAltNames when InsecureSkipVerify is set true")]
+        );
         let (e, _) = run(
             json!({"host": "a", "trafficPolicy": {"tls": {"mode": "SIMPLE", "credentialName": "configmap://other/x"}}}),
         );
