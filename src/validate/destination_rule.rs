@@ -83,6 +83,8 @@ pub fn validate(spec: &DestinationRule, meta: &ObjectMeta, out: &mut Findings) {
     }
 }
 
+/// Mirrors Istio's `validateTrafficPolicy` (pkg/config/validation/validation.go), with its texts: at least one
+/// field, tunnel and proxyProtocol exclusive, then each part.
 fn validate_traffic_policy(
     namespace: &str,
     policy: &TrafficPolicy,
@@ -108,13 +110,13 @@ fn validate_traffic_policy(
         && proxy_protocol.is_none()
         && retry_budget.is_none()
     {
-        out.error(p.as_str(), "a traffic policy must set at least one field");
+        out.error(p.as_str(), "traffic policy must have at least one field");
         return;
     }
     if tunnel.is_some() && proxy_protocol.is_some() {
         out.error(
             p.as_str(),
-            "tunnel and proxyProtocol cannot be set together",
+            "tunnel and proxyProtocol must not be set together",
         );
     }
     validate_policy_parts(
@@ -172,6 +174,8 @@ fn validate_policy_parts(
     }
 }
 
+/// Mirrors one entry of Istio's `validatePortTrafficPolicies` (pkg/config/validation/validation.go), with its texts.
+/// The port-number range check is ours (Istio's webhook does not check it).
 fn validate_port_policy(
     namespace: &str,
     policy: &PortTrafficPolicy,
@@ -179,7 +183,7 @@ fn validate_port_policy(
     out: &mut Findings,
 ) {
     match policy.port.as_ref() {
-        None => out.error(p.child("port"), "a port-level setting needs a port"),
+        None => out.error(p.child("port"), "portTrafficPolicy must have valid port"),
         Some(port) => {
             if let Some(number) = port.number.filter(|n| *n != 0) {
                 common::validate_port(number, &p.child("port.number"), out);
@@ -193,7 +197,7 @@ fn validate_port_policy(
     {
         out.error(
             p.as_str(),
-            "a port-level setting must set at least one policy field",
+            "port traffic policy must have at least one field",
         );
         return;
     }
@@ -226,15 +230,23 @@ fn validate_tunnel(tunnel: &TunnelSettings, p: &mut FieldPath, out: &mut Finding
             format!("tunnel target host must be valid FQDN or IP address: {fqdn}; {ip}"),
         );
     }
-    common::validate_port(tunnel.target_port.unwrap_or(0), &p.child("targetPort"), out);
+    // Same function: the target port through `agent.ValidatePort`, its error wrapped.
+    if let Err(e) = common::check_port(tunnel.target_port.unwrap_or(0)) {
+        out.error(
+            p.child("targetPort"),
+            format!("tunnel target port is invalid: {e}"),
+        );
+    }
 }
 
+/// Mirrors Istio's `validateOutlierDetection` (pkg/config/validation/validation.go), with its texts (durations and
+/// percentages through the shared helpers). The HTTP error-code range is ours.
 fn validate_outlier_detection(o: &OutlierDetection, p: &mut FieldPath, out: &mut Findings) {
     common::validate_duration_field(o.base_ejection_time.as_ref(), p, "baseEjectionTime", out);
     if o.consecutive_errors.unwrap_or(0) != 0 {
         out.warning(
             p.child("consecutiveErrors"),
-            "consecutiveErrors is deprecated; use consecutiveGatewayErrors or consecutive5xxErrors",
+            "outlier detection consecutive errors is deprecated, use consecutiveGatewayErrors or consecutive5xxErrors instead",
         );
     }
     if !o.split_external_local_origin_errors.unwrap_or(false)
@@ -242,7 +254,7 @@ fn validate_outlier_detection(o: &OutlierDetection, p: &mut FieldPath, out: &mut
     {
         out.error(
             p.child("consecutiveLocalOriginFailures"),
-            "consecutiveLocalOriginFailures needs splitExternalLocalOriginErrors: true",
+            "outlier detection consecutive local origin failures is specified, but split external local origin errors is set to false",
         );
     }
     common::validate_duration_field(o.interval.as_ref(), p, "interval", out);
@@ -295,9 +307,11 @@ fn validate_load_balancer(
             out.error(c.as_str(), "only one of ringHash and maglev may be set");
         }
         if let Some(cookie) = &ch.http_cookie {
+            // Mirrors Istio's `validateLoadBalancer` (pkg/config/validation/validation.go) HttpCookie rules, with its
+            // texts: a name is required, and attribute names are non-empty and unique.
             let mut ck = c.field("httpCookie");
             if cookie.name.is_empty() {
-                out.error(ck.child("name"), "httpCookie name is required");
+                out.error(ck.child("name"), "name required for HttpCookie");
             }
             common::validate_duration_field(cookie.ttl.as_ref(), &ck, "ttl", out);
             let mut names = BTreeSet::new();
@@ -306,12 +320,12 @@ fn validate_load_balancer(
                 if attr.name.is_empty() {
                     out.error(
                         attrs.index(i).child("name"),
-                        "cookie attribute name must not be empty",
+                        "cookie attribute name cannot be empty",
                     );
                 } else if !names.insert(attr.name.as_str()) {
                     out.error(
                         attrs.index(i).child("name"),
-                        format!("duplicate cookie attribute {:?}", attr.name),
+                        format!("duplicate cookie attribute name: {}", attr.name),
                     );
                 }
             }
@@ -319,39 +333,38 @@ fn validate_load_balancer(
         if ch.minimum_ring_size.unwrap_or(0) != 0 {
             out.warning(
                 c.child("minimumRingSize"),
-                "minimumRingSize is deprecated; use ringHash.minimumRingSize",
+                "consistent hash MinimumRingSize is deprecated, use ConsistentHashLB's RingHash configuration instead",
             );
             if ch.ring_hash.is_some() || ch.maglev.is_some() {
                 out.error(
                     c.child("minimumRingSize"),
-                    "minimumRingSize cannot be combined with ringHash or maglev",
+                    "only one of MinimumRingSize or Maglev/Ringhash can be specified",
                 );
             }
         }
+        // Mirrors Istio's `validateLoadBalancer` Maglev rules, with its texts.
         if let Some(maglev) = &ch.maglev {
             let path = c.child("maglev.tableSize");
             let size = maglev.table_size.unwrap_or(0);
             if size == 0 {
-                out.error(&path, "maglev tableSize is required");
+                out.error(&path, "tableSize must be set for maglev");
             }
             if size >= MAGLEV_TABLE_MAX {
                 out.error(
                     &path,
-                    format!("maglev tableSize must be below {MAGLEV_TABLE_MAX}"),
+                    format!("tableSize must be less than {MAGLEV_TABLE_MAX} for maglev"),
                 );
             }
             if !is_prime(size) {
-                out.error(
-                    &path,
-                    format!("maglev tableSize {size} is not a prime number"),
-                );
+                out.error(&path, "tableSize must be a prime number for maglev");
             }
         }
     }
+    // Mirrors Istio's `validateLoadBalancer`, with its text.
     if lb.locality_lb_setting.is_some() && lb.zone_aware_lb_setting.is_some() {
         out.error(
             p.as_str(),
-            "only one of localityLbSetting and zoneAwareLbSetting may be set",
+            "only one of localityLbSetting and zoneAwareLbSetting can be set",
         );
     }
     if let Some(locality) = &lb.locality_lb_setting {
@@ -366,14 +379,21 @@ fn validate_load_balancer(
         "warmupDurationSecs",
         out,
     );
+    // Mirrors Istio's `validateLoadBalancer` warmup rules, with its texts; a negative minimumPercent is refused by
+    // the CRD's `minimum: 0` (Istio's webhook checks only the upper bound), with our text.
     if let Some(warmup) = &lb.warmup {
         let w = p.field("warmup");
         match &warmup.duration {
-            None => out.error(w.child("duration"), "warmup duration is required"),
+            None => out.error(w.child("duration"), "duration is required"),
             Some(d) => common::validate_duration(d, &w.child("duration"), out),
         }
         if let Some(min) = warmup.minimum_percent {
-            if !(0.0..=100.0).contains(&min) {
+            if min > 100.0 {
+                out.error(
+                    w.child("minimumPercent"),
+                    "minimumPercent value should be less than or equal to 100",
+                );
+            } else if !(0.0..=100.0).contains(&min) {
                 out.error(
                     w.child("minimumPercent"),
                     format!("minimumPercent {min} is outside 0..100"),
@@ -381,7 +401,7 @@ fn validate_load_balancer(
             }
         }
         if warmup.aggression.is_some_and(|a| a <= 0.0) {
-            out.error(w.child("aggression"), "aggression must be greater than 0");
+            out.error(w.child("aggression"), "aggression should be greater than 0");
         }
     }
 }
@@ -404,32 +424,53 @@ fn is_prime(x: u64) -> bool {
     true
 }
 
-fn validate_failovers(failovers: &[LocalityFailover], what: &str, path: &str, out: &mut Findings) {
+/// The texts of one failover check, in the order: same region, not a bare region, a wildcard.
+type FailoverTexts = [&'static str; 3];
+
+/// `agent.ValidateLocalityLbSetting`'s failover texts.
+const LOCALITY_FAILOVER: FailoverTexts = [
+    "locality lb failover settings must specify different regions",
+    "locality lb failover only specify region",
+    "locality lb failover region should not contain '*' wildcard",
+];
+
+/// `agent.ValidateZoneAwareLbSetting`'s failover texts.
+const ZONE_AWARE_FAILOVER: FailoverTexts = [
+    "zone aware lb failover settings must specify different regions",
+    "zone aware lb failover only specifies region; zone and subzone failover are handled automatically",
+    "zone aware lb failover region should not contain '*' wildcard",
+];
+
+/// Istio's warning for failover settings without outlier detection (both locality settings).
+const FAILOVER_NEEDS_OUTLIER: &str = "outlier detection policy must be provided for failover";
+
+/// Mirrors the failover loop shared by Istio's `agent.ValidateLocalityLbSetting` and
+/// `agent.ValidateZoneAwareLbSetting` (pkg/config/validation/agent/validation.go): each failover names two different
+/// regions, with no `/` and no `*`; `texts` are the calling function's.
+fn validate_failovers(
+    failovers: &[LocalityFailover],
+    texts: FailoverTexts,
+    path: &str,
+    out: &mut Findings,
+) {
+    let [same, not_region, wildcard] = texts;
     for f in failovers {
         if f.from == f.to {
-            out.error(
-                path,
-                format!(
-                    "{what} failover must name different regions (from {:?})",
-                    f.from
-                ),
-            );
+            out.error(path, same);
         }
         if f.from.contains('/') || f.to.contains('/') {
-            out.error(
-                path,
-                format!("{what} failover may only name regions, not zones"),
-            );
+            out.error(path, not_region);
         }
         if f.from.contains('*') || f.to.contains('*') {
-            out.error(
-                path,
-                format!("{what} failover regions must not contain '*'"),
-            );
+            out.error(path, wildcard);
         }
     }
 }
 
+/// Mirrors Istio's `agent.ValidateLocalityLbSetting` (pkg/config/validation/agent/validation.go), with its texts:
+/// distribute and failover exclusive, no topology label in failoverPriority beside failover, weights in 1..=100
+/// adding up to 100, localities through `validateLocalities`, the failover rules, and a warning for failover
+/// without outlier detection.
 fn validate_locality_lb(
     lb: &LocalityLoadBalancerSetting,
     has_outlier: bool,
@@ -437,7 +478,10 @@ fn validate_locality_lb(
     out: &mut Findings,
 ) {
     if !lb.distribute.is_empty() && !lb.failover.is_empty() {
-        out.error(path, "distribute and failover cannot both be set");
+        out.error(
+            path,
+            "can not simultaneously specify 'distribute' and 'failover'",
+        );
         return;
     }
     if !lb.failover.is_empty() {
@@ -448,7 +492,7 @@ fn validate_locality_lb(
         {
             out.error(
                 path,
-                format!("failover cannot be combined with the topology label {label:?} in failoverPriority"),
+                format!("can not simultaneously set 'failover' and topology label '{label}' in 'failover_priority'"),
             );
             return;
         }
@@ -459,13 +503,13 @@ fn validate_locality_lb(
         let mut total: u64 = 0;
         for weight in d.to.values() {
             if !(1..=100).contains(weight) {
-                out.error(path, "locality weights must be within 1..100");
+                out.error(path, "locality weight must be in range [1, 100]");
                 return;
             }
             total += u64::from(*weight);
         }
         if total != 100 {
-            out.error(path, format!("locality weights add up to {total}, not 100"));
+            out.error(path, format!("total locality weight {total} != 100"));
             return;
         }
         if let Err(e) = check_localities(d.to.keys().map(String::as_str)) {
@@ -476,11 +520,13 @@ fn validate_locality_lb(
         out.error(path, e);
     }
     if (!lb.failover.is_empty() || !lb.failover_priority.is_empty()) && !has_outlier {
-        out.warning(path, "failover only works with an outlierDetection policy");
+        out.warning(path, FAILOVER_NEEDS_OUTLIER);
     }
-    validate_failovers(&lb.failover, "locality lb", path, out);
+    validate_failovers(&lb.failover, LOCALITY_FAILOVER, path, out);
 }
 
+/// Mirrors Istio's `agent.ValidateZoneAwareLbSetting` (pkg/config/validation/agent/validation.go), with its texts: no
+/// topology label in failoverPriority, the failover rules, and a warning for failover without outlier detection.
 fn validate_zone_aware_lb(
     lb: &ZoneAwareLoadBalancerSetting,
     has_outlier: bool,
@@ -494,19 +540,23 @@ fn validate_zone_aware_lb(
     {
         out.error(
             path,
-            format!("failoverPriority of zone-aware lb must not use topology label {label:?}; region and zone routing are automatic"),
+            format!("'failover_priority' for zone aware lb must not use topology label '{label}'; region- and zone-level routing are handled automatically"),
         );
     }
     if (!lb.failover.is_empty() || !lb.failover_priority.is_empty()) && !has_outlier {
-        out.warning(path, "failover only works with an outlierDetection policy");
+        out.warning(path, FAILOVER_NEEDS_OUTLIER);
     }
-    validate_failovers(&lb.failover, "zone-aware lb", path, out);
+    validate_failovers(&lb.failover, ZONE_AWARE_FAILOVER, path, out);
+    // Istio's webhook has no such check: this mirrors the CRD's `minimum: 1` on `minClusterSize`
+    // (manifests/charts/base/files/crd-all.gen.yaml), which the API server enforces.
     if lb.min_cluster_size == Some(0) {
         out.error(path, "minClusterSize must be at least 1");
     }
 }
 
 /// Checks a set of `region/zone/subzone` localities: wildcards only as a final `*`, no empty parts, no overlap.
+/// Mirrors Istio's `validateLocalities` (pkg/config/validation/agent/validation.go, with `getLocalityParam`), with its
+/// texts; the first problem ends the check.
 fn check_localities<'a>(localities: impl Iterator<Item = &'a str>) -> Result<(), String> {
     // region → zone → subzones; "*" stands for "everything below".
     let mut seen: BTreeMap<&str, BTreeMap<&str, BTreeSet<&str>>> = BTreeMap::new();
@@ -514,17 +564,21 @@ fn check_localities<'a>(localities: impl Iterator<Item = &'a str>) -> Result<(),
         let stars = locality.matches('*').count();
         if stars > 1 || (stars == 1 && !locality.ends_with('*')) {
             return Err(format!(
-                "locality {locality:?}: at most one '*', and only at the end"
+                "locality {locality} wildcard '*' number can not exceed 1 and must be in the end"
             ));
         }
-        let overlap = || Err(format!("locality {locality:?} overlaps an earlier one"));
+        let overlap = || {
+            Err(format!(
+                "locality {locality} overlap with previous specified ones"
+            ))
+        };
         if seen.contains_key("*") {
             return overlap();
         }
         let parts: Vec<&str> = locality.splitn(3, '/').collect();
         if parts.iter().any(|p| p.is_empty()) {
             return Err(format!(
-                "locality {locality:?} has an empty region, zone or subzone"
+                "locality {locality} must not contain empty region/zone/subzone info"
             ));
         }
         match parts.as_slice() {
@@ -585,8 +639,10 @@ fn configmap_namespace<'a>(resource: &str, rest: &'a str) -> Result<&'a str, Str
 }
 
 /// Validates client TLS settings (Istio's `ValidateTLS`).
+/// Mirrors Istio's `agent.ValidateTLS` (pkg/config/validation/agent/validation.go), with its texts: the
+/// `configmap://` credential rule (with `credentials.ParseResourceName`), what insecureSkipVerify excludes, no
+/// files beside a credentialName, and MUTUAL's client certificate and key.
 fn validate_client_tls(namespace: &str, tls: &ClientTlsSettings, path: &str, out: &mut Findings) {
-    // Mirrors Istio's `ValidateTLS` `configmap://` rule (with `credentials.ParseResourceName`), with its texts.
     if let Some(rest) = tls.credential_name.strip_prefix("configmap://") {
         match configmap_namespace(&tls.credential_name, rest) {
             Err(e) => out.error(path, format!("invalid configmap:// credentialName: {e}")),
@@ -609,7 +665,7 @@ fn validate_client_tls(namespace: &str, tls: &ClientTlsSettings, path: &str, out
         {
             out.error(
                 path,
-                "caCertificates, credentialName and subjectAltNames cannot be set when insecureSkipVerify is true",
+                "cannot specify CaCertificates or CredentialName or SubjectAltNames when InsecureSkipVerify is set true",
             );
         }
         if mode == Some(ClientTlsMode::Mutual)
@@ -617,7 +673,7 @@ fn validate_client_tls(namespace: &str, tls: &ClientTlsSettings, path: &str, out
         {
             out.error(
                 path,
-                "caCertificates and subjectAltNames cannot be set when insecureSkipVerify is true",
+                "cannot specify CaCertificates or SubjectAltNames when InsecureSkipVerify is set true",
             );
         }
     }
@@ -630,17 +686,17 @@ fn validate_client_tls(namespace: &str, tls: &ClientTlsSettings, path: &str, out
         {
             out.error(
                 path,
-                "client certificate, private key, CA certificates and CA CRL cannot be set together with credentialName",
+                "cannot specify client certificates or CA certificate or CA CRL If credentialName is set",
             );
         }
         return;
     }
     if mode == Some(ClientTlsMode::Mutual) {
         if tls.client_certificate.is_empty() {
-            out.error(path, "clientCertificate is required for MUTUAL mode");
+            out.error(path, "client certificate required for mutual tls");
         }
         if tls.private_key.is_empty() {
-            out.error(path, "privateKey is required for MUTUAL mode");
+            out.error(path, "private key required for mutual tls");
         }
     }
 }
@@ -687,18 +743,36 @@ mod tests {
 
     #[test]
     fn traffic_policy_shape() {
+        // Istio's `validateTrafficPolicy` and `validatePortTrafficPolicies` texts.
         let (e, _) = run(json!({"host": "a", "trafficPolicy": {}}));
-        assert_eq!(e.len(), 1);
+        assert_eq!(
+            e,
+            ["spec.trafficPolicy: traffic policy must have at least one field"]
+        );
         let (e, _) = run(
             json!({"host": "a", "trafficPolicy": {"tunnel": {"targetHost": "x.com", "targetPort": 80}, "proxyProtocol": {}}}),
         );
-        assert_eq!(e.len(), 1);
+        assert_eq!(
+            e,
+            ["spec.trafficPolicy: tunnel and proxyProtocol must not be set together"]
+        );
         let (e, _) = run(json!({"host": "a", "trafficPolicy": {"portLevelSettings": [{}]}}));
-        assert_eq!(e.len(), 2, "{e:?}");
+        assert_eq!(
+            e,
+            [
+                "spec.trafficPolicy.portLevelSettings[0].port: portTrafficPolicy must have valid port",
+                "spec.trafficPolicy.portLevelSettings[0]: port traffic policy must have at least one field"
+            ]
+        );
         let (e, _) = run(
             json!({"host": "a", "trafficPolicy": {"tunnel": {"protocol": "GET", "targetHost": "bad host", "targetPort": 0}}}),
         );
         assert_eq!(e.len(), 3, "{e:?}");
+        // Istio's `validateTunnelSettings` wraps `agent.ValidatePort`'s text.
+        assert_eq!(
+            e[2],
+            "spec.trafficPolicy.tunnel.targetPort: tunnel target port is invalid: port number 0 must be in the range 1..65535"
+        );
     }
 
     #[test]
@@ -711,6 +785,16 @@ mod tests {
         }}));
         assert_eq!(e.len(), 8, "{e:?}");
         assert_eq!(w.len(), 1, "{w:?}");
+        // Istio's `validateOutlierDetection` texts.
+        let od = "spec.trafficPolicy.outlierDetection";
+        assert_eq!(
+            w,
+            [format!("{od}.consecutiveErrors: outlier detection consecutive errors is deprecated, use consecutiveGatewayErrors or consecutive5xxErrors instead")]
+        );
+        assert!(
+            e.contains(&format!("{od}.consecutiveLocalOriginFailures: outlier detection consecutive local origin failures is specified, but split external local origin errors is set to false")),
+            "{e:?}"
+        );
         let (e, _) = run(json!({"host": "a", "trafficPolicy": {"connectionPool": {}}}));
         assert_eq!(e.len(), 1);
     }
@@ -725,6 +809,51 @@ mod tests {
         // cookie name, duplicate attr, minRing+maglev, not prime, warmup duration, minimumPercent, aggression
         assert_eq!(e.len(), 7, "{e:?}");
         assert_eq!(w.len(), 1, "{w:?}");
+        // Istio's `validateLoadBalancer` texts.
+        let lb = "spec.trafficPolicy.loadBalancer";
+        assert_eq!(
+            e[2..],
+            [
+                format!("{lb}.consistentHash.minimumRingSize: only one of MinimumRingSize or Maglev/Ringhash can be specified"),
+                format!("{lb}.consistentHash.maglev.tableSize: tableSize must be a prime number for maglev"),
+                format!("{lb}.warmup.duration: duration is required"),
+                format!("{lb}.warmup.minimumPercent: minimumPercent value should be less than or equal to 100"),
+                format!("{lb}.warmup.aggression: aggression should be greater than 0"),
+            ]
+        );
+        assert_eq!(
+            w,
+            [format!("{lb}.consistentHash.minimumRingSize: consistent hash MinimumRingSize is deprecated, use ConsistentHashLB's RingHash configuration instead")]
+        );
+        let (e2, _) = run(json!({"host": "a", "trafficPolicy": {"loadBalancer": {
+            "consistentHash": {"httpHeaderName": "h", "maglev": {"tableSize": 5000011}}}}}));
+        assert_eq!(
+            e2,
+            [format!(
+                "{lb}.consistentHash.maglev.tableSize: tableSize must be less than 5000011 for maglev"
+            )]
+        );
+        let (e2, _) = run(json!({"host": "a", "trafficPolicy": {"loadBalancer": {
+            "consistentHash": {"httpHeaderName": "h", "maglev": {}}}}}));
+        assert_eq!(
+            e2[0],
+            format!("{lb}.consistentHash.maglev.tableSize: tableSize must be set for maglev")
+        );
+        let cookie = "spec.trafficPolicy.loadBalancer.consistentHash.httpCookie";
+        assert_eq!(e[0], format!("{cookie}.name: name required for HttpCookie"));
+        assert_eq!(
+            e[1],
+            format!("{cookie}.attributes[1].name: duplicate cookie attribute name: a")
+        );
+        let (e, _) = run(json!({"host": "a", "trafficPolicy": {"loadBalancer": {
+            "consistentHash": {"httpCookie": {"name": "c", "attributes": [{"name": ""}]}}
+        }}}));
+        assert_eq!(
+            e,
+            [format!(
+                "{cookie}.attributes[0].name: cookie attribute name cannot be empty"
+            )]
+        );
         assert!(is_prime(65537) && is_prime(3) && !is_prime(9) && !is_prime(0));
     }
 
@@ -740,30 +869,112 @@ mod tests {
             json!({"host": "a", "trafficPolicy": {"loadBalancer": {"localityLbSetting": {
             "distribute": [{"from": "a", "to": {"b": 50}}]}}}}),
         );
-        assert_eq!(e.len(), 1);
+        assert_eq!(
+            e,
+            ["spec.trafficPolicy.loadBalancer.localityLbSetting: total locality weight 50 != 100"]
+        );
         let (e, w) = run(
             json!({"host": "a", "trafficPolicy": {"loadBalancer": {"localityLbSetting": {
             "failover": [{"from": "us-east", "to": "us-east"}, {"from": "a/b", "to": "c*"}]}}}}),
         );
-        assert_eq!(e.len(), 3, "{e:?}");
-        assert_eq!(w.len(), 1);
-        assert!(check_localities(["a/*", "a/b"].into_iter()).is_err());
-        assert!(check_localities(["*/b"].into_iter()).is_err());
-        assert!(check_localities(["a//c"].into_iter()).is_err());
+        let at = "spec.trafficPolicy.loadBalancer.localityLbSetting: ";
+        assert_eq!(
+            e,
+            LOCALITY_FAILOVER.map(|text| format!("{at}{text}")),
+            "agent.ValidateLocalityLbSetting's texts"
+        );
+        assert_eq!(w, [format!("{at}{FAILOVER_NEEDS_OUTLIER}")]);
+        assert_eq!(
+            w[0],
+            format!("{at}outlier detection policy must be provided for failover")
+        );
+        assert_eq!(
+            LOCALITY_FAILOVER[1],
+            "locality lb failover only specify region"
+        );
+        let lb = |setting: serde_json::Value| {
+            run(json!({"host": "a", "trafficPolicy": {"loadBalancer": setting, "outlierDetection": {}}})).0
+        };
+        assert_eq!(
+            lb(
+                json!({"localityLbSetting": {"distribute": [{"from": "a", "to": {"b": 100}}], "failover": [{"from": "a", "to": "b"}]}})
+            ),
+            [format!(
+                "{at}can not simultaneously specify 'distribute' and 'failover'"
+            )]
+        );
+        assert_eq!(
+            lb(json!({"localityLbSetting": {"failover": [{"from": "a", "to": "b"}], "failoverPriority": ["topology.kubernetes.io/zone"]}})),
+            [format!("{at}can not simultaneously set 'failover' and topology label 'topology.kubernetes.io/zone' in 'failover_priority'")]
+        );
+        assert_eq!(
+            lb(json!({"localityLbSetting": {"distribute": [{"from": "a", "to": {"b": 0}}]}})),
+            [format!("{at}locality weight must be in range [1, 100]")]
+        );
+        let zone = "spec.trafficPolicy.loadBalancer.zoneAwareLbSetting: ";
+        assert_eq!(
+            lb(json!({"zoneAwareLbSetting": {"failover": [{"from": "a", "to": "a"}, {"from": "a/b", "to": "*"}],
+                                             "failoverPriority": ["topology.istio.io/subzone"]}})),
+            [
+                format!("{zone}'failover_priority' for zone aware lb must not use topology label 'topology.istio.io/subzone'; region- and zone-level routing are handled automatically"),
+                format!("{zone}zone aware lb failover settings must specify different regions"),
+                format!("{zone}zone aware lb failover only specifies region; zone and subzone failover are handled automatically"),
+                format!("{zone}zone aware lb failover region should not contain '*' wildcard"),
+            ]
+        );
+        assert_eq!(
+            lb(json!({"localityLbSetting": {}, "zoneAwareLbSetting": {}})),
+            ["spec.trafficPolicy.loadBalancer: only one of localityLbSetting and zoneAwareLbSetting can be set"]
+        );
+        // `validateLocalities`' texts.
+        assert_eq!(
+            check_localities(["a/*", "a/b"].into_iter()),
+            Err("locality a/b overlap with previous specified ones".into())
+        );
+        assert_eq!(
+            check_localities(["*/b"].into_iter()),
+            Err("locality */b wildcard '*' number can not exceed 1 and must be in the end".into())
+        );
+        assert_eq!(
+            check_localities(["a//c"].into_iter()),
+            Err("locality a//c must not contain empty region/zone/subzone info".into())
+        );
     }
 
+    /// `agent.ValidateTLS`'s texts.
     #[test]
     fn client_tls() {
+        let at = "spec.trafficPolicy.tls: ";
         let (e, _) = run(json!({"host": "a", "trafficPolicy": {"tls": {"mode": "MUTUAL"}}}));
-        assert_eq!(e.len(), 2);
+        assert_eq!(
+            e,
+            [
+                format!("{at}client certificate required for mutual tls"),
+                format!("{at}private key required for mutual tls")
+            ]
+        );
         let (e, _) = run(
             json!({"host": "a", "trafficPolicy": {"tls": {"mode": "SIMPLE", "credentialName": "c", "caCertificates": "/ca"}}}),
         );
-        assert_eq!(e.len(), 1);
+        assert_eq!(
+            e,
+            [format!("{at}cannot specify client certificates or CA certificate or CA CRL If credentialName is set")]
+        );
         let (e, _) = run(
             json!({"host": "a", "trafficPolicy": {"tls": {"mode": "SIMPLE", "insecureSkipVerify": true, "subjectAltNames": ["x"]}}}),
         );
-        assert_eq!(e.len(), 1);
+        assert_eq!(
+            e,
+            [format!("{at}cannot specify CaCertificates or CredentialName or SubjectAltNames when InsecureSkipVerify is set true")]
+        );
+        let (e, _) = run(
+            json!({"host": "a", "trafficPolicy": {"tls": {"mode": "MUTUAL", "insecureSkipVerify": true, "caCertificates": "/ca",
+                   "clientCertificate": "/c", "privateKey": "/k"}}}),
+        );
+        assert_eq!(
+            e,
+            [format!("{at}cannot specify CaCertificates or SubjectAltNames when InsecureSkipVerify is set true")]
+        );
         let (e, _) = run(
             json!({"host": "a", "trafficPolicy": {"tls": {"mode": "SIMPLE", "credentialName": "configmap://other/x"}}}),
         );

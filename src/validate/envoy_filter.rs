@@ -26,9 +26,6 @@ const HCM_NAMES: [&str; 2] = [
 /// Longest proxyVersion regex Istio compiles; longer ones are ignored with a warning.
 const MAX_PROXY_VERSION_LEN: usize = 1024;
 
-/// Most targetRefs the CRD allows.
-const MAX_TARGET_REFS: usize = 16;
-
 /// Validates one EnvoyFilter.
 pub fn validate(spec: &EnvoyFilter, _meta: &ObjectMeta, out: &mut Findings) {
     out.warning(
@@ -87,12 +84,19 @@ fn validate_selector(selector: &WorkloadSelector, out: &mut Findings) {
     }
 }
 
+/// Checks `targetRefs`. Istio's webhook (`validateEnvoyFilter`, pkg/config/validation/envoyfilter/envoyfilter.go)
+/// does not look at them: these mirror the EnvoyFilter CRD's schema (manifests/charts/base/files/crd-all.gen.yaml),
+/// which the API server enforces: `maxItems: 16`, `kind` and `name` required, and its x-kubernetes-validations rule
+/// on `namespace`, whose message is used verbatim; the other texts are ours. Neither the webhook nor the CRD limits
+/// the kinds an EnvoyFilter may target, so no kind is refused here; the CRD's `kind`/`group` patterns and length
+/// limits are not checked.
 fn validate_target_refs(refs: &[PolicyTargetReference], out: &mut Findings) {
-    if refs.len() > MAX_TARGET_REFS {
+    if refs.len() > common::MAX_TARGET_REFS {
         out.error(
             "spec.targetRefs",
             format!(
-                "at most {MAX_TARGET_REFS} targetRefs are allowed, found {}",
+                "at most {} targetRefs may be listed, found {}",
+                common::MAX_TARGET_REFS,
                 refs.len()
             ),
         );
@@ -108,12 +112,15 @@ fn validate_target_refs(refs: &[PolicyTargetReference], out: &mut Findings) {
         if !target.namespace.is_empty() {
             out.error(
                 format!("{field}.namespace"),
-                "cross-namespace targetRefs are not supported; leave namespace empty",
+                "cross namespace referencing is not currently supported",
             );
         }
     }
 }
 
+/// Checks one config patch. Mirrors the patch loop of Istio's `validateEnvoyFilter`
+/// (pkg/config/validation/envoyfilter/envoyfilter.go), with its texts: WAYPOINT patches skipped, then applyTo,
+/// patch, operation and value required, the match agreeing with applyTo, and the value converted.
 fn validate_patch(cp: &ConfigPatch, field: &str, out: &mut Findings) {
     let context = cp.r#match.as_ref().map(|m| m.context).unwrap_or_default();
     if let Some(m) = &cp.r#match {
@@ -126,17 +133,17 @@ fn validate_patch(cp: &ConfigPatch, field: &str, out: &mut Findings) {
         return;
     }
     if cp.apply_to == ApplyTo::Invalid {
-        out.error(format!("{field}.applyTo"), "applyTo is required");
+        out.error(format!("{field}.applyTo"), "Envoy filter: missing applyTo");
         return;
     }
     let Some(patch) = &cp.patch else {
-        out.error(format!("{field}.patch"), "patch is required");
+        out.error(format!("{field}.patch"), "Envoy filter: missing patch");
         return;
     };
     if patch.operation == Operation::Invalid {
         out.error(
             format!("{field}.patch.operation"),
-            "patch operation is required",
+            "Envoy filter: missing patch operation",
         );
         return;
     }
@@ -144,10 +151,7 @@ fn validate_patch(cp: &ConfigPatch, field: &str, out: &mut Findings) {
     if patch.operation != Operation::Remove && value.is_none() {
         out.error(
             format!("{field}.patch.value"),
-            format!(
-                "patch value is required for operation {}",
-                patch.operation.as_str()
-            ),
+            "Envoy filter: missing patch value for non-remove operation",
         );
         return;
     }
@@ -167,7 +171,9 @@ fn validate_patch(cp: &ConfigPatch, field: &str, out: &mut Findings) {
     }
 }
 
-/// Checks the CRD rules on `match`; returns false when the patch should not be examined further.
+/// Checks the CRD rules on `match` (one object type; a waypoint match exactly with context WAYPOINT, the CRD's
+/// x-kubernetes-validations message) and Istio's `validateEnvoyFilter` proxyVersion rule (with its texts); returns
+/// false when the patch should not be examined further.
 fn validate_match_shape(m: &ObjectMatch, field: &str, out: &mut Findings) -> bool {
     let mut ok = true;
     if m.object_type_count() > 1 {
@@ -178,17 +184,17 @@ fn validate_match_shape(m: &ObjectMatch, field: &str, out: &mut Findings) -> boo
         ok = false;
     }
     if (m.context == PatchContext::Waypoint) != m.waypoint.is_some() {
-        out.error(
-            field,
-            "a waypoint match is required with context WAYPOINT and allowed only there",
-        );
+        out.error(field, "only support waypointMatch when context is WAYPOINT");
         ok = false;
     }
+    // Istio's webhook skips WAYPOINT patches entirely; this mirrors the CRD's x-kubernetes-validations rule on
+    // `waypoint.portNumber` (`0 < self && self <= 65535`), with its message. The model reads an absent port as 0,
+    // so only the upper bound is checked.
     if let Some(waypoint) = &m.waypoint {
         if waypoint.port_number > 65535 {
             out.error(
                 format!("{field}.waypoint.portNumber"),
-                "port must be between 1 and 65535",
+                "port must be between 1-65535",
             );
             ok = false;
         }
@@ -198,13 +204,14 @@ fn validate_match_shape(m: &ObjectMatch, field: &str, out: &mut Findings) -> boo
         if version.len() > MAX_PROXY_VERSION_LEN {
             out.warning(
                 format!("{field}.proxy.proxyVersion"),
-                format!("proxyVersion is longer than {MAX_PROXY_VERSION_LEN} characters and will be ignored"),
+                format!("Envoy filter: proxyVersion match exceeds {MAX_PROXY_VERSION_LEN} characters and will be ignored"),
             );
         } else if !version.is_empty() {
             if let Err(e) = regex::Regex::new(version) {
                 out.error(
                     format!("{field}.proxy.proxyVersion"),
-                    format!("proxyVersion is not a valid regular expression: {e}"),
+                    // Istio's text; the bracketed error is Rust's regex error, not Go's.
+                    format!("Envoy filter: invalid regex for proxy version, [{e}]"),
                 );
                 ok = false;
             }
@@ -213,7 +220,8 @@ fn validate_match_shape(m: &ObjectMatch, field: &str, out: &mut Findings) -> boo
     ok
 }
 
-/// Checks that the match fits the `applyTo` class; returns false when the patch should not be examined further.
+/// Checks that the match fits the `applyTo` class, as Istio's `validateEnvoyFilter` does, with its texts; returns
+/// false when the patch should not be examined further.
 fn validate_match_for_target(
     apply_to: ApplyTo,
     m: &ObjectMatch,
@@ -229,10 +237,7 @@ fn validate_match_for_target(
             let Some(listener) = &m.listener else {
                 out.error(
                     field,
-                    format!(
-                        "applyTo {} needs a listener match (or none)",
-                        apply_to.as_str()
-                    ),
+                    "Envoy filter: applyTo for listener class objects cannot have non listener match",
                 );
                 return false;
             };
@@ -254,17 +259,17 @@ fn validate_match_for_target(
             if has_object_match && m.route_configuration.is_none() {
                 out.error(
                     field,
-                    format!(
-                        "applyTo {} needs a routeConfiguration match (or none)",
-                        apply_to.as_str()
-                    ),
+                    "Envoy filter: applyTo for http route class objects cannot have non route configuration match",
                 );
             }
             true
         }
         ApplyTo::Cluster => {
             if has_object_match && m.cluster.is_none() {
-                out.error(field, "applyTo CLUSTER needs a cluster match (or none)");
+                out.error(
+                    field,
+                    "Envoy filter: applyTo for cluster class objects cannot have non cluster match",
+                );
             }
             true
         }
@@ -282,7 +287,7 @@ fn validate_filter_match(
         out.warning(
             field,
             format!(
-                "a filter match has no effect with applyTo {}",
+                "Envoy filter: filter match has no effect when used with {}",
                 apply_to.as_str()
             ),
         );
@@ -588,6 +593,79 @@ mod tests {
         .is_empty());
     }
 
+    /// `validateEnvoyFilter`'s texts (and the CRD's waypoint message).
+    #[test]
+    fn istio_texts() {
+        let first = |spec: serde_json::Value| errors(spec).remove(0).1;
+        assert_eq!(
+            first(json!({"configPatches": [{"patch": {"operation": "ADD", "value": {}}}]})),
+            "Envoy filter: missing applyTo"
+        );
+        assert_eq!(
+            first(json!({"configPatches": [{"applyTo": "LISTENER"}]})),
+            "Envoy filter: missing patch"
+        );
+        assert_eq!(
+            first(json!({"configPatches": [{"applyTo": "LISTENER", "patch": {}}]})),
+            "Envoy filter: missing patch operation"
+        );
+        assert_eq!(
+            first(
+                json!({"configPatches": [{"applyTo": "LISTENER", "patch": {"operation": "ADD"}}]})
+            ),
+            "Envoy filter: missing patch value for non-remove operation"
+        );
+        let mismatch = |apply_to: &str, object: serde_json::Value| {
+            first(
+                json!({"configPatches": [{"applyTo": apply_to, "match": object, "patch": {"operation": "REMOVE"}}]}),
+            )
+        };
+        assert_eq!(
+            mismatch("HTTP_FILTER", json!({"cluster": {"name": "c"}})),
+            "Envoy filter: applyTo for listener class objects cannot have non listener match"
+        );
+        assert_eq!(
+            mismatch("VIRTUAL_HOST", json!({"cluster": {"name": "c"}})),
+            "Envoy filter: applyTo for http route class objects cannot have non route configuration match"
+        );
+        assert_eq!(
+            mismatch("CLUSTER", json!({"listener": {"name": "l"}})),
+            "Envoy filter: applyTo for cluster class objects cannot have non cluster match"
+        );
+        assert!(
+            mismatch("CLUSTER", json!({"proxy": {"proxyVersion": "1.(2"}}))
+                .starts_with("Envoy filter: invalid regex for proxy version, [")
+        );
+        assert_eq!(
+            mismatch(
+                "HTTP_FILTER",
+                json!({"context": "SIDECAR_INBOUND", "waypoint": {}})
+            ),
+            "only support waypointMatch when context is WAYPOINT"
+        );
+        let warnings = |spec: serde_json::Value| -> Vec<String> {
+            run(spec)
+                .into_iter()
+                .filter(|f| !f.is_error() && f.field != "spec")
+                .map(|f| f.message)
+                .collect()
+        };
+        assert_eq!(
+            warnings(
+                json!({"configPatches": [{"applyTo": "CLUSTER", "match": {"proxy": {"proxyVersion": "1".repeat(1025)}},
+                "patch": {"operation": "REMOVE"}}]})
+            ),
+            ["Envoy filter: proxyVersion match exceeds 1024 characters and will be ignored"]
+        );
+        assert_eq!(
+            warnings(
+                json!({"configPatches": [{"applyTo": "LISTENER", "match": {"listener": {"filterChain": {"filter": {"name": "f"}}}},
+                "patch": {"operation": "REMOVE"}}]})
+            ),
+            ["Envoy filter: filter match has no effect when used with LISTENER"]
+        );
+    }
+
     #[test]
     fn match_and_apply_to_must_agree() {
         let e = errors(
@@ -646,6 +724,8 @@ mod tests {
             json!({"configPatches": [{"applyTo": "HTTP_FILTER", "match": {"context": "WAYPOINT", "waypoint": {"portNumber": 65536}}}]}),
         );
         assert_eq!(e[0].0, "spec.configPatches[0].match.waypoint.portNumber");
+        // The CRD's x-kubernetes-validations message.
+        assert_eq!(e[0].1, "port must be between 1-65535");
         assert!(errors(json!({"configPatches": [{"applyTo": "HTTP_FILTER", "match": {"context": "WAYPOINT", "waypoint": {"portNumber": 80}}}]})).is_empty());
     }
 
@@ -755,6 +835,22 @@ mod tests {
                 "spec.workloadSelector.labels[app]",
                 "spec.targetRefs[0].namespace"
             ]
+        );
+        // The CRD's x-kubernetes-validations message for `namespace`.
+        assert_eq!(
+            e[2].1,
+            "cross namespace referencing is not currently supported"
+        );
+        // `maxItems: 16`; any kind is accepted (neither the webhook nor the CRD limits them).
+        let refs: Vec<_> = (0..17)
+            .map(|i| json!({"kind": "Anything", "name": format!("n{i}")}))
+            .collect();
+        assert_eq!(
+            errors(json!({"targetRefs": refs})),
+            [(
+                "spec.targetRefs".to_string(),
+                "at most 16 targetRefs may be listed, found 17".to_string()
+            )]
         );
         let w = run(json!({"workloadSelector": {}}));
         assert!(w

@@ -25,8 +25,9 @@ pub fn validate(spec: &Gateway, meta: &ObjectMeta, out: &mut Findings) {
         );
     }
     let mut p = FieldPath::new("spec");
+    // Mirrors Istio's `ValidateGateway` (pkg/config/validation/validation.go): at least one server, with its text.
     if spec.servers.is_empty() {
-        out.error(p.child("servers"), "a gateway needs at least one server");
+        out.error(p.child("servers"), "gateway must have at least one server");
     }
     let mut servers = p.field("servers");
     let mut port_names = BTreeSet::new();
@@ -49,9 +50,10 @@ pub fn validate(spec: &Gateway, meta: &ObjectMeta, out: &mut Findings) {
             }
             let redirect = server.tls.as_ref().and_then(|t| t.https_redirect) == Some(true);
             if redirect && !Protocol::parse(&port.protocol).is_http() {
+                // Same function: httpsRedirect on a non-HTTP server is warned, with its text.
                 out.warning(
                     at.child("tls.httpsRedirect"),
-                    "httpsRedirect only makes sense on HTTP servers",
+                    "tls.httpsRedirect should only be used with http servers",
                 );
             }
         }
@@ -93,11 +95,15 @@ fn validate_server(
     if let Some(tls) = &server.tls {
         validate_server_tls(tls, &mut p.field("tls"), out);
     }
+    // Mirrors Istio's `validateServer` TLS/protocol agreement (checked only when the port is valid), with its texts.
     if let (true, Some(port)) = (port_ok, &server.port) {
         let protocol = Protocol::parse(&port.protocol);
         match &server.tls {
             None if protocol.is_tls() => {
-                out.error(p.child("tls"), "HTTPS and TLS servers need TLS settings");
+                out.error(
+                    p.child("tls"),
+                    "server must have TLS settings for HTTPS/TLS protocols",
+                );
             }
             Some(tls) if !protocol.is_tls() => {
                 let passthrough = matches!(
@@ -110,12 +116,12 @@ fn validate_server(
                 if !protocol.is_http() {
                     out.error(
                         p.child("tls"),
-                        "only HTTPS and TLS servers may have TLS settings",
+                        "server cannot have TLS settings for non HTTPS/TLS ports",
                     );
                 } else if !passthrough || has_files {
                     out.error(
                         p.child("tls"),
-                        "plain-text HTTP servers may only use TLS settings for httpsRedirect",
+                        "server cannot have TLS settings for plain text HTTP ports",
                     );
                 }
             }
@@ -124,15 +130,17 @@ fn validate_server(
     }
 }
 
-/// Validates a gateway server port; returns whether it had no errors.
+/// Validates a gateway server port; returns whether it had no errors. Mirrors Istio's `validateServerPort`
+/// (pkg/config/validation/validation.go), with its texts: a known protocol, a valid number unless bound to a unix
+/// domain socket (`agent.ValidatePort`), no targetPort, a name.
 fn validate_server_port(port: &Port, bind: &str, p: &mut FieldPath, out: &mut Findings) -> bool {
     let before = out.0.len();
     if Protocol::parse(&port.protocol) == Protocol::Unsupported {
         out.error(
             p.child("protocol"),
             format!(
-                "unsupported protocol {:?}; use HTTP, HTTPS, HTTP2, GRPC, GRPC-WEB, MONGO, REDIS, MYSQL, TCP or TLS",
-                port.protocol
+                "invalid protocol {}, supported protocols are HTTP, HTTP2, GRPC, GRPC-WEB, MONGO, REDIS, MYSQL, TCP",
+                common::go_quote(&port.protocol)
             ),
         );
     }
@@ -143,33 +151,77 @@ fn validate_server_port(port: &Port, bind: &str, p: &mut FieldPath, out: &mut Fi
     if port.target_port.unwrap_or(0) > 0 {
         out.error(
             p.child("targetPort"),
-            "targetPort has no effect on gateways",
+            "targetPort has no impact on Gateways",
         );
     }
-    // Istio's `validateServerPort` requires a name too; its text prints the Go port struct (`%v`), so ours differs.
     if port.name.is_empty() {
-        out.error(p.child("name"), "port name is required");
+        out.error(
+            p.child("name"),
+            format!("port name must be set: {}", port_text(port)),
+        );
     }
     out.0.len() == before
 }
 
+/// Mirrors Istio's `validateServerBind` (pkg/config/validation/validation.go), with its texts: a `unix://` bind is a
+/// valid socket address (`ValidateUnixAddress`) and needs port number 0; any other bind is an IP
+/// (`agent.ValidateIPAddress`).
 fn validate_bind(port: Option<&Port>, bind: &str, path: &str, out: &mut Findings) {
     if let Some(socket) = bind.strip_prefix(UNIX_PREFIX) {
         if let Err(e) = common::check_unix_address(socket) {
             out.error(path, e);
         }
-        if port.and_then(|p| p.number).unwrap_or(0) != 0 {
+        if let Some(port) = port.filter(|p| p.number.unwrap_or(0) != 0) {
             out.error(
                 path,
-                "the port number must be 0 when binding to a unix domain socket",
+                format!(
+                    "port number must be 0 for unix domain socket: {}",
+                    port_text(port)
+                ),
             );
         }
     } else if !bind.is_empty() {
-        // Mirrors Istio's `validateServerBind`: a bind other than `unix://` is an IP (`ValidateIPAddress`).
         if let Err(e) = common::check_ip(bind) {
             out.error(path, e);
         }
     }
+}
+
+/// A port as Istio's texts print it with `%v`: the protobuf text format on one line (Go protobuf's `String`), fields
+/// in field-number order (`number`, `protocol`, `name`, `target_port`), zero values left out, strings quoted with
+/// `"`, `\\`, `\n`, `\r`, `\t` and other control characters (`\xNN`) escaped. Go's protobuf writes a second space
+/// between fields in some builds (its `detrand`, to keep the text unstable); this writes one.
+fn port_text(port: &Port) -> String {
+    let quote = |s: &str| {
+        let mut q = String::from('"');
+        for c in s.chars() {
+            match c {
+                '"' => q.push_str("\\\""),
+                '\\' => q.push_str("\\\\"),
+                '\n' => q.push_str("\\n"),
+                '\r' => q.push_str("\\r"),
+                '\t' => q.push_str("\\t"),
+                c if u32::from(c) < 0x20 => q.push_str(&format!("\\x{:02x}", u32::from(c))),
+                c => q.push(c),
+            }
+        }
+        q.push('"');
+        q
+    };
+    let mut fields = Vec::new();
+    if let Some(n) = port.number.filter(|n| *n != 0) {
+        fields.push(format!("number:{n}"));
+    }
+    if !port.protocol.is_empty() {
+        fields.push(format!("protocol:{}", quote(&port.protocol)));
+    }
+    if !port.name.is_empty() {
+        fields.push(format!("name:{}", quote(&port.name)));
+    }
+    if let Some(n) = port.target_port.filter(|n| *n != 0) {
+        fields.push(format!("target_port:{n}"));
+    }
+    fields.join(" ")
 }
 
 #[cfg(test)]
@@ -208,6 +260,7 @@ mod tests {
     fn name_and_servers() {
         let (e, _) = run_named("bad.name", json!({"servers": []}));
         assert_eq!(e.len(), 2, "{e:?}");
+        assert_eq!(e[1], "spec.servers: gateway must have at least one server");
         let (e, _) = run(json!({"servers": [{"hosts": []}]}));
         assert_eq!(e.len(), 2, "{e:?}"); // no hosts, no port
     }
@@ -223,6 +276,26 @@ mod tests {
         ]}));
         // protocol, number, targetPort, name, duplicate name, bind ip, unix + port
         assert_eq!(e.len(), 7, "{e:?}");
+        // Istio's `validateServerPort` and `validateServerBind` texts.
+        for text in [
+            r#"spec.servers[0].port.protocol: invalid protocol "SMTP", supported protocols are HTTP, HTTP2, GRPC, GRPC-WEB, MONGO, REDIS, MYSQL, TCP"#,
+            "spec.servers[0].port.targetPort: targetPort has no impact on Gateways",
+            r#"spec.servers[0].port.name: port name must be set: number:70000 protocol:"SMTP" target_port:8080"#,
+            r#"spec.servers[4].bind: port number must be 0 for unix domain socket: number:83 protocol:"HTTP" name:"r""#,
+        ] {
+            assert!(e.iter().any(|m| m == text), "{text} not in {e:?}");
+        }
+    }
+
+    #[test]
+    fn port_text_is_protobuf_text_format() {
+        let port = Port {
+            number: Some(0),
+            protocol: "a\"b\\c\n\u{1}é".into(),
+            ..Port::default()
+        };
+        assert_eq!(port_text(&port), r#"protocol:"a\"b\\c\n\x01é""#);
+        assert_eq!(port_text(&Port::default()), "");
     }
 
     #[test]
@@ -249,6 +322,15 @@ mod tests {
         // missing tls, tls on http, tls on tcp, simple cert+key (2), crl+credentialName, istio_mutual key,
         // credentialName+credentialNames (2: pair rule and source count)
         assert_eq!(e.len(), 9, "{e:?}");
+        // Istio's `validateServer` texts.
+        assert_eq!(
+            e[..3],
+            [
+                "spec.servers[0].tls: server must have TLS settings for HTTPS/TLS protocols",
+                "spec.servers[1].tls: server cannot have TLS settings for plain text HTTP ports",
+                "spec.servers[2].tls: server cannot have TLS settings for non HTTPS/TLS ports",
+            ]
+        );
     }
 
     #[test]
@@ -261,5 +343,13 @@ mod tests {
         ]}));
         assert!(e.is_empty(), "{e:?}");
         assert_eq!(w.len(), 3, "{w:?}");
+        // Istio's `ValidateGateway` warning.
+        let (_, w) = run(json!({"servers": [
+            {"port": {"number": 90, "name": "t", "protocol": "TCP"}, "hosts": ["*"], "tls": {"httpsRedirect": true}}
+        ]}));
+        assert!(
+            w.iter().any(|m| m == "spec.servers[0].tls.httpsRedirect: tls.httpsRedirect should only be used with http servers"),
+            "{w:?}"
+        );
     }
 }

@@ -4,9 +4,12 @@
 
 use crate::model::{istio::PeerAuthentication, Findings, ObjectMeta};
 
-use super::common::{check_port, validate_policy_attachment};
+use super::common::validate_policy_attachment;
 
-/// Validates one PeerAuthentication.
+/// Validates one PeerAuthentication. The port-level rules mirror Istio's `ValidatePeerAuthentication`
+/// (pkg/config/validation/validation.go), with its texts: port-level mTLS only with a selector that has labels, a
+/// present `portLevelMtls` not empty, each port in 1..65535. (The CRD's CEL rules, "portLevelMtls requires
+/// selector", `minProperties: 1` and "port must be between 1-65535", reject the same objects.)
 pub fn validate(spec: &PeerAuthentication, _meta: &ObjectMeta, out: &mut Findings) {
     validate_policy_attachment(spec.selector.as_ref(), None, &[], out);
     let Some(ports) = &spec.port_level_mtls else {
@@ -16,21 +19,24 @@ pub fn validate(spec: &PeerAuthentication, _meta: &ObjectMeta, out: &mut Finding
         .selector
         .as_ref()
         .is_some_and(|s| !s.match_labels.is_empty());
-    if !has_labels {
+    if !has_labels && !ports.is_empty() {
         out.error(
             "spec.portLevelMtls",
-            "portLevelMtls requires a selector with labels (it cannot apply to a whole namespace or mesh)",
+            "mesh/namespace peer authentication cannot have port level mTLS",
         );
     }
     if ports.is_empty() {
         out.error(
             "spec.portLevelMtls",
-            "portLevelMtls, when present, must list at least one port",
+            "port level mTLS, if defined, must have at least one element",
         );
     }
     for port in ports.keys() {
-        if let Err(e) = check_port(*port) {
-            out.error(format!("spec.portLevelMtls.{port}"), e);
+        if !(1..=65535).contains(port) {
+            out.error(
+                format!("spec.portLevelMtls.{port}"),
+                "port must be in range 1..65535",
+            );
         }
     }
 }
@@ -38,6 +44,32 @@ pub fn validate(spec: &PeerAuthentication, _meta: &ObjectMeta, out: &mut Finding
 #[cfg(test)]
 mod tests {
     use serde_json::json;
+
+    fn errors(spec: serde_json::Value) -> Vec<String> {
+        crate::validate::testing::run_rules(
+            spec,
+            &crate::validate::testing::meta("p", "ns"),
+            super::validate,
+        )
+        .0
+    }
+
+    /// `ValidatePeerAuthentication`'s texts.
+    #[test]
+    fn istio_texts() {
+        assert_eq!(
+            errors(json!({"portLevelMtls": {"80": {"mode": "STRICT"}}})),
+            ["spec.portLevelMtls: mesh/namespace peer authentication cannot have port level mTLS"]
+        );
+        assert_eq!(
+            errors(json!({"portLevelMtls": {}})),
+            ["spec.portLevelMtls: port level mTLS, if defined, must have at least one element"]
+        );
+        assert_eq!(
+            errors(json!({"selector": {"matchLabels": {"a": "b"}}, "portLevelMtls": {"0": {}}})),
+            ["spec.portLevelMtls.0: port must be in range 1..65535"]
+        );
+    }
 
     fn error_paths(spec: serde_json::Value) -> Vec<String> {
         crate::validate::testing::errors_of(
@@ -64,9 +96,10 @@ mod tests {
             error_paths(json!({"portLevelMtls": {"80": {"mode": "STRICT"}}})),
             vec!["spec.portLevelMtls"]
         );
+        // Istio's webhook reports only the empty map here (its selector rule needs ports).
         assert_eq!(
             error_paths(json!({"portLevelMtls": {}})),
-            vec!["spec.portLevelMtls", "spec.portLevelMtls"]
+            vec!["spec.portLevelMtls"]
         );
         let sel = json!({"matchLabels": {"a": "b"}});
         assert_eq!(

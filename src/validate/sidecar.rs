@@ -14,6 +14,12 @@ use crate::model::istio::sidecar::{
 };
 use crate::model::{istio::Sidecar, Findings, ObjectMeta};
 
+/// Istio's `ValidateSidecar` text for a listener port with a targetPort.
+const TARGET_PORT_NO_IMPACT: &str = "targetPort has no impact on Sidecars";
+
+/// Istio's `ValidateSidecar` text for a port number repeated among IP-bound (non-zero port) listeners.
+const IP_PORTS_UNIQUE: &str = "sidecar: ports on IP bound listeners must be unique";
+
 /// Validates one Sidecar, recording every error and warning.
 pub fn validate(spec: &Sidecar, meta: &ObjectMeta, out: &mut Findings) {
     let mut p = FieldPath::new("spec");
@@ -24,15 +30,13 @@ pub fn validate(spec: &Sidecar, meta: &ObjectMeta, out: &mut Findings) {
             out,
         );
     }
+    // Mirrors Istio's `ValidateSidecar` (pkg/config/validation/validation.go), with its text.
     if spec.egress.is_empty()
         && spec.ingress.is_empty()
         && spec.outbound_traffic_policy.is_none()
         && spec.inbound_connection_pool.is_none()
     {
-        out.error(
-            p.as_str(),
-            "a Sidecar must configure at least one of ingress, egress, outboundTrafficPolicy and inboundConnectionPool",
-        );
+        out.error(p.as_str(), "sidecar: empty configuration provided");
         return;
     }
     {
@@ -51,6 +55,10 @@ pub fn validate(spec: &Sidecar, meta: &ObjectMeta, out: &mut Findings) {
     }
 }
 
+/// Mirrors Istio's `validateSidecarIngressPortAndBind` (pkg/config/validation/validation.go), which is also the
+/// non-zero-port branch of `validateSidecarEgressPortBindAndCaptureMode`: an optional port name (`ValidatePortName`),
+/// the protocol (`ValidateProtocol`), the number (`agent.ValidatePort`) and an optional IP bind
+/// (`agent.ValidateIPAddress`).
 fn validate_listener_port(port: &Port, bind: &str, p: &mut FieldPath, out: &mut Findings) {
     if !port.name.is_empty() {
         common::validate_port_name(&port.name, &p.child("port.name"), out);
@@ -64,6 +72,8 @@ fn validate_listener_port(port: &Port, bind: &str, p: &mut FieldPath, out: &mut 
     }
 }
 
+/// Checks one ingress listener. Mirrors the ingress loop of Istio's `ValidateSidecar`
+/// (pkg/config/validation/validation.go), with its texts.
 fn validate_ingress(
     listener: &IstioIngressListener,
     ports: &mut BTreeSet<u32>,
@@ -71,21 +81,20 @@ fn validate_ingress(
     out: &mut Findings,
 ) {
     let Some(port) = &listener.port else {
-        out.error(p.child("port"), "ingress listeners need a port");
+        out.error(
+            p.child("port"),
+            "sidecar: port is required for ingress listeners",
+        );
         return;
     };
     if port.target_port.unwrap_or(0) > 0 {
-        out.error(
-            p.child("port.targetPort"),
-            "targetPort has no effect on Sidecars",
-        );
+        out.error(p.child("port.targetPort"), TARGET_PORT_NO_IMPACT);
     }
     validate_listener_port(port, &listener.bind, p, out);
+    // Mirrors the ingress port-uniqueness rule of Istio's `ValidateSidecar` (pkg/config/validation/validation.go),
+    // with its text.
     if !ports.insert(port.number.unwrap_or(0)) {
-        out.error(
-            p.child("port.number"),
-            "ports of IP-bound listeners must be unique",
-        );
+        out.error(p.child("port.number"), IP_PORTS_UNIQUE);
     }
     if !listener.default_endpoint.is_empty() {
         validate_default_endpoint(&listener.default_endpoint, &p.child("defaultEndpoint"), out);
@@ -96,44 +105,51 @@ fn validate_ingress(
             (
                 !tls.subject_alt_names.is_empty(),
                 "subjectAltNames",
-                "subjectAltNames are not supported in ingress TLS",
+                "sidecar: subjectAltNames is not supported in ingress tls",
             ),
             (
                 tls.https_redirect == Some(true),
                 "httpsRedirect",
-                "httpsRedirect is not supported",
+                "sidecar: httpsRedirect is not supported",
             ),
             (
                 !tls.credential_name.is_empty(),
                 "credentialName",
-                "credentialName is not supported",
+                "sidecar: credentialName is not currently supported",
             ),
             (
                 !tls.credential_names.is_empty(),
                 "credentialNames",
-                "credentialNames is not supported",
+                "sidecar: credentialNames is not currently supported",
             ),
             (
                 !tls.tls_certificates.is_empty(),
                 "tlsCertificates",
-                "tlsCertificates is not supported",
+                "sidecar: tls_certificates is not currently supported",
             ),
         ] {
             if set {
                 out.error(t.child(field), what);
             }
         }
-        if matches!(
-            tls.mode,
-            Some(ServerTlsMode::IstioMutual | ServerTlsMode::AutoPassthrough)
-        ) {
+        let refused_mode = match tls.mode {
+            Some(ServerTlsMode::IstioMutual) => Some("ISTIO_MUTUAL"),
+            Some(ServerTlsMode::AutoPassthrough) => Some("AUTO_PASSTHROUGH"),
+            _ => None,
+        };
+        if let Some(mode) = refused_mode {
             out.error(
                 t.child("mode"),
-                "ISTIO_MUTUAL and AUTO_PASSTHROUGH are not allowed in Sidecar ingress TLS",
+                format!(
+                    "configuration is invalid: cannot set mode to {mode} in sidecar ingress tls"
+                ),
             );
         }
         if !Protocol::parse(&port.protocol).is_tls() {
-            out.error(t.as_str(), "only HTTPS and TLS ports may have TLS settings");
+            out.error(
+                t.as_str(),
+                "server cannot have TLS settings for non HTTPS/TLS ports",
+            );
         }
         validate_server_tls(tls, &mut t, out);
     }
@@ -143,9 +159,9 @@ fn validate_ingress(
             out.warning(
                 p.child("connectionPool.http"),
                 format!(
-                    "HTTP connection pool settings on port {} ({:?}) with protocol {:?} are ignored; only TCP settings apply",
+                    "sidecar: HTTP connection pool settings are configured for port {} ({}) but its protocol is not HTTP ({}); only TCP settings will apply",
                     port.number.unwrap_or(0),
-                    port.name,
+                    common::go_quote(&port.name),
                     port.protocol
                 ),
             );
@@ -256,36 +272,36 @@ fn validate_egress_listeners(
     for (i, listener) in listeners.iter().enumerate() {
         let mut at = p.index(i);
         match &listener.port {
+            // Mirrors the catch-all rule of Istio's `ValidateSidecar`, with its texts: one port-less listener, last.
             None if catch_all => {
-                out.error(at.as_str(), "only one egress listener may omit the port");
+                out.error(
+                    at.as_str(),
+                    "sidecar: egress can have only one listener with empty port",
+                );
                 continue;
             }
             None if i + 1 == listeners.len() => catch_all = true,
             None => out.error(
                 at.as_str(),
-                "the egress listener without a port must be the last one",
+                "sidecar: the egress listener with empty port should be the last listener in the list",
             ),
             Some(port) => {
                 if port.target_port.unwrap_or(0) > 0 {
-                    out.error(
-                        at.child("port.targetPort"),
-                        "targetPort has no effect on Sidecars",
-                    );
+                    out.error(at.child("port.targetPort"), TARGET_PORT_NO_IMPACT);
                 }
                 validate_egress_port(port, listener, &mut at, out);
+                // Mirrors the egress uniqueness rules of Istio's `ValidateSidecar`
+                // (pkg/config/validation/validation.go): port-0 listeners by their bind, the others by number.
                 let number = port.number.unwrap_or(0);
                 if number == 0 {
                     if !sockets.insert(listener.bind.as_str()) {
                         out.error(
                             at.child("bind"),
-                            "unix domain socket binds of listeners must be unique",
+                            "sidecar: unix domain socket values for listeners must be unique",
                         );
                     }
                 } else if !ports.insert(number) {
-                    out.error(
-                        at.child("port.number"),
-                        "ports of IP-bound listeners must be unique",
-                    );
+                    out.error(at.child("port.number"), IP_PORTS_UNIQUE);
                 }
             }
         }
@@ -293,6 +309,9 @@ fn validate_egress_listeners(
     }
 }
 
+/// Mirrors Istio's `validateSidecarEgressPortBindAndCaptureMode` (pkg/config/validation/validation.go), with its
+/// texts: a non-zero port is checked as an ingress one; port 0 needs a `unix://` bind with a valid socket address and
+/// captureMode DEFAULT or NONE.
 fn validate_egress_port(
     port: &Port,
     listener: &IstioEgressListener,
@@ -310,7 +329,7 @@ fn validate_egress_port(
     match listener.bind.strip_prefix(UNIX_PREFIX) {
         None => out.error(
             p.child("bind"),
-            "a listener with port 0 must bind to a unix domain socket",
+            "sidecar: ports with 0 value must have a unix domain socket bind address",
         ),
         Some(socket) => {
             if let Err(e) = common::check_unix_address(socket) {
@@ -321,7 +340,7 @@ fn validate_egress_port(
     if matches!(listener.capture_mode, Some(CaptureMode::Iptables)) {
         out.error(
             p.child("captureMode"),
-            "unix domain socket listeners need captureMode DEFAULT or NONE",
+            "sidecar: captureMode must be DEFAULT/NONE for unix domain socket listeners",
         );
     }
 }
@@ -365,6 +384,9 @@ fn validate_egress_hosts(hosts: &[String], namespace: &str, p: &mut FieldPath, o
     }
 }
 
+/// Mirrors Istio's `validateSidecarOutboundTrafficPolicy` (pkg/config/validation/validation.go), with its texts: an
+/// egress proxy only with mode ALLOW_ANY, its host a `ValidateFQDN` name, a port required, then `validateDestination`.
+/// (ALLOW_ANY_DYNAMIC_DNS, which Istio refuses here too, is not a Sidecar mode in the model and fails decoding.)
 fn validate_outbound_policy(policy: &OutboundTrafficPolicy, p: &mut FieldPath, out: &mut Findings) {
     let Some(proxy) = &policy.egress_proxy else {
         return;
@@ -372,18 +394,19 @@ fn validate_outbound_policy(policy: &OutboundTrafficPolicy, p: &mut FieldPath, o
     if policy.mode != Some(OutboundTrafficMode::AllowAny) {
         out.error(
             p.child("egressProxy"),
-            "egressProxy may only be set with mode ALLOW_ANY",
+            "sidecar: egress_proxy must be set only with ALLOW_ANY outbound_traffic_policy mode",
         );
         return;
     }
     let mut e = p.field("egressProxy");
-    // Mirrors Istio's `validateSidecarOutboundTrafficPolicy`: the proxy host is a `ValidateFQDN` name, then a
-    // `validateDestination`.
     if let Err(err) = common::check_fqdn(&proxy.host) {
         out.error(e.child("host"), err);
     }
     if proxy.port.is_none() {
-        out.error(e.child("port"), "egressProxy needs a port");
+        out.error(
+            e.child("port"),
+            "sidecar: egress_proxy port must be non-nil",
+        );
         return;
     }
     validate_destination(proxy, &mut e, out);
@@ -421,7 +444,7 @@ mod tests {
     #[test]
     fn empty_sidecar_is_rejected() {
         let (e, _) = run(json!({}));
-        assert_eq!(e.len(), 1);
+        assert_eq!(e, ["spec: sidecar: empty configuration provided"]);
         let (e, w) = run(
             json!({"workloadSelector": {}, "outboundTrafficPolicy": {"mode": "REGISTRY_ONLY"}}),
         );
@@ -442,6 +465,36 @@ mod tests {
         // credentialName, mode, non-TLS port, ISTIO_MUTUAL+credentialName
         assert_eq!(e.len(), 12, "{e:?}");
         assert_eq!(w.len(), 1, "{w:?}");
+        // Istio's `ValidateSidecar` texts.
+        for text in [
+            "spec.ingress[0].port: sidecar: port is required for ingress listeners",
+            "spec.ingress[1].port.targetPort: targetPort has no impact on Sidecars",
+            "spec.ingress[3].tls.credentialName: sidecar: credentialName is not currently supported",
+            "spec.ingress[3].tls.mode: configuration is invalid: cannot set mode to ISTIO_MUTUAL in sidecar ingress tls",
+            "spec.ingress[3].tls: server cannot have TLS settings for non HTTPS/TLS ports",
+        ] {
+            assert!(e.iter().any(|m| m == text), "{text} not in {e:?}");
+        }
+        assert_eq!(
+            w,
+            [
+                r#"spec.ingress[4].connectionPool.http: sidecar: HTTP connection pool settings are configured for port 82 ("c") but its protocol is not HTTP (TCP); only TCP settings will apply"#
+            ]
+        );
+        let (e, _) = run(
+            json!({"ingress": [{"port": {"number": 443, "protocol": "HTTPS", "name": "s"},
+            "tls": {"mode": "AUTO_PASSTHROUGH", "subjectAltNames": ["a"], "httpsRedirect": true,
+                    "credentialNames": ["a"], "tlsCertificates": [{"serverCertificate": "/c", "privateKey": "/k"}]}}]}),
+        );
+        for text in [
+            "spec.ingress[0].tls.subjectAltNames: sidecar: subjectAltNames is not supported in ingress tls",
+            "spec.ingress[0].tls.httpsRedirect: sidecar: httpsRedirect is not supported",
+            "spec.ingress[0].tls.credentialNames: sidecar: credentialNames is not currently supported",
+            "spec.ingress[0].tls.tlsCertificates: sidecar: tls_certificates is not currently supported",
+            "spec.ingress[0].tls.mode: configuration is invalid: cannot set mode to AUTO_PASSTHROUGH in sidecar ingress tls",
+        ] {
+            assert!(e.iter().any(|m| m == text), "{text} not in {e:?}");
+        }
     }
 
     /// Istio reads `defaultEndpoint` with Go's `net.SplitHostPort` and `strconv.Atoi`; their texts come through.
@@ -499,19 +552,59 @@ mod tests {
         // catch-all not last (the final port-less listener is the accepted catch-all); bind, capture;
         // no hosts; dup port, bad host form, short name
         assert_eq!(e.len(), 7, "{e:?}");
+        assert_eq!(
+            e[0],
+            "spec.egress[0]: sidecar: the egress listener with empty port should be the last listener in the list"
+        );
+        // As in Istio, only the last port-less listener is the catch-all; earlier ones are misplaced.
+        let (e, _) =
+            run(json!({"egress": [{"hosts": ["*/*"]}, {"hosts": ["*/*"]}, {"hosts": ["*/*"]}]}));
+        assert_eq!(e.len(), 2, "{e:?}");
         assert_eq!(w.len(), 2, "{w:?}");
+    }
+
+    /// The listener port texts of Istio's `ValidateSidecar`, `validateSidecarIngressPortAndBind` and
+    /// `validateSidecarEgressPortBindAndCaptureMode`.
+    #[test]
+    fn listener_port_texts() {
+        let (e, _) = run(json!({
+            "ingress": [{"port": {"number": 80, "protocol": "HTTP", "name": "a"}},
+                        {"port": {"number": 80, "protocol": "HTTP", "name": "b"}}],
+            "egress": [{"port": {"number": 0, "protocol": "HTTP"}, "bind": "10.0.0.1", "captureMode": "IPTABLES", "hosts": ["*/*"]},
+                       {"port": {"number": 0, "protocol": "HTTP"}, "bind": "unix:///s", "hosts": ["*/*"]},
+                       {"port": {"number": 0, "protocol": "HTTP"}, "bind": "unix:///s", "hosts": ["*/*"]},
+                       {"port": {"number": 81, "protocol": "HTTP"}, "hosts": ["*/*"]},
+                       {"port": {"number": 81, "protocol": "HTTP"}, "hosts": ["*/*"]}]
+        }));
+        assert_eq!(
+            e,
+            [
+                "spec.ingress[1].port.number: sidecar: ports on IP bound listeners must be unique",
+                "spec.egress[0].bind: sidecar: ports with 0 value must have a unix domain socket bind address",
+                "spec.egress[0].captureMode: sidecar: captureMode must be DEFAULT/NONE for unix domain socket listeners",
+                "spec.egress[2].bind: sidecar: unix domain socket values for listeners must be unique",
+                "spec.egress[4].port.number: sidecar: ports on IP bound listeners must be unique",
+            ]
+        );
     }
 
     #[test]
     fn outbound_policy() {
+        // Istio's `validateSidecarOutboundTrafficPolicy` texts.
         let (e, _) = run(
             json!({"outboundTrafficPolicy": {"mode": "REGISTRY_ONLY", "egressProxy": {"host": "p.com", "port": {"number": 1}}}}),
         );
-        assert_eq!(e.len(), 1);
+        assert_eq!(
+            e,
+            ["spec.outboundTrafficPolicy.egressProxy: sidecar: egress_proxy must be set only with ALLOW_ANY outbound_traffic_policy mode"]
+        );
         let (e, _) = run(
             json!({"outboundTrafficPolicy": {"mode": "ALLOW_ANY", "egressProxy": {"host": "p.com"}}}),
         );
-        assert_eq!(e.len(), 1);
+        assert_eq!(
+            e,
+            ["spec.outboundTrafficPolicy.egressProxy.port: sidecar: egress_proxy port must be non-nil"]
+        );
         let r: Result<Sidecar, _> = serde_json::from_value(
             json!({"outboundTrafficPolicy": {"mode": "ALLOW_ANY_DYNAMIC_DNS"}}),
         );

@@ -108,6 +108,14 @@ pub(super) fn validate_http_route(
 
 /// Session persistence: the settings present must match `type` (COOKIE by default), names must be set, and the
 /// timeouts are durations.
+///
+/// Istio's webhook (`ValidateVirtualService`, pkg/config/validation/validation.go) has no session-persistence check:
+/// the field is validated by the CRD only. The type/settings rule mirrors the CRD's x-kubernetes-validations rule,
+/// with its message as in istio/api's tests/testdata/virtualservice-session-persistence.yaml; the cookie and header
+/// names mirror what Envoy requires of the config they become (`type.http.v3.Cookie.name` and
+/// `stateful_session.header.v3.HeaderBasedSessionState.name`, both `min_len: 1`), the header name further held to
+/// the RFC 7230 token rule of Istio's `validHeaderNameRegex` (the one its header-name checks share). Those two texts
+/// are ours.
 fn validate_session_persistence(s: &SessionPersistence, p: &mut FieldPath, out: &mut Findings) {
     let header = match s.kind.as_str() {
         "" | "COOKIE" => false,
@@ -115,7 +123,10 @@ fn validate_session_persistence(s: &SessionPersistence, p: &mut FieldPath, out: 
         other => {
             out.error(
                 p.child("type"),
-                format!("unknown session persistence type {other:?}; use COOKIE or HEADER"),
+                format!(
+                    "unknown session persistence type {}; use COOKIE or HEADER",
+                    common::go_quote(other)
+                ),
             );
             return;
         }
@@ -123,7 +134,7 @@ fn validate_session_persistence(s: &SessionPersistence, p: &mut FieldPath, out: 
     if header != s.header.is_some() || (header && s.cookie.is_some()) {
         out.error(
             p.child("type"),
-            "type must match the session persistence settings given (cookie for COOKIE, header for HEADER)",
+            "type must match the specified session persistence configuration",
         );
     }
     if let Some(cookie) = &s.cookie {
@@ -141,7 +152,7 @@ fn validate_session_persistence(s: &SessionPersistence, p: &mut FieldPath, out: 
         if !common::is_header_token(&h.name) {
             out.error(
                 p.child("header.name"),
-                format!("{:?} is not a valid header name", h.name),
+                format!("{} is not a valid header name", common::go_quote(&h.name)),
             );
         }
     }

@@ -286,6 +286,27 @@ fn session_persistence() {
         {"route": simple_route(), "sessionPersistence": {"cookie": {"name": ""}, "idleTimeout": "0s"}}
     ]}));
     assert_eq!(errors.len(), 3, "{errors:?}");
+    // The CRD's x-kubernetes-validations message (istio/api test data).
+    assert_eq!(
+        errors[0],
+        "spec.http[2].sessionPersistence.type: type must match the specified session persistence configuration"
+    );
+    assert_eq!(
+        errors[1],
+        "spec.http[3].sessionPersistence.cookie.name: cookie name is required"
+    );
+    // Names are quoted as Go's `%q` does.
+    let (errors, _) = run(json!({"hosts": ["a"], "http": [
+        {"route": simple_route(), "sessionPersistence": {"type": "HEADER", "header": {"name": "x s\u{1}"}}},
+        {"route": simple_route(), "sessionPersistence": {"type": "STICKY\n"}}
+    ]}));
+    assert_eq!(
+        errors,
+        [
+            r#"spec.http[0].sessionPersistence.header.name: "x s\x01" is not a valid header name"#,
+            r#"spec.http[1].sessionPersistence.type: unknown session persistence type "STICKY\n"; use COOKIE or HEADER"#,
+        ]
+    );
 }
 
 #[test]
