@@ -11,7 +11,7 @@ use crate::model::mesh_config::{parse_status, MeshConfig, Provider, MESH_PATH};
 use crate::model::Findings;
 
 use super::common::{
-    check_fqdn, check_ip, check_port, validate_namespace_slash_host, NsHostContext,
+    check_fqdn, check_ip, check_port, go_quote, validate_namespace_slash_host, NsHostContext,
 };
 
 /// Validates the extension providers: unique names, and the external authorization servers' settings.
@@ -107,7 +107,8 @@ fn validate_status_on_error(status: &str, path: &str, out: &mut Findings) {
 }
 
 /// `pathPrefix`: starts with `/` and parses as a URL (Go's `url.Parse` refuses control characters and bad `%`
-/// escapes). Mirrors the pathPrefix checks of Istio's `ValidateExtensionProviderEnvoyExtAuthzHTTP`.
+/// escapes). Mirrors the pathPrefix checks of Istio's `ValidateExtensionProviderEnvoyExtAuthzHTTP`, with its texts
+/// (`%q` as Go writes it, as `url.Error` does).
 fn validate_path_prefix(prefix: &str, path: &str, out: &mut Findings) {
     if prefix.is_empty() {
         return;
@@ -115,18 +116,28 @@ fn validate_path_prefix(prefix: &str, path: &str, out: &mut Findings) {
     if prefix.bytes().any(|c| c < 0x20 || c == 0x7f) {
         out.error(
             path,
-            format!("invalid pathPrefix {prefix}: parse {prefix:?}: net/url: invalid control character in URL"),
+            format!(
+                "invalid pathPrefix {prefix}: parse {}: net/url: invalid control character in URL",
+                go_quote(prefix)
+            ),
         );
     } else if let Some(bad) = bad_escape(prefix) {
         out.error(
             path,
-            format!("invalid pathPrefix {prefix}: parse {prefix:?}: invalid URL escape {bad:?}"),
+            format!(
+                "invalid pathPrefix {prefix}: parse {}: invalid URL escape {}",
+                go_quote(prefix),
+                go_quote(bad)
+            ),
         );
     }
     if !prefix.starts_with('/') {
         out.error(
             path,
-            format!("pathPrefix should begin with `/` but found {prefix:?}"),
+            format!(
+                "pathPrefix should begin with `/` but found {}",
+                go_quote(prefix)
+            ),
         );
     }
 }
@@ -195,6 +206,17 @@ mod tests {
                 format!("{p}[1].envoyExtAuthzGrpc.service: invalid service fmt bad_host: bad_host is not a valid IP"),
                 format!("{p}[1].envoyExtAuthzGrpc.statusOnError: unsupported statusOnError value 499, supported values: Envoy's type.v3.StatusCode codes"),
             ]
+        );
+    }
+
+    #[test]
+    fn path_prefixes_are_quoted_as_go_does() {
+        let mut out = Findings::default();
+        validate_path_prefix("/a\u{7f}é", "p", &mut out);
+        let messages: Vec<String> = out.into_vec().into_iter().map(|f| f.message).collect();
+        assert_eq!(
+            messages,
+            ["invalid pathPrefix /a\u{7f}é: parse \"/a\\x7fé\": net/url: invalid control character in URL"]
         );
     }
 }
