@@ -11,7 +11,8 @@ use crate::model::mesh_config::{parse_status, MeshConfig, Provider, MESH_PATH};
 use crate::model::Findings;
 
 use super::common::{
-    check_fqdn, check_ip, check_port, go_quote, validate_namespace_slash_host, NsHostContext,
+    bad_escape, check_fqdn, check_ip, check_port, go_quote, validate_namespace_slash_host,
+    NsHostContext,
 };
 
 /// Validates the extension providers: unique names, and the external authorization servers' settings.
@@ -140,25 +141,6 @@ fn validate_path_prefix(prefix: &str, path: &str, out: &mut Findings) {
             ),
         );
     }
-}
-
-/// The first `%` escape that is not `%` and two hex digits (as Go's URL parser reports it), if any.
-fn bad_escape(s: &str) -> Option<&str> {
-    let bytes = s.as_bytes();
-    let mut i = 0;
-    while i < bytes.len() {
-        if bytes[i] == b'%' {
-            let ok = bytes.get(i + 1).is_some_and(u8::is_ascii_hexdigit)
-                && bytes.get(i + 2).is_some_and(u8::is_ascii_hexdigit);
-            if !ok {
-                return s.get(i..(i + 3).min(s.len())).or(Some("%"));
-            }
-            i += 3;
-        } else {
-            i += 1;
-        }
-    }
-    None
 }
 
 #[cfg(test)]

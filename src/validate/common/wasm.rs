@@ -263,6 +263,14 @@ fn check_authority(authority: &str) -> Result<(), String> {
 }
 
 fn check_escapes(s: &str) -> Result<(), String> {
+    match bad_escape(s) {
+        Some(_) => Err("invalid % escape".into()),
+        None => Ok(()),
+    }
+}
+
+/// The first `%` escape that is not `%` and two hex digits (as Go's URL parser reports it), if any.
+pub fn bad_escape(s: &str) -> Option<&str> {
     let bytes = s.as_bytes();
     let mut i = 0;
     while i < bytes.len() {
@@ -270,12 +278,12 @@ fn check_escapes(s: &str) -> Result<(), String> {
             let ok = bytes.get(i + 1).is_some_and(u8::is_ascii_hexdigit)
                 && bytes.get(i + 2).is_some_and(u8::is_ascii_hexdigit);
             if !ok {
-                return Err("invalid % escape".into());
+                return s.get(i..(i + 3).min(s.len())).or(Some("%"));
             }
             i += 3;
         } else {
             i += 1;
         }
     }
-    Ok(())
+    None
 }
