@@ -114,7 +114,7 @@ pub fn jwt_filter(
             proxy.attaches(
                 &object.metadata.namespace,
                 ra.selector.as_ref().map(|s| &s.match_labels),
-                &target_refs(ra.target_ref.as_ref(), &ra.target_refs),
+                target_refs(ra.target_ref.as_ref(), &ra.target_refs),
                 root_namespaces,
             )
         })

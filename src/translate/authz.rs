@@ -68,7 +68,7 @@ pub fn gateway_policies<'s>(
             proxy.attaches(
                 &object.metadata.namespace,
                 policy.selector.as_ref().map(|s| &s.match_labels),
-                &target_refs(policy.target_ref.as_ref(), &policy.target_refs),
+                target_refs(policy.target_ref.as_ref(), &policy.target_refs),
                 root_namespaces,
             )
         })

@@ -153,7 +153,7 @@ fn applicable<'s>(
                     && proxy.attaches(
                         &object.metadata.namespace,
                         t.selector.as_ref().map(|s| &s.match_labels),
-                        &target_refs(t.target_ref.as_ref(), &t.target_refs),
+                        target_refs(t.target_ref.as_ref(), &t.target_refs),
                         root_namespaces,
                     )
             })

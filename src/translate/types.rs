@@ -48,7 +48,7 @@ impl Proxy {
         &self,
         namespace: &str,
         selector: Option<&BTreeMap<String, String>>,
-        target_refs: &[&PolicyTargetReference],
+        target_refs: &[PolicyTargetReference],
         root_namespaces: &[String],
     ) -> bool {
         if namespace != self.namespace && !root_namespaces.iter().any(|root| root == namespace) {
@@ -78,11 +78,10 @@ pub fn is_gateway_api_gateway(reference: &PolicyTargetReference) -> bool {
 pub fn target_refs<'a>(
     target_ref: Option<&'a PolicyTargetReference>,
     target_refs: &'a [PolicyTargetReference],
-) -> Vec<&'a PolicyTargetReference> {
-    if target_refs.is_empty() {
-        target_ref.into_iter().collect()
-    } else {
-        target_refs.iter().collect()
+) -> &'a [PolicyTargetReference] {
+    match target_ref {
+        Some(single) if target_refs.is_empty() => std::slice::from_ref(single),
+        _ => target_refs,
     }
 }
 
@@ -232,14 +231,19 @@ mod tests {
 
         let gateway = reference(GATEWAY_API_GROUP, "Gateway", "public", "");
         // A proxy that is no Gateway API gateway ignores every policy with target references.
-        assert!(!classic.attaches("gw-ns", None, &[&gateway], &roots));
+        assert!(!classic.attaches("gw-ns", None, std::slice::from_ref(&gateway), &roots));
 
         let gateway_api = proxy(&[(GATEWAY_NAME_LABEL, "public")]);
-        assert!(gateway_api.attaches("gw-ns", None, &[&gateway], &roots));
+        assert!(gateway_api.attaches("gw-ns", None, std::slice::from_ref(&gateway), &roots));
         let same_namespace = reference(GATEWAY_API_GROUP, "Gateway", "public", "gw-ns");
-        assert!(gateway_api.attaches("gw-ns", None, &[&same_namespace], &roots));
+        assert!(gateway_api.attaches("gw-ns", None, std::slice::from_ref(&same_namespace), &roots));
         // Only the policy's own namespace: a root-namespace policy does not reach it by targetRef.
-        assert!(!gateway_api.attaches("istio-system", None, &[&gateway], &roots));
+        assert!(!gateway_api.attaches(
+            "istio-system",
+            None,
+            std::slice::from_ref(&gateway),
+            &roots
+        ));
         for miss in [
             reference(GATEWAY_API_GROUP, "Gateway", "internal", ""),
             reference(GATEWAY_API_GROUP, "Gateway", "public", "other-ns"),
@@ -248,23 +252,23 @@ mod tests {
             reference("networking.istio.io", "Gateway", "public", ""),
         ] {
             assert!(
-                !gateway_api.attaches("gw-ns", None, &[&miss], &roots),
+                !gateway_api.attaches("gw-ns", None, std::slice::from_ref(&miss), &roots),
                 "{miss:?}"
             );
         }
         // With target references the selector plays no part; one matching reference is enough.
         let miss = reference(GATEWAY_API_GROUP, "Gateway", "internal", "");
-        assert!(gateway_api.attaches("gw-ns", Some(&other), &[&miss, &gateway], &roots));
+        assert!(gateway_api.attaches("gw-ns", Some(&other), &[miss, gateway.clone()], &roots));
     }
 
     #[test]
     fn target_refs_take_the_list_or_else_the_single_reference() {
         let one = reference(GATEWAY_API_GROUP, "Gateway", "one", "");
         let two = reference(GATEWAY_API_GROUP, "Gateway", "two", "");
-        assert_eq!(target_refs(Some(&one), &[]), vec![&one]);
+        assert_eq!(target_refs(Some(&one), &[]), std::slice::from_ref(&one));
         assert_eq!(
             target_refs(Some(&one), std::slice::from_ref(&two)),
-            vec![&two]
+            std::slice::from_ref(&two)
         );
         assert!(target_refs(None, &[]).is_empty());
     }

@@ -104,14 +104,7 @@ mod tests {
     use serde_json::json;
 
     fn errors(spec: serde_json::Value) -> Vec<String> {
-        let wg: WorkloadGroup = serde_json::from_value(spec).unwrap();
-        let mut out = Findings::default();
-        validate(&wg, &ObjectMeta::default(), &mut out);
-        out.0
-            .iter()
-            .filter(|f| f.is_error())
-            .map(|f| format!("{}: {}", f.field, f.message))
-            .collect()
+        crate::validate::testing::run_rules(spec, &ObjectMeta::default(), validate).0
     }
 
     #[test]
