@@ -23,6 +23,7 @@ pub mod admin;
 pub mod admission;
 pub mod app;
 pub mod envoy_proto;
+pub mod mcp;
 pub mod model;
 pub mod source;
 pub mod translate;

@@ -11,6 +11,7 @@ use admitpilot::admission::server::ServerLimits;
 use admitpilot::admission::tls::{CertSource, TlsFiles};
 use admitpilot::app::{shutdown_signal, App, ServeConfig, WebhookConfig, XdsConfig};
 use admitpilot::model::decode::DecodeOptions;
+use admitpilot::source::mcp::McpAddress;
 use admitpilot::source::{AdmitOptions, SourceSettings, StateLocation, StoreConfig};
 use admitpilot::xds::{TlsFiles as XdsTlsFiles, TranslateFn};
 use anyhow::Context;
@@ -88,6 +89,13 @@ pub struct ServeArgs {
     /// Kubeconfig file to watch with (implies --kube).
     #[arg(long)]
     kubeconfig: Option<PathBuf>,
+
+    /// Subscribe to an MCP-over-xDS server (istiod's or Higress's configSources protocol: another admitpilot,
+    /// Higress's controller on :15051…) and take every Istio/Higress collection it serves as config, validated
+    /// like files and watched objects (invalid objects are excluded and keep their last good version).
+    /// Repeatable; combines with --config-dir and --kube.
+    #[arg(long, value_name = "xds://HOST:PORT")]
+    mcp_source: Vec<McpAddress>,
 
     /// Namespaces to watch, comma-separated (default: all namespaces). higress-config is always read from
     /// --higress-namespace.
@@ -183,6 +191,7 @@ impl ServeArgs {
             config_dir: self.config_dir.clone(),
             kube: self.kube,
             kubeconfig: self.kubeconfig.clone(),
+            mcp_sources: self.mcp_source.clone(),
             watch_namespaces: self
                 .watch_namespaces
                 .iter()

@@ -1,11 +1,12 @@
-//! Config sources: takes a local folder of YAML/JSON files and/or a Kubernetes API server, validates every object
+//! Config sources: takes a local folder of YAML/JSON files, a Kubernetes API server and/or MCP-over-xDS servers
+//! ([`mcp`]), validates every object
 //! and yields [`SourceEvent`]s into the [`store::Store`], which keeps all valid objects and publishes debounced,
 //! versioned [`Snapshot`](crate::model::Snapshot)s on a `tokio::sync::watch` channel.
 //!
 //! ```text
 //!  folder (notify) ──┐                       ┌──► watch::Receiver<Arc<Snapshot>> (xDS, /debug/configz)
-//!                    ├─► SourceEvent ─► Store ┤
-//!  kube watchers ────┘   (per scope)          └──► watch::Receiver<bool> "sources synced" (readiness)
+//!  kube watchers ────┼─► SourceEvent ─► Store ┤
+//!  MCP subscriber ───┘   (per scope)          └──► watch::Receiver<bool> "sources synced" (readiness)
 //! ```
 //!
 //! Invalid objects never reach the store: each source validates with [`crate::validate::validate_document`] and,
@@ -22,6 +23,7 @@ pub mod configz;
 pub mod folder;
 pub mod kubernetes;
 pub mod last_good;
+pub mod mcp;
 pub mod metrics;
 pub mod state;
 pub mod store;
@@ -106,6 +108,8 @@ pub struct SourceConfig {
     pub config_dir: Option<PathBuf>,
     /// `--kube`: watch a Kubernetes API server with this client and options.
     pub kube: Option<kubernetes::KubeConfig>,
+    /// `--mcp-source`: MCP-over-xDS servers to subscribe to.
+    pub mcp_sources: Vec<mcp::McpAddress>,
     /// How documents are decoded and which namespace is the default.
     pub admit: AdmitOptions,
     /// Debounce window and maximum delay of the store.
@@ -119,6 +123,7 @@ impl Default for SourceConfig {
         SourceConfig {
             config_dir: None,
             kube: None,
+            mcp_sources: Vec::new(),
             admit: AdmitOptions {
                 decode: DecodeOptions::default(),
                 default_namespace: DEFAULT_NAMESPACE.to_string(),
@@ -140,6 +145,8 @@ pub struct SourceSettings {
     pub kube: bool,
     /// Kubeconfig file to use instead of the in-cluster config (implies `kube`).
     pub kubeconfig: Option<PathBuf>,
+    /// MCP-over-xDS servers to subscribe to.
+    pub mcp_sources: Vec<mcp::McpAddress>,
     /// Namespaces to watch; empty means all.
     pub watch_namespaces: Vec<String>,
     /// `reportingInstance` of Events (the pod name).
@@ -157,7 +164,10 @@ pub struct SourceSettings {
 impl SourceSettings {
     /// Tells whether any source is configured.
     pub fn any(&self) -> bool {
-        self.config_dir.is_some() || self.kube || self.kubeconfig.is_some()
+        self.config_dir.is_some()
+            || self.kube
+            || self.kubeconfig.is_some()
+            || !self.mcp_sources.is_empty()
     }
 
     /// Builds the [`SourceConfig`], creating the Kubernetes client when one is asked for.
@@ -176,6 +186,7 @@ impl SourceSettings {
         Ok(SourceConfig {
             config_dir: self.config_dir,
             kube,
+            mcp_sources: self.mcp_sources,
             admit: self.admit.unwrap_or(defaults.admit),
             store: self.store,
             state: self.state,
@@ -232,6 +243,17 @@ pub fn start(config: SourceConfig, metrics: SourceMetrics) -> Result<Sources, Er
             source,
         })?;
         tasks.push(task);
+    }
+    for address in config.mcp_sources {
+        let sender = store.sender(mcp::scope(&address));
+        tasks.push(mcp::spawn(
+            address,
+            config.admit.clone(),
+            sender,
+            metrics.clone(),
+            state.clone(),
+            held.clone(),
+        ));
     }
     if let Some(kube_config) = config.kube {
         tasks.extend(kubernetes::spawn(

@@ -18,8 +18,9 @@ use std::time::Instant;
 
 use tokio::sync::watch;
 
+use super::mcp::McpFeed;
 use super::metrics::XdsMetrics;
-use super::resources::GroupConfig;
+use super::resources::{Family, GroupConfig};
 use crate::model::{ObjectKey, Snapshot};
 use crate::translate::dangling::{LeftOut, LEFT_OUT_MESSAGE};
 use crate::translate::effect::{check_changed, restore_rejected, EffectChecker, Rejection};
@@ -148,6 +149,8 @@ pub struct ConfigCache {
     snapshots: watch::Receiver<Arc<Snapshot>>,
     translate: TranslateFn,
     groups: Mutex<HashMap<Proxy, Group>>,
+    /// What MCP subscribers follow, while any does.
+    mcp: Mutex<Option<McpFeed>>,
     /// Set by [`ConfigCache::close`]: no group is kept or created any more.
     closed: AtomicBool,
     metrics: XdsMetrics,
@@ -172,6 +175,7 @@ impl ConfigCache {
             snapshots,
             translate,
             groups: Mutex::new(HashMap::new()),
+            mcp: Mutex::new(None),
             closed: AtomicBool::new(false),
             metrics,
         })
@@ -219,12 +223,30 @@ impl ConfigCache {
         receiver
     }
 
-    /// Drops every group, closing the channels their streams follow (which ends the streams); later
-    /// subscriptions get a closed channel. Used at shutdown.
+    /// Joins the MCP feed, brought up to the latest snapshot first (see [`super::mcp`]).
+    pub fn subscribe_mcp(&self) -> watch::Receiver<Arc<GroupConfig>> {
+        let mut feed = self.lock_mcp();
+        if self.closed.load(Ordering::Acquire) {
+            return watch::channel(Arc::new(GroupConfig::empty_of(Family::Mcp))).1;
+        }
+        let snapshot = self.snapshots.borrow().clone();
+        let feed = feed.get_or_insert_with(McpFeed::new);
+        feed.refresh(&snapshot, Instant::now());
+        feed.subscribe()
+    }
+
+    fn lock_mcp(&self) -> MutexGuard<'_, Option<McpFeed>> {
+        self.mcp.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// Drops every group and the MCP feed, closing the channels their streams follow (which ends the streams);
+    /// later subscriptions get a closed channel. Used at shutdown.
     pub fn close(&self) {
         let mut groups = self.lock();
+        let mut feed = self.lock_mcp();
         self.closed.store(true, Ordering::Release);
         groups.clear();
+        *feed = None;
     }
 
     /// Number of proxy groups with connected streams.
@@ -264,8 +286,17 @@ impl ConfigCache {
         }
     }
 
-    /// Re-translates every live group for `snapshot`; returns how many groups changed.
+    /// Re-translates every live group for `snapshot` and refreshes the MCP feed while it is followed; returns how
+    /// many groups changed (the MCP feed counts as one).
     pub fn refresh(&self, snapshot: &Snapshot, published: Instant) -> usize {
+        let mcp_changed = {
+            let mut feed = self.lock_mcp();
+            if feed.as_ref().is_some_and(|feed| !feed.is_followed()) {
+                *feed = None;
+            }
+            feed.as_mut()
+                .is_some_and(|feed| feed.refresh(snapshot, published))
+        };
         let mut groups = self.lock();
         groups.retain(|_, group| group.sender.receiver_count() > 0);
         let mut changed = 0;
@@ -281,9 +312,10 @@ impl ConfigCache {
             version = snapshot.version,
             groups = groups.len(),
             changed,
+            mcp_changed,
             "translated snapshot for xDS"
         );
-        changed
+        changed + usize::from(mcp_changed)
     }
 }
 

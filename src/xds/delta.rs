@@ -240,7 +240,8 @@ impl TypeState {
 
 /// Delta state of one stream.
 pub(crate) struct DeltaStream {
-    types: [TypeState; 6],
+    /// Per type of the stream's family, indexed by [`ResourceType::index`].
+    types: Vec<TypeState>,
     base: StreamBase,
 }
 
@@ -396,7 +397,12 @@ impl Protocol for DeltaStream {
 
     fn new(base: StreamBase) -> Self {
         DeltaStream {
-            types: Default::default(),
+            types: base
+                .family
+                .types()
+                .iter()
+                .map(|_| TypeState::default())
+                .collect(),
             base,
         }
     }
@@ -434,18 +440,23 @@ impl Protocol for DeltaStream {
 
     fn on_push(&mut self, config: &GroupConfig) -> Vec<WireMessage> {
         let mut out = Vec::new();
-        let mut sent = [false; 6];
-        for kind in ResourceType::PUSH_ORDER {
+        // Bit `index` set: that type was just sent.
+        let mut sent = 0u64;
+        for &kind in self.base.family.types() {
             let state = &mut self.types[kind.index()];
             if !state.requested {
                 continue;
             }
-            if kind.depends_on().iter().any(|d| sent[d.index()]) {
+            if kind
+                .depends_on()
+                .iter()
+                .any(|d| sent & (1 << d.index()) != 0)
+            {
                 // Rejected resources are retried, unchanged, once something they depend on was just sent.
                 state.rejected.clear();
             }
             if let Some(response) = self.diff(kind, config, false) {
-                sent[kind.index()] = true;
+                sent |= 1 << kind.index();
                 out.push(response);
                 self.base
                     .metrics
@@ -461,6 +472,7 @@ impl Protocol for DeltaStream {
 
 #[cfg(test)]
 mod tests {
+    use super::super::resources::Family;
     use super::*;
     use crate::translate::GatewayResources;
     use envoy_types::pb::envoy::config::cluster::v3::Cluster;
@@ -476,8 +488,9 @@ mod tests {
             proxy: Default::default(),
         };
         DeltaStream::new(StreamBase::new(
-            registry.open(&identity, Api::Delta),
+            registry.open(&identity, Api::Delta, Family::Envoy),
             Default::default(),
+            Family::Envoy,
         ))
     }
 

@@ -29,6 +29,7 @@
 
 pub mod cache;
 mod delta;
+mod mcp;
 pub mod metrics;
 mod names;
 pub mod node;

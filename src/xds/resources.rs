@@ -4,7 +4,7 @@
 
 use std::collections::BTreeMap;
 use std::fmt;
-use std::sync::Arc;
+use std::sync::{Arc, LazyLock};
 use std::time::Instant;
 
 use bytes::Bytes;
@@ -14,7 +14,44 @@ use envoy_types::pb::google::protobuf::Any;
 use prost::encoding::{encode_key, encode_varint, WireType};
 use prost::{Message, Name};
 
+use crate::model::Kind;
 use crate::translate::GatewayResources;
+
+/// Who a stream serves, decided by the type URL of its first request: Envoy gateways get the translated
+/// resources of their proxy group, MCP subscribers (istiod, Higress, another admitpilot) the validated config
+/// objects as Istio collections ([`crate::mcp`]), the same for every subscriber.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Family {
+    /// Envoy's own types (CDS, EDS, SDS, ECDS, LDS, RDS).
+    Envoy,
+    /// Istio collections over MCP-over-xDS.
+    Mcp,
+}
+
+impl Family {
+    /// The family's types in push order (see [`ResourceType::ENVOY_PUSH_ORDER`]; MCP collections in
+    /// [`crate::mcp::SERVED`] order, none depending on another).
+    pub fn types(self) -> &'static [ResourceType] {
+        static MCP: LazyLock<Vec<ResourceType>> = LazyLock::new(|| {
+            crate::mcp::SERVED
+                .iter()
+                .map(|kind| ResourceType::Mcp(*kind))
+                .collect()
+        });
+        match self {
+            Family::Envoy => &ResourceType::ENVOY_PUSH_ORDER,
+            Family::Mcp => &MCP,
+        }
+    }
+
+    /// Name shown in `/debug/syncz` and logs.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Family::Envoy => "envoy",
+            Family::Mcp => "mcp",
+        }
+    }
+}
 
 /// The xDS resource types admitpilot serves.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
@@ -31,12 +68,14 @@ pub enum ResourceType {
     Listener,
     /// RDS.
     Route,
+    /// One Istio collection over MCP (a kind of [`crate::mcp::SERVED`]).
+    Mcp(Kind),
 }
 
 impl ResourceType {
-    /// Every type in push order: clusters before their endpoints, secrets and extension configs before the
+    /// Envoy's types in push order: clusters before their endpoints, secrets and extension configs before the
     /// listeners that use them, listeners before their routes, so Envoy never holds a dangling reference.
-    pub const PUSH_ORDER: [ResourceType; 6] = [
+    pub const ENVOY_PUSH_ORDER: [ResourceType; 6] = [
         ResourceType::Cluster,
         ResourceType::Endpoint,
         ResourceType::Secret,
@@ -45,12 +84,32 @@ impl ResourceType {
         ResourceType::Route,
     ];
 
-    /// Position in [`Self::PUSH_ORDER`], used to index per-type arrays.
-    pub fn index(self) -> usize {
-        self as usize
+    /// The family this type belongs to.
+    pub fn family(self) -> Family {
+        match self {
+            ResourceType::Mcp(_) => Family::Mcp,
+            _ => Family::Envoy,
+        }
     }
 
-    /// The type URL clients use for this type.
+    /// Position in its family's [`Family::types`], used to index per-type arrays (below 64).
+    pub fn index(self) -> usize {
+        match self {
+            ResourceType::Cluster => 0,
+            ResourceType::Endpoint => 1,
+            ResourceType::Secret => 2,
+            ResourceType::ExtensionConfig => 3,
+            ResourceType::Listener => 4,
+            ResourceType::Route => 5,
+            ResourceType::Mcp(kind) => crate::mcp::SERVED
+                .iter()
+                .position(|served| *served == kind)
+                .unwrap_or_default(),
+        }
+    }
+
+    /// The type URL clients use for this type (an MCP collection's name, such as
+    /// `networking.istio.io/v1alpha3/VirtualService`).
     pub fn type_url(self) -> &'static str {
         match self {
             ResourceType::Cluster => "type.googleapis.com/envoy.config.cluster.v3.Cluster",
@@ -65,14 +124,16 @@ impl ResourceType {
             }
             ResourceType::Listener => "type.googleapis.com/envoy.config.listener.v3.Listener",
             ResourceType::Route => "type.googleapis.com/envoy.config.route.v3.RouteConfiguration",
+            ResourceType::Mcp(kind) => crate::mcp::collection(kind).unwrap_or_default(),
         }
     }
 
     /// Looks a type up by its type URL.
     pub fn from_type_url(url: &str) -> Option<Self> {
-        Self::PUSH_ORDER
+        Self::ENVOY_PUSH_ORDER
             .into_iter()
             .find(|kind| kind.type_url() == url)
+            .or_else(|| crate::mcp::kind_of(url).map(ResourceType::Mcp))
     }
 
     /// The types whose resources this type's resources name and Envoy resolves when it loads them: a listener's
@@ -84,7 +145,7 @@ impl ResourceType {
             ResourceType::Endpoint | ResourceType::Route | ResourceType::ExtensionConfig => {
                 &[ResourceType::Cluster]
             }
-            ResourceType::Secret => &[],
+            ResourceType::Secret | ResourceType::Mcp(_) => &[],
             ResourceType::Listener => &[
                 ResourceType::Cluster,
                 ResourceType::Secret,
@@ -93,12 +154,16 @@ impl ResourceType {
         }
     }
 
-    /// Whether an empty first SotW/Delta request means "everything" (legacy wildcard), as for LDS and CDS.
+    /// Whether an empty first SotW/Delta request means "everything" (legacy wildcard), as for LDS and CDS, and
+    /// for every MCP collection (a subscriber asks for a whole collection).
     pub fn wildcard_by_default(self) -> bool {
-        matches!(self, ResourceType::Cluster | ResourceType::Listener)
+        matches!(
+            self,
+            ResourceType::Cluster | ResourceType::Listener | ResourceType::Mcp(_)
+        )
     }
 
-    /// Short name used in metrics labels, logs and `/debug/syncz`.
+    /// Short name used in metrics labels, logs and `/debug/syncz` (an MCP collection's full name).
     pub fn short_name(self) -> &'static str {
         match self {
             ResourceType::Cluster => "cds",
@@ -107,6 +172,7 @@ impl ResourceType {
             ResourceType::ExtensionConfig => "ecds",
             ResourceType::Listener => "lds",
             ResourceType::Route => "rds",
+            ResourceType::Mcp(_) => self.type_url(),
         }
     }
 }
@@ -136,7 +202,8 @@ pub struct Encoded {
 }
 
 impl Encoded {
-    fn new(name: &str, type_url: String, value: Vec<u8>) -> Self {
+    /// Encodes one resource named `name` whose `Any` carries `value` as `type_url`.
+    pub(crate) fn new(name: &str, type_url: String, value: Vec<u8>) -> Self {
         let hash = fnv1a(&value);
         let version = format!("{hash:016x}");
         let any = Any { type_url, value }.encode_to_vec();
@@ -185,7 +252,8 @@ pub struct TypeResources {
 }
 
 impl TypeResources {
-    fn new(by_name: BTreeMap<Arc<str>, Arc<Encoded>>) -> Self {
+    /// The set of these resources, with its version and shared name lists.
+    pub(crate) fn new(by_name: BTreeMap<Arc<str>, Arc<Encoded>>) -> Self {
         let version = set_version(by_name.values().map(|e| &**e));
         let names = by_name.keys().cloned().collect();
         let hashes = Arc::new(
@@ -215,17 +283,25 @@ pub struct GroupConfig {
     pub snapshot_version: u64,
     /// When the snapshot was seen by the xDS server (push latency is measured from here).
     pub published: Instant,
-    /// Resources per type, indexed by [`ResourceType::index`].
-    pub types: [Arc<TypeResources>; 6],
+    /// Whose types these are.
+    pub family: Family,
+    /// Resources per type of [`GroupConfig::family`], indexed by [`ResourceType::index`].
+    pub types: Vec<Arc<TypeResources>>,
 }
 
 impl GroupConfig {
-    /// An empty configuration (before any snapshot).
+    /// An empty configuration of Envoy's types (before any snapshot).
     pub fn empty() -> Self {
+        Self::empty_of(Family::Envoy)
+    }
+
+    /// An empty configuration of `family`'s types (before any snapshot).
+    pub fn empty_of(family: Family) -> Self {
         GroupConfig {
             snapshot_version: 0,
             published: Instant::now(),
-            types: Default::default(),
+            family,
+            types: family.types().iter().map(|_| Arc::default()).collect(),
         }
     }
 
@@ -235,9 +311,13 @@ impl GroupConfig {
         self.snapshot_version > 0
     }
 
-    /// The resources of one type.
+    /// The resources of one type (none for a type of another family).
     pub fn of(&self, kind: ResourceType) -> &TypeResources {
-        &self.types[kind.index()]
+        static NONE: LazyLock<TypeResources> = LazyLock::new(TypeResources::default);
+        match self.types.get(kind.index()) {
+            Some(resources) if kind.family() == self.family => resources,
+            _ => &NONE,
+        }
     }
 
     /// Encodes translated resources, reusing entries (and whole types) of `previous` whose content is unchanged.
@@ -247,8 +327,12 @@ impl GroupConfig {
         published: Instant,
         previous: Option<&GroupConfig>,
     ) -> Self {
-        let prev = |kind: ResourceType| previous.map(|p| &p.types[kind.index()]);
-        let types = [
+        let prev = |kind: ResourceType| {
+            previous
+                .filter(|p| p.family == Family::Envoy)
+                .and_then(|p| p.types.get(kind.index()))
+        };
+        let types = vec![
             encode_type(
                 &resources.clusters,
                 |r| &r.name,
@@ -279,6 +363,7 @@ impl GroupConfig {
         GroupConfig {
             snapshot_version,
             published,
+            family: Family::Envoy,
             types,
         }
     }
@@ -396,7 +481,7 @@ mod tests {
 
     #[test]
     fn type_urls_round_trip() {
-        for kind in ResourceType::PUSH_ORDER {
+        for kind in ResourceType::ENVOY_PUSH_ORDER {
             assert_eq!(ResourceType::from_type_url(kind.type_url()), Some(kind));
         }
         let expected = [
@@ -407,7 +492,7 @@ mod tests {
             Listener::type_url(),
             RouteConfiguration::type_url(),
         ];
-        for (kind, url) in ResourceType::PUSH_ORDER.into_iter().zip(expected) {
+        for (kind, url) in ResourceType::ENVOY_PUSH_ORDER.into_iter().zip(expected) {
             assert_eq!(kind.type_url(), url);
         }
         assert_eq!(

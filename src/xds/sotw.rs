@@ -116,7 +116,8 @@ impl TypeState {
 
 /// SotW state of one stream.
 pub(crate) struct SotwStream {
-    types: [TypeState; 6],
+    /// Per type of the stream's family, indexed by [`ResourceType::index`].
+    types: Vec<TypeState>,
     base: StreamBase,
 }
 
@@ -172,7 +173,12 @@ impl Protocol for SotwStream {
 
     fn new(base: StreamBase) -> Self {
         SotwStream {
-            types: Default::default(),
+            types: base
+                .family
+                .types()
+                .iter()
+                .map(|_| TypeState::default())
+                .collect(),
             base,
         }
     }
@@ -219,18 +225,23 @@ impl Protocol for SotwStream {
 
     fn on_push(&mut self, config: &GroupConfig) -> Vec<WireMessage> {
         let mut out = Vec::new();
-        let mut sent = [false; 6];
-        for kind in ResourceType::PUSH_ORDER {
+        // Bit `index` set: that type was just sent.
+        let mut sent = 0u64;
+        for &kind in self.base.family.types() {
             let state = &self.types[kind.index()];
             if !state.requested || state.last_nonce == 0 {
                 continue;
             }
             // A rejected response is retried, unchanged, once something it depends on was just sent.
-            let retry = state.nacked && kind.depends_on().iter().any(|d| sent[d.index()]);
+            let retry = state.nacked
+                && kind
+                    .depends_on()
+                    .iter()
+                    .any(|d| sent & (1 << d.index()) != 0);
             if !retry && state.sent_version == Some(state.desired_version(config.of(kind))) {
                 continue;
             }
-            sent[kind.index()] = true;
+            sent |= 1 << kind.index();
             out.push(self.response(kind, config));
             self.base
                 .metrics
@@ -245,6 +256,7 @@ impl Protocol for SotwStream {
 
 #[cfg(test)]
 mod tests {
+    use super::super::resources::Family;
     use super::*;
     use crate::translate::GatewayResources;
     use envoy_types::pb::envoy::config::endpoint::v3::ClusterLoadAssignment;
@@ -257,8 +269,9 @@ mod tests {
             proxy: Default::default(),
         };
         SotwStream::new(StreamBase::new(
-            registry.open(&identity, Api::Sotw),
+            registry.open(&identity, Api::Sotw, Family::Envoy),
             Default::default(),
+            Family::Envoy,
         ))
     }
 

@@ -14,7 +14,7 @@ use serde::{Serialize, Serializer};
 
 use super::metrics::Api;
 use super::node::NodeIdentity;
-use super::resources::{version_string, ResourceType};
+use super::resources::{version_string, Family, ResourceType};
 
 /// A response version, kept as a number and shown as the client sees it: a SotW version is the response's
 /// content hash in 16 hex digits, a Delta version the snapshot version in decimal.
@@ -89,11 +89,14 @@ pub struct ConnectionStatus {
     pub labels: BTreeMap<String, String>,
     /// `sotw` or `delta`.
     pub api: &'static str,
+    /// `envoy` (a gateway, served its proxy group's Envoy resources) or `mcp` (an MCP subscriber, served
+    /// Istio collections).
+    pub subscriber: &'static str,
     /// Seconds since the Unix epoch.
     pub connected_unix: u64,
     /// Snapshot version of the proxy group's configuration last considered for this stream.
     pub snapshot_version: u64,
-    /// Per resource type (`cds`, `eds`, `lds`, `rds`, …).
+    /// Per resource type (`cds`, `eds`, `lds`, `rds`, …; an MCP collection by its name).
     pub types: BTreeMap<&'static str, TypeStatus>,
 }
 
@@ -107,6 +110,7 @@ struct LiveStatus {
     namespace: String,
     labels: BTreeMap<String, String>,
     api: &'static str,
+    subscriber: &'static str,
     connected_unix: u64,
     snapshot_version: u64,
     types: Vec<(&'static str, TypeStatus)>,
@@ -124,6 +128,7 @@ impl LiveStatus {
             namespace: self.namespace.clone(),
             labels: self.labels.clone(),
             api: self.api,
+            subscriber: self.subscriber,
             connected_unix: self.connected_unix,
             snapshot_version: self.snapshot_version,
             types: self.types.iter().cloned().collect(),
@@ -151,7 +156,12 @@ pub(crate) fn unix_now() -> u64 {
 
 impl StatusRegistry {
     /// Registers a new stream; it is removed when the returned handle drops.
-    pub fn open(self: &Arc<Self>, identity: &NodeIdentity, api: Api) -> ConnectionHandle {
+    pub fn open(
+        self: &Arc<Self>,
+        identity: &NodeIdentity,
+        api: Api,
+        family: Family,
+    ) -> ConnectionHandle {
         let id = self.next_id.fetch_add(1, Ordering::Relaxed);
         let status = Arc::new(Mutex::new(LiveStatus {
             id,
@@ -159,6 +169,7 @@ impl StatusRegistry {
             namespace: identity.proxy.namespace.clone(),
             labels: identity.proxy.labels.clone(),
             api: api.as_str(),
+            subscriber: family.as_str(),
             connected_unix: unix_now(),
             snapshot_version: 0,
             types: Vec::new(),
@@ -241,7 +252,7 @@ mod tests {
             id: "gw-1".into(),
             proxy: Proxy::default(),
         };
-        let handle = registry.open(&identity, Api::Sotw);
+        let handle = registry.open(&identity, Api::Sotw, Family::Envoy);
         handle.update(ResourceType::Cluster, |t| {
             t.sent_version = Some(Version::Snapshot(7));
         });

@@ -20,7 +20,7 @@ use tonic::{Code, Status};
 use super::cache::ConfigCache;
 use super::metrics::{Api, XdsMetrics};
 use super::node::NodeIdentity;
-use super::resources::{GroupConfig, ResourceType};
+use super::resources::{Family, GroupConfig, ResourceType};
 use super::status::{unix_now, ConnectionHandle, NackStatus, StatusRegistry, Version};
 use super::wire::{trailers, Requests, WireMessage};
 
@@ -60,15 +60,18 @@ pub(crate) trait Protocol: Send + Unpin + 'static {
 pub(crate) struct StreamBase {
     pub connection: ConnectionHandle,
     pub metrics: XdsMetrics,
+    /// Whose types the stream serves: a gateway's, or MCP collections.
+    pub family: Family,
     nonce: u64,
 }
 
 impl StreamBase {
-    /// The state of a new stream.
-    pub fn new(connection: ConnectionHandle, metrics: XdsMetrics) -> Self {
+    /// The state of a new stream serving `family`'s types.
+    pub fn new(connection: ConnectionHandle, metrics: XdsMetrics, family: Family) -> Self {
         StreamBase {
             connection,
             metrics,
+            family,
             nonce: 0,
         }
     }
@@ -237,7 +240,9 @@ impl<P: Protocol> AdsCall<P> {
 
     /// Queues the protocol's responses to `request`.
     fn answer(joined: &mut Joined<P>, request: P::Request, queued: &mut VecDeque<WireMessage>) {
-        let Some(kind) = ResourceType::from_type_url(P::type_url(&request)) else {
+        let kind = ResourceType::from_type_url(P::type_url(&request))
+            .filter(|kind| kind.family() == joined.state.base().family);
+        let Some(kind) = kind else {
             tracing::debug!(proxy = %joined.state.base().connection.name(), type_url = %P::type_url(&request), "ignoring request for an unserved type");
             return;
         };
@@ -249,18 +254,29 @@ impl<P: Protocol> AdsCall<P> {
             Status::invalid_argument("the first xDS request on a stream must carry a node")
         })?;
         let identity = NodeIdentity::from_node(node);
-        let connection = self.shared.status.open(&identity, P::API);
+        // A stream whose first request names an MCP collection is an MCP subscriber; anything else a gateway.
+        let family = ResourceType::from_type_url(P::type_url(first))
+            .map_or(Family::Envoy, ResourceType::family);
+        let connection = self.shared.status.open(&identity, P::API, family);
         self.shared.metrics.stream_opened(P::API);
         tracing::info!(
             proxy = %connection.name(),
             namespace = %identity.proxy.namespace,
             api = P::API.as_str(),
+            family = family.as_str(),
             "xDS stream opened"
         );
-        let group = self.shared.cache.subscribe(&identity.proxy);
+        let group = match family {
+            Family::Envoy => self.shared.cache.subscribe(&identity.proxy),
+            Family::Mcp => self.shared.cache.subscribe_mcp(),
+        };
         let config = group.borrow().clone();
         Ok(Joined {
-            state: P::new(StreamBase::new(connection, self.shared.metrics.clone())),
+            state: P::new(StreamBase::new(
+                connection,
+                self.shared.metrics.clone(),
+                family,
+            )),
             config,
             group: WatchStream::from_changes(group),
             waiting: None,

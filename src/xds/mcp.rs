@@ -1,0 +1,122 @@
+//! The MCP feed: takes snapshots and yields the one [`GroupConfig`] every MCP subscriber follows (istiod's or
+//! Higress's `configSources`, another admitpilot's `--mcp-source`): a type per Istio collection
+//! ([`crate::mcp::SERVED`]), each resource an encoded `istio.mcp.v1alpha1.Resource` named `namespace/name`
+//! ([`crate::mcp::encode`]). Snapshots hold only valid objects or their last good versions, so a subscriber never
+//! sees what the webhook would deny. An object is encoded again only when the snapshot holds a new version of it.
+
+use std::collections::{BTreeMap, HashMap};
+use std::sync::Arc;
+use std::time::Instant;
+
+use prost::Message;
+use tokio::sync::watch;
+
+use super::resources::{Encoded, Family, GroupConfig, ResourceType, TypeResources};
+use crate::model::{ConfigObject, ObjectKey, Snapshot};
+
+/// Type URL of every resource's `Any` in an MCP response.
+pub const RESOURCE_TYPE_URL: &str = "type.googleapis.com/istio.mcp.v1alpha1.Resource";
+
+/// The MCP configuration and what it reuses between snapshots.
+pub(crate) struct McpFeed {
+    sender: watch::Sender<Arc<GroupConfig>>,
+    /// Each served object's encoding, with the object it was made from.
+    encoded: HashMap<ObjectKey, (Arc<ConfigObject>, Arc<Encoded>)>,
+}
+
+impl McpFeed {
+    /// A feed holding nothing yet (version 0: subscribers wait for the first snapshot).
+    pub(crate) fn new() -> Self {
+        McpFeed {
+            sender: watch::channel(Arc::new(GroupConfig::empty_of(Family::Mcp))).0,
+            encoded: HashMap::new(),
+        }
+    }
+
+    /// A receiver of the feed's configurations.
+    pub(crate) fn subscribe(&self) -> watch::Receiver<Arc<GroupConfig>> {
+        self.sender.subscribe()
+    }
+
+    /// Whether any stream follows the feed.
+    pub(crate) fn is_followed(&self) -> bool {
+        self.sender.receiver_count() > 0
+    }
+
+    /// Brings the feed to `snapshot`; returns whether its content changed (and subscribers were woken).
+    pub(crate) fn refresh(&mut self, snapshot: &Snapshot, published: Instant) -> bool {
+        let previous = self.sender.borrow().clone();
+        if previous.snapshot_version == snapshot.version && previous.is_loaded() {
+            return false;
+        }
+        let mut encoded = HashMap::with_capacity(self.encoded.len());
+        let types = Family::Mcp
+            .types()
+            .iter()
+            .map(|&kind| {
+                let ResourceType::Mcp(object_kind) = kind else {
+                    return Arc::default();
+                };
+                let mut by_name = BTreeMap::new();
+                for object in snapshot.of_kind(object_kind) {
+                    let key = object.key();
+                    let entry = match self.encoded.remove(&key) {
+                        Some((old, entry)) if Arc::ptr_eq(&old, object) => Some(entry),
+                        _ => encode(object).map(Arc::new),
+                    };
+                    if let Some(entry) = entry {
+                        by_name.insert(entry.name.clone(), entry.clone());
+                        encoded.insert(key, (object.clone(), entry));
+                    }
+                }
+                let fresh = TypeResources::new(by_name);
+                let old = previous.of(kind);
+                if previous.is_loaded() && old.version == fresh.version {
+                    previous.types[kind.index()].clone()
+                } else {
+                    Arc::new(fresh)
+                }
+            })
+            .collect();
+        self.encoded = encoded;
+        let config = GroupConfig {
+            snapshot_version: snapshot.version,
+            published,
+            family: Family::Mcp,
+            types,
+        };
+        if previous.is_loaded() && config.same_content(&previous) {
+            // Record the version without waking anyone.
+            self.sender.send_if_modified(|current| {
+                *current = Arc::new(config);
+                false
+            });
+            return false;
+        }
+        self.sender.send_replace(Arc::new(config));
+        true
+    }
+}
+
+/// Encodes one object as its MCP resource; an object that cannot be encoded is logged and left out.
+fn encode(object: &ConfigObject) -> Option<Encoded> {
+    match crate::mcp::encode(object) {
+        Ok(resource) => {
+            let name = resource
+                .metadata
+                .as_ref()
+                .map(|metadata| metadata.name.clone())
+                .unwrap_or_default();
+            Some(Encoded::new(
+                &name,
+                RESOURCE_TYPE_URL.to_string(),
+                resource.encode_to_vec(),
+            ))
+        }
+        Err(error) => {
+            tracing::error!(object = %object.key(), %error,
+                "cannot encode the object for MCP subscribers; it is left out of the MCP feed");
+            None
+        }
+    }
+}
