@@ -129,6 +129,11 @@ pub struct Admitpilot {
     pub webhook_port: u16,
 }
 
+/// The `--config-dir` flag naming `dir`.
+fn config_dir_flag(dir: &Path) -> [String; 1] {
+    [format!("--config-dir={}", dir.display())]
+}
+
 impl Admitpilot {
     /// Starts the `admitpilot` binary of this package on `config_dir` and waits until `/readyz` answers 200.
     pub async fn start(config_dir: &Path) -> Admitpilot {
@@ -143,23 +148,31 @@ impl Admitpilot {
         state_dir: Option<&Path>,
     ) -> Admitpilot {
         let state = state_dir.map(|state| format!("--state-dir={}", state.display()));
-        Self::launch(config_dir, xds_port, state.as_slice()).await
+        Self::launch(&config_dir_flag(config_dir), xds_port, state.as_slice()).await
+    }
+
+    /// Starts the binary with the MCP server `source` (`xds://HOST:PORT`) as its only config source
+    /// (`--mcp-source`).
+    pub async fn start_mcp_subscriber(source: &str) -> Admitpilot {
+        let flag = [format!("--mcp-source={source}")];
+        Self::launch(&flag, free_port(), &[]).await
     }
 
     /// Like [`Admitpilot::start`], with more `serve` flags.
     pub async fn start_with_args(config_dir: &Path, args: &[&str]) -> Admitpilot {
         let args: Vec<String> = args.iter().map(ToString::to_string).collect();
-        Self::launch(config_dir, free_port(), &args).await
+        Self::launch(&config_dir_flag(config_dir), free_port(), &args).await
     }
 
-    async fn launch(config_dir: &Path, xds_port: u16, args: &[String]) -> Admitpilot {
+    /// Runs `admitpilot serve` with the config source flags `sources`, the xDS server on `xds_port` and more
+    /// flags `args`, and waits until `/readyz` answers 200.
+    async fn launch(sources: &[String], xds_port: u16, args: &[String]) -> Admitpilot {
         let dir = tempfile::tempdir().unwrap();
         let (admin_port, webhook_port) = (free_port(), free_port());
         let log = std::fs::File::create(dir.path().join("admitpilot.log")).unwrap();
         let child = Command::new(env!("CARGO_BIN_EXE_admitpilot"))
             .arg("serve")
-            .arg("--config-dir")
-            .arg(config_dir)
+            .args(sources)
             .args(["--xds-addr", &format!("127.0.0.1:{xds_port}")])
             .args(["--admin-addr", &format!("127.0.0.1:{admin_port}")])
             .args(["--webhook-addr", &format!("127.0.0.1:{webhook_port}")])
