@@ -1,6 +1,8 @@
 //! Compiles the `.proto` files under `proto/` into one encoded `FileDescriptorSet` in
 //! `OUT_DIR/envoy_descriptors.bin`, which `src/envoy_proto` embeds: Envoy's API with protoc-gen-validate's rules
-//! (`proto/vendor`, see `proto/README.md`) and the project's own files (`proto/admitpilot`).
+//! (`proto/vendor`, see `proto/README.md`) and the project's own files (`proto/admitpilot`). It also generates the
+//! Rust types of the MCP resource message (package `istio.mcp.v1alpha1`, `OUT_DIR/istio.mcp.v1alpha1.rs`, included
+//! by `src/mcp/pb.rs`) with tonic-prost-build, from the same descriptors.
 //!
 //! The compiler is protox (pure Rust, no `protoc`); the build reads only this repository and touches no network.
 //! protox resolves a relative type name by looking for its first part in every package loaded so far, where protoc
@@ -55,6 +57,41 @@ fn main() {
     // `encode_file_descriptor_set` keeps custom options such as `validate.rules` (prost-types would drop them).
     std::fs::write(&target, compiler.encode_file_descriptor_set())
         .unwrap_or_else(|e| panic!("write {}: {e}", target.display()));
+    generate_mcp_types(&compiler);
+}
+
+/// The package whose messages get Rust types: MCP's `Resource` and `Metadata`.
+const MCP_PACKAGE: &str = "istio.mcp.v1alpha1";
+
+/// Writes `OUT_DIR/istio.mcp.v1alpha1.rs`: prost message types (no gRPC code) for [`MCP_PACKAGE`], with
+/// `google.protobuf` mapped to envoy-types' `Any` and `Timestamp`, the ones the xDS code already uses. Maps are
+/// `BTreeMap`s so that encoding a resource always yields the same bytes.
+fn generate_mcp_types(compiler: &protox::Compiler) {
+    let mut set = compiler.file_descriptor_set();
+    // The MCP files and the well-known types they import (prost-build reads those to derive traits; being
+    // extern, they generate no code).
+    let imports: HashSet<String> = set
+        .file
+        .iter()
+        .filter(|file| file.package() == MCP_PACKAGE)
+        .flat_map(|file| file.dependency.iter().cloned())
+        .collect();
+    set.file
+        .retain(|file| file.package() == MCP_PACKAGE || imports.contains(file.name()));
+    let mut config = tonic_prost_build::Config::new();
+    config
+        .enable_type_names()
+        .type_name_domain(["."], "type.googleapis.com");
+    tonic_prost_build::configure()
+        .build_client(false)
+        .build_server(false)
+        .btree_map(".")
+        // Stops prost-build from mapping `google.protobuf` to prost-types itself, so the mapping below applies;
+        // no well-known type is generated, as none is in `set`.
+        .compile_well_known_types(true)
+        .extern_path(".google.protobuf", "::envoy_types::pb::google::protobuf")
+        .compile_fds_with_config(set, config)
+        .unwrap_or_else(|e| panic!("generating the {MCP_PACKAGE} types: {e}"));
 }
 
 /// Appends every `.proto` file below `dir`, in a stable order.

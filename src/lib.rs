@@ -8,7 +8,7 @@
 //!                               └───────────── model ◄──────────┘
 //! ```
 //!
-//! Pure modules (`model`, `validate`, `translate`, `envoy_proto`) do no I/O; `source`, `xds`, `admission` and
+//! Pure modules (`model`, `validate`, `translate`, `envoy_proto`, `mcp`) do no I/O; `source`, `xds`, `admission` and
 //! `admin` are the edges.
 
 /// The process allocator: jemalloc, which holds idle xDS connections in less memory than glibc's malloc (it

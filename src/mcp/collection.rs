@@ -1,0 +1,174 @@
+//! MCP collections (pure): takes a [`Kind`] and yields the collection name (the xDS type URL) it is served under
+//! and the full name of the proto message that carries its spec; and takes a collection name back to its kind.
+//!
+//! A collection is `group/version/Kind`, as istiod's MCP client asks for it (`pkg/adsc` in istio/istio: a
+//! config schema's `GroupVersionKind().String()`). Since Istio 1.24 that is the kind's newest version
+//! (`networking.istio.io/v1/VirtualService`); older istiods ask for `v1alpha3`/`v1beta1` networking,
+//! `v1beta1` security and `v1alpha1` telemetry. The Higress kinds follow the same rule with their CRD versions.
+
+use crate::model::Kind;
+
+/// The kinds served over MCP, in a stable order: the Istio config kinds istiod reads, then the Higress ones.
+/// ConfigMaps (higress-config, mesh config), Services, EndpointSlices and Secrets are not served.
+pub const SERVED: &[Kind] = &[
+    Kind::VirtualService,
+    Kind::DestinationRule,
+    Kind::Gateway,
+    Kind::ServiceEntry,
+    Kind::Sidecar,
+    Kind::EnvoyFilter,
+    Kind::WorkloadEntry,
+    Kind::WorkloadGroup,
+    Kind::ProxyConfig,
+    Kind::AuthorizationPolicy,
+    Kind::PeerAuthentication,
+    Kind::RequestAuthentication,
+    Kind::Telemetry,
+    Kind::IstioWasmPlugin,
+    Kind::TrafficExtension,
+    Kind::McpBridge,
+    Kind::Http2Rpc,
+    Kind::HigressWasmPlugin,
+];
+
+/// Returns the collection a kind is served under (`networking.istio.io/v1/VirtualService`), or `None` for a
+/// kind that is not served.
+pub fn collection(kind: Kind) -> Option<&'static str> {
+    Some(match kind {
+        Kind::VirtualService => "networking.istio.io/v1/VirtualService",
+        Kind::DestinationRule => "networking.istio.io/v1/DestinationRule",
+        Kind::Gateway => "networking.istio.io/v1/Gateway",
+        Kind::ServiceEntry => "networking.istio.io/v1/ServiceEntry",
+        Kind::Sidecar => "networking.istio.io/v1/Sidecar",
+        Kind::EnvoyFilter => "networking.istio.io/v1alpha3/EnvoyFilter",
+        Kind::WorkloadEntry => "networking.istio.io/v1/WorkloadEntry",
+        Kind::WorkloadGroup => "networking.istio.io/v1/WorkloadGroup",
+        Kind::ProxyConfig => "networking.istio.io/v1beta1/ProxyConfig",
+        Kind::AuthorizationPolicy => "security.istio.io/v1/AuthorizationPolicy",
+        Kind::PeerAuthentication => "security.istio.io/v1/PeerAuthentication",
+        Kind::RequestAuthentication => "security.istio.io/v1/RequestAuthentication",
+        Kind::Telemetry => "telemetry.istio.io/v1/Telemetry",
+        Kind::IstioWasmPlugin => "extensions.istio.io/v1alpha1/WasmPlugin",
+        Kind::TrafficExtension => "extensions.istio.io/v1alpha1/TrafficExtension",
+        Kind::McpBridge => "networking.higress.io/v1/McpBridge",
+        Kind::Http2Rpc => "networking.higress.io/v1/Http2Rpc",
+        Kind::HigressWasmPlugin => "extensions.higress.io/v1alpha1/WasmPlugin",
+        Kind::HigressConfig
+        | Kind::MeshConfig
+        | Kind::Service
+        | Kind::EndpointSlice
+        | Kind::Secret => return None,
+    })
+}
+
+/// Returns the served kind of a collection name. Every version the kind is served in is accepted
+/// (`networking.istio.io/v1alpha3/VirtualService` as well as `…/v1/…`), since an older istiod asks for the older
+/// names and the body message is the same in all of them.
+pub fn kind_of(collection: &str) -> Option<Kind> {
+    let (group_version, kind_name) = collection.rsplit_once('/')?;
+    let (group, version) = group_version.split_once('/')?;
+    let kind = Kind::from_group_kind(group, kind_name)?;
+    let served = body_message(kind).is_some() && kind.info().versions.contains(&version);
+    served.then_some(kind)
+}
+
+/// Returns the full name of the proto message that carries a served kind's spec in an MCP resource body
+/// (`istio.networking.v1alpha3.VirtualService`), or `None` for a kind that is not served.
+pub fn body_message(kind: Kind) -> Option<&'static str> {
+    Some(match kind {
+        Kind::VirtualService => "istio.networking.v1alpha3.VirtualService",
+        Kind::DestinationRule => "istio.networking.v1alpha3.DestinationRule",
+        Kind::Gateway => "istio.networking.v1alpha3.Gateway",
+        Kind::ServiceEntry => "istio.networking.v1alpha3.ServiceEntry",
+        Kind::Sidecar => "istio.networking.v1alpha3.Sidecar",
+        Kind::EnvoyFilter => "istio.networking.v1alpha3.EnvoyFilter",
+        Kind::WorkloadEntry => "istio.networking.v1alpha3.WorkloadEntry",
+        Kind::WorkloadGroup => "istio.networking.v1alpha3.WorkloadGroup",
+        Kind::ProxyConfig => "istio.networking.v1beta1.ProxyConfig",
+        Kind::AuthorizationPolicy => "istio.security.v1beta1.AuthorizationPolicy",
+        Kind::PeerAuthentication => "istio.security.v1beta1.PeerAuthentication",
+        Kind::RequestAuthentication => "istio.security.v1beta1.RequestAuthentication",
+        Kind::Telemetry => "istio.telemetry.v1alpha1.Telemetry",
+        Kind::IstioWasmPlugin => "istio.extensions.v1alpha1.WasmPlugin",
+        Kind::TrafficExtension => "istio.extensions.v1alpha1.TrafficExtension",
+        Kind::McpBridge => "higress.networking.v1.McpBridge",
+        Kind::Http2Rpc => "higress.networking.v1.Http2Rpc",
+        Kind::HigressWasmPlugin => "higress.extensions.v1alpha1.WasmPlugin",
+        Kind::HigressConfig
+        | Kind::MeshConfig
+        | Kind::Service
+        | Kind::EndpointSlice
+        | Kind::Secret => return None,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The table agrees with the kind metadata: group, newest version and kind name.
+    #[test]
+    fn collections_are_group_newest_version_kind() {
+        for &kind in SERVED {
+            let info = kind.info();
+            let expected = format!("{}/{}/{}", info.group, info.versions[0], info.kind);
+            assert_eq!(collection(kind), Some(expected.as_str()));
+        }
+    }
+
+    #[test]
+    fn served_is_exactly_the_kinds_with_a_collection_and_a_body() {
+        for kind in Kind::ALL {
+            let served = SERVED.contains(&kind);
+            assert_eq!(collection(kind).is_some(), served, "{kind:?}");
+            assert_eq!(body_message(kind).is_some(), served, "{kind:?}");
+        }
+        let mut sorted = SERVED.to_vec();
+        sorted.dedup();
+        assert_eq!(sorted.len(), SERVED.len(), "no kind is listed twice");
+    }
+
+    #[test]
+    fn kind_of_reverses_collection() {
+        for &kind in SERVED {
+            assert_eq!(collection(kind).and_then(kind_of), Some(kind));
+        }
+    }
+
+    /// Older istiods ask for the versions their Istio read (before 1.24): they name the same kinds.
+    #[test]
+    fn kind_of_accepts_every_served_version() {
+        assert_eq!(
+            kind_of("networking.istio.io/v1alpha3/VirtualService"),
+            Some(Kind::VirtualService)
+        );
+        assert_eq!(
+            kind_of("security.istio.io/v1beta1/AuthorizationPolicy"),
+            Some(Kind::AuthorizationPolicy)
+        );
+        assert_eq!(
+            kind_of("telemetry.istio.io/v1alpha1/Telemetry"),
+            Some(Kind::Telemetry)
+        );
+        assert_eq!(
+            kind_of("extensions.higress.io/v1alpha1/WasmPlugin"),
+            Some(Kind::HigressWasmPlugin)
+        );
+    }
+
+    #[test]
+    fn kind_of_refuses_unknown_versions_unserved_kinds_and_other_shapes() {
+        for name in [
+            "networking.istio.io/v2/VirtualService",
+            "networking.istio.io/v1/EnvoyFilter",
+            "/v1/ConfigMap",
+            "v1/Service",
+            "discovery.k8s.io/v1/EndpointSlice",
+            "networking.istio.io/VirtualService",
+            "type.googleapis.com/envoy.config.cluster.v3.Cluster",
+            "",
+        ] {
+            assert_eq!(kind_of(name), None, "{name}");
+        }
+    }
+}
