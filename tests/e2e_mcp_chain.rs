@@ -43,7 +43,7 @@ async fn run(api: AdsApi, base_id: u32) {
                     && c["node_id"]
                         .as_str()
                         .is_some_and(|id| id.starts_with("admitpilot-mcp-source~"))
-                    && c["types"]["networking.istio.io/v1alpha3/VirtualService"]["acked_version"]
+                    && c["types"]["networking.istio.io/v1/VirtualService"]["acked_version"]
                         .is_string()
             })
         })

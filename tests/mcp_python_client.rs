@@ -48,7 +48,7 @@ const FILES: &[(&str, &str)] = &[
     ),
     (
         "se.yaml",
-        "apiVersion: networking.istio.io/v1\nkind: ServiceEntry\nmetadata: {name: ext, namespace: default}\nspec:\n  hosts: [api.external.com]\n  ports:\n  - {number: 443, name: https, protocol: TLS}\n  location: MESH_EXTERNAL\n  resolution: DNS\n",
+        "apiVersion: networking.istio.io/v1\nkind: ServiceEntry\nmetadata: {name: ext, namespace: default}\nspec:\n  hosts: [api.external.com]\n  ports:\n  - {number: 443, name: https, protocol: TLS}\n  location: MESH_INTERNAL\n  resolution: DNS\n",
     ),
     (
         "authz.yaml",
@@ -72,7 +72,7 @@ const FILES: &[(&str, &str)] = &[
     ),
     (
         "broken.yaml",
-        "apiVersion: networking.istio.io/v1\nkind: VirtualService\nmetadata: {name: broken, namespace: default}\nspec:\n  hosts: []\n  http:\n  - route:\n    - destination: {host: web}\n",
+        "apiVersion: networking.istio.io/v1\nkind: VirtualService\nmetadata: {name: broken, namespace: default}\nspec:\n  hosts: [web.example.com]\n  http:\n  - route:\n    - destination: {host: web}\n    retries: {attempts: -1}\n",
     ),
 ];
 

@@ -27,7 +27,7 @@ use prost::Message;
 use tokio::sync::{mpsc, watch};
 use tokio_stream::wrappers::ReceiverStream;
 
-const VS: &str = "networking.istio.io/v1alpha3/VirtualService";
+const VS: &str = "networking.istio.io/v1/VirtualService";
 
 /// What the scripted server serves: resources per collection.
 type Content = HashMap<String, Vec<Any>>;
@@ -113,21 +113,25 @@ impl AggregatedDiscoveryService for Scripted {
     }
 }
 
-/// Encodes a VirtualService `default/<name>` with these hosts as an MCP resource, valid or not (it only has
-/// to decode).
-fn resource(name: &str, hosts: &[&str]) -> Any {
+/// Encodes a VirtualService `default/<name>` for `host` as an MCP resource; with `valid` false it asks for a
+/// negative number of retries, which validation refuses (the document still decodes).
+fn resource(name: &str, host: &str, valid: bool) -> Any {
+    let attempts = if valid { 3 } else { -1 };
     let doc = serde_json::json!({
         "apiVersion": "networking.istio.io/v1",
         "kind": "VirtualService",
         "metadata": {"name": name, "namespace": "default"},
-        "spec": {"hosts": hosts, "http": [{"route": [{"destination": {"host": "web"}}]}]},
+        "spec": {
+            "hosts": [host],
+            "http": [{"route": [{"destination": {"host": "web"}}], "retries": {"attempts": attempts}}],
+        },
     });
     let Decoded::Object { object, .. } = decode(&doc, &DecodeOptions::default()) else {
         panic!("test document does not decode")
     };
     let resource = admitpilot::mcp::encode(&object).unwrap();
     Any {
-        type_url: "type.googleapis.com/istio.mcp.v1alpha1.Resource".into(),
+        type_url: admitpilot::mcp::pb::RESOURCE_TYPE_URL.into(),
         value: resource.encode_to_vec(),
     }
 }
@@ -193,8 +197,8 @@ fn nack_naming(request: &DiscoveryRequest, text: &str) -> bool {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn invalid_objects_are_nacked_and_keep_their_last_good_version() {
     let (publish, content_rx) = watch::channel(content(vec![
-        resource("good", &["good.example.com"]),
-        resource("bad", &[]),
+        resource("good", "good.example.com", true),
+        resource("bad", "bad.example.com", false),
     ]));
     let (restart, generation) = watch::channel(0u64);
     let script = Scripted {
@@ -223,22 +227,30 @@ async fn invalid_objects_are_nacked_and_keep_their_last_good_version() {
     let snapshot = support::wait_for(&mut snapshots, |s| s.get(&key("good")).is_some()).await;
     assert!(snapshot.get(&key("bad")).is_none());
     wait_for_answer(&answers, "NACK naming the invalid object", |r| {
-        nack_naming(r, "VirtualService default/bad: spec.hosts")
+        nack_naming(
+            r,
+            "VirtualService default/bad: spec.http[0].retries.attempts",
+        )
     })
     .await;
     // Every other collection was answered and ACKed.
     wait_for_answer(&answers, "ACK of another collection", |r| {
-        r.type_url == "networking.istio.io/v1alpha3/Gateway" && r.error_detail.is_none()
+        r.type_url == "networking.istio.io/v1/Gateway" && r.error_detail.is_none()
     })
     .await;
 
     // The served object turns invalid: its last good version stays.
     let version = snapshots.borrow().version;
-    publish.send_replace(content(vec![resource("good", &[])]));
+    publish.send_replace(content(vec![resource("good", "broken.example.com", false)]));
     wait_for_answer(
         &answers,
         "NACK naming the object that turned invalid",
-        |r| nack_naming(r, "VirtualService default/good: spec.hosts"),
+        |r| {
+            nack_naming(
+                r,
+                "VirtualService default/good: spec.http[0].retries.attempts",
+            )
+        },
     )
     .await;
     let snapshot = snapshots.borrow().clone();
@@ -249,7 +261,7 @@ async fn invalid_objects_are_nacked_and_keep_their_last_good_version() {
     );
 
     // Fixed: the new version is served and ACKed.
-    publish.send_replace(content(vec![resource("good", &["fixed.example.com"])]));
+    publish.send_replace(content(vec![resource("good", "fixed.example.com", true)]));
     support::wait_for(&mut snapshots, |s| {
         hosts_of(s, "good") == Some(vec!["fixed.example.com".to_string()])
     })
@@ -257,7 +269,7 @@ async fn invalid_objects_are_nacked_and_keep_their_last_good_version() {
 
     // The stream breaks (a server restart): the source connects again and follows what it is served next.
     restart.send_replace(1);
-    publish.send_replace(content(vec![resource("other", &["other.example.com"])]));
+    publish.send_replace(content(vec![resource("other", "other.example.com", true)]));
     support::wait_for(&mut snapshots, |s| {
         s.get(&key("good")).is_none() && hosts_of(s, "other").is_some()
     })

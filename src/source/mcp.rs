@@ -34,7 +34,7 @@ use super::last_good::{fallback, Held, HeldObject, HeldObjects};
 use super::state::State;
 use super::store::{Closed, ScopedSender};
 use super::{Scope, SourceEvent, SourceMetrics};
-use crate::mcp::pb::Resource;
+use crate::mcp::pb::{Resource, RESOURCE_TYPE_URL};
 use crate::model::{ConfigObject, Finding, Kind, ObjectKey};
 
 /// Largest response accepted (the xDS server's own response limit).
@@ -46,8 +46,6 @@ const KEEPALIVE_INTERVAL: Duration = Duration::from_secs(30);
 const KEEPALIVE_TIMEOUT: Duration = Duration::from_secs(10);
 /// Longest `error_detail` of a NACK.
 const MAX_NACK_MESSAGE: usize = 4096;
-/// Type URL of every resource's `Any` in an MCP response.
-const RESOURCE_TYPE_URL: &str = "type.googleapis.com/istio.mcp.v1alpha1.Resource";
 
 /// An MCP server to subscribe to, from `xds://HOST:PORT`.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -12,10 +12,8 @@ use prost::Message;
 use tokio::sync::watch;
 
 use super::resources::{Encoded, Family, GroupConfig, ResourceType, TypeResources};
-use crate::model::{ConfigObject, ObjectKey, Snapshot};
-
-/// Type URL of every resource's `Any` in an MCP response.
-pub const RESOURCE_TYPE_URL: &str = "type.googleapis.com/istio.mcp.v1alpha1.Resource";
+use crate::mcp::pb::RESOURCE_TYPE_URL;
+use crate::model::{ConfigObject, Kind, ObjectKey, Snapshot};
 
 /// The MCP configuration and what it reuses between snapshots.
 pub(crate) struct McpFeed {
@@ -50,31 +48,35 @@ impl McpFeed {
             return false;
         }
         let mut encoded = HashMap::with_capacity(self.encoded.len());
+        let mut of_kind: HashMap<Kind, Arc<TypeResources>> = HashMap::new();
         let types = Family::Mcp
             .types()
             .iter()
             .map(|&kind| {
-                let ResourceType::Mcp(object_kind) = kind else {
+                let ResourceType::Mcp(collection) = kind else {
                     return Arc::default();
                 };
-                let mut by_name = BTreeMap::new();
-                for object in snapshot.of_kind(object_kind) {
-                    let key = object.key();
-                    let entry = match self.encoded.remove(&key) {
-                        Some((old, entry)) if Arc::ptr_eq(&old, object) => Some(entry),
-                        _ => encode(object).map(Arc::new),
-                    };
-                    if let Some(entry) = entry {
-                        by_name.insert(entry.name.clone(), entry.clone());
-                        encoded.insert(key, (object.clone(), entry));
+                let resources = of_kind.entry(collection.kind()).or_insert_with(|| {
+                    let mut by_name = BTreeMap::new();
+                    for object in snapshot.of_kind(collection.kind()) {
+                        let key = object.key();
+                        let entry = match self.encoded.remove(&key) {
+                            Some((old, entry)) if Arc::ptr_eq(&old, object) => Some(entry),
+                            _ => encode(object).map(Arc::new),
+                        };
+                        if let Some(entry) = entry {
+                            by_name.insert(entry.name.clone(), entry.clone());
+                            encoded.insert(key, (object.clone(), entry));
+                        }
                     }
-                }
-                let fresh = TypeResources::new(by_name);
-                let old = previous.of(kind);
-                if previous.is_loaded() && old.version == fresh.version {
-                    previous.types[kind.index()].clone()
-                } else {
-                    Arc::new(fresh)
+                    Arc::new(TypeResources::new(by_name))
+                });
+                // An unchanged collection keeps its `Arc`, so streams compare it cheaply.
+                match previous.types.get(kind.index()) {
+                    Some(old) if previous.is_loaded() && old.version == resources.version => {
+                        old.clone()
+                    }
+                    _ => resources.clone(),
                 }
             })
             .collect();

@@ -30,14 +30,10 @@ pub enum Family {
 
 impl Family {
     /// The family's types in push order (see [`ResourceType::ENVOY_PUSH_ORDER`]; MCP collections in
-    /// [`crate::mcp::SERVED`] order, none depending on another).
+    /// [`McpCollection`] order, none depending on another).
     pub fn types(self) -> &'static [ResourceType] {
-        static MCP: LazyLock<Vec<ResourceType>> = LazyLock::new(|| {
-            crate::mcp::SERVED
-                .iter()
-                .map(|kind| ResourceType::Mcp(*kind))
-                .collect()
-        });
+        static MCP: LazyLock<Vec<ResourceType>> =
+            LazyLock::new(|| McpCollection::all().map(ResourceType::Mcp).collect());
         match self {
             Family::Envoy => &ResourceType::ENVOY_PUSH_ORDER,
             Family::Mcp => &MCP,
@@ -50,6 +46,47 @@ impl Family {
             Family::Envoy => "envoy",
             Family::Mcp => "mcp",
         }
+    }
+}
+
+/// Every MCP collection name a subscriber may ask for: each kind of [`crate::mcp::SERVED`] in each API version
+/// it is served in, so an older istiod asking for `networking.istio.io/v1alpha3/VirtualService` is answered under
+/// that name, with the same resources as `networking.istio.io/v1/VirtualService`.
+static MCP_COLLECTIONS: LazyLock<Vec<(Kind, String)>> = LazyLock::new(|| {
+    crate::mcp::SERVED
+        .iter()
+        .flat_map(|&kind| {
+            let info = kind.info();
+            info.versions
+                .iter()
+                .map(move |version| (kind, format!("{}/{version}/{}", info.group, info.kind)))
+        })
+        .collect()
+});
+
+/// One MCP collection name (see [`MCP_COLLECTIONS`]), by its position.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct McpCollection(u8);
+
+impl McpCollection {
+    /// Every collection name, in a stable order.
+    pub fn all() -> impl Iterator<Item = McpCollection> {
+        (0..MCP_COLLECTIONS.len()).filter_map(|i| u8::try_from(i).ok().map(McpCollection))
+    }
+
+    /// Looks a collection up by its name.
+    pub fn find(name: &str) -> Option<Self> {
+        Self::all().find(|collection| collection.name() == name)
+    }
+
+    /// The kind whose objects the collection holds.
+    pub fn kind(self) -> Kind {
+        MCP_COLLECTIONS[usize::from(self.0)].0
+    }
+
+    /// The collection's name (`group/version/Kind`), its type URL.
+    pub fn name(self) -> &'static str {
+        &MCP_COLLECTIONS[usize::from(self.0)].1
     }
 }
 
@@ -68,8 +105,8 @@ pub enum ResourceType {
     Listener,
     /// RDS.
     Route,
-    /// One Istio collection over MCP (a kind of [`crate::mcp::SERVED`]).
-    Mcp(Kind),
+    /// One Istio collection over MCP.
+    Mcp(McpCollection),
 }
 
 impl ResourceType {
@@ -92,7 +129,8 @@ impl ResourceType {
         }
     }
 
-    /// Position in its family's [`Family::types`], used to index per-type arrays (below 64).
+    /// Position in its family's [`Family::types`], used to index per-type arrays (below 64, so a `u64` holds a
+    /// set of types).
     pub fn index(self) -> usize {
         match self {
             ResourceType::Cluster => 0,
@@ -101,10 +139,7 @@ impl ResourceType {
             ResourceType::ExtensionConfig => 3,
             ResourceType::Listener => 4,
             ResourceType::Route => 5,
-            ResourceType::Mcp(kind) => crate::mcp::SERVED
-                .iter()
-                .position(|served| *served == kind)
-                .unwrap_or_default(),
+            ResourceType::Mcp(collection) => usize::from(collection.0),
         }
     }
 
@@ -124,7 +159,7 @@ impl ResourceType {
             }
             ResourceType::Listener => "type.googleapis.com/envoy.config.listener.v3.Listener",
             ResourceType::Route => "type.googleapis.com/envoy.config.route.v3.RouteConfiguration",
-            ResourceType::Mcp(kind) => crate::mcp::collection(kind).unwrap_or_default(),
+            ResourceType::Mcp(collection) => collection.name(),
         }
     }
 
@@ -133,7 +168,7 @@ impl ResourceType {
         Self::ENVOY_PUSH_ORDER
             .into_iter()
             .find(|kind| kind.type_url() == url)
-            .or_else(|| crate::mcp::kind_of(url).map(ResourceType::Mcp))
+            .or_else(|| McpCollection::find(url).map(ResourceType::Mcp))
     }
 
     /// The types whose resources this type's resources name and Envoy resolves when it loads them: a listener's
@@ -500,6 +535,30 @@ mod tests {
             "type.googleapis.com/envoy.config.cluster.v3.Cluster"
         );
         assert_eq!(ResourceType::from_type_url("type.googleapis.com/x.Y"), None);
+    }
+
+    #[test]
+    fn mcp_collections_are_every_served_kind_in_every_version() {
+        let names: Vec<&str> = McpCollection::all().map(McpCollection::name).collect();
+        assert!(names.len() < 64, "type sets are u64 bit sets");
+        assert!(names.contains(&"networking.istio.io/v1/VirtualService"));
+        assert!(names.contains(&"networking.istio.io/v1alpha3/VirtualService"));
+        assert!(names.contains(&"networking.higress.io/v1/McpBridge"));
+        for kind in crate::mcp::SERVED {
+            let newest = crate::mcp::collection(*kind).unwrap();
+            let Some(ResourceType::Mcp(collection)) = ResourceType::from_type_url(newest) else {
+                panic!("{newest} is not served");
+            };
+            assert_eq!((collection.kind(), collection.name()), (*kind, newest));
+        }
+        for (index, kind) in Family::Mcp.types().iter().enumerate() {
+            assert_eq!(kind.index(), index);
+            assert_eq!(ResourceType::from_type_url(kind.type_url()), Some(*kind));
+        }
+        assert_eq!(
+            ResourceType::from_type_url("networking.istio.io/v2/VirtualService"),
+            None
+        );
     }
 
     #[test]
