@@ -263,6 +263,11 @@ impl Admitpilot {
         }
     }
 
+    /// The process id (benchmarks read its memory from `/proc`).
+    pub fn pid(&self) -> u32 {
+        self.child.id()
+    }
+
     /// What the process logged so far.
     pub fn log(&self) -> String {
         std::fs::read_to_string(self.dir.path().join("admitpilot.log")).unwrap_or_default()
