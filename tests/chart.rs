@@ -115,6 +115,7 @@ fn every_value_combination_passes_kubernetes_validate() {
             "gateway.enabled=true",
             "tlsGateways=true",
             "watchNamespaces={shop,web}",
+            "mcpSources={xds://higress-controller.higress-system:15051}",
         ],
         &[
             "webhook.url=https://10.0.0.1:15017/validate",
@@ -377,6 +378,7 @@ fn schema_rejects_bad_values_with_the_field_named() {
         ("higressNamespace=Not_A_Namespace", "/higressNamespace"),
         ("gateway.xdsApiType=REST", "/gateway/xdsApiType"),
         ("replicaCount=0", "/replicaCount"),
+        ("mcpSources={http://a:1}", "/mcpSources/0"),
         ("unknownKey=1", "unknownKey"),
     ] {
         let output = run_helm(&helm, &["template", "ap", CHART, "--set", set]);

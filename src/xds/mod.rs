@@ -1,6 +1,11 @@
 //! xDS server: takes the store's snapshot channel and a translate function, serves the translated Envoy
-//! resources to gateways over ADS (SotW and Delta, tonic), tracks ACK/NACK per proxy, exports metrics and
-//! `/debug/syncz`.
+//! resources to gateways over ADS (SotW and Delta, tonic), and the validated config itself as Istio collections to
+//! MCP subscribers on the same port ([`mcp`]); tracks ACK/NACK per stream, exports metrics and `/debug/syncz`.
+//!
+//! A stream's first request decides what it is ([`resources::Family`]): a type URL naming an Istio collection
+//! (`networking.istio.io/v1/VirtualService`) makes it an MCP subscriber, which follows the one MCP feed every
+//! subscriber shares; anything else makes it a gateway, which follows its proxy group. Both run the same SotW and
+//! Delta state machines over their family's types.
 //!
 //! Proxies are grouped by [`crate::translate::Proxy`] (namespace + labels, see [`node`]); each snapshot is
 //! translated once per group ([`cache`]), encoded with content-hash versions ([`resources`]) and pushed to each
