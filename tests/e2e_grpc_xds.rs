@@ -3,28 +3,17 @@
 //! CSDS reports every resource ACKED. Skips with a message when python/grpcio is not installed.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
+#[path = "support/envoy.rs"]
+mod envoy;
 #[path = "support/xds_harness.rs"]
 mod harness;
 
 use std::io::{BufRead, BufReader, Write};
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::{Child, ChildStdout, Command, Stdio};
 
 use admitpilot::translate::GatewayResources;
 use harness::*;
-
-fn python() -> Option<PathBuf> {
-    let path = std::env::var_os("ADMITPILOT_PYTHON")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| Path::new(env!("CARGO_MANIFEST_DIR")).join(".venv/bin/python"));
-    let usable = path.exists()
-        && Command::new(&path)
-            .args(["-c", "import grpc, grpc_csds, grpc_health"])
-            .status()
-            .map(|s| s.success())
-            .unwrap_or(false);
-    usable.then_some(path)
-}
 
 struct Client {
     child: Child,
@@ -45,8 +34,7 @@ fn read_line(reader: &mut BufReader<ChildStdout>) -> String {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn grpc_client_resolves_and_calls_through_xds() {
-    let Some(python) = python() else {
-        eprintln!("skipping: python with grpcio not found (set ADMITPILOT_PYTHON)");
+    let Some(python) = envoy::python_with("grpc, grpc_csds, grpc_health") else {
         return;
     };
     let server = TestServer::start(GatewayResources::default()).await;

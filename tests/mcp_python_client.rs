@@ -11,26 +11,11 @@ mod envoy;
 #[path = "support/pipeline.rs"]
 mod pipeline;
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::Command;
 
 use pipeline::*;
 use serde_json::Value;
-
-fn python() -> Option<PathBuf> {
-    let path = std::env::var_os("ADMITPILOT_PYTHON")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| Path::new(env!("CARGO_MANIFEST_DIR")).join(".venv/bin/python"));
-    let usable = path.exists()
-        && Command::new(&path)
-            .args([
-                "-c",
-                "import grpc, grpc_tools.protoc, envoy.service.discovery.v3.ads_pb2_grpc",
-            ])
-            .status()
-            .is_ok_and(|s| s.success());
-    usable.then_some(path)
-}
 
 /// The config A serves: one object of most kinds, with values proto JSON writes back the same way.
 const FILES: &[(&str, &str)] = &[
@@ -173,8 +158,9 @@ fn check(served: &serde_json::Map<String, Value>, api: &str) {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_independent_python_client_decodes_every_served_body_as_its_source() {
-    let Some(python) = python() else {
-        eprintln!("skipping: python with grpcio-tools not found (set ADMITPILOT_PYTHON; scripts/setup-tools installs it)");
+    let Some(python) =
+        envoy::python_with("grpc, grpc_tools.protoc, envoy.service.discovery.v3.ads_pb2_grpc")
+    else {
         return;
     };
     let dir = tempfile::tempdir().unwrap();

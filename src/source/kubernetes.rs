@@ -60,7 +60,7 @@ use serde_json::Value;
 use tokio::task::JoinHandle;
 
 use super::admit::{admit, Admission, AdmitOptions};
-use super::last_good::{fallback, Held, HeldObject, HeldObjects};
+use super::last_good::{fallback, held_without_origin, Held, HeldObjects};
 use super::state::State;
 use super::{Scope, ScopedSender, SourceEvent, SourceMetrics, Store};
 use crate::model::{ConfigObject, Finding, Kind, ObjectKey};
@@ -580,20 +580,7 @@ impl WatchState {
 
     /// Reports the objects this watcher serves in a last good version.
     fn report_held(&self, shared: &Shared) {
-        let held = self
-            .held
-            .iter()
-            .filter_map(|key| {
-                let object = self.last_good.get(key)?;
-                Some((
-                    key.clone(),
-                    HeldObject {
-                        origin: String::new(),
-                        object: object.clone(),
-                    },
-                ))
-            })
-            .collect();
+        let held = held_without_origin(self.held.iter(), |key| self.last_good.get(key));
         shared.held.set(&self.scope, held);
     }
 

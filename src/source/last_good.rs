@@ -50,6 +50,25 @@ pub fn fallback<'a>(held: &'a Held, key: &ObjectKey, uid: Option<&str>) -> Optio
         })
 }
 
+/// The [`Held`] entries of `keys`, each with the object `lookup` finds for it (keys it finds none for are skipped),
+/// for a source whose objects come from no file (Kubernetes, MCP).
+pub fn held_without_origin<'a>(
+    keys: impl Iterator<Item = &'a ObjectKey>,
+    lookup: impl Fn(&ObjectKey) -> Option<&'a Arc<ConfigObject>>,
+) -> Held {
+    keys.filter_map(|key| {
+        let object = lookup(key)?;
+        Some((
+            key.clone(),
+            HeldObject {
+                origin: String::new(),
+                object: object.clone(),
+            },
+        ))
+    })
+    .collect()
+}
+
 /// Tells whether objects of `kind` are persisted.
 pub fn persisted_kind(kind: Kind) -> bool {
     !matches!(kind, Kind::Secret | Kind::Service | Kind::EndpointSlice)

@@ -30,7 +30,7 @@ use tokio_stream::StreamExt;
 
 use super::admit::{admit, Admission, AdmitOptions};
 use super::kubernetes::{Backoff, RetryDelay};
-use super::last_good::{fallback, Held, HeldObject, HeldObjects};
+use super::last_good::{fallback, held_without_origin, Held, HeldObjects};
 use super::state::State;
 use super::store::{Closed, ScopedSender};
 use super::{Scope, SourceEvent, SourceMetrics};
@@ -347,20 +347,9 @@ impl Subscription {
 
     /// Reports the objects served in a last good version (persisted with `--state-dir`).
     fn report_held(&self) {
-        let held = self
-            .held_keys
-            .iter()
-            .filter_map(|key| {
-                let object = self.collections.get(&key.kind)?.get(key)?;
-                Some((
-                    key.clone(),
-                    HeldObject {
-                        origin: String::new(),
-                        object: object.clone(),
-                    },
-                ))
-            })
-            .collect();
+        let held = held_without_origin(self.held_keys.iter(), |key| {
+            self.collections.get(&key.kind)?.get(key)
+        });
         self.held.set(&self.scope, held);
     }
 }

@@ -1,4 +1,5 @@
-//! Real-Envoy helpers for e2e tests: finds the binary (`ADMITPILOT_ENVOY`, else `.venv/bin/envoy`), renders an
+//! Real-Envoy helpers for e2e tests: finds the binary (`ADMITPILOT_ENVOY`, else `.venv/bin/envoy`) and the test
+//! Python, renders an
 //! ADS bootstrap, runs Envoy under a kill-on-drop guard (log level `ADMITPILOT_ENVOY_LOG_LEVEL`, default `info`;
 //! the log is printed when a test fails), reads its admin API, and runs tiny HTTP backends.
 #![allow(dead_code, clippy::unwrap_used, clippy::expect_used)]
@@ -17,6 +18,24 @@ pub fn envoy_binary() -> Option<PathBuf> {
         .unwrap_or_else(|| Path::new(env!("CARGO_MANIFEST_DIR")).join(".venv/bin/envoy"));
     if !path.exists() {
         eprintln!("skipping: Envoy not found (set ADMITPILOT_ENVOY or install .venv/bin/envoy)");
+        return None;
+    }
+    Some(path)
+}
+
+/// The test Python (`ADMITPILOT_PYTHON`, else `.venv/bin/python`) when it can import `modules` (comma-separated,
+/// as an `import` statement lists them), or `None` after printing a skip message (the caller returns).
+pub fn python_with(modules: &str) -> Option<PathBuf> {
+    let path = std::env::var_os("ADMITPILOT_PYTHON")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| Path::new(env!("CARGO_MANIFEST_DIR")).join(".venv/bin/python"));
+    let usable = path.exists()
+        && Command::new(&path)
+            .args(["-c", &format!("import {modules}")])
+            .status()
+            .is_ok_and(|status| status.success());
+    if !usable {
+        eprintln!("skipping: python with {modules} not found (set ADMITPILOT_PYTHON or run scripts/setup-tools)");
         return None;
     }
     Some(path)
