@@ -1,6 +1,6 @@
-//! Resource bodies (pure): takes a served kind and its spec as proto JSON (the typed spec serialized with serde)
-//! and yields the canonical bytes of the kind's Istio or Higress message; and takes such bytes back to proto JSON
-//! with camelCase names, as the project's decoder reads specs.
+//! Resource bodies (pure): takes a served kind and its spec as Kubernetes JSON (the typed spec serialized with
+//! serde) and yields the canonical bytes of the kind's Istio or Higress message; and takes such bytes back to
+//! proto JSON with camelCase names, as the project's decoder reads specs.
 //!
 //! Both directions go through the descriptors `build.rs` compiles from `proto/admitpilot` (prost-reflect), looked
 //! up once. Both are strict: a spec field the message does not have is an error, not dropped, because the body
@@ -13,11 +13,11 @@ use std::sync::LazyLock;
 use prost_reflect::{DynamicMessage, MessageDescriptor, SerializeOptions, Value as ProtoValue};
 use serde_json::Value;
 
-use super::{canonical, collection};
+use super::{canonical, collection, crd_json};
 use crate::envoy_proto;
 use crate::model::Kind;
 
-/// Why a body could not be built or read.
+/// Why a body could not be built or read. Paths start at `spec`.
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
 pub enum Error {
     /// The kind is not served over MCP, so it has no body message.
@@ -26,16 +26,21 @@ pub enum Error {
     /// The descriptor set lacks the kind's message (a build defect).
     #[error("the descriptor set has no message {0}")]
     MissingDescriptor(&'static str),
-    /// The spec does not fit the message; the inner error names the field path.
-    #[error("{0}")]
-    Json(envoy_proto::Error),
+    /// The spec does not fit the message.
+    #[error("{path}: {reason}")]
+    Field {
+        /// JSON path of the offending field (`spec.http[0].route[0].destination.bogus`).
+        path: String,
+        /// What is wrong with it.
+        reason: String,
+    },
     /// The bytes are not a valid encoding of the message.
     #[error("{0}")]
     Bytes(String),
     /// The bytes hold a field the message does not have.
-    #[error("{path}field number {number} is not in the schema")]
+    #[error("{path}: field number {number} is not in the schema")]
     UnknownField {
-        /// JSON path of the message holding it, with a trailing `: ` (empty at the top).
+        /// JSON path of the message holding it (`spec.http[0].route[0].destination`).
         path: String,
         /// The field's number.
         number: u32,
@@ -65,11 +70,25 @@ pub fn descriptor(kind: Kind) -> Result<&'static MessageDescriptor> {
     DESCRIPTORS.get(&kind).ok_or(Error::MissingDescriptor(name))
 }
 
-/// Builds the body of a `kind` object from its spec in proto JSON and encodes it canonically.
-pub fn encode(kind: Kind, spec: &Value) -> Result<Vec<u8>> {
-    let message =
-        envoy_proto::from_json_as(descriptor(kind)?.clone(), spec).map_err(Error::Json)?;
+/// Builds the body of a `kind` object from its spec as Kubernetes stores it (Istio's CRD JSON, see
+/// [`crd_json`]) and encodes it canonically.
+pub fn encode(kind: Kind, mut spec: Value) -> Result<Vec<u8>> {
+    let desc = descriptor(kind)?;
+    crd_json::to_proto_json(desc, &mut spec);
+    let message = envoy_proto::from_json_as(desc.clone(), &spec).map_err(|e| Error::Field {
+        path: spec_path(e.path()),
+        reason: e.reason(),
+    })?;
     Ok(canonical::encode(&message)?)
+}
+
+/// `spec`, followed by a path below it.
+fn spec_path(below: &str) -> String {
+    match below {
+        "" => "spec".to_string(),
+        below if below.starts_with('[') => format!("spec{below}"),
+        below => format!("spec.{below}"),
+    }
 }
 
 /// Decodes the body bytes of a `kind` object into its spec as proto JSON (camelCase names, default values left
@@ -77,11 +96,11 @@ pub fn encode(kind: Kind, spec: &Value) -> Result<Vec<u8>> {
 pub fn decode(kind: Kind, bytes: &[u8]) -> Result<Value> {
     let message = DynamicMessage::decode(descriptor(kind)?.clone(), bytes)
         .map_err(|e| Error::Bytes(e.to_string()))?;
-    reject_unknown(&message, "")?;
+    reject_unknown(&message, "spec")?;
     let options = SerializeOptions::new()
         .skip_default_fields(true)
         .stringify_64_bit_integers(false);
-    // Serializing into a serde_json::Value cannot fail: every proto value has a JSON form, and the schema holds
+    // Serializing into a serde_json::Value does not fail: every proto value has a JSON form, and the schema holds
     // no Any whose payload could be unknown.
     let mut spec = message
         .serialize_with_options(serde_json::value::Serializer, &options)
@@ -90,24 +109,16 @@ pub fn decode(kind: Kind, bytes: &[u8]) -> Result<Value> {
     Ok(spec)
 }
 
-/// Fails on the first field (at any depth) the schema does not know, naming where it is.
+/// Fails on the first field (at any depth) the schema does not know, naming the message that holds it.
 fn reject_unknown(message: &DynamicMessage, path: &str) -> Result<()> {
     if let Some(unknown) = message.unknown_fields().next() {
         return Err(Error::UnknownField {
-            path: if path.is_empty() {
-                String::new()
-            } else {
-                format!("{path}: ")
-            },
+            path: path.to_string(),
             number: unknown.number(),
         });
     }
     for (field, value) in message.fields() {
-        let here = if path.is_empty() {
-            field.json_name().to_string()
-        } else {
-            format!("{path}.{}", field.json_name())
-        };
+        let here = format!("{path}.{}", field.json_name());
         match value {
             ProtoValue::Message(inner) => reject_unknown(inner, &here)?,
             ProtoValue::List(items) => {
@@ -179,29 +190,30 @@ mod tests {
                           {"destination": {"host": "b", "subset": "v2"}, "weight": 10}],
                 "timeout": "1.500s", "retries": {"attempts": 3, "retryOn": "5xx"}}],
             "exportTo": ["."]});
-        let bytes = encode(Kind::VirtualService, &spec).unwrap();
+        let bytes = encode(Kind::VirtualService, spec.clone()).unwrap();
         assert_eq!(decode(Kind::VirtualService, &bytes).unwrap(), spec);
     }
 
     #[test]
     fn unknown_spec_fields_are_errors_with_their_path() {
         let spec = json!({"hosts": ["a"], "http": [{"route": [{"destination": {"host": "a", "bogus": 1}}]}]});
-        let err = encode(Kind::VirtualService, &spec).unwrap_err();
-        let Error::Json(inner) = &err else {
+        let err = encode(Kind::VirtualService, spec).unwrap_err();
+        let Error::Field { path, reason } = &err else {
             panic!("{err:?}")
         };
-        assert_eq!(inner.path(), "http[0].route[0].destination.bogus", "{err}");
+        assert_eq!(path, "spec.http[0].route[0].destination.bogus", "{err}");
+        assert_eq!(reason, "unknown field bogus");
     }
 
     #[test]
     fn type_mismatches_name_the_field() {
         let err = encode(
             Kind::Gateway,
-            &json!({"servers": [{"port": {"number": "eighty"}}]}),
+            json!({"servers": [{"port": {"number": "eighty"}}]}),
         )
         .unwrap_err();
         assert!(
-            err.to_string().starts_with("servers[0].port.number: "),
+            err.to_string().starts_with("spec.servers[0].port.number: "),
             "{err}"
         );
     }
@@ -212,7 +224,7 @@ mod tests {
             "httpHeaderName": "x", "ringHash": {"minimumRingSize": "1024"}}}}});
         let back = decode(
             Kind::DestinationRule,
-            &encode(Kind::DestinationRule, &rule).unwrap(),
+            &encode(Kind::DestinationRule, rule).unwrap(),
         )
         .unwrap();
         assert_eq!(
@@ -222,7 +234,7 @@ mod tests {
         let plugin = json!({"url": "oci://x", "pluginConfig": {"port": 8080, "ratio": 0.5, "list": [1, -2]}});
         let back = decode(
             Kind::IstioWasmPlugin,
-            &encode(Kind::IstioWasmPlugin, &plugin).unwrap(),
+            &encode(Kind::IstioWasmPlugin, plugin.clone()).unwrap(),
         )
         .unwrap();
         assert_eq!(back, plugin);
@@ -248,7 +260,7 @@ mod tests {
         let err = decode(Kind::VirtualService, &body).unwrap_err();
         assert_eq!(
             err.to_string(),
-            "http[0].route[0].destination: field number 9 is not in the schema"
+            "spec.http[0].route[0].destination: field number 9 is not in the schema"
         );
     }
 
@@ -256,10 +268,11 @@ mod tests {
     fn bodies_with_maps_encode_the_same_every_time() {
         let spec = json!({"selector": {"matchLabels": {"a": "1", "b": "2", "c": "3", "d": "4"}},
             "url": "oci://x", "pluginConfig": {"z": 1, "y": {"x": [1, 2], "w": "v"}, "u": true, "t": null}});
-        let first = encode(Kind::IstioWasmPlugin, &spec).unwrap();
+        let first = encode(Kind::IstioWasmPlugin, spec.clone()).unwrap();
         for _ in 0..5 {
-            assert_eq!(encode(Kind::IstioWasmPlugin, &spec).unwrap(), first);
+            assert_eq!(encode(Kind::IstioWasmPlugin, spec.clone()).unwrap(), first);
         }
+        // `null` inside a Struct is a value, kept.
         let message =
             envoy_proto::from_json_as(descriptor(Kind::IstioWasmPlugin).unwrap().clone(), &spec)
                 .unwrap();

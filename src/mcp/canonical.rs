@@ -153,5 +153,11 @@ mod tests {
         )
         .unwrap();
         assert_eq!(encode(&message).unwrap(), message.encode_to_vec());
+        let packed = from_json(
+            "istio.networking.v1alpha3.OutlierDetection",
+            &json!({"outlierDetectionHttpErrorCodes": [500, 503], "interval": "1s", "consecutive5xxErrors": 3}),
+        )
+        .unwrap();
+        assert_eq!(encode(&packed).unwrap(), packed.encode_to_vec());
     }
 }

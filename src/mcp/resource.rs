@@ -48,7 +48,7 @@ pub enum Error {
         reason: String,
     },
     /// The spec does not fit the kind's body message.
-    #[error("{object}: spec does not encode as {message}: spec.{source}")]
+    #[error("{object}: spec does not encode as {message}: {source}")]
     Encode {
         /// The object.
         object: ObjectKey,
@@ -143,7 +143,7 @@ pub fn encode(object: &ConfigObject) -> Result<Resource> {
         object: object.key(),
         reason: e.to_string(),
     })?;
-    let value = body::encode(kind, &spec).map_err(|source| Error::Encode {
+    let value = body::encode(kind, spec).map_err(|source| Error::Encode {
         object: object.key(),
         message,
         source,
@@ -247,4 +247,278 @@ pub fn decode(kind: Kind, resource: &Resource) -> Result<Value> {
         "metadata": metadata,
         "spec": spec,
     }))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::model::decode::{decode as decode_document, test_object, DecodeOptions, Decoded};
+    use envoy_types::pb::google::protobuf::Timestamp;
+
+    fn virtual_service() -> Value {
+        json!({"apiVersion": "networking.istio.io/v1beta1", "kind": "VirtualService",
+            "metadata": {"name": "reviews", "namespace": "bookinfo", "labels": {"app": "reviews"},
+                "annotations": {"note": "canary"}, "creationTimestamp": "2024-03-01T12:34:56Z",
+                "resourceVersion": "4711"},
+            "spec": {"hosts": ["reviews"], "gateways": ["mesh"], "http": [{
+                "match": [{"headers": {"end-user": {"exact": "jason"}}, "uri": {"prefix": "/v2"}}],
+                "route": [{"destination": {"host": "reviews", "subset": "v2"}, "weight": 75},
+                          {"destination": {"host": "reviews", "subset": "v1"}, "weight": 25}],
+                "timeout": "10s", "retries": {"attempts": 3, "perTryTimeout": "2s"}}]}})
+    }
+
+    /// Decodes what [`decode`] yields with the project's decoder.
+    fn object_of(document: &Value) -> ConfigObject {
+        match decode_document(document, &DecodeOptions::default()) {
+            Decoded::Object { object, .. } => object,
+            other => panic!("does not decode: {other:?}"),
+        }
+    }
+
+    fn received(kind: Kind, document: Value) -> Resource {
+        encode(&test_object(document)).unwrap_or_else(|e| panic!("{kind}: {e}"))
+    }
+
+    #[test]
+    fn a_virtual_service_round_trips() {
+        let object = test_object(virtual_service());
+        let resource = encode(&object).unwrap();
+        let meta = resource.metadata.as_ref().unwrap();
+        assert_eq!(meta.name, "bookinfo/reviews");
+        assert_eq!(meta.version, "4711");
+        assert_eq!(
+            meta.create_time,
+            Some(Timestamp {
+                seconds: 1_709_296_496,
+                nanos: 0
+            })
+        );
+        assert_eq!(meta.labels["app"], "reviews");
+        assert_eq!(meta.annotations["note"], "canary");
+        let body = resource.body.as_ref().unwrap();
+        assert_eq!(
+            body.type_url,
+            "type.googleapis.com/istio.networking.v1alpha3.VirtualService"
+        );
+
+        let document = decode(Kind::VirtualService, &resource).unwrap();
+        assert_eq!(document["apiVersion"], "networking.istio.io/v1");
+        assert_eq!(document["kind"], "VirtualService");
+        let back = object_of(&document);
+        assert_eq!(back.metadata, object.metadata);
+        assert_eq!(back.spec, object.spec);
+    }
+
+    #[test]
+    fn the_higress_kinds_round_trip() {
+        let documents = [
+            json!({"apiVersion": "networking.higress.io/v1", "kind": "McpBridge",
+                "metadata": {"name": "default", "namespace": "higress-system"},
+                "spec": {"registries": [
+                    {"type": "nacos2", "name": "my-nacos", "domain": "nacos.example.com", "port": 8848,
+                     "nacosNamespaceId": "public", "nacosGroups": ["DEFAULT_GROUP"],
+                     "nacosRefreshInterval": 30_000_000_000_i64, "enableMCPServer": true,
+                     "metadata": {"svc": {"innerMap": {"k": "v"}}}},
+                    {"type": "consul", "name": "c", "domain": "consul.svc", "port": 8500,
+                     "vport": {"default": 80, "services": [{"name": "s", "value": 8080}]}}],
+                    "proxies": [{"type": "http", "name": "egress", "serverAddress": "proxy.corp",
+                     "serverPort": 3128, "listenerPort": 50001, "connectTimeout": 500}]}}),
+            json!({"apiVersion": "networking.higress.io/v1", "kind": "Http2Rpc",
+                "metadata": {"name": "dubbo", "namespace": "higress-system"},
+                "spec": {"dubbo": {"service": "com.example.DemoService", "version": "1.0.0", "group": "dev",
+                    "methods": [{"serviceMethod": "sayName", "headersAttach": "*", "httpPath": "/dubbo/sayName",
+                        "httpMethods": ["GET"], "params": [{"paramKey": "p", "paramSource": "QUERY",
+                        "paramType": "java.lang.String"}]},
+                      {"serviceMethod": "echo", "httpPath": "/dubbo/echo", "httpMethods": ["POST"],
+                        "paramFromEntireBody": {"paramType": "java.util.Map"}}]}}}),
+            json!({"apiVersion": "extensions.higress.io/v1alpha1", "kind": "WasmPlugin",
+                "metadata": {"name": "key-auth", "namespace": "higress-system"},
+                "spec": {"url": "oci://registry.example.com/plugins/key-auth:1.0.0", "phase": "AUTHN",
+                    "priority": 310, "failStrategy": "FAIL_OPEN",
+                    "defaultConfig": {"consumers": [{"credential": "k", "name": "c"}], "keys": ["x-api-key"]},
+                    "matchRules": [{"ingress": ["default/foo"], "config": {"allow": ["c"]}},
+                        {"service": ["httpbin.default.svc.cluster.local:8080"], "routeType": "GRPC",
+                         "configDisable": true}]}}),
+        ];
+        for document in documents {
+            let object = test_object(document);
+            let resource = encode(&object).unwrap();
+            let back = object_of(&decode(object.kind(), &resource).unwrap());
+            assert_eq!(back.spec, object.spec, "{}", object.key());
+            assert_eq!(back.api_version, object.api_version);
+        }
+    }
+
+    #[test]
+    fn without_a_resource_version_the_version_hashes_the_content() {
+        let mut document = virtual_service();
+        if let Some(meta) = document["metadata"].as_object_mut() {
+            meta.remove("resourceVersion");
+        }
+        let version = |document: &Value| {
+            let resource = received(Kind::VirtualService, document.clone());
+            resource.metadata.unwrap().version
+        };
+        let first = version(&document);
+        assert_eq!(first.len(), 32);
+        assert!(first.bytes().all(|b| b.is_ascii_hexdigit()), "{first}");
+        assert_eq!(version(&document), first, "stable");
+        let mut relabelled = document.clone();
+        relabelled["metadata"]["labels"]["app"] = json!("other");
+        assert_ne!(version(&relabelled), first, "labels are part of it");
+        let mut rerouted = document.clone();
+        rerouted["spec"]["http"][0]["route"][0]["weight"] = json!(70);
+        assert_ne!(version(&rerouted), first, "the body is part of it");
+    }
+
+    #[test]
+    fn unserved_kinds_are_refused() {
+        let secret = test_object(json!({"apiVersion": "v1", "kind": "Secret",
+            "metadata": {"name": "s", "namespace": "n"}, "type": "Opaque"}));
+        assert_eq!(
+            encode(&secret),
+            Err(Error::NotServed { kind: Kind::Secret })
+        );
+        let resource = received(Kind::VirtualService, virtual_service());
+        assert_eq!(
+            decode(Kind::Secret, &resource),
+            Err(Error::NotServed { kind: Kind::Secret })
+        );
+    }
+
+    #[test]
+    fn encoding_names_the_object_and_what_is_wrong() {
+        let mut document = virtual_service();
+        if let Some(meta) = document["metadata"].as_object_mut() {
+            meta.remove("namespace");
+        }
+        let err = encode(&test_object(document)).unwrap_err();
+        assert_eq!(
+            err.to_string(),
+            "VirtualService /reviews: an MCP resource needs a namespace"
+        );
+
+        let mut document = virtual_service();
+        document["metadata"]["creationTimestamp"] = json!("yesterday");
+        let err = encode(&test_object(document)).unwrap_err();
+        assert!(
+            err.to_string().starts_with(
+                "VirtualService bookinfo/reviews: metadata.creationTimestamp \"yesterday\" is not an RFC 3339 time"
+            ),
+            "{err}"
+        );
+
+        // A field the model knows but the istio/api schema of proto/ does not.
+        let mut document = virtual_service();
+        document["spec"]["http"][0]["sessionPersistence"] = json!({"cookie": {"name": "s"}});
+        let err = encode(&test_object(document)).unwrap_err();
+        assert_eq!(
+            err.to_string(),
+            "VirtualService bookinfo/reviews: spec does not encode as istio.networking.v1alpha3.VirtualService: \
+             spec.http[0].sessionPersistence: unknown field sessionPersistence"
+        );
+    }
+
+    #[test]
+    fn decoding_refuses_resources_that_are_not_namespace_name() {
+        for name in ["reviews", "/reviews", "bookinfo/", "a/b/c"] {
+            let mut resource = received(Kind::VirtualService, virtual_service());
+            if let Some(meta) = resource.metadata.as_mut() {
+                meta.name = name.to_string();
+            }
+            assert_eq!(
+                decode(Kind::VirtualService, &resource)
+                    .unwrap_err()
+                    .to_string(),
+                format!("MCP VirtualService resource {name:?}: the name must be namespace/name")
+            );
+        }
+        let mut resource = received(Kind::VirtualService, virtual_service());
+        resource.metadata = None;
+        assert_eq!(
+            decode(Kind::VirtualService, &resource)
+                .unwrap_err()
+                .to_string(),
+            "MCP VirtualService resource has no metadata"
+        );
+    }
+
+    #[test]
+    fn decoding_refuses_bodies_of_another_type_or_none() {
+        let resource = received(Kind::VirtualService, virtual_service());
+        assert_eq!(
+            decode(Kind::DestinationRule, &resource)
+                .unwrap_err()
+                .to_string(),
+            "MCP DestinationRule resource \"bookinfo/reviews\": body type \
+             \"type.googleapis.com/istio.networking.v1alpha3.VirtualService\" is not \
+             istio.networking.v1alpha3.DestinationRule, the message of its collection"
+        );
+        let mut bodiless = resource.clone();
+        bodiless.body = None;
+        assert_eq!(
+            decode(Kind::VirtualService, &bodiless)
+                .unwrap_err()
+                .to_string(),
+            "MCP VirtualService resource \"bookinfo/reviews\" has no body"
+        );
+        // Only the part after the last `/` names the message, as in Go.
+        let mut other_domain = resource;
+        if let Some(body) = other_domain.body.as_mut() {
+            body.type_url = "example.com/x/istio.networking.v1alpha3.VirtualService".into();
+        }
+        assert!(decode(Kind::VirtualService, &other_domain).is_ok());
+    }
+
+    #[test]
+    fn decoding_refuses_bodies_and_times_that_do_not_decode() {
+        let mut resource = received(Kind::VirtualService, virtual_service());
+        if let Some(body) = resource.body.as_mut() {
+            body.value = vec![0x0a, 0x05, b'a'];
+        }
+        let err = decode(Kind::VirtualService, &resource).unwrap_err();
+        assert!(
+            err.to_string().starts_with(
+                "MCP VirtualService resource \"bookinfo/reviews\": body does not decode as \
+                 istio.networking.v1alpha3.VirtualService: "
+            ),
+            "{err}"
+        );
+
+        let mut resource = received(Kind::VirtualService, virtual_service());
+        if let Some(meta) = resource.metadata.as_mut() {
+            meta.create_time = Some(Timestamp {
+                seconds: i64::MAX,
+                nanos: 0,
+            });
+        }
+        let err = decode(Kind::VirtualService, &resource).unwrap_err();
+        assert!(
+            err.to_string().starts_with(
+                "MCP VirtualService resource \"bookinfo/reviews\": create_time seconds"
+            ),
+            "{err}"
+        );
+    }
+
+    /// A resource from a server that sets only name and body (as Higress does without labels) decodes to a
+    /// document with just those.
+    #[test]
+    fn minimal_resources_decode_to_minimal_documents() {
+        let resource = Resource {
+            metadata: Some(Metadata {
+                name: "ns/gw".into(),
+                ..Metadata::default()
+            }),
+            body: Some(Any {
+                type_url: format!("{TYPE_URL_PREFIX}istio.networking.v1alpha3.Gateway"),
+                value: Vec::new(),
+            }),
+        };
+        assert_eq!(
+            decode(Kind::Gateway, &resource).unwrap(),
+            json!({"apiVersion": "networking.istio.io/v1", "kind": "Gateway",
+                "metadata": {"name": "gw", "namespace": "ns"}, "spec": {}})
+        );
+    }
 }

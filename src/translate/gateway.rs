@@ -82,7 +82,11 @@ impl BoundServer {
 
 fn server_kind(server: &Server) -> Option<ServerKind> {
     let protocol = server.port.as_ref()?.protocol.to_ascii_uppercase();
-    let mode = server.tls.as_ref().and_then(|t| t.mode);
+    // Istio reads an unset mode as its zero value, PASSTHROUGH (and MCP, being proto3, cannot tell them apart).
+    let mode = server
+        .tls
+        .as_ref()
+        .map(|t| t.mode.unwrap_or(ServerTlsMode::Passthrough));
     match protocol.as_str() {
         "HTTP" | "HTTP2" | "GRPC" | "GRPC-WEB" => Some(ServerKind::Http),
         "HTTPS" => match mode {
@@ -387,6 +391,7 @@ pub fn downstream_tls(tls: &ServerTlsSettings, http: bool) -> DownstreamTlsConte
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::model::istio::gateway::Port;
 
     #[test]
     fn hosts_intersect_like_istio() {
@@ -412,6 +417,36 @@ mod tests {
         assert_eq!(split_server_host("./a.com", "gw"), ("gw", "a.com"));
         assert_eq!(split_server_host("ns/a.com", "gw"), ("ns", "a.com"));
         assert_eq!(split_server_host("a.com", "gw"), ("*", "a.com"));
+    }
+
+    #[test]
+    fn tls_without_a_mode_is_passthrough() {
+        let server = |protocol: &str, tls: Option<ServerTlsSettings>| Server {
+            port: Some(Port {
+                number: Some(443),
+                protocol: protocol.into(),
+                name: "p".into(),
+                target_port: None,
+            }),
+            tls,
+            ..Server::default()
+        };
+        let unset = Some(ServerTlsSettings::default());
+        let passthrough = Some(ServerTlsSettings {
+            mode: Some(ServerTlsMode::Passthrough),
+            ..ServerTlsSettings::default()
+        });
+        for protocol in ["HTTPS", "TLS"] {
+            assert_eq!(
+                server_kind(&server(protocol, unset.clone())),
+                Some(ServerKind::Passthrough)
+            );
+            assert_eq!(
+                server_kind(&server(protocol, passthrough.clone())),
+                Some(ServerKind::Passthrough)
+            );
+            assert_eq!(server_kind(&server(protocol, None)), None);
+        }
     }
 
     #[test]
