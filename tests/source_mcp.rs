@@ -269,6 +269,14 @@ async fn invalid_objects_are_nacked_and_keep_their_last_good_version() {
 
     // The stream breaks (a server restart): the source connects again and follows what it is served next.
     restart.send_replace(1);
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(20);
+    while streams.load(Ordering::SeqCst) < 2 {
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "the source never connected again"
+        );
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
     publish.send_replace(content(vec![resource("other", "other.example.com", true)]));
     support::wait_for(&mut snapshots, |s| {
         s.get(&key("good")).is_none() && hosts_of(s, "other").is_some()
