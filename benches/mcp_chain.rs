@@ -86,8 +86,9 @@ async fn chain(runs: usize) {
     wait_for_response(&http, &format!("{base}/api/x"), 200, "backend").await;
     let mut times = Vec::with_capacity(runs);
     for run in 0..runs {
-        let prefix = format!("/run-{run}");
-        let url = format!("{base}{prefix}");
+        // A trailing slash, so no run's prefix is a prefix of another's path.
+        let prefix = format!("/run-{run}/");
+        let url = format!("{base}{prefix}x");
         let started = Instant::now();
         write(
             dir.path(),
