@@ -71,15 +71,11 @@ async fn chain(runs: usize) {
         eprintln!("chain latency needs Envoy (ADMITPILOT_ENVOY or scripts/setup-tools)");
         return;
     };
-    let backend = Backend::start("backend").await;
-    let port = free_port();
-    let dir = api_config_dir(port, backend.port);
-    let source = Admitpilot::start(dir.path()).await;
-    let edge =
-        Admitpilot::start_mcp_subscriber(&format!("xds://127.0.0.1:{}", source.xds_port)).await;
+    let chain = McpChain::start().await;
+    let (backend, port, dir) = (&chain.backend, chain.port, &chain.dir);
+    let (source, edge) = (&chain.source, &chain.edge);
     let node = "router~127.0.0.1~gw-bench.default~default.svc.cluster.local";
-    let yaml =
-        bootstrap(AdsApi::Sotw, edge.xds_port, node).replace("app: e2e", "istio: ingressgateway");
+    let yaml = chain.bootstrap(AdsApi::Sotw, node);
     let envoy = EnvoyProcess::start(&binary, &yaml, 55_100).await;
     let http = client();
     let base = format!("http://127.0.0.1:{port}");

@@ -20,14 +20,9 @@ async fn run(api: AdsApi, base_id: u32) {
     let Some(binary) = envoy_binary() else {
         return;
     };
-    let backend = Backend::start("backend").await;
-    let port = free_port();
-    let dir = api_config_dir(port, backend.port);
-    let source = Admitpilot::start(dir.path()).await;
-    let edge =
-        Admitpilot::start_mcp_subscriber(&format!("xds://127.0.0.1:{}", source.xds_port)).await;
-    let yaml = bootstrap(api, edge.xds_port, NODE_ID).replace("app: e2e", "istio: ingressgateway");
-    let envoy = EnvoyProcess::start(&binary, &yaml, base_id).await;
+    let chain = McpChain::start().await;
+    let (backend, port, dir, source) = (&chain.backend, chain.port, &chain.dir, &chain.source);
+    let envoy = EnvoyProcess::start(&binary, &chain.bootstrap(api, NODE_ID), base_id).await;
     let http = client();
     let base = format!("http://127.0.0.1:{port}");
     wait_for_response(&http, &format!("{base}/api/x"), 200, "backend").await;

@@ -130,7 +130,8 @@ pub struct ServeArgs {
     #[arg(long, default_value = "250ms", value_parser = parse_duration)]
     debounce_max: Duration,
 
-    /// Address of the xDS server (gRPC ADS, SotW and Delta) that Envoy gateways connect to.
+    /// Address of the xDS server (gRPC ADS, SotW and Delta) that Envoy gateways connect to; MCP subscribers
+    /// (istiod's or Higress's configSources, another admitpilot's --mcp-source) are served on it too.
     #[arg(long, default_value = "0.0.0.0:15010")]
     xds_addr: SocketAddr,
 

@@ -129,6 +129,44 @@ pub struct Admitpilot {
     pub webhook_port: u16,
 }
 
+/// The MCP chain of the e2e test and bench: a backend, admitpilot A serving [`api_config_dir`] on a free gateway
+/// port, and admitpilot B subscribed to A over MCP (`--mcp-source`), ready.
+pub struct McpChain {
+    pub backend: super::envoy::Backend,
+    /// The gateway's listener port (in A's Gateway).
+    pub port: u16,
+    /// A's config folder.
+    pub dir: tempfile::TempDir,
+    /// A: `serve --config-dir`.
+    pub source: Admitpilot,
+    /// B: `serve --mcp-source xds://A`, where gateways connect.
+    pub edge: Admitpilot,
+}
+
+impl McpChain {
+    pub async fn start() -> McpChain {
+        let backend = super::envoy::Backend::start("backend").await;
+        let port = free_port();
+        let dir = api_config_dir(port, backend.port);
+        let source = Admitpilot::start(dir.path()).await;
+        let edge =
+            Admitpilot::start_mcp_subscriber(&format!("xds://127.0.0.1:{}", source.xds_port)).await;
+        McpChain {
+            backend,
+            port,
+            dir,
+            source,
+            edge,
+        }
+    }
+
+    /// A bootstrap for Envoy node `node_id` (labels `istio: ingressgateway`) connecting to B with `api`.
+    pub fn bootstrap(&self, api: super::envoy::AdsApi, node_id: &str) -> String {
+        super::envoy::bootstrap(api, self.edge.xds_port, node_id)
+            .replace("app: e2e", "istio: ingressgateway")
+    }
+}
+
 /// The `--config-dir` flag naming `dir`.
 fn config_dir_flag(dir: &Path) -> [String; 1] {
     [format!("--config-dir={}", dir.display())]
