@@ -42,6 +42,8 @@ struct Scripted {
     streams: Arc<AtomicUsize>,
     /// Bumped to break every open stream (as a server restart does).
     generation: watch::Receiver<u64>,
+    /// A collection the server never answers (one it does not serve).
+    unanswered: Option<&'static str>,
 }
 
 #[tonic::async_trait]
@@ -58,6 +60,7 @@ impl AggregatedDiscoveryService for Scripted {
         let mut content = self.content.clone();
         let answers = self.answers.clone();
         let mut generation = self.generation.clone();
+        let unanswered = self.unanswered;
         generation.mark_unchanged();
         self.streams.fetch_add(1, Ordering::SeqCst);
         let (tx, rx) = mpsc::channel(64);
@@ -67,6 +70,7 @@ impl AggregatedDiscoveryService for Scripted {
             loop {
                 let send: Vec<String> = tokio::select! {
                     request = requests.message() => match request {
+                        Ok(Some(request)) if Some(request.type_url.as_str()) == unanswered => Vec::new(),
                         Ok(Some(request)) if request.response_nonce.is_empty() => {
                             subscribed.push(request.type_url.clone());
                             vec![request.type_url]
@@ -154,6 +158,21 @@ async fn serve(script: Scripted) -> (u16, tokio::task::JoinHandle<()>) {
     (port, task)
 }
 
+/// The MCP source following the server on `port`.
+fn subscribe(port: u16) -> source::Sources {
+    let config = SourceConfig {
+        mcp_sources: vec![format!("xds://127.0.0.1:{port}")
+            .parse::<McpAddress>()
+            .unwrap()],
+        store: StoreConfig {
+            debounce: Duration::from_millis(5),
+            debounce_max: Duration::from_millis(50),
+        },
+        ..SourceConfig::default()
+    };
+    source::start(config, SourceMetrics::default()).unwrap()
+}
+
 fn key(name: &str) -> ObjectKey {
     ObjectKey::new(Kind::VirtualService, "default", name)
 }
@@ -206,21 +225,12 @@ async fn invalid_objects_are_nacked_and_keep_their_last_good_version() {
         answers: Arc::default(),
         streams: Arc::default(),
         generation,
+        unanswered: None,
     };
     let answers = script.answers.clone();
     let streams = script.streams.clone();
     let (port, server) = serve(script).await;
-    let config = SourceConfig {
-        mcp_sources: vec![format!("xds://127.0.0.1:{port}")
-            .parse::<McpAddress>()
-            .unwrap()],
-        store: StoreConfig {
-            debounce: Duration::from_millis(5),
-            debounce_max: Duration::from_millis(50),
-        },
-        ..SourceConfig::default()
-    };
-    let sources = source::start(config, SourceMetrics::default()).unwrap();
+    let sources = subscribe(port);
     let mut snapshots = sources.snapshots.clone();
 
     // The valid object is served, the invalid one is not, and the response is NACKed naming it and its field.
@@ -283,5 +293,36 @@ async fn invalid_objects_are_nacked_and_keep_their_last_good_version() {
     })
     .await;
     assert_eq!(streams.load(Ordering::SeqCst), 2);
+    server.abort();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_collection_the_server_never_answers_does_not_keep_the_source_unsynced() {
+    let (_publish, content) =
+        watch::channel(content(vec![resource("good", "good.example.com", true)]));
+    let (_restart, generation) = watch::channel(0u64);
+    let script = Scripted {
+        content,
+        answers: Arc::default(),
+        streams: Arc::default(),
+        generation,
+        unanswered: Some("networking.istio.io/v1/Gateway"),
+    };
+    let (port, server) = serve(script).await;
+    let sources = subscribe(port);
+    let mut synced = sources.synced.clone();
+    let started = tokio::time::Instant::now();
+    tokio::time::timeout(Duration::from_secs(30), synced.wait_for(|synced| *synced))
+        .await
+        .expect("the source never synced")
+        .unwrap();
+    // Not before the grace period: every other collection was answered at once.
+    assert!(
+        started.elapsed() >= Duration::from_secs(9),
+        "{:?}",
+        started.elapsed()
+    );
+    let mut snapshots = sources.snapshots.clone();
+    support::wait_for(&mut snapshots, |s| s.get(&key("good")).is_some()).await;
     server.abort();
 }

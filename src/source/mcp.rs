@@ -5,7 +5,8 @@
 //! ([`admit`]): an invalid object is excluded, logged and counted, and keeps its last good version.
 //!
 //! Rules:
-//! * The scope counts as synced once every collection has been answered once; a response replaces what that
+//! * The scope counts as synced once every collection has been answered once, or 10 s after connecting with the
+//!   collections answered by then (logged: a server need not serve every kind); a response replaces what that
 //!   collection held (SotW carries the whole collection), sent to the store as applies and deletes.
 //! * A response whose resources are all admitted is ACKed; one with an excluded resource is NACKed with the
 //!   excluded objects and their first error in `error_detail` (the valid ones are applied all the same), so the
@@ -44,6 +45,9 @@ const CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
 /// HTTP/2 keepalive: a server that stops answering pings within the timeout is reconnected to.
 const KEEPALIVE_INTERVAL: Duration = Duration::from_secs(30);
 const KEEPALIVE_TIMEOUT: Duration = Duration::from_secs(10);
+/// How long after connecting the source waits for every collection's first answer before it counts as synced
+/// with the ones it has (a server may not serve every kind admitpilot knows).
+const SYNC_GRACE: Duration = Duration::from_secs(10);
 /// Longest `error_detail` of a NACK.
 const MAX_NACK_MESSAGE: usize = 4096;
 
@@ -184,7 +188,30 @@ impl Subscription {
             .into_inner();
         tracing::info!(source = %address, "MCP stream open");
         let mut answered: HashSet<Kind> = HashSet::new();
-        while let Some(response) = responses.next().await {
+        // A server that never answers some collection (one it does not serve) must not keep the source unsynced.
+        let sync_by = tokio::time::Instant::now() + SYNC_GRACE;
+        loop {
+            let next = if self.synced {
+                responses.next().await
+            } else {
+                match tokio::time::timeout_at(sync_by, responses.next()).await {
+                    Ok(next) => next,
+                    Err(_) => {
+                        let missing: Vec<&str> = crate::mcp::SERVED
+                            .iter()
+                            .filter(|kind| !answered.contains(kind))
+                            .map(|kind| collection(*kind))
+                            .collect();
+                        tracing::warn!(source = %address, ?missing, grace = ?SYNC_GRACE,
+                            "MCP server did not answer every collection; counting the source as synced without them");
+                        if self.resync(sender).is_err() {
+                            return Ok(Ended::StoreClosed);
+                        }
+                        continue;
+                    }
+                }
+            };
+            let Some(response) = next else { break };
             let response = response?;
             let Some(kind) = crate::mcp::kind_of(&response.type_url) else {
                 tracing::debug!(source = %address, type_url = %response.type_url, "ignoring a response for an unknown collection");
@@ -202,13 +229,7 @@ impl Subscription {
             };
             answered.insert(kind);
             if !self.synced && answered.len() == crate::mcp::SERVED.len() {
-                self.synced = true;
-                let all = self
-                    .collections
-                    .values()
-                    .flat_map(|c| c.values().cloned())
-                    .collect();
-                if sender.send(SourceEvent::Resync(all)).is_err() {
+                if self.resync(sender).is_err() {
                     return Ok(Ended::StoreClosed);
                 }
                 tracing::info!(source = %address, "MCP source synced");
@@ -219,6 +240,17 @@ impl Subscription {
             }
         }
         Ok(Ended::ByServer)
+    }
+
+    /// Sends everything in force as the scope's content and counts the scope as synced.
+    fn resync(&mut self, sender: &ScopedSender) -> Result<(), Closed> {
+        self.synced = true;
+        let all = self
+            .collections
+            .values()
+            .flat_map(|objects| objects.values().cloned())
+            .collect();
+        sender.send(SourceEvent::Resync(all))
     }
 
     /// Admits every resource of `response` (the whole of collection `kind`) and replaces what the collection
