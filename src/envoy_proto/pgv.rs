@@ -9,6 +9,8 @@
 
 use std::collections::HashMap;
 use std::fmt;
+
+use ahash::AHashMap;
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
 use std::sync::{Arc, LazyLock, RwLock};
 
@@ -101,8 +103,9 @@ static EXTENSIONS: LazyLock<Extensions> = LazyLock::new(|| Extensions {
     ignored: pool().get_extension_by_name("validate.ignored"),
 });
 
-static PLANS: LazyLock<RwLock<HashMap<String, Arc<MessagePlan>>>> =
-    LazyLock::new(|| RwLock::new(HashMap::new()));
+/// By message name; aHash, as every message checked looks its plan up.
+static PLANS: LazyLock<RwLock<AHashMap<String, Arc<MessagePlan>>>> =
+    LazyLock::new(|| RwLock::new(AHashMap::new()));
 
 static REGEXES: LazyLock<RwLock<HashMap<String, Option<Arc<Regex>>>>> =
     LazyLock::new(|| RwLock::new(HashMap::new()));
@@ -181,6 +184,14 @@ fn regex(pattern: &str) -> Option<Arc<Regex>> {
     compiled
 }
 
+/// One step of a field path.
+enum Segment<'a> {
+    /// A field, by name.
+    Field(&'a str),
+    /// A list index or map key, with its brackets.
+    Index(fmt::Arguments<'a>),
+}
+
 struct Walker {
     path: String,
     out: Vec<Violation>,
@@ -228,21 +239,25 @@ impl Walker {
         });
     }
 
-    /// Runs `f` with `segment` appended to the path: a field name (`.name`) or, when `index` is set, a
-    /// bracketed index or key (`[3]`, `["key"]`). Writes into the one path buffer, without allocating.
-    fn at<R>(
-        &mut self,
-        index: bool,
-        segment: fmt::Arguments<'_>,
-        f: impl FnOnce(&mut Self) -> R,
-    ) -> R {
+    /// Runs `f` with `segment` appended to the path: a field name (`.name`) or a bracketed index or key (`[3]`,
+    /// `["key"]`). Writes into the one path buffer, without allocating.
+    fn at<R>(&mut self, segment: Segment<'_>, f: impl FnOnce(&mut Self) -> R) -> R {
         use std::fmt::Write as _;
         let len = self.path.len();
-        if !index && !self.path.is_empty() {
-            self.path.push('.');
-        }
-        // Writing into a String cannot fail.
-        let _ = self.path.write_fmt(segment);
+        let index = match segment {
+            Segment::Field(name) => {
+                if !self.path.is_empty() {
+                    self.path.push('.');
+                }
+                self.path.push_str(name);
+                false
+            }
+            Segment::Index(index) => {
+                // Writing into a String cannot fail.
+                let _ = self.path.write_fmt(index);
+                true
+            }
+        };
         // List items and map values are not merged into anything: merging appends or replaces them whole.
         let partial = self.partial;
         self.partial &= !index;
@@ -270,7 +285,7 @@ impl Walker {
         for oneof in required_oneofs {
             if !oneof.fields().any(|f| message.has_field(&f)) {
                 let names: Vec<String> = oneof.fields().map(|f| f.name().to_string()).collect();
-                self.at(false, format_args!("{}", oneof.name()), |w| {
+                self.at(Segment::Field(oneof.name()), |w| {
                     w.violation(
                         "oneof.required",
                         format!("exactly one of {} must be set", names.join(", ")),
@@ -279,7 +294,11 @@ impl Walker {
             }
         }
         for fp in &plan.fields {
-            self.at(false, format_args!("{}", fp.field.name()), |w| {
+            // A field without rules that is not set has nothing to check or recurse into.
+            if fp.rules.is_none() && !message.has_field(&fp.field) {
+                continue;
+            }
+            self.at(Segment::Field(fp.field.name()), |w| {
                 w.field(message, &fp.field, fp.rules.as_ref())
             });
         }
@@ -840,7 +859,7 @@ impl Walker {
             if r.unique == Some(true) {
                 for (i, item) in items.iter().enumerate() {
                     if items[..i].contains(item) {
-                        self.at(true, format_args!("[{i}]"), |w| {
+                        self.at(Segment::Index(format_args!("[{i}]")), |w| {
                             w.violation(
                                 "repeated.unique",
                                 "repeated value must contain unique items",
@@ -857,7 +876,7 @@ impl Walker {
                 .is_some_and(|m| m.skip == Some(true));
         let is_enum = matches!(field.kind(), Kind::Enum(_));
         for (i, item) in items.iter().enumerate() {
-            self.at(true, format_args!("[{i}]"), |w| {
+            self.at(Segment::Index(format_args!("[{i}]")), |w| {
                 if is_enum {
                     w.enum_value(item, field, item_rules);
                 } else {
@@ -906,7 +925,7 @@ impl Walker {
         keys.sort();
         for key in keys {
             let Some(value) = map.get(key) else { continue };
-            self.at(true, format_args!("[{}]", render_key(key)), |w| {
+            self.at(Segment::Index(format_args!("[{}]", render_key(key))), |w| {
                 if let Some(kind) = key_rules.and_then(|r| r.r#type.as_ref()) {
                     w.typed(&Value::from(key.clone()), kind);
                 }

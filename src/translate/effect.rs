@@ -622,9 +622,14 @@ impl EffectChecker {
             translator.translate(candidate, &proxy);
             // A virtual host differs from live only if this call rebuilt it or it differed after the last one;
             // the same holds for the clusters.
-            let vhosts: Option<HashSet<VhostKey>> = translator
-                .rebuilt_virtual_hosts()
-                .map(|rebuilt| rebuilt.union(differing).cloned().collect());
+            let vhosts: Option<HashSet<VhostKey>> =
+                translator.rebuilt_virtual_hosts().map(|rebuilt| {
+                    rebuilt
+                        .iter()
+                        .map(|(config, vhost)| (config.to_string(), vhost.to_string()))
+                        .chain(differing.iter().cloned())
+                        .collect()
+                });
             let same_clusters = translator.reused_clusters() && !*clusters_differ;
             let known = vhosts.as_ref().map(|vhosts| Known {
                 vhosts,

@@ -46,6 +46,7 @@ pub mod naming;
 pub mod output;
 pub mod policy;
 pub mod route;
+mod route_table;
 pub mod secret;
 pub mod services;
 pub mod telemetry;
@@ -53,7 +54,7 @@ mod translator;
 pub mod types;
 
 pub use translator::{translate, Translator};
-pub use types::{ClusterRef, GatewayResources, Options, Proxy};
+pub use types::{ClusterRef, GatewayResources, Options, Proxy, RebuiltHosts};
 
 #[cfg(test)]
 mod tests;
