@@ -887,10 +887,13 @@ pub(crate) fn route_configuration(
     }
 }
 
+/// The name (before `:<port>`) of the virtual host of a port without any other.
+pub(crate) const BLACKHOLE: &str = "blackhole";
+
 /// Istio's answer for a port without any virtual host: 404 for everything.
 pub(crate) fn blackhole(port: u32) -> VirtualHost {
     VirtualHost {
-        name: format!("blackhole:{port}"),
+        name: format!("{BLACKHOLE}:{port}"),
         domains: vec!["*".into()],
         routes: vec![Route {
             name: "block_all".into(),

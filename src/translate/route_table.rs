@@ -347,6 +347,18 @@ impl RouteTable {
         virtual_hosts.len() == self.hosts.len().max(1)
     }
 
+    /// The position of the virtual host `name` in the configuration as last assembled from this table.
+    pub(super) fn position_of(&self, name: &str) -> Option<usize> {
+        let (host, port) = name.rsplit_once(':')?;
+        if port.parse::<u32>().ok()? != self.port {
+            return None;
+        }
+        if self.hosts.is_empty() {
+            return (host == route::BLACKHOLE).then_some(0);
+        }
+        self.position(host).ok()
+    }
+
     /// The clusters the routes name that no service defines.
     pub(super) fn undefined(&self) -> impl Iterator<Item = &ClusterRef> + '_ {
         self.undefined.keys()

@@ -334,6 +334,13 @@ impl Translator {
         self.rebuilt.as_ref()
     }
 
+    /// The position of the virtual host `name` in the route configuration `route_config` of the last output, when
+    /// [`Translator::rebuilt_virtual_hosts`] is known (no EnvoyFilter patched route configurations or clusters).
+    pub fn virtual_host_position(&self, route_config: &str, name: &str) -> Option<usize> {
+        self.rebuilt.as_ref()?;
+        self.tables.get(route_config)?.position_of(name)
+    }
+
     /// Whether the clusters and load assignments of the last [`Translator::translate`]'s output are the call
     /// before's, unchanged (false when EnvoyFilters patched clusters, or before the first call).
     pub fn reused_clusters(&self) -> bool {

@@ -155,12 +155,12 @@ impl RebuiltHosts {
             .is_some_and(|hosts| hosts.iter().any(|(_, host)| host == name))
     }
 
-    /// Every rebuilt virtual host, as (route configuration, virtual host name).
-    pub fn iter(&self) -> impl Iterator<Item = (&str, &str)> + '_ {
+    /// Every rebuilt virtual host, as (route configuration, position, virtual host name).
+    pub fn iter(&self) -> impl Iterator<Item = (&str, usize, &str)> + '_ {
         self.0.iter().flat_map(|(config, hosts)| {
             hosts
                 .iter()
-                .map(move |(_, host)| (config.as_str(), host.as_str()))
+                .map(move |(position, host)| (config.as_str(), *position, host.as_str()))
         })
     }
 }
