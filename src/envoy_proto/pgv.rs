@@ -87,6 +87,12 @@ struct MessagePlan {
 struct FieldPlan {
     field: FieldDescriptor,
     rules: Option<FieldRules>,
+    /// What the walk asks of the field for every message it checks, read from the descriptor once.
+    is_map: bool,
+    is_list: bool,
+    in_oneof: bool,
+    is_message: bool,
+    is_enum: bool,
 }
 
 struct Extensions {
@@ -153,7 +159,15 @@ fn build_plan(desc: &MessageDescriptor) -> MessagePlan {
             _ => false,
         };
         if rules.is_some() || recurses {
-            fields.push(FieldPlan { field, rules });
+            fields.push(FieldPlan {
+                is_map: field.is_map(),
+                is_list: field.is_list(),
+                in_oneof: field.containing_oneof().is_some(),
+                is_message: matches!(field.kind(), Kind::Message(_)),
+                is_enum: matches!(field.kind(), Kind::Enum(_)),
+                field,
+                rules,
+            });
         }
     }
     let required_oneofs = desc
@@ -294,12 +308,13 @@ impl Walker {
             }
         }
         for fp in &plan.fields {
+            let present = message.has_field(&fp.field);
             // A field without rules that is not set has nothing to check or recurse into.
-            if fp.rules.is_none() && !message.has_field(&fp.field) {
+            if fp.rules.is_none() && !present {
                 continue;
             }
             self.at(Segment::Field(fp.field.name()), |w| {
-                w.field(message, &fp.field, fp.rules.as_ref())
+                w.field(message, fp, present)
             });
         }
     }
@@ -324,34 +339,31 @@ impl Walker {
         }
     }
 
-    fn field(
-        &mut self,
-        message: &DynamicMessage,
-        field: &FieldDescriptor,
-        rules: Option<&FieldRules>,
-    ) {
+    /// Checks one field of `message` (`present`: whether the message sets it) against its plan's rules.
+    fn field(&mut self, message: &DynamicMessage, plan: &FieldPlan, present: bool) {
+        let field = &plan.field;
+        let rules = plan.rules.as_ref();
         let skip_message = rules
             .and_then(|r| r.message.as_ref())
             .is_some_and(|m| m.skip == Some(true));
         let required = rules
             .and_then(|r| r.message.as_ref())
             .is_some_and(|m| m.required == Some(true));
-        let present = message.has_field(field);
-        if field.is_map() {
+        if plan.is_map {
             let value = message.get_field(field);
             if let Some(map) = value.as_map() {
                 self.map(map, field, rules, skip_message);
             }
             return;
         }
-        if field.is_list() {
+        if plan.is_list {
             let value = message.get_field(field);
             if let Some(items) = value.as_list() {
                 self.repeated(items, field, rules, skip_message);
             }
             return;
         }
-        if field.containing_oneof().is_some() && !present {
+        if plan.in_oneof && !present {
             // An unset member of a oneof is not checked.
             return;
         }
@@ -359,27 +371,25 @@ impl Walker {
             // Not set by the value to merge: whatever the target has stays.
             return;
         }
-        if let Kind::Message(_) = field.kind() {
-            if !present {
-                let wkt_required = match rules.and_then(|r| r.r#type.as_ref()) {
-                    Some(RuleType::Any(r)) => r.required == Some(true),
-                    Some(RuleType::Duration(r)) => r.required == Some(true),
-                    Some(RuleType::Timestamp(r)) => r.required == Some(true),
-                    _ => false,
+        if plan.is_message && !present {
+            let wkt_required = match rules.and_then(|r| r.r#type.as_ref()) {
+                Some(RuleType::Any(r)) => r.required == Some(true),
+                Some(RuleType::Duration(r)) => r.required == Some(true),
+                Some(RuleType::Timestamp(r)) => r.required == Some(true),
+                _ => false,
+            };
+            if required || wkt_required {
+                let rule = if required {
+                    "message.required"
+                } else {
+                    "required"
                 };
-                if required || wkt_required {
-                    let rule = if required {
-                        "message.required"
-                    } else {
-                        "required"
-                    };
-                    self.violation(rule, "value is required");
-                }
-                return;
+                self.violation(rule, "value is required");
             }
+            return;
         }
         let value = message.get_field(field);
-        if let Kind::Enum(_) = field.kind() {
+        if plan.is_enum {
             self.enum_value(&value, field, rules);
         } else {
             self.value(&value, rules, skip_message);
