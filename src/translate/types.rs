@@ -1,6 +1,6 @@
 //! The translation's value types (pure, importing nothing else of `translate`): the proxy a translation is for,
 //! the resources it produces, its options, the clusters routes name, the upstream endpoints
-//! clusters are built from and what was left out. Every other
+//! clusters are built from, what was left out and which virtual hosts a call rebuilt. Every other
 //! translate module builds on these; behaviour lives beside the code that uses them.
 
 use std::collections::{BTreeMap, HashMap, HashSet};
