@@ -7,7 +7,7 @@
 //!
 //! This module feeds both the live snapshot and the connected proxy groups, and words their answers.
 
-use std::sync::Arc;
+use std::sync::{Arc, Mutex, PoisonError};
 
 use tokio::sync::watch;
 
@@ -16,7 +16,7 @@ use crate::model::{ConfigObject, Snapshot};
 pub use crate::translate::effect::GatewayEffect;
 use crate::translate::effect::{candidate, describe_proxy, rejections_by_message, EffectChecker};
 use crate::translate::{Options, Proxy};
-use crate::validate::references::{check_references, Reference};
+use crate::validate::references::{check_references, HostClaims, Reference};
 
 /// What to do with reference findings (`--reference-check`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -72,6 +72,8 @@ pub struct LiveGatewayCheck {
     snapshots: watch::Receiver<Arc<Snapshot>>,
     connected: ConnectedGroups,
     metrics: WebhookMetrics,
+    /// The host claims of the live snapshot of this version, built once per version for the reference check.
+    claims: Mutex<Option<(u64, Arc<HostClaims>)>>,
 }
 
 impl std::fmt::Debug for LiveGatewayCheck {
@@ -99,6 +101,20 @@ impl LiveGatewayCheck {
             snapshots,
             connected,
             metrics,
+            claims: Mutex::default(),
+        }
+    }
+
+    /// The host claims of `live` (which a candidate differs from only in the object it replaces).
+    fn claims(&self, live: &Snapshot) -> Arc<HostClaims> {
+        let mut held = self.claims.lock().unwrap_or_else(PoisonError::into_inner);
+        match &*held {
+            Some((version, claims)) if *version == live.version => Arc::clone(claims),
+            _ => {
+                let claims = Arc::new(HostClaims::new(live, &self.domain_suffix));
+                *held = Some((live.version, Arc::clone(&claims)));
+                claims
+            }
         }
     }
 }
@@ -115,9 +131,12 @@ impl GatewayCheck for LiveGatewayCheck {
         let candidate = candidate(&live, object.clone());
         let references = match self.references {
             ReferenceCheck::Off => Vec::new(),
-            ReferenceCheck::Warn | ReferenceCheck::Deny => {
-                check_references(&candidate, &object, &self.domain_suffix)
-            }
+            ReferenceCheck::Warn | ReferenceCheck::Deny => check_references(
+                &candidate,
+                &object,
+                &self.domain_suffix,
+                Some(&self.claims(&live)),
+            ),
         };
         let effects = ConfigEffects {
             gateways: self

@@ -13,7 +13,7 @@ use admitpilot::model::decode::DecodeOptions;
 use admitpilot::model::{Finding, Snapshot};
 use admitpilot::translate::effect::{check_changed, describe_labels, gateway_proxies};
 use admitpilot::translate::{translate, GatewayResources, Options};
-use admitpilot::validate::references::check_references;
+use admitpilot::validate::references::{check_references, HostClaims};
 
 use super::validate::{exit_code, load, print, DocumentResult, Output};
 
@@ -67,6 +67,7 @@ pub fn run(args: AnalyzeArgs) -> anyhow::Result<ExitCode> {
             .insert(object.key(), Arc::new(object.clone()));
     }
     let translate_options = Options::default();
+    let claims = HostClaims::new(&config, &translate_options.domain_suffix);
     for (result, object) in loaded.results.iter_mut().zip(&loaded.objects) {
         let Some(object) = object
             .as_ref()
@@ -74,7 +75,12 @@ pub fn run(args: AnalyzeArgs) -> anyhow::Result<ExitCode> {
         else {
             continue;
         };
-        for reference in check_references(&config, object, &translate_options.domain_suffix) {
+        for reference in check_references(
+            &config,
+            object,
+            &translate_options.domain_suffix,
+            Some(&claims),
+        ) {
             result.findings.push(Finding::warning(
                 reference.field,
                 format!("[{}] {}", reference.code, reference.message),

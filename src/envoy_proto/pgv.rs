@@ -9,6 +9,8 @@
 
 use std::collections::HashMap;
 use std::fmt;
+
+use ahash::AHashMap;
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
 use std::sync::{Arc, LazyLock, RwLock};
 
@@ -85,6 +87,12 @@ struct MessagePlan {
 struct FieldPlan {
     field: FieldDescriptor,
     rules: Option<FieldRules>,
+    /// What the walk asks of the field for every message it checks, read from the descriptor once.
+    is_map: bool,
+    is_list: bool,
+    in_oneof: bool,
+    is_message: bool,
+    is_enum: bool,
 }
 
 struct Extensions {
@@ -101,8 +109,9 @@ static EXTENSIONS: LazyLock<Extensions> = LazyLock::new(|| Extensions {
     ignored: pool().get_extension_by_name("validate.ignored"),
 });
 
-static PLANS: LazyLock<RwLock<HashMap<String, Arc<MessagePlan>>>> =
-    LazyLock::new(|| RwLock::new(HashMap::new()));
+/// By message name; aHash, as every message checked looks its plan up.
+static PLANS: LazyLock<RwLock<AHashMap<String, Arc<MessagePlan>>>> =
+    LazyLock::new(|| RwLock::new(AHashMap::new()));
 
 static REGEXES: LazyLock<RwLock<HashMap<String, Option<Arc<Regex>>>>> =
     LazyLock::new(|| RwLock::new(HashMap::new()));
@@ -150,7 +159,15 @@ fn build_plan(desc: &MessageDescriptor) -> MessagePlan {
             _ => false,
         };
         if rules.is_some() || recurses {
-            fields.push(FieldPlan { field, rules });
+            fields.push(FieldPlan {
+                is_map: field.is_map(),
+                is_list: field.is_list(),
+                in_oneof: field.containing_oneof().is_some(),
+                is_message: matches!(field.kind(), Kind::Message(_)),
+                is_enum: matches!(field.kind(), Kind::Enum(_)),
+                field,
+                rules,
+            });
         }
     }
     let required_oneofs = desc
@@ -179,6 +196,14 @@ fn regex(pattern: &str) -> Option<Arc<Regex>> {
         cache.insert(pattern.to_string(), compiled.clone());
     }
     compiled
+}
+
+/// One step of a field path.
+enum Segment<'a> {
+    /// A field, by name.
+    Field(&'a str),
+    /// A list index or map key, with its brackets.
+    Index(fmt::Arguments<'a>),
 }
 
 struct Walker {
@@ -228,21 +253,25 @@ impl Walker {
         });
     }
 
-    /// Runs `f` with `segment` appended to the path: a field name (`.name`) or, when `index` is set, a
-    /// bracketed index or key (`[3]`, `["key"]`). Writes into the one path buffer, without allocating.
-    fn at<R>(
-        &mut self,
-        index: bool,
-        segment: fmt::Arguments<'_>,
-        f: impl FnOnce(&mut Self) -> R,
-    ) -> R {
+    /// Runs `f` with `segment` appended to the path: a field name (`.name`) or a bracketed index or key (`[3]`,
+    /// `["key"]`). Writes into the one path buffer, without allocating.
+    fn at<R>(&mut self, segment: Segment<'_>, f: impl FnOnce(&mut Self) -> R) -> R {
         use std::fmt::Write as _;
         let len = self.path.len();
-        if !index && !self.path.is_empty() {
-            self.path.push('.');
-        }
-        // Writing into a String cannot fail.
-        let _ = self.path.write_fmt(segment);
+        let index = match segment {
+            Segment::Field(name) => {
+                if !self.path.is_empty() {
+                    self.path.push('.');
+                }
+                self.path.push_str(name);
+                false
+            }
+            Segment::Index(index) => {
+                // Writing into a String cannot fail.
+                let _ = self.path.write_fmt(index);
+                true
+            }
+        };
         // List items and map values are not merged into anything: merging appends or replaces them whole.
         let partial = self.partial;
         self.partial &= !index;
@@ -270,7 +299,7 @@ impl Walker {
         for oneof in required_oneofs {
             if !oneof.fields().any(|f| message.has_field(&f)) {
                 let names: Vec<String> = oneof.fields().map(|f| f.name().to_string()).collect();
-                self.at(false, format_args!("{}", oneof.name()), |w| {
+                self.at(Segment::Field(oneof.name()), |w| {
                     w.violation(
                         "oneof.required",
                         format!("exactly one of {} must be set", names.join(", ")),
@@ -279,8 +308,13 @@ impl Walker {
             }
         }
         for fp in &plan.fields {
-            self.at(false, format_args!("{}", fp.field.name()), |w| {
-                w.field(message, &fp.field, fp.rules.as_ref())
+            let present = message.has_field(&fp.field);
+            // A field without rules that is not set has nothing to check or recurse into.
+            if fp.rules.is_none() && !present {
+                continue;
+            }
+            self.at(Segment::Field(fp.field.name()), |w| {
+                w.field(message, fp, present)
             });
         }
     }
@@ -305,34 +339,31 @@ impl Walker {
         }
     }
 
-    fn field(
-        &mut self,
-        message: &DynamicMessage,
-        field: &FieldDescriptor,
-        rules: Option<&FieldRules>,
-    ) {
+    /// Checks one field of `message` (`present`: whether the message sets it) against its plan's rules.
+    fn field(&mut self, message: &DynamicMessage, plan: &FieldPlan, present: bool) {
+        let field = &plan.field;
+        let rules = plan.rules.as_ref();
         let skip_message = rules
             .and_then(|r| r.message.as_ref())
             .is_some_and(|m| m.skip == Some(true));
         let required = rules
             .and_then(|r| r.message.as_ref())
             .is_some_and(|m| m.required == Some(true));
-        let present = message.has_field(field);
-        if field.is_map() {
+        if plan.is_map {
             let value = message.get_field(field);
             if let Some(map) = value.as_map() {
                 self.map(map, field, rules, skip_message);
             }
             return;
         }
-        if field.is_list() {
+        if plan.is_list {
             let value = message.get_field(field);
             if let Some(items) = value.as_list() {
                 self.repeated(items, field, rules, skip_message);
             }
             return;
         }
-        if field.containing_oneof().is_some() && !present {
+        if plan.in_oneof && !present {
             // An unset member of a oneof is not checked.
             return;
         }
@@ -340,27 +371,25 @@ impl Walker {
             // Not set by the value to merge: whatever the target has stays.
             return;
         }
-        if let Kind::Message(_) = field.kind() {
-            if !present {
-                let wkt_required = match rules.and_then(|r| r.r#type.as_ref()) {
-                    Some(RuleType::Any(r)) => r.required == Some(true),
-                    Some(RuleType::Duration(r)) => r.required == Some(true),
-                    Some(RuleType::Timestamp(r)) => r.required == Some(true),
-                    _ => false,
+        if plan.is_message && !present {
+            let wkt_required = match rules.and_then(|r| r.r#type.as_ref()) {
+                Some(RuleType::Any(r)) => r.required == Some(true),
+                Some(RuleType::Duration(r)) => r.required == Some(true),
+                Some(RuleType::Timestamp(r)) => r.required == Some(true),
+                _ => false,
+            };
+            if required || wkt_required {
+                let rule = if required {
+                    "message.required"
+                } else {
+                    "required"
                 };
-                if required || wkt_required {
-                    let rule = if required {
-                        "message.required"
-                    } else {
-                        "required"
-                    };
-                    self.violation(rule, "value is required");
-                }
-                return;
+                self.violation(rule, "value is required");
             }
+            return;
         }
         let value = message.get_field(field);
-        if let Kind::Enum(_) = field.kind() {
+        if plan.is_enum {
             self.enum_value(&value, field, rules);
         } else {
             self.value(&value, rules, skip_message);
@@ -840,7 +869,7 @@ impl Walker {
             if r.unique == Some(true) {
                 for (i, item) in items.iter().enumerate() {
                     if items[..i].contains(item) {
-                        self.at(true, format_args!("[{i}]"), |w| {
+                        self.at(Segment::Index(format_args!("[{i}]")), |w| {
                             w.violation(
                                 "repeated.unique",
                                 "repeated value must contain unique items",
@@ -857,7 +886,7 @@ impl Walker {
                 .is_some_and(|m| m.skip == Some(true));
         let is_enum = matches!(field.kind(), Kind::Enum(_));
         for (i, item) in items.iter().enumerate() {
-            self.at(true, format_args!("[{i}]"), |w| {
+            self.at(Segment::Index(format_args!("[{i}]")), |w| {
                 if is_enum {
                     w.enum_value(item, field, item_rules);
                 } else {
@@ -906,7 +935,7 @@ impl Walker {
         keys.sort();
         for key in keys {
             let Some(value) = map.get(key) else { continue };
-            self.at(true, format_args!("[{}]", render_key(key)), |w| {
+            self.at(Segment::Index(format_args!("[{}]", render_key(key))), |w| {
                 if let Some(kind) = key_rules.and_then(|r| r.r#type.as_ref()) {
                     w.typed(&Value::from(key.clone()), kind);
                 }

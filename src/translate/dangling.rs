@@ -13,8 +13,6 @@
 //! * **a route** whose cluster is missing answers 503, as Envoy answers for an unknown cluster, and a mirror
 //!   policy naming a missing cluster is left out.
 
-use std::collections::HashSet;
-
 use envoy_types::pb::envoy::config::accesslog::v3::{access_log, AccessLog};
 use envoy_types::pb::envoy::config::listener::v3::{filter, Listener};
 use envoy_types::pb::envoy::config::route::v3::{
@@ -28,10 +26,13 @@ use envoy_types::pb::google::protobuf::Any;
 use prost::{Message, Name};
 
 use super::envoy::for_each_hcm;
-use super::types::GatewayResources;
 pub use super::types::{Effect, LeftOut};
+use super::types::{FastSet, GatewayResources, RebuiltHosts};
 use crate::envoy_proto::references::clusters_named;
 use crate::model::{Kind, Snapshot};
+
+/// The names of the clusters an output has.
+type ClusterNames<'a> = FastSet<&'a str>;
 
 /// What to say of a [`LeftOut`] (in logs, with its fields).
 pub const LEFT_OUT_MESSAGE: &str =
@@ -64,8 +65,8 @@ impl std::fmt::Display for Effect {
 /// keeps their changes from that call.
 #[derive(Debug, Clone, Copy)]
 pub struct AlreadyClosed<'a> {
-    /// The virtual hosts (route configuration, name) that are *not* already closed (built anew by this call).
-    pub rebuilt: &'a HashSet<(String, String)>,
+    /// The virtual hosts that are *not* already closed (built anew by this call).
+    pub rebuilt: &'a RebuiltHosts,
     /// What the call before changed (its `left_out`).
     pub previous: &'a [LeftOut],
 }
@@ -78,14 +79,19 @@ pub fn close(
     previous: &[Listener],
     already: Option<AlreadyClosed<'_>>,
 ) -> Vec<LeftOut> {
-    let clusters: HashSet<String> = out.clusters.iter().map(|c| c.name.clone()).collect();
+    let GatewayResources {
+        listeners,
+        route_configs,
+        clusters,
+        ..
+    } = out;
+    let clusters: ClusterNames<'_> = clusters.iter().map(|c| c.name.as_str()).collect();
     let mut changes = Vec::new();
-    let listeners = std::mem::take(&mut out.listeners);
-    for mut listener in listeners {
+    for mut listener in std::mem::take(listeners) {
         leave_out_observability(std::slice::from_mut(&mut listener), &clusters, &mut changes);
         let dangling = dangling_filters(&listener, &clusters);
         if dangling.is_empty() {
-            out.listeners.push(listener);
+            listeners.push(listener);
             continue;
         }
         let kept = previous
@@ -109,9 +115,9 @@ pub fn close(
                 effect,
             ));
         }
-        out.listeners.extend(kept);
+        listeners.extend(kept);
     }
-    for config in &mut out.route_configs {
+    for config in route_configs {
         close_routes(config, &clusters, already, &mut changes);
     }
     changes.sort();
@@ -161,7 +167,7 @@ fn change(resource: String, feature: String, missing: Vec<String>, effect: Effec
 /// Leaves out tracing and access logs naming missing clusters.
 fn leave_out_observability(
     listeners: &mut [Listener],
-    clusters: &HashSet<String>,
+    clusters: &ClusterNames<'_>,
     changes: &mut Vec<LeftOut>,
 ) {
     for listener in listeners.iter_mut() {
@@ -183,7 +189,7 @@ fn leave_out_observability(
 /// Drops the access logs naming missing clusters; returns whether any was dropped.
 fn retain_access_logs(
     logs: &mut Vec<AccessLog>,
-    clusters: &HashSet<String>,
+    clusters: &ClusterNames<'_>,
     resource: &str,
     changes: &mut Vec<LeftOut>,
 ) -> bool {
@@ -211,7 +217,7 @@ fn retain_access_logs(
 /// What the tracing of `hcm` is and the clusters it names that are not in `clusters`, if any are missing.
 fn dangling_tracing(
     hcm: &HttpConnectionManager,
-    clusters: &HashSet<String>,
+    clusters: &ClusterNames<'_>,
 ) -> Option<(String, Vec<String>)> {
     let provider = hcm.tracing.as_ref()?.provider.as_ref()?;
     let Some(TracerConfig::TypedConfig(tracer)) = provider.config_type.as_ref() else {
@@ -223,7 +229,10 @@ fn dangling_tracing(
 
 /// The filters of `listener` (network filters, and HTTP filters of its connection managers) naming missing
 /// clusters, each with those clusters.
-fn dangling_filters(listener: &Listener, clusters: &HashSet<String>) -> Vec<(String, Vec<String>)> {
+fn dangling_filters(
+    listener: &Listener,
+    clusters: &ClusterNames<'_>,
+) -> Vec<(String, Vec<String>)> {
     let mut found = Vec::new();
     let chains = listener
         .filter_chains
@@ -260,20 +269,12 @@ fn dangling_filters(listener: &Listener, clusters: &HashSet<String>) -> Vec<(Str
 /// virtual hosts `already` closed).
 fn close_routes(
     config: &mut RouteConfiguration,
-    clusters: &HashSet<String>,
+    clusters: &ClusterNames<'_>,
     already: Option<AlreadyClosed<'_>>,
     changes: &mut Vec<LeftOut>,
 ) {
     let resource = format!("route {}", config.name);
-    // Names of this configuration's virtual hosts built anew (`None`: every virtual host is to be closed).
-    let rebuilt: Option<HashSet<&str>> = already.map(|a| {
-        a.rebuilt
-            .iter()
-            .filter(|(route_config, _)| *route_config == config.name)
-            .map(|(_, vhost)| vhost.as_str())
-            .collect()
-    });
-    let is_closed = |vhost: &str| rebuilt.as_ref().is_some_and(|r| !r.contains(vhost));
+    let is_closed = |vhost: &str| already.is_some_and(|a| !a.rebuilt.contains(&config.name, vhost));
     if let Some(already) = already {
         let kept = already.previous.iter().filter(|change| {
             change.resource == resource
@@ -287,26 +288,29 @@ fn close_routes(
         });
         changes.extend(kept.cloned());
     }
-    let closed: Vec<bool> = config
-        .virtual_hosts
-        .iter()
-        .map(|host| is_closed(&host.name))
-        .collect();
-    // Runs over every route of every push: nothing is allocated for a route whose clusters all exist.
-    for (host, closed) in config.virtual_hosts.iter_mut().zip(closed) {
-        if closed {
+    // Runs over every route of every virtual host to close: nothing is allocated for a route whose clusters all
+    // exist.
+    let to_close: Vec<usize> = match already {
+        Some(already) => already.rebuilt.positions(&config.name).collect(),
+        None => (0..config.virtual_hosts.len()).collect(),
+    };
+    for at in to_close {
+        let Some(host) = config.virtual_hosts.get_mut(at) else {
             continue;
-        }
+        };
         for entry in &mut host.routes {
             let Some(route::Action::Route(action)) = &mut entry.action else {
                 continue;
             };
             let feature = || format!("virtual host {} route {}", host.name, entry.name);
             let mirrors = &mut action.request_mirror_policies;
-            if mirrors.iter().any(|m| !clusters.contains(&m.cluster)) {
+            if mirrors
+                .iter()
+                .any(|m| !clusters.contains(m.cluster.as_str()))
+            {
                 let what = format!("{} mirror", feature());
                 mirrors.retain(|mirror| {
-                    if clusters.contains(&mirror.cluster) {
+                    if clusters.contains(mirror.cluster.as_str()) {
                         return true;
                     }
                     changes.push(change(
@@ -319,13 +323,15 @@ fn close_routes(
                 });
             }
             let mut missing: Vec<String> = match &action.cluster_specifier {
-                Some(route_action::ClusterSpecifier::Cluster(name)) if !clusters.contains(name) => {
+                Some(route_action::ClusterSpecifier::Cluster(name))
+                    if !clusters.contains(name.as_str()) =>
+                {
                     vec![name.clone()]
                 }
                 Some(route_action::ClusterSpecifier::WeightedClusters(weighted)) => weighted
                     .clusters
                     .iter()
-                    .filter(|c| !clusters.contains(&c.name))
+                    .filter(|c| !clusters.contains(c.name.as_str()))
                     .map(|c| c.name.clone())
                     .collect(),
                 _ => Vec::new(),
@@ -351,10 +357,10 @@ fn close_routes(
 }
 
 /// The clusters `config` names that are not in `clusters`, sorted and without repeats.
-fn missing(config: &Any, clusters: &HashSet<String>) -> Vec<String> {
+fn missing(config: &Any, clusters: &ClusterNames<'_>) -> Vec<String> {
     let mut missing: Vec<String> = clusters_named(config)
         .into_iter()
-        .filter(|cluster| !clusters.contains(cluster))
+        .filter(|cluster| !clusters.contains(cluster.as_str()))
         .collect();
     missing.sort();
     missing.dedup();
@@ -562,7 +568,8 @@ mod tests {
             )
         };
         let previous = [report("kept"), report("gone")];
-        let rebuilt = HashSet::from([("http.80".to_string(), "new".to_string())]);
+        let mut rebuilt = RebuiltHosts::default();
+        rebuilt.insert("http.80", 1, "new");
         let already = AlreadyClosed {
             rebuilt: &rebuilt,
             previous: &previous,

@@ -5,8 +5,6 @@
 //! compressor's `content_type` (gzip; becomes `content_type_matcher` with one exact matcher per type, which
 //! Envoy compares with the response's content type without its parameters, as it did the list).
 
-use std::collections::HashSet;
-
 use envoy_types::pb::envoy::config::cluster::v3::Cluster;
 use envoy_types::pb::envoy::config::core::v3::Http1ProtocolOptions;
 use envoy_types::pb::envoy::extensions::upstreams::http::v3::{
@@ -16,7 +14,9 @@ use prost::Message;
 
 use envoy_types::pb::envoy::config::core::v3::header_value_option::HeaderAppendAction;
 use envoy_types::pb::envoy::config::core::v3::HeaderValueOption;
-use envoy_types::pb::envoy::config::route::v3::{route, route_action, RouteConfiguration};
+use envoy_types::pb::envoy::config::route::v3::{
+    route, route_action, RouteConfiguration, VirtualHost,
+};
 use envoy_types::pb::envoy::extensions::filters::http::compressor::v3::{compressor, Compressor};
 use envoy_types::pb::envoy::extensions::filters::network::http_connection_manager::v3::{
     http_filter, HttpConnectionManager,
@@ -25,10 +25,10 @@ use envoy_types::pb::envoy::r#type::matcher::v3::{string_matcher, StringMatcher}
 
 use super::envoy::{any, for_each_hcm};
 use super::policy::HTTP_PROTOCOL_OPTIONS;
-use super::types::GatewayResources;
+use super::types::{GatewayResources, RebuiltHosts};
 
 /// Moves every deprecated field patches set in `out` to its replacement (see the module docs).
-pub fn upgrade(out: &mut GatewayResources, rebuilt: Option<&HashSet<(String, String)>>) {
+pub fn upgrade(out: &mut GatewayResources, rebuilt: Option<&RebuiltHosts>) {
     out.clusters
         .iter_mut()
         .for_each(upgrade_http_protocol_options);
@@ -86,60 +86,57 @@ fn upgrade_http_protocol_options(cluster: &mut Cluster) {
 }
 
 /// Turns `append` into `append_action` on every header option of the route configuration, its virtual hosts,
-/// routes and weighted clusters (where `append_action` is not set too, which Envoy rejects either way).
-#[allow(deprecated)]
-/// Header options of a route configuration; with `rebuilt`, only of its virtual hosts in that set (the others are
-/// the call before's, upgraded then).
-fn upgrade_header_options(
-    config: &mut RouteConfiguration,
-    rebuilt: Option<&HashSet<(String, String)>>,
-) {
-    fn upgrade(options: &mut [HeaderValueOption]) {
-        for option in options {
-            let default_action =
-                option.append_action == HeaderAppendAction::AppendIfExistsOrAdd as i32;
-            if let (Some(append), true) = (option.append, default_action) {
-                option.append = None;
-                option.append_action = if append.value {
-                    HeaderAppendAction::AppendIfExistsOrAdd
-                } else {
-                    HeaderAppendAction::OverwriteIfExistsOrAdd
-                } as i32;
+/// routes and weighted clusters (where `append_action` is not set too, which Envoy rejects either way); with
+/// `rebuilt`, only on its virtual hosts in that set (the others are the call before's, upgraded then).
+fn upgrade_header_options(config: &mut RouteConfiguration, rebuilt: Option<&RebuiltHosts>) {
+    upgrade_headers(&mut config.request_headers_to_add);
+    upgrade_headers(&mut config.response_headers_to_add);
+    match rebuilt {
+        None => config.virtual_hosts.iter_mut().for_each(upgrade_host),
+        Some(rebuilt) => {
+            for at in rebuilt.positions(&config.name) {
+                if let Some(host) = config.virtual_hosts.get_mut(at) {
+                    upgrade_host(host);
+                }
             }
         }
     }
-    upgrade(&mut config.request_headers_to_add);
-    upgrade(&mut config.response_headers_to_add);
-    let wanted: Option<HashSet<&str>> = rebuilt.map(|r| {
-        r.iter()
-            .filter(|(route_config, _)| *route_config == config.name)
-            .map(|(_, vhost)| vhost.as_str())
-            .collect()
-    });
-    for host in &mut config.virtual_hosts {
-        if wanted
-            .as_ref()
-            .is_some_and(|w| !w.contains(host.name.as_str()))
-        {
-            continue;
+}
+
+/// Turns `append` into `append_action` on header options where `append_action` is the default.
+#[allow(deprecated)]
+fn upgrade_headers(options: &mut [HeaderValueOption]) {
+    for option in options {
+        let default_action = option.append_action == HeaderAppendAction::AppendIfExistsOrAdd as i32;
+        if let (Some(append), true) = (option.append, default_action) {
+            option.append = None;
+            option.append_action = if append.value {
+                HeaderAppendAction::AppendIfExistsOrAdd
+            } else {
+                HeaderAppendAction::OverwriteIfExistsOrAdd
+            } as i32;
         }
-        upgrade(&mut host.request_headers_to_add);
-        upgrade(&mut host.response_headers_to_add);
-        for r in &mut host.routes {
-            upgrade(&mut r.request_headers_to_add);
-            upgrade(&mut r.response_headers_to_add);
-            let Some(route::Action::Route(action)) = r.action.as_mut() else {
-                continue;
-            };
-            let Some(route_action::ClusterSpecifier::WeightedClusters(weighted)) =
-                action.cluster_specifier.as_mut()
-            else {
-                continue;
-            };
-            for cluster in &mut weighted.clusters {
-                upgrade(&mut cluster.request_headers_to_add);
-                upgrade(&mut cluster.response_headers_to_add);
-            }
+    }
+}
+
+/// [`upgrade_header_options`] of one virtual host and its routes.
+fn upgrade_host(host: &mut VirtualHost) {
+    upgrade_headers(&mut host.request_headers_to_add);
+    upgrade_headers(&mut host.response_headers_to_add);
+    for r in &mut host.routes {
+        upgrade_headers(&mut r.request_headers_to_add);
+        upgrade_headers(&mut r.response_headers_to_add);
+        let Some(route::Action::Route(action)) = r.action.as_mut() else {
+            continue;
+        };
+        let Some(route_action::ClusterSpecifier::WeightedClusters(weighted)) =
+            action.cluster_specifier.as_mut()
+        else {
+            continue;
+        };
+        for cluster in &mut weighted.clusters {
+            upgrade_headers(&mut cluster.request_headers_to_add);
+            upgrade_headers(&mut cluster.response_headers_to_add);
         }
     }
 }

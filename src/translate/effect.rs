@@ -22,7 +22,7 @@ use envoy_types::pb::envoy::config::route::v3::{RouteConfiguration, VirtualHost}
 use prost::Message;
 
 use super::dangling::LeftOut;
-use super::types::{FastMap, FastSet, GatewayResources, Options, Proxy};
+use super::types::{FastMap, FastSet, GatewayResources, Options, Proxy, RebuiltHosts};
 use super::Translator;
 use crate::envoy_proto::{to_dynamic, validate_message};
 use crate::model::{ConfigObject, Kind, ObjectKey, Snapshot, Spec};
@@ -117,8 +117,10 @@ type VhostKey = (String, String);
 
 /// What is known of `before` and `after` beyond the two outputs, so that comparing them costs what changed.
 struct Known<'a> {
-    /// Every virtual host not in this set is the same in both outputs.
-    vhosts: &'a HashSet<VhostKey>,
+    /// Per route configuration of `after`: the positions of the virtual hosts that may differ from `before`'s, in
+    /// ascending order; every other virtual host is the same in both outputs. Virtual host names are unique within
+    /// each configuration of `after` (as the translator's output has them when no EnvoyFilter patched it).
+    positions: &'a FastMap<String, Vec<usize>>,
     /// Where each name and domain of `before`'s route configurations is.
     index: &'a RouteIndex,
     /// The clusters are the same in both outputs.
@@ -361,9 +363,9 @@ fn check_route_config(
     }
 }
 
-/// [`check_route_config`] of a configuration in which only the virtual hosts `known` names may differ from `old`:
-/// costs one name lookup per virtual host plus what those hosts hold. A name or domain the candidates share with
-/// another virtual host is reported; a conflict among unchanged virtual hosts is not this change's.
+/// [`check_route_config`] of a configuration in which only the virtual hosts at the positions `known` gives may differ
+/// from `old`: costs what those hosts hold. A domain the candidates share with another virtual host is reported; a
+/// conflict among unchanged virtual hosts is not this change's.
 fn check_route_config_among(
     config: &RouteConfiguration,
     old: &RouteConfiguration,
@@ -371,30 +373,23 @@ fn check_route_config_among(
     out: &mut Vec<Rejection>,
     differing: &mut HashSet<VhostKey>,
 ) {
-    let wanted: FastSet<&str> = known
-        .vhosts
+    let Some(positions) = known.positions.get(&config.name) else {
+        return;
+    };
+    let candidates: Vec<usize> = positions
         .iter()
-        .filter(|(route_config, _)| *route_config == config.name)
-        .map(|(_, vhost)| vhost.as_str())
+        .copied()
+        .filter(|&position| position < config.virtual_hosts.len())
         .collect();
-    if wanted.is_empty() {
+    if candidates.is_empty() {
         return;
     }
+    let wanted: FastSet<&str> = candidates
+        .iter()
+        .map(|&position| config.virtual_hosts[position].name.as_str())
+        .collect();
     let resource = format!("route {}", config.name);
     let index = known.index.get(&config.name);
-    // Every virtual host named like a candidate: the candidates themselves, and their namesakes.
-    let mut first: FastMap<&str, usize> = FastMap::default();
-    let mut candidates = Vec::new();
-    for (position, host) in config.virtual_hosts.iter().enumerate() {
-        if !wanted.contains(host.name.as_str()) {
-            continue;
-        }
-        if first.insert(host.name.as_str(), position).is_some() {
-            out.push(name_used_twice(&resource, position, host));
-        } else {
-            candidates.push(position);
-        }
-    }
     let mut domains: FastMap<&str, &str> = FastMap::default();
     // (candidate position, domain, unchanged virtual host that had the domain in `old`).
     let mut suspects: Vec<(usize, &str, &str)> = Vec::new();
@@ -460,6 +455,34 @@ fn domain_used_twice(resource: &str, index: usize, domain: &str, other: &str) ->
 
 fn check_host(resource: &str, index: usize, host: &VirtualHost, out: &mut Vec<Rejection>) {
     check_message(host, resource, &format!("virtual_hosts[{index}]"), out);
+}
+
+/// The positions, per route configuration of `translator`'s last output, of the virtual hosts that may differ from the
+/// live output: those it rebuilt and those that differed after the call before (`differing`), wherever they are now.
+fn changed_positions(
+    translator: &Translator,
+    rebuilt: &RebuiltHosts,
+    differing: &HashSet<VhostKey>,
+) -> FastMap<String, Vec<usize>> {
+    let mut positions: FastMap<String, Vec<usize>> = FastMap::default();
+    let found = differing.iter().filter_map(|(config, vhost)| {
+        translator
+            .virtual_host_position(config, vhost)
+            .map(|position| (config.as_str(), position))
+    });
+    for (config, position) in rebuilt.iter().map(|(c, p, _)| (c, p)).chain(found) {
+        match positions.get_mut(config) {
+            Some(list) => list.push(position),
+            None => {
+                positions.insert(config.to_string(), vec![position]);
+            }
+        }
+    }
+    for list in positions.values_mut() {
+        list.sort_unstable();
+        list.dedup();
+    }
+    positions
 }
 
 /// Where each virtual host name and domain of an output's route configurations is, by configuration name.
@@ -622,12 +645,12 @@ impl EffectChecker {
             translator.translate(candidate, &proxy);
             // A virtual host differs from live only if this call rebuilt it or it differed after the last one;
             // the same holds for the clusters.
-            let vhosts: Option<HashSet<VhostKey>> = translator
+            let positions = translator
                 .rebuilt_virtual_hosts()
-                .map(|rebuilt| rebuilt.union(differing).cloned().collect());
+                .map(|rebuilt| changed_positions(translator, rebuilt, differing));
             let same_clusters = translator.reused_clusters() && !*clusters_differ;
-            let known = vhosts.as_ref().map(|vhosts| Known {
-                vhosts,
+            let known = positions.as_ref().map(|positions| Known {
+                positions,
                 index: live_index,
                 same_clusters,
             });
@@ -863,7 +886,8 @@ mod tests {
     }
 
     /// The incremental check sees a candidate's conflict with an unchanged virtual host that is still there, and
-    /// with another candidate, but not one with a virtual host the change removed.
+    /// with another candidate, but not one with a virtual host the change removed; it looks only at the positions it
+    /// is given.
     #[test]
     fn candidates_are_checked_against_the_unchanged_virtual_hosts_still_present() {
         let host = |name: &str, domain: &str| VirtualHost {
@@ -881,13 +905,13 @@ mod tests {
         };
         let before = config(vec![host("a", "a.example.com"), host("b", "b.example.com")]);
         let index = route_index(&before);
-        let check = |after: &GatewayResources, changed: &[&str]| {
-            let vhosts: HashSet<VhostKey> = changed
-                .iter()
-                .map(|name| ("http.80".to_string(), name.to_string()))
-                .collect();
+        let check = |after: &GatewayResources, changed: &[usize]| {
+            let positions: FastMap<String, Vec<usize>> =
+                [("http.80".to_string(), changed.to_vec())]
+                    .into_iter()
+                    .collect();
             let known = Known {
-                vhosts: &vhosts,
+                positions: &positions,
                 index: &index,
                 same_clusters: true,
             };
@@ -899,32 +923,25 @@ mod tests {
             host("b", "b.example.com"),
             host("c", "a.example.com"),
         ]);
-        let checked = check(&after, &["c"]);
+        let checked = check(&after, &[2]);
         assert_eq!(checked.rejections.len(), 1, "{:?}", checked.rejections);
         assert_eq!(checked.rejections[0].path, "virtual_hosts[2].domains");
         assert!(checked.rejections[0].message.contains("\"a\""));
         assert!(checked.differing.contains(&("http.80".into(), "c".into())));
         // The same domain, but `a` is gone: accepted.
         let after = config(vec![host("b", "b.example.com"), host("c", "a.example.com")]);
-        assert_eq!(check(&after, &["c"]).rejections, Vec::new());
-        // Two candidates with one domain, and a candidate named like an unchanged virtual host.
+        assert_eq!(check(&after, &[1]).rejections, Vec::new());
+        // Two candidates with one domain, and a changed one that takes a domain nobody has.
         let after = config(vec![
             host("a", "a.example.com"),
-            host("b", "b.example.com"),
+            host("b", "e.example.com"),
             host("c", "c.example.com"),
             host("d", "c.example.com"),
-            host("b", "e.example.com"),
         ]);
-        let paths: Vec<String> = check(&after, &["c", "d", "b"])
-            .rejections
-            .into_iter()
-            .map(|r| r.path)
-            .collect();
-        assert_eq!(
-            paths,
-            ["virtual_hosts[3].domains", "virtual_hosts[4].name"],
-            "{paths:?}"
-        );
+        let checked = check(&after, &[1, 2, 3]);
+        let paths: Vec<&str> = checked.rejections.iter().map(|r| r.path.as_str()).collect();
+        assert_eq!(paths, ["virtual_hosts[3].domains"], "{paths:?}");
+        assert!(checked.differing.contains(&("http.80".into(), "b".into())));
     }
 
     #[test]

@@ -16,8 +16,9 @@
 //! (gateways have no source workload), redirect `derivePort` and retry `retryRemoteLocalities`. Subsets of Kubernetes Services select
 //! endpoints by the labels of their EndpointSlice (see [`services`]).
 //!
-//! [`Translator`] keeps the routes of each VirtualService between calls, keyed by the object's `Arc`, so a
-//! change to one VirtualService re-translates only that one.
+//! [`Translator`] keeps, per route configuration, the routes of each VirtualService bound to it (keyed by the
+//! object's `Arc`) and the hosts they go to, so a change to one VirtualService re-translates only that one and
+//! rebuilds only the virtual hosts of its hosts; finding what changed costs a pointer comparison per VirtualService.
 //!
 //! Where things live: [`types`] (the value types every module shares; imports nothing else of `translate`),
 //! [`gateway`] (servers a proxy gets), [`listener`] (listeners, their filter chains and the gateway's authn/authz
@@ -25,8 +26,9 @@
 //! assignment), [`services`] (the service registry), [`policy`] (DestinationRules), [`secret`] (SDS),
 //! [`authn`]/[`authz`]/[`ext_authz`] (RequestAuthentication, AuthorizationPolicy), [`telemetry`], [`envoy_filter`]
 //! and [`higress`] (patches), [`dangling`], [`deprecated`] and [`effect`] (checks on the output); `cache` holds what
-//! the translator's cached parts were built from; `translator` walks a snapshot through them, call by call
-//! ([`Translator`], [`translate`]). No module imports one that imports it back.
+//! the translator's cached parts were built from, `route_table` what each route configuration was built from;
+//! `translator` walks a snapshot through them, call by call ([`Translator`], [`translate`]). No module imports one
+//! that imports it back.
 
 pub mod authn;
 pub mod authz;
@@ -46,6 +48,7 @@ pub mod naming;
 pub mod output;
 pub mod policy;
 pub mod route;
+mod route_table;
 pub mod secret;
 pub mod services;
 pub mod telemetry;
@@ -53,7 +56,7 @@ mod translator;
 pub mod types;
 
 pub use translator::{translate, Translator};
-pub use types::{ClusterRef, GatewayResources, Options, Proxy};
+pub use types::{ClusterRef, GatewayResources, Options, Proxy, RebuiltHosts};
 
 #[cfg(test)]
 mod tests;

@@ -2,7 +2,7 @@
 //! HTTP rules (matches, forwarding, redirects, direct responses, rewrites, retries, faults, mirrors, CORS,
 //! header operations, delegation) plus the TCP/TLS destinations of its L4 rules, with every cluster they name.
 
-use std::collections::{BTreeSet, HashMap, HashSet};
+use std::collections::{BTreeSet, HashMap};
 use std::sync::Arc;
 
 use base64::Engine;
@@ -845,47 +845,26 @@ pub fn route_match(m: &HttpMatchRequest) -> RouteMatch {
     }
 }
 
-/// What one virtual host is built from: its host, whether it requires TLS, and the routes of each
-/// VirtualService bound to it, in order.
-#[derive(Debug)]
-pub(crate) struct VhostPlan {
-    pub host: String,
-    pub redirect: bool,
-    pub sources: Vec<Arc<HttpRoutes>>,
-}
-
-impl VhostPlan {
-    /// Whether `other` builds the same virtual host: the same host, redirect and routes (by address).
-    pub(crate) fn builds_the_same(&self, other: &VhostPlan) -> bool {
-        self.host == other.host
-            && self.redirect == other.redirect
-            && self.sources.len() == other.sources.len()
-            && self
-                .sources
-                .iter()
-                .zip(&other.sources)
-                .all(|(a, b)| Arc::ptr_eq(a, b))
-    }
-}
-
-/// Builds a virtual host from its plan. Istio keeps rule order but moves catch-all routes behind the
-/// others.
-pub(crate) fn virtual_host(plan: &VhostPlan, port: u32) -> VirtualHost {
-    let (specific, catch_all): (Vec<&Route>, Vec<&Route>) = plan
-        .sources
-        .iter()
+/// Builds the virtual host of `host` on `port` from the routes of the VirtualServices bound to it, in order;
+/// `redirect` makes it require TLS. Istio keeps rule order but moves catch-all routes behind the others.
+pub(crate) fn virtual_host<'a>(
+    host: &str,
+    redirect: bool,
+    sources: impl Iterator<Item = &'a HttpRoutes>,
+    port: u32,
+) -> VirtualHost {
+    let (specific, catch_all): (Vec<&Route>, Vec<&Route>) = sources
         .flat_map(|routes| routes.routes.iter())
         .partition(|r| !is_catch_all(r));
-    let host = &plan.host;
     VirtualHost {
         name: naming::virtual_host(host, port),
         domains: if host == "*" {
             vec!["*".into()]
         } else {
-            vec![host.clone(), format!("{host}:*")]
+            vec![host.to_string(), format!("{host}:*")]
         },
         routes: specific.into_iter().chain(catch_all).cloned().collect(),
-        require_tls: if plan.redirect {
+        require_tls: if redirect {
             virtual_host::TlsRequirementType::All as i32
         } else {
             virtual_host::TlsRequirementType::None as i32
@@ -895,84 +874,26 @@ pub(crate) fn virtual_host(plan: &VhostPlan, port: u32) -> VirtualHost {
     }
 }
 
-/// Builds the route configuration `name` from the plans of its virtual hosts, reusing the virtual hosts of
-/// `previous` (the last output's configuration of that name, with its plans) whose plan is unchanged, and the
-/// blackhole when there is none; adds each virtual host built anew to `rebuilt` as (configuration, virtual host).
+/// A route configuration named `name` holding `virtual_hosts` (Istio's settings for gateway routes).
 pub(crate) fn route_configuration(
-    name: &str,
-    port: u32,
-    plans: &[VhostPlan],
-    previous: Option<(RouteConfiguration, Vec<VhostPlan>)>,
-    rebuilt: &mut HashSet<(String, String)>,
+    name: String,
+    virtual_hosts: Vec<VirtualHost>,
 ) -> RouteConfiguration {
-    let mut config = RouteConfiguration {
-        name: name.to_string(),
+    RouteConfiguration {
+        name,
         validate_clusters: Some(BoolValue { value: false }),
+        virtual_hosts,
         ..Default::default()
-    };
-    let previous = previous
-        .filter(|(previous, previous_plans)| previous.virtual_hosts.len() == previous_plans.len());
-    let mut rebuild = |plan: &VhostPlan| {
-        let vhost = virtual_host(plan, port);
-        rebuilt.insert((name.to_string(), vhost.name.clone()));
-        vhost
-    };
-    let virtual_hosts = match previous {
-        // The same hosts as last time (the common case): only the changed virtual hosts are replaced,
-        // in place.
-        Some((previous, previous_plans))
-            if previous_plans.len() == plans.len()
-                && previous_plans
-                    .iter()
-                    .zip(plans)
-                    .all(|(a, b)| a.host == b.host) =>
-        {
-            let mut hosts = previous.virtual_hosts;
-            for ((old, plan), vhost) in previous_plans.iter().zip(plans).zip(&mut hosts) {
-                if !old.builds_the_same(plan) {
-                    *vhost = rebuild(plan);
-                }
-            }
-            hosts
-        }
-        // The last call's plans and virtual hosts, in the same host order as `plans` (both come from a
-        // map sorted by host): one merge walk pairs them, moving each reusable virtual host once.
-        previous => {
-            let mut previous_hosts = previous
-                .map(|(previous, previous_plans)| {
-                    previous_plans.into_iter().zip(previous.virtual_hosts)
-                })
-                .into_iter()
-                .flatten()
-                .peekable();
-            let mut virtual_hosts = Vec::with_capacity(plans.len());
-            for plan in plans {
-                while previous_hosts
-                    .next_if(|(old, _)| old.host < plan.host)
-                    .is_some()
-                {}
-                let reused = previous_hosts.next_if(|(old, _)| old.builds_the_same(plan));
-                virtual_hosts.push(match reused {
-                    Some((_, vhost)) => vhost,
-                    None => rebuild(plan),
-                });
-            }
-            virtual_hosts
-        }
-    };
-    config.virtual_hosts = virtual_hosts;
-    if config.virtual_hosts.is_empty() {
-        let vhost = blackhole(port);
-        rebuilt.insert((name.to_string(), vhost.name.clone()));
-        config.virtual_hosts.push(vhost);
     }
-    config
 }
+
+/// The name (before `:<port>`) of the virtual host of a port without any other.
+pub(crate) const BLACKHOLE: &str = "blackhole";
 
 /// Istio's answer for a port without any virtual host: 404 for everything.
 pub(crate) fn blackhole(port: u32) -> VirtualHost {
     VirtualHost {
-        name: format!("blackhole:{port}"),
+        name: format!("{BLACKHOLE}:{port}"),
         domains: vec!["*".into()],
         routes: vec![Route {
             name: "block_all".into(),

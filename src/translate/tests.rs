@@ -92,7 +92,7 @@ fn cached_translation_equals_fresh_translation_after_changes() {
     assert_eq!(incremental, translate(&second, &proxy()));
     let paths = format!("{:?}", incremental.route_configs);
     assert!(paths.contains("/a2") && !paths.contains("\"/a\""));
-    assert_eq!(translator.routes.len(), 2, "stale entries are evicted");
+    assert_eq!(translator.tables["http.80"].len(), 2);
 }
 
 #[test]
@@ -362,7 +362,7 @@ fn rebuilt_virtual_hosts_cover_every_change() {
         for (key, host) in &now {
             if previous.get(key) != Some(host) {
                 assert!(
-                    rebuilt.contains(key),
+                    rebuilt.contains(&key.0, &key.1),
                     "step {index}: {key:?} changed but was not rebuilt"
                 );
             }
@@ -370,8 +370,229 @@ fn rebuilt_virtual_hosts_cover_every_change() {
         let untouched = ("http.80".to_string(), "b.example.com:80".to_string());
         if index < 3 {
             assert!(now.contains_key(&untouched));
-            assert!(!rebuilt.contains(&untouched), "step {index}: {rebuilt:?}");
+            assert!(
+                !rebuilt.contains(&untouched.0, &untouched.1),
+                "step {index}: {rebuilt:?}"
+            );
         }
         previous = now;
+    }
+}
+
+/// A small deterministic generator (a linear congruential one), so the sequence below is the same on every run.
+struct Lcg(u64);
+
+impl Lcg {
+    fn below(&mut self, n: usize) -> usize {
+        self.0 = self
+            .0
+            .wrapping_mul(6_364_136_223_846_793_005)
+            .wrapping_add(1_442_695_040_888_963_407);
+        ((self.0 >> 33) % n as u64) as usize
+    }
+
+    fn pick<'a>(&mut self, items: &[&'a str]) -> &'a str {
+        items[self.below(items.len())]
+    }
+
+    /// Between one and `max` distinct items of `items`.
+    fn some<'a>(&mut self, items: &[&'a str], max: usize) -> Vec<&'a str> {
+        let mut out: Vec<&str> = (0..=self.below(max)).map(|_| self.pick(items)).collect();
+        out.sort_unstable();
+        out.dedup();
+        out
+    }
+}
+
+/// A VirtualService with what the route tables key on drawn at random: namespace, creation time (Istio order),
+/// exportTo, hosts (shared, wildcard, short), gateways, and rules that route, or delegate to another
+/// VirtualService of the pool.
+fn random_vs(rng: &mut Lcg, index: usize) -> Arc<ConfigObject> {
+    let namespace = if index % 4 == 3 { "other" } else { "apps" };
+    let hosts = rng.some(
+        &[
+            "a.example.com",
+            "b.example.com",
+            "*.example.com",
+            "c.example.org",
+            "secure.example.com",
+            "web",
+        ],
+        2,
+    );
+    let gateways = rng.some(&["istio-system/gw-a", "istio-system/gw-b", "mesh"], 2);
+    let export_to: Vec<&str> = match rng.below(6) {
+        0 => vec!["."],
+        1 => vec!["istio-system"],
+        2 => vec!["*"],
+        _ => Vec::new(),
+    };
+    let rules: Vec<Value> = (0..=rng.below(2))
+        .map(|r| {
+            let prefix = format!("/{}/{}", rng.below(4), r);
+            match rng.below(5) {
+                0 => json!({"match": [{"uri": {"prefix": prefix}}],
+                            "delegate": {"name": format!("v{}", rng.below(POOL)), "namespace": "apps"}}),
+                1 => json!({"route": [{"destination": {"host": "web", "subset": rng.pick(&["v1", "v2"])}}]}),
+                _ => json!({"match": [{"uri": {"prefix": prefix}}],
+                            "route": [{"destination": {"host": rng.pick(&["web", "external.example.org"])}}]}),
+            }
+        })
+        .collect();
+    object(json!({
+        "apiVersion": "networking.istio.io/v1", "kind": "VirtualService",
+        "metadata": {"name": format!("v{index}"), "namespace": namespace,
+                     "creationTimestamp": format!("2026-01-0{}T00:00:00Z", 1 + rng.below(3))},
+        "spec": {"hosts": hosts, "gateways": gateways, "exportTo": export_to, "http": rules}
+    }))
+}
+
+/// VirtualServices the random sequence draws from.
+const POOL: usize = 90;
+
+fn named_gateway(name: &str, servers: Value) -> Arc<ConfigObject> {
+    object(json!({
+        "apiVersion": "networking.istio.io/v1", "kind": "Gateway",
+        "metadata": {"name": name, "namespace": "istio-system"},
+        "spec": {"selector": {"istio": "ingressgateway"}, "servers": servers}
+    }))
+}
+
+/// The second Gateway: its plain-HTTP server on port 80 shares `http.80` with `gw-a`'s, and may redirect to HTTPS.
+fn gateway_b(redirect: bool, hosts: &[&str]) -> Arc<ConfigObject> {
+    named_gateway(
+        "gw-b",
+        json!([{"port": {"number": 80, "name": "http-b", "protocol": "HTTP"}, "hosts": hosts,
+                "tls": {"httpsRedirect": redirect}}]),
+    )
+}
+
+/// A long random sequence of changes to VirtualServices (one, a few, or more than a route table updates in place),
+/// Gateways, DestinationRules, ServiceEntries and EnvoyFilters: after every step the caching translator's output
+/// equals a fresh translation, and every virtual host that differs from the step before is among those it reports
+/// rebuilt.
+#[test]
+fn random_changes_give_the_fresh_translation() {
+    let mut rng = Lcg(15);
+    let gateway_a = named_gateway(
+        "gw-a",
+        json!([
+            {"port": {"number": 80, "name": "http", "protocol": "HTTP"}, "hosts": ["*"]},
+            {"port": {"number": 443, "name": "https", "protocol": "HTTPS"},
+             "hosts": ["secure.example.com", "apps/*.example.com"],
+             "tls": {"mode": "SIMPLE", "credentialName": "cert"}}
+        ]),
+    );
+    let mut objects: BTreeMap<ObjectKey, Arc<ConfigObject>> = BTreeMap::new();
+    fn put(objects: &mut BTreeMap<ObjectKey, Arc<ConfigObject>>, object: Arc<ConfigObject>) {
+        objects.insert(object.key(), object);
+    }
+    for o in [
+        gateway_a,
+        gateway_b(true, &["a.example.com", "*/c.example.org"]),
+        service("web", 80),
+        destination_rule(&["v1", "v2"], 5),
+        service_entry("192.0.2.1"),
+        secret("cert", "Y2VydA=="),
+    ] {
+        put(&mut objects, o);
+    }
+    for index in 0..POOL / 3 {
+        put(&mut objects, random_vs(&mut rng, index));
+    }
+    fn vhosts(out: &GatewayResources) -> BTreeMap<(String, String), VirtualHost> {
+        out.route_configs
+            .iter()
+            .flat_map(|c| {
+                c.virtual_hosts
+                    .iter()
+                    .map(|h| ((c.name.clone(), h.name.clone()), h.clone()))
+            })
+            .collect()
+    }
+    let mut translator = Translator::new(Options::default());
+    let mut previous: Option<GatewayResources> = None;
+    for step in 0..400 {
+        let what = match rng.below(20) {
+            0..=8 => {
+                let index = rng.below(POOL);
+                put(&mut objects, random_vs(&mut rng, index));
+                format!("VirtualService v{index} put")
+            }
+            9..=11 => {
+                let index = rng.below(POOL);
+                let namespace = if index % 4 == 3 { "other" } else { "apps" };
+                let key = ObjectKey::new(Kind::VirtualService, namespace, format!("v{index}"));
+                objects.remove(&key);
+                format!("VirtualService v{index} removed")
+            }
+            12 => {
+                for _ in 0..3 {
+                    let index = rng.below(POOL);
+                    put(&mut objects, random_vs(&mut rng, index));
+                }
+                "three VirtualServices put".into()
+            }
+            13 => {
+                for index in 0..POOL {
+                    put(&mut objects, random_vs(&mut rng, index));
+                }
+                "every VirtualService put".into()
+            }
+            14 => {
+                let hosts = rng.some(&["a.example.com", "*/c.example.org", "*"], 2);
+                put(&mut objects, gateway_b(rng.below(2) == 0, &hosts));
+                "gw-b changed".into()
+            }
+            15 => {
+                let subsets = rng.some(&["v1", "v2"], 2);
+                put(&mut objects, destination_rule(&subsets, 5));
+                "DestinationRule changed".into()
+            }
+            16 => {
+                put(
+                    &mut objects,
+                    service_entry(rng.pick(&["192.0.2.1", "192.0.2.2"])),
+                );
+                "ServiceEntry changed".into()
+            }
+            17 => {
+                put(&mut objects, envoy_filter("f", rng.pick(&["3s", "4s"])));
+                "EnvoyFilter put".into()
+            }
+            18 => {
+                objects.remove(&ObjectKey::new(Kind::EnvoyFilter, "istio-system", "f"));
+                "EnvoyFilter removed".into()
+            }
+            _ => "nothing changed".into(),
+        };
+        let snapshot = snapshot_of(objects.values().cloned());
+        let fresh = translate(&snapshot, &proxy());
+        let cached = translator.translate(&snapshot, &proxy());
+        assert_eq!(cached, &fresh, "step {step}: {what}");
+        if let (Some(previous), Some(rebuilt)) = (&previous, translator.rebuilt_virtual_hosts()) {
+            let before = vhosts(previous);
+            for (key, host) in vhosts(&fresh) {
+                assert!(
+                    before.get(&key) == Some(&host) || rebuilt.contains(&key.0, &key.1),
+                    "step {step}: {what}: {key:?} changed but was not rebuilt"
+                );
+            }
+            for (config, at, name) in rebuilt.iter() {
+                let found = fresh
+                    .route_configs
+                    .iter()
+                    .find(|c| c.name == config)
+                    .and_then(|c| c.virtual_hosts.get(at))
+                    .map(|h| h.name.as_str());
+                assert_eq!(
+                    found,
+                    Some(name),
+                    "step {step}: {what}: position {at} of {config}"
+                );
+                assert_eq!(translator.virtual_host_position(config, name), Some(at));
+            }
+        }
+        previous = Some(fresh);
     }
 }

@@ -2,24 +2,29 @@
 //! keeping what it built (routes per VirtualService, clusters, virtual hosts) so the next call redoes only what
 //! changed; yields the proxy's [`GatewayResources`]. [`translate`] is the one-shot form.
 
-use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
+use std::cell::OnceCell;
+use std::collections::{BTreeSet, HashMap, HashSet};
 use std::sync::Arc;
 
 use envoy_types::pb::envoy::config::route::v3::RouteConfiguration;
 
-use crate::model::{ConfigObject, Kind, Snapshot, Spec};
+use crate::model::{ConfigObject, Kind, ObjectKey, Snapshot, Spec};
 
-use super::cache::{CachedRoutes, ClusterInputs, Inputs};
+use super::cache::{ClusterInputs, Inputs, VirtualServices};
 use super::gateway::{BoundServer, ServerKind};
 use super::listener::{Chain, ChainAction};
 use super::policy::Policies;
-use super::route::{Env, HttpRoutes, Scope, VhostPlan};
+use super::route::Env;
+use super::route_table::{visible, RouteTable, TableInputs};
 use super::services::Registry;
-use super::types::{ClusterRef, GatewayResources, Options, Proxy};
+use super::types::{ClusterRef, GatewayResources, Options, Proxy, RebuiltHosts};
 use super::{
     cluster, dangling, deprecated, envoy_filter, gateway, higress, listener, naming, route, secret,
     telemetry,
 };
+
+/// Above this many VirtualServices changed since the last call, route tables are built whole rather than updated.
+const MAX_UPDATED: usize = 64;
 
 impl Default for Options {
     fn default() -> Self {
@@ -41,8 +46,10 @@ pub fn translate(snapshot: &Snapshot, proxy: &Proxy) -> GatewayResources {
 /// rebuilds only when what they were built from changed (objects compared by address):
 /// - the service registry (Services, ServiceEntries, EndpointSlices, WorkloadEntries) and the
 ///   DestinationRule policies;
-/// - the routes of each VirtualService per gateway and port (invalidated by its delegates, Services,
-///   ServiceEntries and DestinationRules);
+/// - per route configuration, a route table (`route_table`): the routes of each VirtualService bound to it per
+///   gateway (invalidated by its delegates, Services, ServiceEntries and DestinationRules) and which hosts they go
+///   to. A call finds the VirtualServices that changed since the last one (a pointer comparison per VirtualService)
+///   and updates only the hosts they touch;
 /// - each virtual host of its last output (rebuilt when the routes of one of its VirtualServices are);
 /// - the clusters and load assignments of its last output;
 /// - the EnvoyFilters built from higress-config.
@@ -53,8 +60,6 @@ pub fn translate(snapshot: &Snapshot, proxy: &Proxy) -> GatewayResources {
 pub struct Translator {
     options: Options,
     proxy: Option<Proxy>,
-    /// Number of the current call.
-    call: u64,
     /// Services and ServiceEntries the registry and the cached routes were built from.
     services: Inputs,
     /// EndpointSlices and WorkloadEntries the registry was built from.
@@ -65,19 +70,19 @@ pub struct Translator {
     policies: Option<Arc<Policies>>,
     /// Names of the clusters the services define, for `registry` and `policies`.
     defined: Arc<HashSet<String>>,
-    /// Cached routes by VirtualService address.
-    pub(super) routes: HashMap<usize, Vec<CachedRoutes>>,
-    /// Plans of the virtual hosts of each route configuration in `out`, in the same order.
-    plans: HashMap<String, Vec<VhostPlan>>,
+    /// The VirtualServices of the last call.
+    virtual_services: VirtualServices,
+    /// What each route configuration of `out` was built from, by name.
+    pub(super) tables: HashMap<String, RouteTable>,
     /// What the clusters in `out` were built from; `None` when they must be rebuilt.
     clusters: Option<ClusterInputs>,
     /// The higress-config object and the EnvoyFilters built from it.
     higress: Option<(Arc<ConfigObject>, Vec<ConfigObject>)>,
     /// What the EnvoyFilters changed in `out`.
     touched: envoy_filter::Touched,
-    /// Virtual hosts (route configuration, name) the last call built anew; `None` when any may differ from the
-    /// call before (EnvoyFilters patched route configurations or clusters).
-    rebuilt: Option<HashSet<(String, String)>>,
+    /// Virtual hosts the last call built anew; `None` when any may differ from the call before (EnvoyFilters
+    /// patched route configurations or clusters).
+    rebuilt: Option<RebuiltHosts>,
     /// Whether the last call kept the clusters and load assignments of the call before.
     clusters_reused: bool,
     /// The last output.
@@ -93,27 +98,29 @@ struct Context<'a> {
     /// Names of the clusters the services define.
     defined: Arc<HashSet<String>>,
     domain_suffix: &'a str,
-    /// VirtualServices visible to the proxy namespace, in Istio order.
-    virtual_services: Vec<&'a Arc<ConfigObject>>,
+    /// Keys of the VirtualServices added, changed or removed since the last call; `None` when unknown or too many.
+    changed: Option<Vec<ObjectKey>>,
+    /// VirtualServices visible to the proxy namespace, in Istio order (built when first needed).
+    virtual_services: OnceCell<Vec<&'a Arc<ConfigObject>>>,
 }
 
 /// What one call accumulates while it walks the gateway servers.
 #[derive(Default)]
 struct Pass {
     route_configs: Vec<RouteConfiguration>,
-    /// Plans of the virtual hosts of each route configuration built.
-    plans: HashMap<String, Vec<VhostPlan>>,
-    /// Route configurations of the last output whose virtual hosts may be reused, with their plans.
-    previous: HashMap<String, (RouteConfiguration, Vec<VhostPlan>)>,
+    /// The table of each route configuration built.
+    tables: HashMap<String, RouteTable>,
+    /// Route configurations of the last output whose virtual hosts may be reused.
+    previous: HashMap<String, RouteConfiguration>,
     /// Clusters named by routes that services may not define.
     referenced: BTreeSet<ClusterRef>,
     /// Secrets the servers terminate TLS with.
     credentials: BTreeSet<String>,
-    /// Virtual hosts (route configuration, name) built anew rather than reused.
-    rebuilt: HashSet<(String, String)>,
+    /// Virtual hosts built anew rather than reused.
+    rebuilt: RebuiltHosts,
 }
 
-impl Context<'_> {
+impl<'a> Context<'a> {
     /// What routes depend on besides their VirtualService.
     fn env(&self) -> Env<'_> {
         Env {
@@ -130,13 +137,29 @@ impl Context<'_> {
             namespace: &self.proxy.namespace,
         }
     }
-}
 
-fn exported_to(export_to: &[String], own: &str, namespace: &str) -> bool {
-    export_to.is_empty()
-        || export_to
-            .iter()
-            .any(|e| e == "*" || e == namespace || (e == "." && own == namespace))
+    /// What route tables read.
+    fn table_inputs(&self) -> TableInputs<'_> {
+        TableInputs {
+            snapshot: self.snapshot,
+            env: self.env(),
+            defined: &self.defined,
+            proxy_namespace: &self.proxy.namespace,
+        }
+    }
+
+    /// The VirtualServices visible to the proxy namespace, in Istio order.
+    fn virtual_services(&self) -> &[&'a Arc<ConfigObject>] {
+        self.virtual_services.get_or_init(|| {
+            let mut virtual_services: Vec<&Arc<ConfigObject>> = self
+                .snapshot
+                .of_kind(Kind::VirtualService)
+                .filter(|object| visible(object, &self.proxy.namespace).is_some())
+                .collect();
+            virtual_services.sort_by(|a, b| gateway::istio_order(a, b));
+            virtual_services
+        })
+    }
 }
 
 impl Translator {
@@ -167,7 +190,6 @@ impl Translator {
                 ..Default::default()
             };
         }
-        self.call += 1;
         let services_changed = self
             .services
             .update(snapshot, &[Kind::Service, Kind::ServiceEntry]);
@@ -187,8 +209,9 @@ impl Translator {
         if self.registry.is_none() || services_changed || endpoints_changed || rules_changed {
             self.clusters = None;
         }
+        let changed = self.virtual_services.update(snapshot, MAX_UPDATED);
         if self.registry.is_none() || services_changed || rules_changed {
-            self.routes.clear();
+            self.tables.clear();
             let mut defined = HashSet::new();
             cluster::for_each_service_cluster(
                 &registry,
@@ -202,15 +225,6 @@ impl Translator {
         }
         self.registry = Some(Arc::clone(&registry));
         self.policies = Some(Arc::clone(&policies));
-        let mut virtual_services: Vec<&Arc<ConfigObject>> = snapshot
-            .of_kind(Kind::VirtualService)
-            .filter(|object| {
-                route::vs_spec(object).is_some_and(|vs| {
-                    exported_to(&vs.export_to, &object.metadata.namespace, &proxy.namespace)
-                })
-            })
-            .collect();
-        virtual_services.sort_by(|a, b| gateway::istio_order(a, b));
         let cx = Context {
             snapshot,
             proxy,
@@ -218,7 +232,8 @@ impl Translator {
             policies,
             defined: Arc::clone(&self.defined),
             domain_suffix: &domain_suffix,
-            virtual_services,
+            changed,
+            virtual_services: OnceCell::new(),
         };
         let previous = std::mem::take(&mut self.out);
         let mut pass = Pass::default();
@@ -226,14 +241,10 @@ impl Translator {
         // virtual host; then no virtual host counts as unchanged.
         let patched_before = self.touched.route_configs || self.touched.clusters;
         if !self.touched.route_configs {
-            let mut plans = std::mem::take(&mut self.plans);
             pass.previous = previous
                 .route_configs
                 .into_iter()
-                .filter_map(|config| {
-                    let plan = plans.remove(&config.name)?;
-                    Some((config.name.clone(), (config, plan)))
-                })
+                .map(|config| (config.name.clone(), config))
                 .collect();
         }
         let mut out = GatewayResources::default();
@@ -253,13 +264,8 @@ impl Translator {
                     .push(listener::listener(port, chains, &shared));
             }
         }
-        let call = self.call;
-        self.routes.retain(|_, entries| {
-            entries.retain(|entry| entry.call == call);
-            !entries.is_empty()
-        });
         out.route_configs = pass.route_configs;
-        self.plans = pass.plans;
+        self.tables = pass.tables;
         let mut credentials = pass.credentials;
         let extra: BTreeSet<ClusterRef> = pass
             .referenced
@@ -321,11 +327,18 @@ impl Translator {
         &self.out
     }
 
-    /// The virtual hosts (route configuration name, virtual host name) the last [`Translator::translate`] built
-    /// anew; every other virtual host of its output is the one of the call before, unchanged. `None` when that
-    /// does not hold (EnvoyFilters patched route configurations or clusters), or before the first call.
-    pub fn rebuilt_virtual_hosts(&self) -> Option<&HashSet<(String, String)>> {
+    /// The virtual hosts the last [`Translator::translate`] built anew; every other virtual host of its output is
+    /// the one of the call before, unchanged. `None` when that does not hold (EnvoyFilters patched route
+    /// configurations or clusters), or before the first call.
+    pub fn rebuilt_virtual_hosts(&self) -> Option<&RebuiltHosts> {
         self.rebuilt.as_ref()
+    }
+
+    /// The position of the virtual host `name` in the route configuration `route_config` of the last output, when
+    /// [`Translator::rebuilt_virtual_hosts`] is known (no EnvoyFilter patched route configurations or clusters).
+    pub fn virtual_host_position(&self, route_config: &str, name: &str) -> Option<usize> {
+        self.rebuilt.as_ref()?;
+        self.tables.get(route_config)?.position_of(name)
     }
 
     /// Whether the clusters and load assignments of the last [`Translator::translate`]'s output are the call
@@ -429,7 +442,7 @@ impl Translator {
                 }
                 ServerKind::Passthrough => {
                     chains.extend(listener::passthrough_chains(
-                        &cx.virtual_services,
+                        cx.virtual_services(),
                         &cx.env(),
                         server,
                         &mut pass.referenced,
@@ -447,7 +460,7 @@ impl Translator {
                         None => None,
                     };
                     if let Some(clusters) = listener::tcp_destinations(
-                        &cx.virtual_services,
+                        cx.virtual_services(),
                         &cx.env(),
                         server,
                         &mut pass.referenced,
@@ -468,8 +481,9 @@ impl Translator {
         chains
     }
 
-    /// Builds one route configuration from the HTTP(S) servers that share it, reusing the virtual hosts
-    /// of the last output whose plan is unchanged.
+    /// Builds one route configuration from the HTTP(S) servers that share it: updates its route table with the
+    /// VirtualServices that changed and rebuilds only the virtual hosts they touch, or builds the table whole
+    /// (reusing the routes and virtual hosts of the old one that did not change).
     fn route_config(
         &mut self,
         cx: &Context<'_>,
@@ -478,126 +492,40 @@ impl Translator {
         servers: &[&BoundServer],
         pass: &mut Pass,
     ) -> RouteConfiguration {
-        let mut vhosts: BTreeMap<String, (Vec<Arc<HttpRoutes>>, bool)> = BTreeMap::new();
-        let mut seen: HashSet<(String, usize)> = HashSet::new();
-        for server in servers {
-            let redirect = server.kind == ServerKind::Http
-                && server.tls().and_then(|t| t.https_redirect).unwrap_or(false);
-            if redirect {
-                for host in server.server().into_iter().flat_map(|s| s.hosts.iter()) {
-                    let (_, host) = gateway::split_server_host(host, server.namespace());
-                    vhosts.entry(host.to_string()).or_default().1 = true;
+        let inputs = cx.table_inputs();
+        let previous = pass
+            .previous
+            .remove(&name)
+            .map(|config| config.virtual_hosts);
+        let old = self.tables.remove(&name);
+        let (table, virtual_hosts) = match (old, &cx.changed) {
+            (Some(mut table), Some(changed)) if table.serves(servers) => match previous {
+                Some(mut virtual_hosts) if table.matches(&virtual_hosts) => {
+                    table.update(
+                        &inputs,
+                        changed,
+                        &name,
+                        Some(&mut virtual_hosts),
+                        &mut pass.rebuilt,
+                    );
+                    (table, virtual_hosts)
                 }
+                _ => {
+                    table.update(&inputs, changed, &name, None, &mut pass.rebuilt);
+                    let virtual_hosts = table.assemble(&name, None, &mut pass.rebuilt);
+                    (table, virtual_hosts)
+                }
+            },
+            (old, _) => {
+                let table =
+                    RouteTable::build(&inputs, port, servers, cx.virtual_services(), old.as_ref());
+                let virtual_hosts =
+                    table.assemble(&name, old.as_ref().zip(previous), &mut pass.rebuilt);
+                (table, virtual_hosts)
             }
-            let scope = Scope {
-                port,
-                gateway_namespace: server.namespace(),
-                gateway_name: server.name(),
-            };
-            for object in &cx.virtual_services {
-                let Some(vs) = route::vs_spec(object) else {
-                    continue;
-                };
-                let ns = object.metadata.namespace.as_str();
-                if !route::binds_gateway(&vs.gateways, ns, &scope) {
-                    continue;
-                }
-                let resolved: Vec<String> = vs
-                    .hosts
-                    .iter()
-                    .map(|h| naming::resolve_short_name(h, ns, cx.domain_suffix))
-                    .collect();
-                let hosts = gateway::server_vs_hosts(server, ns, &resolved);
-                if hosts.is_empty() {
-                    continue;
-                }
-                let routes = self.vs_routes(cx, object, &scope, &mut pass.referenced);
-                for host in hosts {
-                    // One server yields each host of a VirtualService once; servers sharing the route
-                    // configuration may yield it again.
-                    if servers.len() > 1
-                        && !seen.insert((host.clone(), Arc::as_ptr(object) as usize))
-                    {
-                        continue;
-                    }
-                    let entry = vhosts.entry(host).or_default();
-                    entry.0.push(Arc::clone(&routes));
-                    entry.1 |= redirect;
-                }
-            }
-        }
-        let plans: Vec<VhostPlan> = vhosts
-            .into_iter()
-            .map(|(host, (sources, redirect))| VhostPlan {
-                host,
-                redirect,
-                sources,
-            })
-            .collect();
-        let previous = pass.previous.remove(&name);
-        let config = route::route_configuration(&name, port, &plans, previous, &mut pass.rebuilt);
-        pass.plans.insert(name, plans);
-        config
-    }
-
-    /// Returns the routes of a VirtualService in a scope, from the cache when the object and its delegates
-    /// are unchanged, and adds the clusters they name that no service defines to `referenced`.
-    fn vs_routes(
-        &mut self,
-        cx: &Context<'_>,
-        object: &Arc<ConfigObject>,
-        scope: &Scope<'_>,
-        referenced: &mut BTreeSet<ClusterRef>,
-    ) -> Arc<HttpRoutes> {
-        let Some(vs) = route::vs_spec(object) else {
-            return Arc::default();
         };
-        let delegates = route::delegate_objects(cx.snapshot, vs, &object.metadata.namespace);
-        let call = self.call;
-        let entries = self.routes.entry(Arc::as_ptr(object) as usize).or_default();
-        if let Some(cached) = entries.iter_mut().find(|c| c.is_for(object, scope)) {
-            if cached.has_delegates(&delegates) {
-                cached.call = call;
-                referenced.extend(cached.undefined.iter().cloned());
-                return Arc::clone(&cached.routes);
-            }
-        }
-        let env = cx.env();
-        let snapshot = cx.snapshot;
-        let lookup = move |ns: &str, name: &str| {
-            snapshot
-                .get(&crate::model::ObjectKey::new(
-                    Kind::VirtualService,
-                    ns,
-                    name,
-                ))
-                .and_then(|o| route::vs_spec(o))
-        };
-        let routes = Arc::new(route::http_routes(
-            vs,
-            &object.metadata.namespace,
-            scope,
-            &env,
-            &lookup,
-        ));
-        let undefined: Vec<ClusterRef> = routes
-            .clusters
-            .iter()
-            .filter(|c| !cx.defined.contains(&c.name()))
-            .cloned()
-            .collect();
-        referenced.extend(undefined.iter().cloned());
-        entries.retain(|c| !c.is_for(object, scope));
-        entries.push(CachedRoutes {
-            object: Arc::clone(object),
-            gateway_namespace: scope.gateway_namespace.to_string(),
-            gateway_name: scope.gateway_name.to_string(),
-            port: scope.port,
-            delegates,
-            routes: Arc::clone(&routes),
-            undefined,
-            call,
-        });
-        routes
+        pass.referenced.extend(table.undefined().cloned());
+        pass.tables.insert(name.clone(), table);
+        route::route_configuration(name, virtual_hosts)
     }
 }

@@ -1,6 +1,6 @@
 //! The translation's value types (pure, importing nothing else of `translate`): the proxy a translation is for,
 //! the resources it produces, its options, the clusters routes name, the upstream endpoints
-//! clusters are built from and what was left out. Every other
+//! clusters are built from, what was left out and which virtual hosts a call rebuilt. Every other
 //! translate module builds on these; behaviour lives beside the code that uses them.
 
 use std::collections::{BTreeMap, HashMap, HashSet};
@@ -120,6 +120,50 @@ pub(crate) type FastMap<K, V> = HashMap<K, V, ahash::RandomState>;
 
 /// The set counterpart of [`FastMap`].
 pub(crate) type FastSet<T> = HashSet<T, ahash::RandomState>;
+
+/// The virtual hosts one call of the caching translator built anew, per route configuration; every other virtual
+/// host of its output is the call before's, unchanged. Each is known by its position in the configuration's
+/// `virtual_hosts` (so passes over the output visit only these) and by its name.
+#[derive(Debug, Clone, Default)]
+pub struct RebuiltHosts(FastMap<String, Vec<(usize, String)>>);
+
+impl RebuiltHosts {
+    /// Records the virtual host `name`, at `position` of the route configuration `route_config`.
+    pub fn insert(&mut self, route_config: &str, position: usize, name: &str) {
+        match self.0.get_mut(route_config) {
+            Some(hosts) => hosts.push((position, name.to_string())),
+            None => {
+                self.0
+                    .insert(route_config.to_string(), vec![(position, name.to_string())]);
+            }
+        }
+    }
+
+    /// The positions of the virtual hosts rebuilt in `route_config`.
+    pub fn positions(&self, route_config: &str) -> impl Iterator<Item = usize> + '_ {
+        self.0
+            .get(route_config)
+            .into_iter()
+            .flatten()
+            .map(|(position, _)| *position)
+    }
+
+    /// Whether the virtual host `name` of `route_config` was rebuilt.
+    pub fn contains(&self, route_config: &str, name: &str) -> bool {
+        self.0
+            .get(route_config)
+            .is_some_and(|hosts| hosts.iter().any(|(_, host)| host == name))
+    }
+
+    /// Every rebuilt virtual host, as (route configuration, position, virtual host name).
+    pub fn iter(&self) -> impl Iterator<Item = (&str, usize, &str)> + '_ {
+        self.0.iter().flat_map(|(config, hosts)| {
+            hosts
+                .iter()
+                .map(move |(position, host)| (config.as_str(), *position, host.as_str()))
+        })
+    }
+}
 
 /// A cluster a route names: destination host, port and subset.
 #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash)]

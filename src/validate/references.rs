@@ -17,10 +17,10 @@
 //!
 //! An object silences codes with Istio's `galley.istio.io/analyze-suppress` annotation (comma-separated codes).
 //! Each check looks at what the object names, so its cost grows with the object plus, for IST0109, the
-//! VirtualServices of the same Gateways.
+//! VirtualServices that claim its hosts on its Gateways (found in [`HostClaims`], built once per config).
 
 use std::cell::OnceCell;
-use std::collections::{HashMap, HashSet};
+use std::collections::HashSet;
 use std::fmt;
 
 use ahash::{AHashMap, AHashSet};
@@ -61,18 +61,61 @@ impl fmt::Display for Reference {
     }
 }
 
+/// Which VirtualServices claim which host on which Gateway (hosts resolved), what IST0109 looks up: built once per
+/// config rather than walking every VirtualService for each object checked.
+#[derive(Debug, Default)]
+pub struct HostClaims(AHashMap<ObjectKey, AHashMap<String, Vec<ObjectKey>>>);
+
+impl HostClaims {
+    /// The claims of the VirtualServices of `config`; `domain_suffix` completes short Service names.
+    pub fn new(config: &Snapshot, domain_suffix: &str) -> Self {
+        let mut claims = HostClaims::default();
+        for object in config.of_kind(Kind::VirtualService) {
+            let Spec::VirtualService(vs) = &object.spec else {
+                continue;
+            };
+            let namespace = &object.metadata.namespace;
+            for gateway in &vs.gateways {
+                let hosts = claims.0.entry(gateway_key(gateway, namespace)).or_default();
+                for host in &vs.hosts {
+                    let claimants = hosts
+                        .entry(resolve(host, namespace, domain_suffix))
+                        .or_default();
+                    if claimants.last() != Some(&object.key()) {
+                        claimants.push(object.key());
+                    }
+                }
+            }
+        }
+        claims
+    }
+
+    /// The VirtualServices that claim `host` (resolved) on `gateway`.
+    fn claimants(&self, gateway: &ObjectKey, host: &str) -> &[ObjectKey] {
+        self.0
+            .get(gateway)
+            .and_then(|hosts| hosts.get(host))
+            .map_or(&[], Vec::as_slice)
+    }
+}
+
 /// The reference problems of `object` within `config` (which should hold it), minus the codes its
-/// [`SUPPRESS_ANNOTATION`] silences. `domain_suffix` completes short Service names (`cluster.local`).
+/// [`SUPPRESS_ANNOTATION`] silences. `domain_suffix` completes short Service names (`cluster.local`). `claims`, when
+/// given, must have been built from `config`, or from a config that differs from it only in `object`'s key (as the
+/// live config differs from a candidate); otherwise they are built from `config` when needed.
 pub fn check_references(
     config: &Snapshot,
     object: &ConfigObject,
     domain_suffix: &str,
+    claims: Option<&HostClaims>,
 ) -> Vec<Reference> {
     let registry = Registry {
         config,
         domain_suffix,
         entry_hosts: OnceCell::new(),
         subsets: OnceCell::new(),
+        given_claims: claims,
+        claims: OnceCell::new(),
     };
     let mut out = Vec::new();
     match &object.spec {
@@ -206,6 +249,10 @@ struct Registry<'a> {
     entry_hosts: OnceCell<HostIndex>,
     /// The subsets DestinationRules define.
     subsets: OnceCell<Subsets>,
+    /// The host claims the caller built.
+    given_claims: Option<&'a HostClaims>,
+    /// The host claims of `config`, when none were given.
+    claims: OnceCell<HostClaims>,
 }
 
 /// The subsets DestinationRules define, by (resolved host in lower case, subset) for exact hosts and by subset for
@@ -217,13 +264,15 @@ struct Subsets {
 }
 
 impl<'a> Registry<'a> {
-    /// A name without dots is a Service in `namespace` (as Istio resolves destination hosts).
     fn resolve(&self, host: &str, namespace: &str) -> String {
-        if host.contains('.') || host.contains('*') {
-            host.to_string()
-        } else {
-            format!("{host}.{namespace}.svc.{}", self.domain_suffix)
-        }
+        resolve(host, namespace, self.domain_suffix)
+    }
+
+    fn claims(&self) -> &HostClaims {
+        self.given_claims.unwrap_or_else(|| {
+            self.claims
+                .get_or_init(|| HostClaims::new(self.config, self.domain_suffix))
+        })
     }
 
     /// Whether a Service (by its FQDN) or a ServiceEntry host provides `host` (already resolved).
@@ -379,39 +428,30 @@ impl<'a> Registry<'a> {
         out: &mut Vec<Reference>,
     ) {
         let namespace = &object.metadata.namespace;
-        // Each resolved host of `vs`, with its index.
-        let own: HashMap<String, usize> = vs
+        // Each resolved host of `vs`, with its index (the last one when a host repeats).
+        let own: AHashMap<String, usize> = vs
             .hosts
             .iter()
             .enumerate()
             .map(|(index, h)| (self.resolve(h, namespace), index))
             .collect();
-        for other in self.config.of_kind(Kind::VirtualService) {
-            let Spec::VirtualService(other_vs) = &other.spec else {
-                continue;
-            };
-            let other_ns = &other.metadata.namespace;
-            if (other_ns, &other.metadata.name) == (namespace, &object.metadata.name)
-                || !other_vs
-                    .gateways
-                    .iter()
-                    .any(|g| names_gateway(g, other_ns, gateway))
-            {
-                continue;
-            }
-            for host in &other_vs.hosts {
-                let resolved = self.resolve(host, other_ns);
-                let Some(&index) = own.get(&resolved) else {
+        for (resolved, index) in &own {
+            for other in self.claims().claimants(gateway, resolved) {
+                if (&other.namespace, &other.name) == (namespace, &object.metadata.name) {
                     continue;
-                };
+                }
                 out.push(Reference {
                     code: CONFLICTING_VIRTUAL_SERVICE_HOSTS,
                     field: format!("spec.hosts[{index}]"),
                     message: format!(
-                        "The VirtualServices {namespace}/{}, {other_ns}/{} associated with gateway {}/{} define the \
+                        "The VirtualServices {namespace}/{}, {}/{} associated with gateway {}/{} define the \
                          same host {resolved} which can lead to undefined behavior. This can be fixed by merging \
                          the conflicting VirtualServices into a single resource.",
-                        object.metadata.name, other.metadata.name, gateway.namespace, gateway.name
+                        object.metadata.name,
+                        other.namespace,
+                        other.name,
+                        gateway.namespace,
+                        gateway.name
                     ),
                 });
             }
@@ -448,20 +488,20 @@ impl<'a> Registry<'a> {
     }
 }
 
+/// A name without dots is a Service in `namespace` (as Istio resolves destination hosts).
+fn resolve(host: &str, namespace: &str, domain_suffix: &str) -> String {
+    if host.contains('.') || host.contains('*') {
+        host.to_string()
+    } else {
+        format!("{host}.{namespace}.svc.{domain_suffix}")
+    }
+}
+
 /// The key of the Gateway a VirtualService in `namespace` names (`name` or `namespace/name`).
 fn gateway_key(name: &str, namespace: &str) -> ObjectKey {
     match name.split_once('/') {
         Some((ns, name)) => ObjectKey::new(Kind::Gateway, ns, name),
         None => ObjectKey::new(Kind::Gateway, namespace, name),
-    }
-}
-
-/// Whether `name`, in a VirtualService in `namespace`, names the Gateway `key` ([`gateway_key`] without allocating;
-/// it runs for every VirtualService of each review).
-fn names_gateway(name: &str, namespace: &str, key: &ObjectKey) -> bool {
-    match name.split_once('/') {
-        Some((ns, name)) => ns == key.namespace && name == key.name,
-        None => namespace == key.namespace && name == key.name,
     }
 }
 
@@ -594,11 +634,11 @@ mod tests {
         );
         let snapshot = config(&[gw.clone(), dr, secret, service("web"), api.clone()]);
         assert_eq!(
-            check_references(&snapshot, &api, "cluster.local"),
+            check_references(&snapshot, &api, "cluster.local", None),
             Vec::new()
         );
         assert_eq!(
-            check_references(&snapshot, &gw, "cluster.local"),
+            check_references(&snapshot, &gw, "cluster.local", None),
             Vec::new()
         );
     }
@@ -611,7 +651,7 @@ mod tests {
             json!([{"destination": {"host": "nowhere"}}, {"destination": {"host": "web", "subset": "v9"}}]),
         );
         let alone = config(&[service("web"), api.clone()]);
-        let found = check_references(&alone, &api, "cluster.local");
+        let found = check_references(&alone, &api, "cluster.local", None);
         assert_eq!(
             codes(&found),
             [
@@ -630,7 +670,12 @@ mod tests {
             json!(["*"]),
             json!({"mode": "SIMPLE", "credentialName": "cert"}),
         );
-        let found = check_references(&config(std::slice::from_ref(&gw)), &gw, "cluster.local");
+        let found = check_references(
+            &config(std::slice::from_ref(&gw)),
+            &gw,
+            "cluster.local",
+            None,
+        );
         assert_eq!(
             codes(&found),
             [("IST0101", "spec.servers[0].tls.credentialName")]
@@ -652,6 +697,7 @@ mod tests {
             &config(&[service("web"), api.clone()]),
             &api,
             "cluster.local",
+            None,
         );
         let messages: Vec<(&str, &str)> = found
             .iter()
@@ -677,6 +723,33 @@ mod tests {
         );
     }
 
+    /// Claims built from the live config serve a candidate that replaces one object: the object's own claims there
+    /// (from its old version) are not conflicts, and the answer is the one of claims built from the candidate.
+    #[test]
+    fn claims_of_the_live_config_answer_for_a_candidate() {
+        let gw = gateway(
+            json!(["*"]),
+            json!({"mode": "SIMPLE", "credentialName": "cert"}),
+        );
+        let to = json!([{"destination": {"host": "web"}}]);
+        let first = vs("first", json!(["a.example.com"]), to.clone());
+        let old = vs("second", json!(["b.example.com"]), to.clone());
+        let live = config(&[gw.clone(), service("web"), first.clone(), old]);
+        let claims = HostClaims::new(&live, "cluster.local");
+        for hosts in [
+            json!(["a.example.com"]),
+            json!(["b.example.com"]),
+            json!(["web"]),
+        ] {
+            let second = vs("second", hosts, to.clone());
+            let candidate = config(&[gw.clone(), service("web"), first.clone(), second.clone()]);
+            assert_eq!(
+                check_references(&candidate, &second, "cluster.local", Some(&claims)),
+                check_references(&candidate, &second, "cluster.local", None),
+            );
+        }
+    }
+
     #[test]
     fn a_host_the_gateway_does_not_serve_is_ist0132_and_a_shared_host_is_ist0109() {
         let gw = gateway(
@@ -687,7 +760,7 @@ mod tests {
         let first = vs("first", json!(["a.example.com"]), to.clone());
         let second = vs("second", json!(["a.example.com", "b.other.org"]), to);
         let snapshot = config(&[gw, service("web"), first, second.clone()]);
-        let found = check_references(&snapshot, &second, "cluster.local");
+        let found = check_references(&snapshot, &second, "cluster.local", None);
         assert_eq!(
             codes(&found),
             [("IST0109", "spec.hosts[0]"), ("IST0132", "spec.hosts")]
@@ -712,7 +785,12 @@ mod tests {
             "spec": {"hosts": ["x"], "gateways": ["gw"], "http": [{"route": [{"destination": {"host": "nowhere"}}]}]}}),
         );
         assert_eq!(
-            check_references(&config(std::slice::from_ref(&api)), &api, "cluster.local"),
+            check_references(
+                &config(std::slice::from_ref(&api)),
+                &api,
+                "cluster.local",
+                None
+            ),
             Vec::new()
         );
     }
@@ -726,6 +804,7 @@ mod tests {
             &config(std::slice::from_ref(&higress)),
             &higress,
             "cluster.local",
+            None,
         );
         assert_eq!(
             codes(&found),
@@ -752,7 +831,7 @@ mod tests {
         );
         let all = [mesh.clone(), custom("authz"), telemetry.clone()];
         let cfg = config(&all);
-        let check = |o: &ConfigObject| check_references(&cfg, o, "cluster.local");
+        let check = |o: &ConfigObject| check_references(&cfg, o, "cluster.local", None);
         assert!(check(&custom("authz")).is_empty());
         assert_eq!(
             codes(&check(&custom("other"))),
