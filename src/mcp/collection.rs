@@ -1,10 +1,12 @@
-//! MCP collections (pure): takes a [`Kind`] and yields the collection name (the xDS type URL) it is served under
+//! MCP collections (pure): takes a [`Kind`] and yields the collection names (the xDS type URLs) it is served under
 //! and the full name of the proto message that carries its spec; and takes a collection name back to its kind.
 //!
 //! A collection is `group/version/Kind`, as istiod's MCP client asks for it (`pkg/adsc` in istio/istio: a
 //! config schema's `GroupVersionKind().String()`). Since Istio 1.24 that is the kind's newest version
 //! (`networking.istio.io/v1/VirtualService`); older istiods ask for `v1alpha3`/`v1beta1` networking,
 //! `v1beta1` security and `v1alpha1` telemetry. The Higress kinds follow the same rule with their CRD versions.
+
+use std::sync::LazyLock;
 
 use crate::model::Kind;
 
@@ -31,45 +33,41 @@ pub const SERVED: &[Kind] = &[
     Kind::HigressWasmPlugin,
 ];
 
-/// Returns the collection a kind is served under (`networking.istio.io/v1/VirtualService`), or `None` for a
-/// kind that is not served.
+/// Every collection name a subscriber may ask for, with its kind: each kind of [`SERVED`] in each API version it is
+/// served in, newest first (`networking.istio.io/v1/VirtualService`, then `…/v1beta1/…` and `…/v1alpha3/…`). The
+/// body message is the same in all of a kind's versions.
+pub fn collections() -> &'static [(Kind, String)] {
+    static ALL: LazyLock<Vec<(Kind, String)>> = LazyLock::new(|| {
+        SERVED
+            .iter()
+            .flat_map(|&kind| {
+                let info = kind.info();
+                info.versions
+                    .iter()
+                    .map(move |version| (kind, format!("{}/{version}/{}", info.group, info.kind)))
+            })
+            .collect()
+    });
+    &ALL
+}
+
+/// Returns the collection a kind is served under, its newest version (`networking.istio.io/v1/VirtualService`),
+/// or `None` for a kind that is not served.
 pub fn collection(kind: Kind) -> Option<&'static str> {
-    Some(match kind {
-        Kind::VirtualService => "networking.istio.io/v1/VirtualService",
-        Kind::DestinationRule => "networking.istio.io/v1/DestinationRule",
-        Kind::Gateway => "networking.istio.io/v1/Gateway",
-        Kind::ServiceEntry => "networking.istio.io/v1/ServiceEntry",
-        Kind::Sidecar => "networking.istio.io/v1/Sidecar",
-        Kind::EnvoyFilter => "networking.istio.io/v1alpha3/EnvoyFilter",
-        Kind::WorkloadEntry => "networking.istio.io/v1/WorkloadEntry",
-        Kind::WorkloadGroup => "networking.istio.io/v1/WorkloadGroup",
-        Kind::ProxyConfig => "networking.istio.io/v1beta1/ProxyConfig",
-        Kind::AuthorizationPolicy => "security.istio.io/v1/AuthorizationPolicy",
-        Kind::PeerAuthentication => "security.istio.io/v1/PeerAuthentication",
-        Kind::RequestAuthentication => "security.istio.io/v1/RequestAuthentication",
-        Kind::Telemetry => "telemetry.istio.io/v1/Telemetry",
-        Kind::IstioWasmPlugin => "extensions.istio.io/v1alpha1/WasmPlugin",
-        Kind::TrafficExtension => "extensions.istio.io/v1alpha1/TrafficExtension",
-        Kind::McpBridge => "networking.higress.io/v1/McpBridge",
-        Kind::Http2Rpc => "networking.higress.io/v1/Http2Rpc",
-        Kind::HigressWasmPlugin => "extensions.higress.io/v1alpha1/WasmPlugin",
-        Kind::HigressConfig
-        | Kind::MeshConfig
-        | Kind::Service
-        | Kind::EndpointSlice
-        | Kind::Secret => return None,
-    })
+    collections()
+        .iter()
+        .find(|(served, _)| *served == kind)
+        .map(|(_, name)| name.as_str())
 }
 
 /// Returns the served kind of a collection name. Every version the kind is served in is accepted
 /// (`networking.istio.io/v1alpha3/VirtualService` as well as `…/v1/…`), since an older istiod asks for the older
-/// names and the body message is the same in all of them.
+/// names.
 pub fn kind_of(collection: &str) -> Option<Kind> {
-    let (group_version, kind_name) = collection.rsplit_once('/')?;
-    let (group, version) = group_version.split_once('/')?;
-    let kind = Kind::from_group_kind(group, kind_name)?;
-    let served = body_message(kind).is_some() && kind.info().versions.contains(&version);
-    served.then_some(kind)
+    collections()
+        .iter()
+        .find(|(_, name)| name == collection)
+        .map(|(kind, _)| *kind)
 }
 
 /// Returns the full name of the proto message that carries a served kind's spec in an MCP resource body
@@ -106,7 +104,7 @@ pub fn body_message(kind: Kind) -> Option<&'static str> {
 mod tests {
     use super::*;
 
-    /// The table agrees with the kind metadata: group, newest version and kind name.
+    /// A kind is served under its group, newest version and kind name.
     #[test]
     fn collections_are_group_newest_version_kind() {
         for &kind in SERVED {
@@ -114,6 +112,19 @@ mod tests {
             let expected = format!("{}/{}/{}", info.group, info.versions[0], info.kind);
             assert_eq!(collection(kind), Some(expected.as_str()));
         }
+        assert_eq!(
+            collection(Kind::VirtualService),
+            Some("networking.istio.io/v1/VirtualService")
+        );
+        assert_eq!(
+            collection(Kind::EnvoyFilter),
+            Some("networking.istio.io/v1alpha3/EnvoyFilter")
+        );
+        assert_eq!(collection(Kind::Secret), None);
+        assert!(
+            collections().len() < 64,
+            "the xDS server keeps sets of collections in a u64"
+        );
     }
 
     #[test]

@@ -16,5 +16,5 @@ pub mod pb;
 pub mod resource;
 pub mod timestamp;
 
-pub use collection::{body_message, collection, kind_of, SERVED};
+pub use collection::{body_message, collection, collections, kind_of, SERVED};
 pub use resource::{decode, encode, Error, Result};

@@ -22,7 +22,7 @@ use envoy_types::pb::envoy::service::discovery::v3::{
 
 use super::metrics::Api;
 use super::names::NameSet;
-use super::resources::{parse_version, Encoded, GroupConfig, ResourceType, TypeResources};
+use super::resources::{parse_version, Encoded, GroupConfig, ResourceType, TypeResources, TypeSet};
 use super::sotw::WILDCARD;
 use super::status::Version;
 use super::stream::{parse_nonce, Protocol, StreamBase};
@@ -397,12 +397,7 @@ impl Protocol for DeltaStream {
 
     fn new(base: StreamBase) -> Self {
         DeltaStream {
-            types: base
-                .family
-                .types()
-                .iter()
-                .map(|_| TypeState::default())
-                .collect(),
+            types: base.family.per_type(),
             base,
         }
     }
@@ -440,23 +435,19 @@ impl Protocol for DeltaStream {
 
     fn on_push(&mut self, config: &GroupConfig) -> Vec<WireMessage> {
         let mut out = Vec::new();
-        // Bit `index` set: that type was just sent.
-        let mut sent = 0u64;
+        // The types just sent.
+        let mut sent = TypeSet::default();
         for &kind in self.base.family.types() {
             let state = &mut self.types[kind.index()];
             if !state.requested {
                 continue;
             }
-            if kind
-                .depends_on()
-                .iter()
-                .any(|d| sent & (1 << d.index()) != 0)
-            {
+            if sent.contains_any(kind.depends_on()) {
                 // Rejected resources are retried, unchanged, once something they depend on was just sent.
                 state.rejected.clear();
             }
             if let Some(response) = self.diff(kind, config, false) {
-                sent |= 1 << kind.index();
+                sent.insert(kind);
                 out.push(response);
                 self.base
                     .metrics

@@ -40,6 +40,11 @@ impl Family {
         }
     }
 
+    /// A default `T` per type of the family, indexed by [`ResourceType::index`].
+    pub fn per_type<T: Default>(self) -> Vec<T> {
+        self.types().iter().map(|_| T::default()).collect()
+    }
+
     /// Name shown in `/debug/syncz` and logs.
     pub fn as_str(self) -> &'static str {
         match self {
@@ -49,29 +54,16 @@ impl Family {
     }
 }
 
-/// Every MCP collection name a subscriber may ask for: each kind of [`crate::mcp::SERVED`] in each API version
-/// it is served in, so an older istiod asking for `networking.istio.io/v1alpha3/VirtualService` is answered under
-/// that name, with the same resources as `networking.istio.io/v1/VirtualService`.
-static MCP_COLLECTIONS: LazyLock<Vec<(Kind, String)>> = LazyLock::new(|| {
-    crate::mcp::SERVED
-        .iter()
-        .flat_map(|&kind| {
-            let info = kind.info();
-            info.versions
-                .iter()
-                .map(move |version| (kind, format!("{}/{version}/{}", info.group, info.kind)))
-        })
-        .collect()
-});
-
-/// One MCP collection name (see [`MCP_COLLECTIONS`]), by its position.
+/// One MCP collection name, by its position in [`crate::mcp::collections`] (every served kind in every API version,
+/// so an older istiod asking for `networking.istio.io/v1alpha3/VirtualService` is answered under that name, with the
+/// same resources as `networking.istio.io/v1/VirtualService`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub struct McpCollection(u8);
 
 impl McpCollection {
     /// Every collection name, in a stable order.
     pub fn all() -> impl Iterator<Item = McpCollection> {
-        (0..MCP_COLLECTIONS.len()).filter_map(|i| u8::try_from(i).ok().map(McpCollection))
+        (0..crate::mcp::collections().len()).filter_map(|i| u8::try_from(i).ok().map(McpCollection))
     }
 
     /// Looks a collection up by its name.
@@ -81,12 +73,28 @@ impl McpCollection {
 
     /// The kind whose objects the collection holds.
     pub fn kind(self) -> Kind {
-        MCP_COLLECTIONS[usize::from(self.0)].0
+        crate::mcp::collections()[usize::from(self.0)].0
     }
 
     /// The collection's name (`group/version/Kind`), its type URL.
     pub fn name(self) -> &'static str {
-        &MCP_COLLECTIONS[usize::from(self.0)].1
+        &crate::mcp::collections()[usize::from(self.0)].1
+    }
+}
+
+/// A set of types of one family (each family has fewer than 64, see [`ResourceType::index`]).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct TypeSet(u64);
+
+impl TypeSet {
+    /// Adds `kind`.
+    pub fn insert(&mut self, kind: ResourceType) {
+        self.0 |= 1 << kind.index();
+    }
+
+    /// Whether any of `kinds` is in the set.
+    pub fn contains_any(self, kinds: &[ResourceType]) -> bool {
+        kinds.iter().any(|kind| self.0 & (1 << kind.index()) != 0)
     }
 }
 
@@ -336,7 +344,7 @@ impl GroupConfig {
             snapshot_version: 0,
             published: Instant::now(),
             family,
-            types: family.types().iter().map(|_| Arc::default()).collect(),
+            types: family.per_type(),
         }
     }
 

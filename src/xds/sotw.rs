@@ -20,7 +20,7 @@ use envoy_types::pb::envoy::service::discovery::v3::{DiscoveryRequest, Discovery
 use super::metrics::Api;
 use super::names::NameSet;
 use super::resources::{
-    set_version, version_string, Encoded, GroupConfig, ResourceType, TypeResources,
+    set_version, version_string, Encoded, GroupConfig, ResourceType, TypeResources, TypeSet,
 };
 use super::status::Version;
 use super::stream::{parse_nonce, Protocol, StreamBase};
@@ -173,12 +173,7 @@ impl Protocol for SotwStream {
 
     fn new(base: StreamBase) -> Self {
         SotwStream {
-            types: base
-                .family
-                .types()
-                .iter()
-                .map(|_| TypeState::default())
-                .collect(),
+            types: base.family.per_type(),
             base,
         }
     }
@@ -225,23 +220,19 @@ impl Protocol for SotwStream {
 
     fn on_push(&mut self, config: &GroupConfig) -> Vec<WireMessage> {
         let mut out = Vec::new();
-        // Bit `index` set: that type was just sent.
-        let mut sent = 0u64;
+        // The types just sent.
+        let mut sent = TypeSet::default();
         for &kind in self.base.family.types() {
             let state = &self.types[kind.index()];
             if !state.requested || state.last_nonce == 0 {
                 continue;
             }
             // A rejected response is retried, unchanged, once something it depends on was just sent.
-            let retry = state.nacked
-                && kind
-                    .depends_on()
-                    .iter()
-                    .any(|d| sent & (1 << d.index()) != 0);
+            let retry = state.nacked && sent.contains_any(kind.depends_on());
             if !retry && state.sent_version == Some(state.desired_version(config.of(kind))) {
                 continue;
             }
-            sent |= 1 << kind.index();
+            sent.insert(kind);
             out.push(self.response(kind, config));
             self.base
                 .metrics
