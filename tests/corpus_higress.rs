@@ -3,7 +3,8 @@
 //! ConfigMap; the verdict must match and an invalid case's first error must be Higress's exact string.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-use std::path::PathBuf;
+#[path = "support/corpus.rs"]
+mod corpus;
 
 use admitpilot::model::decode::DecodeOptions;
 use admitpilot::validate::validate_document;
@@ -18,11 +19,6 @@ struct Case {
     #[serde(default)]
     error: Option<String>,
     input: serde_yaml_ng::Value,
-}
-
-fn corpus_dir() -> Option<PathBuf> {
-    let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../shared/corpus/higress");
-    dir.is_dir().then_some(dir)
 }
 
 /// The `higress` data key for a case: a YAML string input is the raw text, anything else is serialized.
@@ -44,8 +40,7 @@ fn configmap(higress: String) -> Value {
 
 #[test]
 fn every_corpus_case_matches_higress() {
-    let Some(dir) = corpus_dir() else {
-        println!("skipped: shared corpus not found beside the checkout");
+    let Some(dir) = corpus::corpus_dir("higress") else {
         return;
     };
     let text = std::fs::read_to_string(dir.join("cases.yaml")).unwrap();
@@ -124,8 +119,7 @@ fn the_typo_case_warns_with_a_suggestion() {
 /// Higress's built-in defaults, with nothing to report.
 #[test]
 fn helm_chart_values_are_the_defaults() {
-    let Some(dir) = corpus_dir() else {
-        println!("skipped: shared corpus not found beside the checkout");
+    let Some(dir) = corpus::corpus_dir("higress") else {
         return;
     };
     let text =

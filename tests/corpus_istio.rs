@@ -3,23 +3,15 @@
 //! Files listed in `tests/corpus-known-differences.md` are exempt. One test per kind; `historical` prints a report.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
+#[path = "support/corpus.rs"]
+mod corpus;
+
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 
 use admitpilot::model::decode::DecodeOptions;
 use admitpilot::validate::{validate_document, Report};
 use serde_json::Value;
-
-/// The corpus root, or `None` (with a printed message) when the shared folder is absent.
-fn corpus_root() -> Option<PathBuf> {
-    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../shared/corpus/istio");
-    if root.is_dir() {
-        Some(root)
-    } else {
-        println!("skipping: Istio corpus not found at {}", root.display());
-        None
-    }
-}
 
 /// Files (relative to the corpus root) exempted by `tests/corpus-known-differences.md` (both tables).
 fn known_differences() -> BTreeSet<String> {
@@ -90,7 +82,9 @@ fn yaml_files(dir: &Path) -> Vec<PathBuf> {
 
 /// Checks every valid and invalid document of one kind folder; panics listing each disagreement.
 fn check_kind(kind: &str) {
-    let Some(root) = corpus_root() else { return };
+    let Some(root) = corpus::corpus_dir("istio") else {
+        return;
+    };
     let exempt = known_differences();
     let expected = expected_errors(&root);
     let mut failures = Vec::new();
@@ -180,7 +174,7 @@ fn known_differences_are_few_and_real() {
         "differences from Istio must be 1..=10 rows, found {}",
         from_istio.len()
     );
-    if let Some(root) = corpus_root() {
+    if let Some(root) = corpus::corpus_dir("istio") {
         for rel in &exempt {
             assert!(
                 root.join(rel).is_file(),
@@ -193,7 +187,9 @@ fn known_differences_are_few_and_real() {
 /// Informational: how today's rules judge documents whose upstream label is historical (not asserted).
 #[test]
 fn historical_report() {
-    let Some(root) = corpus_root() else { return };
+    let Some(root) = corpus::corpus_dir("istio") else {
+        return;
+    };
     let index: Vec<Value> =
         serde_json::from_str(&std::fs::read_to_string(root.join("index.json")).unwrap_or_default())
             .unwrap_or_default();

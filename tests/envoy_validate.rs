@@ -12,6 +12,9 @@
 //! Envoy comes from `ADMITPILOT_ENVOY`, else `.venv/bin/envoy`; without it the test prints why and passes.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
+#[path = "support/corpus.rs"]
+mod corpus;
+
 #[path = "support/cases.rs"]
 mod cases;
 
@@ -276,11 +279,10 @@ fn envoy_accepts_every_corpus_authorization_policy_on_a_gateway() {
         println!("skipping: no Envoy at ADMITPILOT_ENVOY or .venv/bin/envoy");
         return;
     };
-    let corpus = Path::new(env!("CARGO_MANIFEST_DIR")).join("../shared/corpus/istio/valid");
-    let Ok(policies) = std::fs::read_dir(corpus.join("AuthorizationPolicy")) else {
-        println!("skipping: no corpus at {}", corpus.display());
+    let Some(corpus) = corpus::corpus_dir("istio/valid") else {
         return;
     };
+    let policies = std::fs::read_dir(corpus.join("AuthorizationPolicy")).unwrap();
     let authentications = std::fs::read_dir(corpus.join("RequestAuthentication")).unwrap();
     let base =
         std::fs::read_to_string(cases::golden_root().join("authorization-policy/input.yaml"))

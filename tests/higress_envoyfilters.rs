@@ -9,16 +9,14 @@
 //!   deprecated in Envoy 1.40; admitpilot sets their replacement, the connection manager's `spawn_upstream_span`.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-use std::path::{Path, PathBuf};
+#[path = "support/corpus.rs"]
+mod corpus;
+
+use std::path::Path;
 
 use admitpilot::model::higress_config::decode_configmap;
 use admitpilot::translate::higress::higress_envoy_filters;
 use serde_json::{json, Value};
-
-fn expected_dir() -> Option<PathBuf> {
-    let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../shared/corpus/higress/expected");
-    dir.is_dir().then_some(dir)
-}
 
 fn golden(dir: &Path, file: &str) -> Value {
     serde_json::from_str(&std::fs::read_to_string(dir.join(file)).unwrap()).unwrap()
@@ -85,8 +83,7 @@ const CASES: &[(&str, &str, &str)] = &[
 
 #[test]
 fn envoy_filters_match_the_goldens() {
-    let Some(dir) = expected_dir() else {
-        println!("skipped: shared corpus not found beside the checkout");
+    let Some(dir) = corpus::corpus_dir("higress/expected") else {
         return;
     };
     for (file, prefix, higress) in CASES {
@@ -136,8 +133,7 @@ fn extension_config(filters: &[Value], name: &str) -> Option<Value> {
 
 #[test]
 fn mcp_plugin_configs_match_higress_unit_tests() {
-    let Some(dir) = expected_dir() else {
-        println!("skipped: shared corpus not found beside the checkout");
+    let Some(dir) = corpus::corpus_dir("higress/expected") else {
         return;
     };
     let mut checked = 0;

@@ -15,6 +15,9 @@
 //! contributes nothing here; the Higress kinds are covered by the unit tests of `src/mcp/resource.rs`.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
+#[path = "support/corpus.rs"]
+mod corpus;
+
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
@@ -60,17 +63,6 @@ const EXCLUDED: &[Exclusion] = &[
                  (tests/corpus-known-differences.md)",
     },
 ];
-
-/// The Istio corpus's `valid` folder, or `None` (with a printed message) when the shared folder is absent.
-fn corpus_valid() -> Option<PathBuf> {
-    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../shared/corpus/istio/valid");
-    if root.is_dir() {
-        Some(root)
-    } else {
-        println!("skipped: Istio corpus not found at {}", root.display());
-        None
-    }
-}
 
 /// The entries of `dir` that `keep` accepts, sorted.
 fn entries(dir: &Path, keep: fn(&Path) -> bool) -> Vec<PathBuf> {
@@ -219,7 +211,9 @@ fn comparable(object: &ConfigObject) -> Value {
 
 #[test]
 fn every_valid_istio_document_round_trips_through_mcp() {
-    let Some(root) = corpus_valid() else { return };
+    let Some(root) = corpus::corpus_dir("istio/valid") else {
+        return;
+    };
     let mut passed: BTreeMap<String, usize> = BTreeMap::new();
     let mut unrecognized: BTreeMap<String, usize> = BTreeMap::new();
     let mut excluded_seen = 0;
