@@ -329,20 +329,22 @@ fn every_kind_of_change_gives_the_fresh_translation() {
     }
 }
 
+/// Every virtual host of `out`, by route configuration and virtual host name.
+fn vhosts(out: &GatewayResources) -> BTreeMap<(String, String), VirtualHost> {
+    out.route_configs
+        .iter()
+        .flat_map(|c| {
+            c.virtual_hosts
+                .iter()
+                .map(|h| ((c.name.clone(), h.name.clone()), h.clone()))
+        })
+        .collect()
+}
+
 /// Every virtual host that differs from the previous call's output is in [`Translator::rebuilt_virtual_hosts`]
 /// (what the webhook's effect check relies on to compare only those), and an unchanged one is not.
 #[test]
 fn rebuilt_virtual_hosts_cover_every_change() {
-    fn vhosts(out: &GatewayResources) -> BTreeMap<(String, String), VirtualHost> {
-        out.route_configs
-            .iter()
-            .flat_map(|c| {
-                c.virtual_hosts
-                    .iter()
-                    .map(|h| ((c.name.clone(), h.name.clone()), h.clone()))
-            })
-            .collect()
-    }
     let base = snapshot(vec![vs("a", "/a", None), vs("b", "/b", None)]);
     let steps = [
         with(&base, vec![vs("a", "/a2", None)]),
@@ -499,16 +501,6 @@ fn random_changes_give_the_fresh_translation() {
     }
     for index in 0..POOL / 3 {
         put(&mut objects, random_vs(&mut rng, index));
-    }
-    fn vhosts(out: &GatewayResources) -> BTreeMap<(String, String), VirtualHost> {
-        out.route_configs
-            .iter()
-            .flat_map(|c| {
-                c.virtual_hosts
-                    .iter()
-                    .map(|h| ((c.name.clone(), h.name.clone()), h.clone()))
-            })
-            .collect()
     }
     let mut translator = Translator::new(Options::default());
     let mut previous: Option<GatewayResources> = None;
