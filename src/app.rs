@@ -25,7 +25,10 @@ use crate::admission::{self, Webhook};
 use crate::model::decode::DecodeOptions;
 use crate::model::Snapshot;
 use crate::source::{self, SourceMetrics, SourceSettings};
-use crate::xds::{self, TlsFiles as XdsTlsFiles, TranslateFn, XdsMetrics, XdsServer};
+use crate::xds::{
+    self, CallPolicy, Endpoint, KubeAuth, TlsFiles as XdsTlsFiles, TranslateFn, XdsMetrics,
+    XdsServer,
+};
 
 /// Everything `serve` needs, built from the command line (or by tests directly).
 #[derive(Debug, Clone)]
@@ -60,8 +63,32 @@ pub struct WebhookConfig {
 pub struct XdsConfig {
     /// Listen address (gRPC; plaintext unless `tls` is set).
     pub addr: SocketAddr,
-    /// Serve over TLS, and with a client CA over mTLS.
+    /// Serve over TLS (files reloaded when they change), and with a client CA over mTLS.
     pub tls: Option<XdsTlsFiles>,
+    /// How callers on `addr` are verified.
+    pub auth: XdsAuth,
+    /// A second, plaintext listener that verifies nobody and never sends a `kubernetes://` secret (istiod's 15010).
+    pub plaintext_addr: Option<SocketAddr>,
+    /// How often the TLS files are checked for changes (besides file notifications).
+    pub reload_interval: Duration,
+}
+
+/// How the xDS server verifies its callers on its main address.
+#[derive(Debug, Clone)]
+pub enum XdsAuth {
+    /// Nobody is verified; `serve_secrets` sends `kubernetes://` secrets anyway (folder mode on a trusted machine).
+    Open {
+        /// Whether unverified callers get secrets.
+        serve_secrets: bool,
+    },
+    /// Service-account tokens for `audience`, checked with TokenReview; secrets and the MCP feed authorized with
+    /// SubjectAccessReview. Needs TLS.
+    Token {
+        /// The audience tokens must carry.
+        audience: String,
+        /// The API server to ask (`None`: in-cluster config, else `$KUBECONFIG` / `~/.kube/config`).
+        kubeconfig: Option<PathBuf>,
+    },
 }
 
 /// Errors starting or running the server.
@@ -86,6 +113,11 @@ pub enum Error {
     /// The xDS server failed.
     #[error(transparent)]
     Xds(#[from] xds::Error),
+    /// Authenticated xDS was asked for without TLS.
+    #[error("authenticated xDS (--xds-auth=token, the default with --kube) needs --xds-tls-cert and --xds-tls-key: \
+             service-account tokens are never accepted in plaintext. For a plaintext port without secrets add \
+             --xds-plaintext-addr, or pass --xds-auth=none")]
+    XdsAuthWithoutTls,
     /// A task stopped before shutdown was requested.
     #[error("{0} stopped unexpectedly")]
     EndedEarly(&'static str),
@@ -128,6 +160,8 @@ pub struct Running {
     pub admin_addr: SocketAddr,
     /// Where the xDS server listens, when started.
     pub xds_addr: Option<SocketAddr>,
+    /// Where the plaintext xDS listener (no identity, no secrets) listens, when asked for.
+    pub xds_plaintext_addr: Option<SocketAddr>,
     /// The CA file written in self-signed mode.
     pub self_signed_ca: Option<PathBuf>,
     /// The latest valid config snapshot, when config sources are configured.
@@ -209,6 +243,7 @@ impl App {
         };
         let webhook_metrics = WebhookMetrics::register(&mut self.registry);
         let mut xds_addr = None;
+        let mut xds_plaintext_addr = None;
         let mut gateway_check = None;
         if let Some(setup) = self.xds.take() {
             // Without sources the xDS server serves an empty (loaded) snapshot until the process stops.
@@ -223,6 +258,7 @@ impl App {
             let server =
                 start_xds(setup, feed, &mut self.registry, &stopped_rx, &mut tasks).await?;
             xds_addr = Some(server.addr);
+            xds_plaintext_addr = server.plaintext_addr;
             self.admin_routes.push(server.syncz);
             // The webhook checks what a change does to the gateways this process serves.
             if let (Some(options), Some(snapshots)) = (options, &snapshots) {
@@ -258,6 +294,7 @@ impl App {
             webhook_addr: webhook.addr,
             admin_addr,
             xds_addr,
+            xds_plaintext_addr,
             self_signed_ca: webhook.self_signed_ca,
             snapshots,
             stop,
@@ -376,7 +413,13 @@ fn load_certificate(
                 pair,
                 store.clone(),
                 config.reload_interval,
-                metrics.clone(),
+                tls::Reloading {
+                    what: "webhook",
+                    observe: {
+                        let metrics = metrics.clone();
+                        move |ok| metrics.observe_cert_reload(ok)
+                    },
+                },
                 stopped(stop.clone()),
             );
             tasks.spawn(async move {
@@ -433,13 +476,14 @@ async fn start_sources(
 
 struct StartedXds {
     addr: SocketAddr,
+    plaintext_addr: Option<SocketAddr>,
     /// `/debug/syncz`.
     syncz: Router,
     /// The server, to ask which proxy groups are connected.
     connected: XdsServer,
 }
 
-/// Starts the xDS server task.
+/// Starts the xDS server task, and the reloader of its certificate.
 async fn start_xds(
     setup: XdsSetup,
     snapshots: watch::Receiver<Arc<Snapshot>>,
@@ -451,20 +495,85 @@ async fn start_xds(
     let server = XdsServer::new(snapshots, setup.translate, metrics);
     let syncz = server.router();
     let config = setup.config;
+    let policy = match &config.auth {
+        XdsAuth::Open { serve_secrets } => {
+            if *serve_secrets {
+                tracing::warn!("--xds-unauthenticated-secrets: certificates and private keys go to any xDS client \
+                                that asks (local use on a trusted machine only)");
+            }
+            CallPolicy::Open {
+                serve_secrets: *serve_secrets,
+            }
+        }
+        XdsAuth::Token {
+            audience,
+            kubeconfig,
+        } => {
+            if config.tls.is_none() {
+                return Err(Error::XdsAuthWithoutTls);
+            }
+            let client = source::kubernetes::client(kubeconfig.as_deref()).await?;
+            CallPolicy::Token(KubeAuth::new(client, audience.clone()))
+        }
+    };
+    let tls = match &config.tls {
+        Some(files) => {
+            let pair = files.pair();
+            let (key, pem) = tls::load_files(&pair)?;
+            let store = CertStore::new(key);
+            let reloader = tls::watch_files(
+                pair,
+                pem,
+                store.clone(),
+                config.reload_interval,
+                tls::Reloading {
+                    what: "xDS",
+                    observe: |_: bool| {},
+                },
+                stopped(stop.clone()),
+            );
+            tasks.spawn(async move {
+                reloader.await;
+                Ok(())
+            });
+            Some(files.server_config(store)?)
+        }
+        None => None,
+    };
     let listener = bind("the xDS server", config.addr).await?;
     let addr = local_addr("the xDS server", &listener, config.addr)?;
+    let authenticated = matches!(policy, CallPolicy::Token(_));
+    let mut endpoints = vec![Endpoint {
+        listener,
+        tls: tls.clone(),
+        policy,
+    }];
+    tracing::info!(%addr, tls = tls.is_some(), authenticated, "xDS server listening (gRPC ADS and MCP)");
+    let mut plaintext_addr = None;
+    if let Some(wanted) = config.plaintext_addr {
+        let listener = bind("the plaintext xDS server", wanted).await?;
+        let bound = local_addr("the plaintext xDS server", &listener, wanted)?;
+        tracing::info!(addr = %bound, "plaintext xDS server listening (no identity, no secrets)");
+        plaintext_addr = Some(bound);
+        endpoints.push(Endpoint {
+            listener,
+            tls: None,
+            policy: CallPolicy::Open {
+                serve_secrets: false,
+            },
+        });
+    }
     let shutdown = stopped(stop.clone());
-    let tls = config.tls.is_some();
     let connected = server.clone();
     tasks.spawn(async move {
         server
-            .serve(listener, config.tls.as_ref(), shutdown)
+            .serve_endpoints(endpoints, shutdown)
             .await
             .map_err(Error::from)
     });
-    tracing::info!(%addr, tls, "xDS server listening (gRPC ADS)");
     Ok(StartedXds {
         addr,
+        plaintext_addr,
         syncz,
         connected,
     })

@@ -109,7 +109,7 @@ fn every_value_combination_passes_kubernetes_validate() {
     ) else {
         return;
     };
-    let combinations: [&[&str]; 5] = [
+    let combinations: [&[&str]; 7] = [
         &[],
         &[
             "gateway.enabled=true",
@@ -131,6 +131,8 @@ fn every_value_combination_passes_kubernetes_validate() {
             "gateway.enabled=true",
             "gateway.xdsApiType=GRPC",
         ],
+        &["xds.plaintext.enabled=true", "gateway.enabled=true"],
+        &["xds.auth=none", "gateway.enabled=true", "tlsGateways=true"],
     ];
     let dir = tempfile::tempdir().unwrap();
     for (i, sets) in combinations.iter().enumerate() {
@@ -339,6 +341,111 @@ fn rbac_is_least_privilege() {
         .any(|d| d["kind"] == "ClusterRoleBinding" && d["metadata"]["name"] == "ap-admitpilot"));
 }
 
+/// The `serve` arguments of the control plane in `docs`.
+fn serve_args(docs: &[Value]) -> Vec<String> {
+    find(docs, "Deployment", "ap-admitpilot")["spec"]["template"]["spec"]["containers"][0]["args"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|a| a.as_str().unwrap().to_string())
+        .collect()
+}
+
+#[test]
+fn xds_is_authenticated_by_default_and_plaintext_only_when_asked() {
+    let Some(helm) = helm() else { return };
+    let docs = render(&helm, &[]);
+    let args = serve_args(&docs);
+    for wanted in [
+        "--xds-addr=0.0.0.0:15012",
+        "--xds-tls-cert=/etc/admitpilot/tls/tls.crt",
+        "--xds-tls-key=/etc/admitpilot/tls/tls.key",
+        "--xds-auth=token",
+        "--xds-token-audience=admitpilot",
+    ] {
+        assert!(
+            args.iter().any(|a| a == wanted),
+            "{wanted} missing: {args:?}"
+        );
+    }
+    assert!(!args.iter().any(|a| a.starts_with("--xds-plaintext-addr")));
+    assert!(!args
+        .iter()
+        .any(|a| a.starts_with("--xds-unauthenticated-secrets")));
+    let ports = &find(&docs, "Service", "ap-admitpilot")["spec"]["ports"];
+    assert!(
+        !ports.as_array().unwrap().iter().any(|p| p["port"] == 15010),
+        "{ports}"
+    );
+    // The review APIs only, create only, cluster-wide (they are cluster-scoped and read nothing).
+    assert_eq!(
+        grants(find(&docs, "ClusterRole", "ap-admitpilot-xds-auth")),
+        [
+            (
+                "authentication.k8s.io".into(),
+                "tokenreviews".into(),
+                "create".into()
+            ),
+            (
+                "authorization.k8s.io".into(),
+                "subjectaccessreviews".into(),
+                "create".into()
+            ),
+        ]
+    );
+    find(&docs, "ClusterRoleBinding", "ap-admitpilot-xds-auth");
+
+    let docs = render(&helm, &["xds.plaintext.enabled=true"]);
+    assert!(serve_args(&docs)
+        .iter()
+        .any(|a| a == "--xds-plaintext-addr=0.0.0.0:15010"));
+    let ports = &find(&docs, "Service", "ap-admitpilot")["spec"]["ports"];
+    assert!(
+        ports.as_array().unwrap().iter().any(|p| p["port"] == 15010),
+        "{ports}"
+    );
+
+    let docs = render(&helm, &["xds.auth=none"]);
+    assert!(serve_args(&docs).iter().any(|a| a == "--xds-auth=none"));
+    assert!(!docs
+        .iter()
+        .any(|d| d["metadata"]["name"] == "ap-admitpilot-xds-auth"));
+}
+
+#[test]
+fn the_gateway_presents_a_projected_token_and_may_read_its_namespaces_secrets_only_with_tls_gateways(
+) {
+    let Some(helm) = helm() else { return };
+    let docs = render(&helm, &["gateway.enabled=true", "tlsGateways=true"]);
+    let pod = &find(&docs, "Deployment", "ap-admitpilot-gateway")["spec"]["template"]["spec"];
+    assert_eq!(pod["serviceAccountName"], "ap-admitpilot-gateway");
+    let volumes = pod["volumes"].as_array().unwrap();
+    let token = volumes.iter().find(|v| v["name"] == "xds-token").unwrap();
+    let source = &token["projected"]["sources"][0]["serviceAccountToken"];
+    assert_eq!(source["audience"], "admitpilot");
+    assert_eq!(source["expirationSeconds"], 3600);
+    let ca = volumes.iter().find(|v| v["name"] == "xds-ca").unwrap();
+    assert_eq!(
+        ca["secret"]["items"],
+        serde_json::json!([{"key": "ca.crt", "path": "ca.crt"}]),
+        "only the CA certificate of the serving Secret reaches the gateway"
+    );
+    let role = find(&docs, "Role", "ap-admitpilot-gateway-secrets");
+    assert_eq!(grants(role), [("".into(), "secrets".into(), "get".into())]);
+    let bootstrap = find(&docs, "ConfigMap", "ap-admitpilot-gateway-bootstrap")["data"]
+        ["envoy.yaml"]
+        .as_str()
+        .unwrap();
+    assert!(bootstrap.contains("envoy.grpc_credentials.file_based_metadata"));
+    assert!(bootstrap.contains("ap-admitpilot.higress-system.svc:15012"));
+    assert!(bootstrap.contains("SERVICE_ACCOUNT: ap-admitpilot-gateway"));
+
+    let docs = render(&helm, &["gateway.enabled=true"]);
+    assert!(!docs
+        .iter()
+        .any(|d| d["metadata"]["name"] == "ap-admitpilot-gateway-secrets"));
+}
+
 #[test]
 fn pods_run_non_root_with_a_read_only_root() {
     let Some(helm) = helm() else { return };
@@ -411,6 +518,14 @@ fn gateway_bootstrap_is_accepted_by_envoy() {
             .unwrap()
             .to_string();
         let dir = tempfile::tempdir().unwrap();
+        // The mounted CA and token, as files Envoy can open here.
+        let ca = dir.path().join("ca.crt");
+        std::fs::write(&ca, "").unwrap();
+        let token = dir.path().join("token");
+        std::fs::write(&token, "t").unwrap();
+        let bootstrap = bootstrap
+            .replace("/etc/admitpilot-ca/ca.crt", ca.to_str().unwrap())
+            .replace("/var/run/secrets/admitpilot/token", token.to_str().unwrap());
         let file = dir.path().join("envoy.yaml");
         std::fs::write(&file, bootstrap).unwrap();
         let output = Command::new(&envoy)

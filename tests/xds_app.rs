@@ -9,7 +9,7 @@ mod serve;
 
 use std::sync::Arc;
 
-use admitpilot::app::{App, XdsConfig};
+use admitpilot::app::{App, XdsAuth, XdsConfig};
 use admitpilot::model::Snapshot;
 use admitpilot::translate::{GatewayResources, Proxy};
 use admitpilot::xds::TranslateFn;
@@ -31,6 +31,11 @@ async fn app_serves_xds_and_syncz() {
     let xds = XdsConfig {
         addr: "127.0.0.1:0".parse().unwrap(),
         tls: None,
+        auth: XdsAuth::Open {
+            serve_secrets: false,
+        },
+        plaintext_addr: None,
+        reload_interval: std::time::Duration::from_secs(30),
     };
     let running = App::new(config)
         .snapshots(receiver)

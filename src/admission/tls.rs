@@ -1,9 +1,10 @@
-//! Serving certificates for the webhook: takes PEM files (or nothing, for a local self-signed setup) and yields
-//! a rustls [`ServerConfig`] (TLS 1.2 and 1.3 only) whose certificate can be swapped while the server runs.
+//! Serving certificates for the webhook and the xDS server: takes PEM files (or nothing, for a local self-signed
+//! webhook) and yields a rustls [`ServerConfig`] (TLS 1.2 and 1.3 only) whose certificate can be swapped while the
+//! server runs.
 //!
-//! Files are re-read when their folders report a change (and on a slow poll, as a fallback); when their contents change and the new pair is valid, new handshakes
-//! get the new certificate. Established connections keep the one they negotiated. A bad pair is logged and
-//! the previous certificate stays in use.
+//! Files are re-read when their folders report a change (and on a slow poll, as a fallback); when their contents
+//! change and the new pair is valid, new handshakes get the new certificate. Established connections keep the one
+//! they negotiated. A bad pair is logged and the previous certificate stays in use.
 
 use std::future::Future;
 use std::path::{Path, PathBuf};
@@ -14,11 +15,9 @@ use notify::{EventKind, RecommendedWatcher, RecursiveMode, Watcher};
 use rustls::crypto::CryptoProvider;
 use rustls::pki_types::pem::PemObject;
 use rustls::pki_types::{CertificateDer, PrivateKeyDer};
-use rustls::server::{ClientHello, ResolvesServerCert};
+use rustls::server::{ClientHello, ResolvesServerCert, WebPkiClientVerifier};
 use rustls::sign::CertifiedKey;
-use rustls::ServerConfig;
-
-use super::metrics::WebhookMetrics;
+use rustls::{RootCertStore, ServerConfig};
 
 /// Errors loading, generating or writing certificates.
 #[derive(Debug, thiserror::Error)]
@@ -139,13 +138,47 @@ pub fn provider() -> Arc<CryptoProvider> {
 
 /// Builds a server config that serves whatever `store` holds, over TLS 1.3 or 1.2, HTTP/2 or HTTP/1.1.
 pub fn server_config(store: Arc<CertStore>) -> Result<Arc<ServerConfig>, Error> {
-    let mut config = ServerConfig::builder_with_provider(provider())
-        .with_protocol_versions(&[&rustls::version::TLS13, &rustls::version::TLS12])
-        .map_err(Error::Config)?
-        .with_no_client_auth()
-        .with_cert_resolver(store);
+    let mut config = versions()?.with_no_client_auth().with_cert_resolver(store);
     config.alpn_protocols = vec![b"h2".to_vec(), b"http/1.1".to_vec()];
     Ok(Arc::new(config))
+}
+
+/// Builds a server config for gRPC (HTTP/2 only) that serves whatever `store` holds, over TLS 1.3 or 1.2; with
+/// `client_ca` (PEM), every client must present a certificate chaining to it (mTLS).
+pub fn grpc_server_config(
+    store: Arc<CertStore>,
+    client_ca: Option<(&Path, &[u8])>,
+) -> Result<Arc<ServerConfig>, Error> {
+    let builder = versions()?;
+    let mut config = match client_ca {
+        None => builder.with_no_client_auth(),
+        Some((path, pem)) => {
+            let certificate = |reason: String| Error::Certificate {
+                path: path.to_path_buf(),
+                reason,
+            };
+            let mut roots = RootCertStore::empty();
+            for cert in CertificateDer::pem_slice_iter(pem) {
+                roots
+                    .add(cert.map_err(|e| certificate(e.to_string()))?)
+                    .map_err(|e| certificate(e.to_string()))?;
+            }
+            let verifier = WebPkiClientVerifier::builder_with_provider(Arc::new(roots), provider())
+                .build()
+                .map_err(|e| certificate(e.to_string()))?;
+            builder.with_client_cert_verifier(verifier)
+        }
+    }
+    .with_cert_resolver(store);
+    config.alpn_protocols = vec![b"h2".to_vec()];
+    Ok(Arc::new(config))
+}
+
+/// The start of every server config: ring, TLS 1.3 and 1.2 only.
+fn versions() -> Result<rustls::ConfigBuilder<ServerConfig, rustls::WantsVerifier>, Error> {
+    ServerConfig::builder_with_provider(provider())
+        .with_protocol_versions(&[&rustls::version::TLS13, &rustls::version::TLS12])
+        .map_err(Error::Config)
 }
 
 /// The raw contents of a certificate/key pair, to notice changes.
@@ -259,7 +292,11 @@ const SETTLE: Duration = Duration::from_millis(20);
 
 /// Watches the folders holding `files` (not the files: Kubernetes swaps a mounted Secret by renaming its `..data`
 /// link in the folder) and wakes `wake` on every change. `None` when watching is impossible; the poll remains.
-fn watch_folders(files: &TlsFiles, wake: Arc<tokio::sync::Notify>) -> Option<RecommendedWatcher> {
+fn watch_folders(
+    files: &TlsFiles,
+    what: &'static str,
+    wake: Arc<tokio::sync::Notify>,
+) -> Option<RecommendedWatcher> {
     let watcher = notify::recommended_watcher(move |event: notify::Result<notify::Event>| {
         // Reading the files ourselves raises access events; only changes matter.
         if event.is_ok_and(|e| !matches!(e.kind, EventKind::Access(_))) {
@@ -269,7 +306,7 @@ fn watch_folders(files: &TlsFiles, wake: Arc<tokio::sync::Notify>) -> Option<Rec
     let mut watcher = match watcher {
         Ok(watcher) => watcher,
         Err(error) => {
-            tracing::warn!(%error, "cannot watch the webhook certificate files; polling only");
+            tracing::warn!(%error, what, "cannot watch the certificate files; polling only");
             return None;
         }
     };
@@ -279,33 +316,47 @@ fn watch_folders(files: &TlsFiles, wake: Arc<tokio::sync::Notify>) -> Option<Rec
             .filter(|d| !d.as_os_str().is_empty())
             .unwrap_or(Path::new("."));
         if let Err(error) = watcher.watch(folder, RecursiveMode::NonRecursive) {
-            tracing::warn!(%error, folder = %folder.display(), "cannot watch a certificate folder; polling it");
+            tracing::warn!(%error, what, folder = %folder.display(), "cannot watch a certificate folder; polling it");
         }
     }
     Some(watcher)
 }
 
+/// What [`watch_files`] reloads, and whom it tells.
+pub struct Reloading<F> {
+    /// Names the certificate in logs (`webhook`, `xDS`).
+    pub what: &'static str,
+    /// Called after each attempt to load changed files, with whether the new pair is served.
+    pub observe: F,
+}
+
 /// Swaps the served certificate when the files at `files` changed since `last` and hold a valid pair; updates
 /// `last` either way, so a broken pair is retried only once it changes again.
-fn reload(files: &TlsFiles, last: &mut PemPair, store: &CertStore, metrics: &WebhookMetrics) {
+fn reload(
+    files: &TlsFiles,
+    last: &mut PemPair,
+    store: &CertStore,
+    reloading: &Reloading<impl Fn(bool)>,
+) {
+    let what = reloading.what;
     let pair = match read_pair(files) {
         Ok(pair) if pair == *last => return,
         Ok(pair) => pair,
         Err(error) => {
-            tracing::warn!(%error, "cannot re-read the webhook certificate; keeping the current one");
+            tracing::warn!(%error, what, "cannot re-read the serving certificate; keeping the current one");
             return;
         }
     };
     match parse_pair(files, &pair) {
         Ok(key) => {
             store.replace(key);
-            metrics.observe_cert_reload(true);
-            tracing::info!(cert = %files.cert.display(), "webhook certificate reloaded");
+            (reloading.observe)(true);
+            tracing::info!(what, cert = %files.cert.display(), "serving certificate reloaded");
         }
         Err(error) => {
             // Often the certificate was written before its key; the next change retries.
-            metrics.observe_cert_reload(false);
-            tracing::warn!(%error, "new webhook certificate is not usable; keeping the current one");
+            (reloading.observe)(false);
+            tracing::warn!(%error, what, "new serving certificate is not usable; keeping the current one");
         }
     }
     *last = pair;
@@ -318,12 +369,12 @@ pub async fn watch_files(
     mut last: PemPair,
     store: Arc<CertStore>,
     interval: Duration,
-    metrics: WebhookMetrics,
+    reloading: Reloading<impl Fn(bool)>,
     shutdown: impl Future<Output = ()>,
 ) {
     tokio::pin!(shutdown);
     let wake = Arc::new(tokio::sync::Notify::new());
-    let _watcher = watch_folders(&files, Arc::clone(&wake));
+    let _watcher = watch_folders(&files, reloading.what, Arc::clone(&wake));
     let mut ticker = tokio::time::interval(interval);
     ticker.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     loop {
@@ -332,7 +383,7 @@ pub async fn watch_files(
             _ = ticker.tick() => {}
             _ = wake.notified() => tokio::time::sleep(SETTLE).await,
         }
-        reload(&files, &mut last, &store, &metrics);
+        reload(&files, &mut last, &store, &reloading);
     }
 }
 

@@ -9,7 +9,7 @@ use std::time::Duration;
 use admitpilot::admission::effects::ReferenceCheck;
 use admitpilot::admission::server::ServerLimits;
 use admitpilot::admission::tls::{CertSource, TlsFiles};
-use admitpilot::app::{shutdown_signal, App, ServeConfig, WebhookConfig, XdsConfig};
+use admitpilot::app::{shutdown_signal, App, ServeConfig, WebhookConfig, XdsAuth, XdsConfig};
 use admitpilot::model::decode::DecodeOptions;
 use admitpilot::source::mcp::McpAddress;
 use admitpilot::source::{AdmitOptions, SourceSettings, StateLocation, StoreConfig};
@@ -36,8 +36,8 @@ pub struct ServeArgs {
     #[arg(long, requires = "tls_cert")]
     tls_key: Option<PathBuf>,
 
-    /// Seconds between fallback checks of the certificate files; changes are normally noticed at once through
-    /// file notifications on their folders.
+    /// Seconds between fallback checks of the certificate files (webhook and xDS); changes are normally noticed
+    /// at once through file notifications on their folders.
     #[arg(long, default_value_t = 30.0, value_parser = parse_interval)]
     tls_reload_interval: f64,
 
@@ -135,13 +135,36 @@ pub struct ServeArgs {
     #[arg(long, default_value = "0.0.0.0:15010")]
     xds_addr: SocketAddr,
 
-    /// PEM certificate chain for serving xDS over TLS. Needs --xds-tls-key.
+    /// PEM certificate chain for serving xDS over TLS (1.2+); reloaded when the file changes. Needs --xds-tls-key.
     #[arg(long, requires = "xds_tls_key")]
     xds_tls_cert: Option<PathBuf>,
 
-    /// PEM private key for serving xDS over TLS. Needs --xds-tls-cert.
+    /// PEM private key for serving xDS over TLS; reloaded when the file changes. Needs --xds-tls-cert.
     #[arg(long, requires = "xds_tls_cert")]
     xds_tls_key: Option<PathBuf>,
+
+    /// How xDS and MCP callers on --xds-addr are verified. `token`: each call carries a Kubernetes
+    /// service-account token for --xds-token-audience (`authorization: Bearer`), checked with TokenReview; the
+    /// node's namespace must be the token's; certificates go only to a proxy whose service account may get Secrets
+    /// in its namespace, the MCP feed only to one that may list VirtualServices (SubjectAccessReview). Needs
+    /// --xds-tls-cert/--xds-tls-key. `none`: nobody is verified and no Kubernetes Secret is sent (see
+    /// --xds-unauthenticated-secrets). Default: token with --kube/--kubeconfig, none otherwise.
+    #[arg(long, value_name = "token|none")]
+    xds_auth: Option<XdsAuthMode>,
+
+    /// Audience the service-account tokens of xDS callers must carry (--xds-auth=token).
+    #[arg(long, default_value = "admitpilot")]
+    xds_token_audience: String,
+
+    /// Also serve xDS in plaintext on this address (istiod's 15010): nobody is verified and no Kubernetes Secret
+    /// is ever sent on it.
+    #[arg(long)]
+    xds_plaintext_addr: Option<SocketAddr>,
+
+    /// With --xds-auth=none: send Gateways' certificates and private keys (Kubernetes Secrets) to any xDS client
+    /// that asks. For a folder of config on a trusted machine only.
+    #[arg(long)]
+    xds_unauthenticated_secrets: bool,
 
     /// PEM CA bundle: xDS clients must present a certificate it signed (mTLS). Needs --xds-tls-cert.
     #[arg(long, requires = "xds_tls_cert")]
@@ -155,6 +178,15 @@ pub struct ServeArgs {
     /// Adds a do-nothing POST /noop route to the webhook (for measuring the transport; benchmarks only).
     #[arg(long, hide = true)]
     bench_noop: bool,
+}
+
+/// Values of `--xds-auth`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+enum XdsAuthMode {
+    /// Service-account tokens checked with TokenReview.
+    Token,
+    /// Nobody is verified.
+    None,
 }
 
 fn parse_interval(text: &str) -> Result<f64, String> {
@@ -222,7 +254,7 @@ impl ServeArgs {
     }
 
     /// The xDS server settings from the flags.
-    fn xds_config(&self) -> XdsConfig {
+    fn xds_config(&self) -> anyhow::Result<XdsConfig> {
         let tls = match (&self.xds_tls_cert, &self.xds_tls_key) {
             (Some(cert), Some(key)) => Some(XdsTlsFiles {
                 cert: cert.clone(),
@@ -231,10 +263,32 @@ impl ServeArgs {
             }),
             _ => None,
         };
-        XdsConfig {
+        let kube = self.kube || self.kubeconfig.is_some();
+        let mode = self.xds_auth.unwrap_or(if kube {
+            XdsAuthMode::Token
+        } else {
+            XdsAuthMode::None
+        });
+        let auth = match mode {
+            XdsAuthMode::Token if self.xds_unauthenticated_secrets => anyhow::bail!(
+                "--xds-unauthenticated-secrets needs --xds-auth=none: with tokens, secrets go to the proxies allowed \
+                 to read them"
+            ),
+            XdsAuthMode::Token => XdsAuth::Token {
+                audience: self.xds_token_audience.clone(),
+                kubeconfig: self.kubeconfig.clone(),
+            },
+            XdsAuthMode::None => XdsAuth::Open {
+                serve_secrets: self.xds_unauthenticated_secrets,
+            },
+        };
+        Ok(XdsConfig {
             addr: self.xds_addr,
             tls,
-        }
+            auth,
+            plaintext_addr: self.xds_plaintext_addr,
+            reload_interval: Duration::from_secs_f64(self.tls_reload_interval),
+        })
     }
 
     /// Builds the process configuration from the flags.
@@ -277,7 +331,7 @@ impl ServeArgs {
 /// Runs the server until SIGTERM or ctrl-c.
 pub fn run(args: ServeArgs) -> anyhow::Result<ExitCode> {
     let sources = args.source_settings();
-    let xds = args.xds_config();
+    let xds = args.xds_config()?;
     let config = args.into_config();
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()

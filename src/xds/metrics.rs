@@ -73,6 +73,13 @@ pub struct EffectLabels {
     pub effect: &'static str,
 }
 
+/// Label set: why something was refused (`unauthenticated`, `rbac`, `invalid`, …).
+#[derive(Debug, Clone, PartialEq, Eq, Hash, EncodeLabelSet)]
+pub struct ReasonLabels {
+    /// Short reason.
+    pub reason: &'static str,
+}
+
 type HistogramFamily = Family<TypeLabels, Histogram, fn() -> Histogram>;
 
 fn latency_histogram() -> Histogram {
@@ -93,6 +100,8 @@ struct Families {
     left_out: Family<EffectLabels, Counter>,
     held_back: Counter,
     excluded: Counter,
+    secret_denied: Family<ReasonLabels, Counter>,
+    auth_failures: Family<ReasonLabels, Counter>,
     push_latency: HistogramFamily,
     ack_latency: HistogramFamily,
 }
@@ -107,6 +116,8 @@ impl Default for Families {
             left_out: Family::default(),
             held_back: Counter::default(),
             excluded: Counter::default(),
+            secret_denied: Family::default(),
+            auth_failures: Family::default(),
             push_latency: Family::new_with_constructor(latency_histogram),
             ack_latency: Family::new_with_constructor(latency_histogram),
         }
@@ -136,6 +147,12 @@ impl XdsMetrics {
             "excluded_objects" => families.excluded,
                 "Times an object changed without passing the webhook was left out of a proxy group's config (keeping \
                  its last good version) because Envoy would reject what it makes";
+            "secret_denied" => families.secret_denied,
+                "Secrets (certificates with private keys) withheld from an xDS stream whose identity may not read \
+                 them, counted once per stream and secret, by reason (unauthenticated, rbac, api_error)";
+            "auth_failures" => families.auth_failures,
+                "xDS and MCP calls refused before any configuration was sent, by reason (missing, malformed, \
+                 invalid or unavailable token; namespace or service account mismatch; forbidden)";
             "push_latency_seconds" => families.push_latency,
                 "Time from a snapshot being published to the response carrying it being sent";
             "ack_latency_seconds" => families.ack_latency,
@@ -186,6 +203,20 @@ impl XdsMetrics {
         self.0.excluded.inc();
     }
 
+    pub(crate) fn secret_denied(&self, reason: &'static str, count: u64) {
+        self.0
+            .secret_denied
+            .get_or_create(&ReasonLabels { reason })
+            .inc_by(count);
+    }
+
+    pub(crate) fn auth_failed(&self, reason: &'static str) {
+        self.0
+            .auth_failures
+            .get_or_create(&ReasonLabels { reason })
+            .inc();
+    }
+
     pub(crate) fn left_out(&self, effect: Effect) {
         self.0
             .left_out
@@ -225,11 +256,15 @@ mod tests {
         assert!(text.contains("admitpilot_xds_pushes_total{type=\"cds\"} 1"));
         assert!(text.contains("admitpilot_xds_nacks_total{type=\"lds\"} 1"));
         assert!(text.contains("admitpilot_xds_push_latency_seconds_bucket"));
+        metrics.secret_denied("rbac", 2);
+        metrics.auth_failed("invalid");
         metrics.left_out(Effect::HeldBack);
         let mut text = String::new();
         encode(&mut text, &registry).unwrap();
         assert!(text
             .contains("admitpilot_xds_left_out_features_total{effect=\"listener_held_back\"} 1"));
+        assert!(text.contains("admitpilot_xds_secret_denied_total{reason=\"rbac\"} 2"));
+        assert!(text.contains("admitpilot_xds_auth_failures_total{reason=\"invalid\"} 1"));
         assert_eq!(metrics.nack_count(ResourceType::Listener), 1);
     }
 }

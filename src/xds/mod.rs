@@ -32,6 +32,7 @@
 //!   as Envoy checks it on load ([`crate::translate::effect`], the webhook's check); a rejected one keeps the
 //!   version last sent ([`cache`]), logged and counted in `admitpilot_xds_held_back_resources_total`.
 
+pub mod auth;
 pub mod cache;
 mod delta;
 mod mcp;
@@ -47,9 +48,12 @@ mod wire;
 
 use std::path::PathBuf;
 
+pub use auth::{CallPolicy, KubeAuth};
 pub use cache::TranslateFn;
 pub use metrics::XdsMetrics;
-pub use server::{TlsFiles, XdsServer, MAX_REQUEST_BYTES, MAX_RESPONSE_BYTES, SHUTDOWN_GRACE};
+pub use server::{
+    Endpoint, TlsFiles, XdsServer, MAX_REQUEST_BYTES, MAX_RESPONSE_BYTES, SHUTDOWN_GRACE,
+};
 
 /// Why the xDS server could not start or stopped.
 #[derive(Debug, thiserror::Error)]
@@ -64,7 +68,7 @@ pub enum Error {
     },
     /// The TLS files do not form a usable server configuration.
     #[error("invalid xDS TLS configuration: {0}")]
-    Tls(#[source] tonic::transport::Error),
+    Certificate(#[source] crate::admission::tls::Error),
     /// The gRPC server failed.
     #[error("xDS server failed: {0}")]
     Serve(#[source] tonic::transport::Error),

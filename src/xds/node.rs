@@ -60,6 +60,14 @@ impl NodeIdentity {
     }
 }
 
+/// The service account a node claims in its metadata (`SERVICE_ACCOUNT`, as Istio's proxies send), if any.
+pub fn service_account(node: &Node) -> Option<String> {
+    node.metadata
+        .as_ref()
+        .and_then(|m| string_field(m, "SERVICE_ACCOUNT"))
+        .filter(|sa| !sa.is_empty())
+}
+
 /// `router~10.0.0.1~gw-abc.higress-system~higress-system.svc.cluster.local` → `higress-system`.
 fn namespace_from_id(id: &str) -> Option<String> {
     let parts: Vec<&str> = id.split('~').collect();

@@ -1,29 +1,38 @@
-//! The ADS gRPC server: takes a listener, optional TLS/mTLS files and a shutdown signal, serves
-//! `StreamAggregatedResources` (SotW) and `DeltaAggregatedResources` with raised message limits and HTTP/2
-//! keepalive, and ends every stream on shutdown.
+//! The ADS gRPC server: takes one or more listeners, each with its transport (plaintext, or TLS with a reloadable
+//! certificate) and its [`CallPolicy`], and a shutdown signal; serves `StreamAggregatedResources` (SotW) and
+//! `DeltaAggregatedResources` with raised message limits and HTTP/2 keepalive, admits each call
+//! ([`super::auth`]) before its first response, and ends every stream on shutdown.
 
 use std::convert::Infallible;
-use std::future::{ready, Future, Ready};
+use std::future::Future;
 use std::path::{Path, PathBuf};
+use std::pin::Pin;
 use std::sync::Arc;
 use std::task::{Context, Poll};
 use std::time::Duration;
 
-use tokio::net::TcpListener;
-use tokio::sync::watch;
+use futures::StreamExt;
+use rustls::ServerConfig;
+use tokio::net::{TcpListener, TcpStream};
+use tokio::sync::{mpsc, watch};
+use tokio_rustls::server::TlsStream;
+use tokio_rustls::TlsAcceptor;
 use tonic::body::Body;
 use tonic::server::NamedService;
 use tonic::transport::server::TcpIncoming;
-use tonic::transport::{Certificate, Identity, Server, ServerTlsConfig};
+use tonic::transport::Server;
+use tonic::Status;
 
+use super::auth::CallPolicy;
 use super::cache::{ConfigCache, TranslateFn};
 use super::delta::DeltaStream;
 use super::metrics::XdsMetrics;
 use super::sotw::SotwStream;
 use super::status::StatusRegistry;
-use super::stream::{AdsCall, Protocol, Shared};
+use super::stream::{family_of, AdsCall, Protocol, Shared};
 use super::wire;
 use super::Error;
+use crate::admission::tls::{self as certs, CertStore};
 use crate::model::Snapshot;
 
 /// Largest request accepted (NACK details and Delta `initial_resource_versions` can be big).
@@ -32,6 +41,8 @@ pub const MAX_REQUEST_BYTES: usize = 64 * 1024 * 1024;
 pub const MAX_RESPONSE_BYTES: usize = 256 * 1024 * 1024;
 const KEEPALIVE_INTERVAL: Duration = Duration::from_secs(30);
 const KEEPALIVE_TIMEOUT: Duration = Duration::from_secs(10);
+/// Time a client gets to finish the TLS handshake.
+const HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(10);
 /// How long shutdown waits for connections to drain after every stream has ended.
 pub const SHUTDOWN_GRACE: Duration = Duration::from_secs(5);
 
@@ -44,6 +55,43 @@ pub struct TlsFiles {
     pub key: PathBuf,
     /// CA that client certificates must chain to.
     pub client_ca: Option<PathBuf>,
+}
+
+impl TlsFiles {
+    /// The certificate and key, as the reloader watches them.
+    pub fn pair(&self) -> certs::TlsFiles {
+        certs::TlsFiles {
+            cert: self.cert.clone(),
+            key: self.key.clone(),
+        }
+    }
+
+    /// The rustls configuration serving whatever `store` holds (TLS 1.2+, HTTP/2), requiring client
+    /// certificates from `client_ca` when set.
+    pub fn server_config(&self, store: Arc<CertStore>) -> Result<Arc<ServerConfig>, Error> {
+        let ca = match &self.client_ca {
+            Some(path) => Some((path.as_path(), read(path)?)),
+            None => None,
+        };
+        certs::grpc_server_config(store, ca.as_ref().map(|(p, pem)| (*p, pem.as_slice())))
+            .map_err(Error::Certificate)
+    }
+
+    /// Loads the files once (no reloading) into a server configuration.
+    pub fn load(&self) -> Result<Arc<ServerConfig>, Error> {
+        let (key, _) = certs::load_files(&self.pair()).map_err(Error::Certificate)?;
+        self.server_config(CertStore::new(key))
+    }
+}
+
+/// One listening socket of the xDS server and how its calls are served.
+pub struct Endpoint {
+    /// The bound listener.
+    pub listener: TcpListener,
+    /// TLS (certificate possibly reloaded by its [`CertStore`]); plaintext when `None`.
+    pub tls: Option<Arc<ServerConfig>>,
+    /// Who may call, and which secrets they get.
+    pub policy: CallPolicy,
 }
 
 /// The xDS server: configuration cache, stream status and metrics.
@@ -83,12 +131,30 @@ impl XdsServer {
         self.status.router()
     }
 
-    /// Serves ADS on `listener` until `shutdown` resolves, then ends every stream and returns once the
-    /// connections are closed.
+    /// Serves ADS on one `listener` that verifies nobody and sends no `kubernetes://` secret, over TLS when
+    /// `tls` is given (loaded once), until `shutdown` resolves. See [`XdsServer::serve_endpoints`].
     pub async fn serve(
         self,
         listener: TcpListener,
         tls: Option<&TlsFiles>,
+        shutdown: impl Future<Output = ()> + Send,
+    ) -> Result<(), Error> {
+        let tls = tls.map(TlsFiles::load).transpose()?;
+        let endpoint = Endpoint {
+            listener,
+            tls,
+            policy: CallPolicy::Open {
+                serve_secrets: false,
+            },
+        };
+        self.serve_endpoints(vec![endpoint], shutdown).await
+    }
+
+    /// Serves ADS on every endpoint until `shutdown` resolves, then ends every stream and returns once the
+    /// connections are closed.
+    pub async fn serve_endpoints(
+        self,
+        endpoints: Vec<Endpoint>,
         shutdown: impl Future<Output = ()> + Send,
     ) -> Result<(), Error> {
         let (stop, stopped) = watch::channel(false);
@@ -98,34 +164,23 @@ impl XdsServer {
             metrics: self.metrics.clone(),
             max_response_bytes: MAX_RESPONSE_BYTES,
         };
-        let dispatcher = tokio::spawn(self.cache.clone().run(stopped));
+        let dispatcher = tokio::spawn(self.cache.clone().run(stopped.clone()));
         let cache = self.cache.clone();
-        let mut builder = Server::builder()
-            .http2_keepalive_interval(Some(KEEPALIVE_INTERVAL))
-            .http2_keepalive_timeout(Some(KEEPALIVE_TIMEOUT));
-        if let Some(files) = tls {
-            builder = builder
-                .tls_config(tls_config(files).await?)
-                .map_err(Error::Tls)?;
-        }
-        let service = Ads { shared };
-        let mut stopping = stop.subscribe();
-        let serving = builder.add_service(service).serve_with_incoming_shutdown(
-            // Set per connection here: the builder's `tcp_nodelay` only applies to listeners tonic binds itself,
-            // and Nagle's algorithm with delayed ACKs stalls small xDS responses by ~40 ms.
-            TcpIncoming::from(listener).with_nodelay(Some(true)),
-            async move {
+        let servers = endpoints.into_iter().map(|endpoint| {
+            let mut stopping = stopped.clone();
+            serve_endpoint(shared.clone(), endpoint, async move {
+                let _ = stopping.wait_for(|stopped| *stopped).await;
+            })
+        });
+        let serving = futures::future::try_join_all(servers);
+        // Streams end at shutdown; connections whose clients stopped reading get SHUTDOWN_GRACE to drain.
+        let result = tokio::select! {
+            result = serving => result.map(|_| ()),
+            _ = async {
                 shutdown.await;
                 stop.send_replace(true);
                 // Every joined call follows its group's channel: closing them ends the calls.
                 cache.close();
-            },
-        );
-        // Streams end at shutdown; connections whose clients stopped reading get SHUTDOWN_GRACE to drain.
-        let result = tokio::select! {
-            result = serving => result.map_err(Error::Serve),
-            _ = async {
-                let _ = stopping.wait_for(|stopped| *stopped).await;
                 tokio::time::sleep(SHUTDOWN_GRACE).await;
             } => {
                 tracing::warn!("closing xDS connections that did not drain within {SHUTDOWN_GRACE:?}");
@@ -137,20 +192,94 @@ impl XdsServer {
     }
 }
 
-async fn read(path: &Path) -> Result<Vec<u8>, Error> {
-    tokio::fs::read(path).await.map_err(|source| Error::Read {
+/// Serves one endpoint until `signal` resolves.
+async fn serve_endpoint(
+    shared: Shared,
+    endpoint: Endpoint,
+    signal: impl Future<Output = ()> + Send,
+) -> Result<(), Error> {
+    let service = Ads {
+        shared,
+        policy: Arc::new(endpoint.policy),
+    };
+    let mut builder = Server::builder()
+        .http2_keepalive_interval(Some(KEEPALIVE_INTERVAL))
+        .http2_keepalive_timeout(Some(KEEPALIVE_TIMEOUT));
+    let router = builder.add_service(service);
+    let result = match endpoint.tls {
+        // Set per connection here: the builder's `tcp_nodelay` only applies to listeners tonic binds itself,
+        // and Nagle's algorithm with delayed ACKs stalls small xDS responses by ~40 ms.
+        None => {
+            router
+                .serve_with_incoming_shutdown(
+                    TcpIncoming::from(endpoint.listener).with_nodelay(Some(true)),
+                    signal,
+                )
+                .await
+        }
+        Some(config) => {
+            let (incoming, accepting) = tls_incoming(endpoint.listener, config);
+            let result = router
+                .serve_with_incoming_shutdown(
+                    tokio_stream::wrappers::ReceiverStream::new(incoming),
+                    signal,
+                )
+                .await;
+            accepting.abort();
+            result
+        }
+    };
+    result.map_err(Error::Serve)
+}
+
+/// Accepts TCP connections and completes their TLS handshakes (each in its own task, within
+/// [`HANDSHAKE_TIMEOUT`]); yields the established ones. The task stops when aborted or the receiver is gone.
+fn tls_incoming(
+    listener: TcpListener,
+    config: Arc<ServerConfig>,
+) -> (
+    mpsc::Receiver<Result<TlsStream<TcpStream>, std::io::Error>>,
+    tokio::task::JoinHandle<()>,
+) {
+    let (sender, receiver) = mpsc::channel(64);
+    let acceptor = TlsAcceptor::from(config);
+    let task = tokio::spawn(async move {
+        loop {
+            let (tcp, peer) = match listener.accept().await {
+                Ok(accepted) => accepted,
+                Err(error) => {
+                    // Usually out of file descriptors; pause instead of spinning.
+                    tracing::warn!(%error, "xDS accept failed");
+                    tokio::time::sleep(Duration::from_millis(50)).await;
+                    continue;
+                }
+            };
+            if sender.is_closed() {
+                return;
+            }
+            let _ = tcp.set_nodelay(true);
+            let (acceptor, sender) = (acceptor.clone(), sender.clone());
+            tokio::spawn(async move {
+                match tokio::time::timeout(HANDSHAKE_TIMEOUT, acceptor.accept(tcp)).await {
+                    Ok(Ok(stream)) => {
+                        let _ = sender.send(Ok(stream)).await;
+                    }
+                    Ok(Err(error)) => {
+                        tracing::debug!(%peer, %error, "xDS TLS handshake failed");
+                    }
+                    Err(_) => tracing::debug!(%peer, "xDS TLS handshake timed out"),
+                }
+            });
+        }
+    });
+    (receiver, task)
+}
+
+fn read(path: &Path) -> Result<Vec<u8>, Error> {
+    std::fs::read(path).map_err(|source| Error::Read {
         path: path.to_path_buf(),
         source,
     })
-}
-
-async fn tls_config(files: &TlsFiles) -> Result<ServerTlsConfig, Error> {
-    let identity = Identity::from_pem(read(&files.cert).await?, read(&files.key).await?);
-    let mut config = ServerTlsConfig::new().identity(identity);
-    if let Some(ca) = &files.client_ca {
-        config = config.client_ca_root(Certificate::from_pem(read(ca).await?));
-    }
-    Ok(config)
 }
 
 /// The ADS gRPC service: routes the two ADS methods to their stream drivers; the responses are built by
@@ -158,6 +287,7 @@ async fn tls_config(files: &TlsFiles) -> Result<ServerTlsConfig, Error> {
 #[derive(Clone)]
 struct Ads {
     shared: Shared,
+    policy: Arc<CallPolicy>,
 }
 
 /// gRPC path of `StreamAggregatedResources` (SotW).
@@ -172,26 +302,54 @@ impl NamedService for Ads {
 }
 
 impl Ads {
-    fn start<P: Protocol>(&self, request: hyper::Request<Body>) -> hyper::Response<Body> {
-        let inbound = wire::requests::<P::Request>(request, MAX_REQUEST_BYTES);
-        wire::response(AdsCall::<P>::new(inbound, self.shared.clone()))
+    /// Admits the call (identity from its metadata, then its first request), then serves it.
+    async fn start<P: Protocol>(self, request: hyper::Request<Body>) -> hyper::Response<Body> {
+        let metrics = &self.shared.metrics;
+        // Only the parts are held across the checks (the body is not `Sync`).
+        let (parts, body) = request.into_parts();
+        let identity = match self.policy.authenticate(&parts.headers, metrics).await {
+            Ok(identity) => identity,
+            Err(status) => return status.into_http(),
+        };
+        let request = hyper::Request::from_parts(parts, body);
+        let mut inbound = wire::requests::<P::Request>(request, MAX_REQUEST_BYTES);
+        let first = match inbound.next().await {
+            Some(Ok(first)) => first,
+            Some(Err(status)) => return status.into_http(),
+            None => return Status::ok("").into_http(),
+        };
+        let node = P::node(&first).cloned();
+        let family = family_of::<P>(&first);
+        let admitted = self
+            .policy
+            .admit(identity, node.as_ref(), family, metrics)
+            .await;
+        match admitted {
+            Ok(admitted) => {
+                wire::response(AdsCall::<P>::new(inbound, self.shared, first, admitted))
+            }
+            Err(status) => status.into_http(),
+        }
     }
 }
+
+type Answer = Pin<Box<dyn Future<Output = Result<hyper::Response<Body>, Infallible>> + Send>>;
 
 impl tower::Service<hyper::Request<Body>> for Ads {
     type Response = hyper::Response<Body>;
     type Error = Infallible;
-    type Future = Ready<Result<hyper::Response<Body>, Infallible>>;
+    type Future = Answer;
 
     fn poll_ready(&mut self, _: &mut Context<'_>) -> Poll<Result<(), Infallible>> {
         Poll::Ready(Ok(()))
     }
 
     fn call(&mut self, request: hyper::Request<Body>) -> Self::Future {
+        let ads = self.clone();
         match request.uri().path() {
-            SOTW_PATH => ready(Ok(self.start::<SotwStream>(request))),
-            DELTA_PATH => ready(Ok(self.start::<DeltaStream>(request))),
-            path => wire::unimplemented(path),
+            SOTW_PATH => Box::pin(async move { Ok(ads.start::<SotwStream>(request).await) }),
+            DELTA_PATH => Box::pin(async move { Ok(ads.start::<DeltaStream>(request).await) }),
+            path => Box::pin(wire::unimplemented(path)),
         }
     }
 }

@@ -4,6 +4,7 @@
 //! client reads. Also the bookkeeping both protocols share: nonces, ACK/NACK metrics and status.
 
 use std::collections::VecDeque;
+use std::future::Future;
 use std::pin::Pin;
 use std::sync::Arc;
 use std::task::{Context, Poll};
@@ -17,6 +18,7 @@ use tokio_stream::wrappers::WatchStream;
 use tokio_stream::Stream;
 use tonic::{Code, Status};
 
+use super::auth::{Admitted, SecretGate};
 use super::cache::ConfigCache;
 use super::metrics::{Api, XdsMetrics};
 use super::node::NodeIdentity;
@@ -162,6 +164,12 @@ fn is_bad_request(status: &Status) -> bool {
     )
 }
 
+/// The family a stream serves, from its first request: a type URL naming an MCP collection makes it an MCP
+/// subscriber; anything else a gateway.
+pub(crate) fn family_of<P: Protocol>(first: &P::Request) -> Family {
+    ResourceType::from_type_url(P::type_url(first)).map_or(Family::Envoy, ResourceType::family)
+}
+
 /// Parses a nonce this server sent (`None` for anything else, which then matches no response).
 pub(crate) fn parse_nonce(nonce: &str) -> Option<u64> {
     nonce.parse().ok()
@@ -170,7 +178,10 @@ pub(crate) fn parse_nonce(nonce: &str) -> Option<u64> {
 /// A stream that has received its first request: the protocol state and the group it follows.
 struct Joined<P: Protocol> {
     state: P,
+    /// The group's configuration as this stream may see it ([`SecretGate::view`]).
     config: Arc<GroupConfig>,
+    /// What the stream's identity may not receive.
+    gate: SecretGate,
     group: WatchStream<Arc<GroupConfig>>,
     /// A request held (and no further one read) until the group's first configuration is loaded: answering
     /// from the empty placeholder would tell a reconnecting gateway to remove everything it serves.
@@ -193,6 +204,12 @@ impl<P: Protocol> Drop for Joined<P> {
 pub(crate) struct AdsCall<P: Protocol> {
     inbound: Requests<P::Request>,
     shared: Shared,
+    /// The first request, read before the call was admitted; handled on the first poll.
+    first: Option<P::Request>,
+    /// What the call was admitted to; taken when the stream joins its group.
+    admitted: Option<Admitted>,
+    /// Ends the call when its token expires.
+    deadline: Option<Pin<Box<tokio::time::Sleep>>>,
     joined: Option<Joined<P>>,
     /// Responses not yet handed to hyper, in order.
     queued: VecDeque<WireMessage>,
@@ -203,11 +220,22 @@ pub(crate) struct AdsCall<P: Protocol> {
 }
 
 impl<P: Protocol> AdsCall<P> {
-    /// A call reading `inbound`.
-    pub(crate) fn new(inbound: Requests<P::Request>, shared: Shared) -> Self {
+    /// A call whose `first` request has been read and admitted, reading the rest from `inbound`.
+    pub(crate) fn new(
+        inbound: Requests<P::Request>,
+        shared: Shared,
+        first: P::Request,
+        admitted: Admitted,
+    ) -> Self {
+        let deadline = admitted
+            .deadline
+            .map(|at| Box::pin(tokio::time::sleep_until(at.into())));
         AdsCall {
             inbound,
             shared,
+            first: Some(first),
+            admitted: Some(admitted),
+            deadline,
             joined: None,
             queued: VecDeque::new(),
             current: Vec::new().into_iter(),
@@ -227,7 +255,10 @@ impl<P: Protocol> AdsCall<P> {
     fn on_request(&mut self, request: P::Request) -> Result<(), Status> {
         let joined = match &mut self.joined {
             Some(joined) => joined,
-            None => self.joined.insert(self.join(&request)?),
+            None => {
+                let joined = self.join(&request)?;
+                self.joined.insert(joined)
+            }
         };
         if !joined.config.is_loaded() {
             tracing::debug!(proxy = %joined.state.base().connection.name(), "holding the request until the first configuration is loaded");
@@ -249,19 +280,23 @@ impl<P: Protocol> AdsCall<P> {
         queued.extend(joined.state.on_request(kind, request, &joined.config));
     }
 
-    fn join(&self, first: &P::Request) -> Result<Joined<P>, Status> {
+    fn join(&mut self, first: &P::Request) -> Result<Joined<P>, Status> {
         let node = P::node(first).ok_or_else(|| {
             Status::invalid_argument("the first xDS request on a stream must carry a node")
         })?;
         let identity = NodeIdentity::from_node(node);
-        // A stream whose first request names an MCP collection is an MCP subscriber; anything else a gateway.
-        let family = ResourceType::from_type_url(P::type_url(first))
-            .map_or(Family::Envoy, ResourceType::family);
+        let family = family_of::<P>(first);
+        let admitted = self
+            .admitted
+            .take()
+            .ok_or_else(|| Status::internal("the stream was not admitted"))?;
         let connection = self.shared.status.open(&identity, P::API, family);
         self.shared.metrics.stream_opened(P::API);
+        let verified = admitted.identity.as_ref().map(ToString::to_string);
         tracing::info!(
             proxy = %connection.name(),
             namespace = %identity.proxy.namespace,
+            identity = verified.as_deref().unwrap_or("-"),
             api = P::API.as_str(),
             family = family.as_str(),
             "xDS stream opened"
@@ -270,7 +305,12 @@ impl<P: Protocol> AdsCall<P> {
             Family::Envoy => self.shared.cache.subscribe(&identity.proxy),
             Family::Mcp => self.shared.cache.subscribe_mcp(),
         };
-        let config = group.borrow().clone();
+        let mut gate = SecretGate::new(admitted.secrets);
+        let config = gate.view(
+            group.borrow().clone(),
+            || connection.name(),
+            &self.shared.metrics,
+        );
         Ok(Joined {
             state: P::new(StreamBase::new(
                 connection,
@@ -278,6 +318,7 @@ impl<P: Protocol> AdsCall<P> {
                 family,
             )),
             config,
+            gate,
             group: WatchStream::from_changes(group),
             waiting: None,
         })
@@ -293,6 +334,21 @@ impl<P: Protocol> hyper::body::Body for AdsCall<P> {
         cx: &mut Context<'_>,
     ) -> Poll<Option<Result<Frame<Bytes>, Status>>> {
         let this = self.get_mut();
+        if let Some(deadline) = &mut this.deadline {
+            if !this.finished && deadline.as_mut().poll(cx).is_ready() {
+                this.deadline = None;
+                let status = Status::unauthenticated(
+                    "the service-account token of this stream expired; reconnect with the rotated token",
+                );
+                tracing::info!(%status, "ending xDS stream");
+                return this.finish(&status);
+            }
+        }
+        if let Some(first) = this.first.take() {
+            if let Err(status) = this.on_request(first) {
+                return this.finish(&status);
+            }
+        }
         loop {
             if let Some(chunk) = this.current.next() {
                 return Poll::Ready(Some(Ok(Frame::data(chunk))));
@@ -349,7 +405,11 @@ impl<P: Protocol> hyper::body::Body for AdsCall<P> {
             };
             match Pin::new(&mut joined.group).poll_next(cx) {
                 Poll::Ready(Some(config)) => {
-                    joined.config = config;
+                    let connection = &joined.state.base().connection;
+                    joined.config =
+                        joined
+                            .gate
+                            .view(config, || connection.name(), &this.shared.metrics);
                     match joined.waiting.take() {
                         Some(request) if joined.config.is_loaded() => {
                             Self::answer(joined, request, &mut this.queued);

@@ -16,7 +16,14 @@
 //!   replace, which is optimistic like the real one: a `metadata.resourceVersion` other than the stored one is
 //!   409 `Conflict`. Writes get a new resourceVersion and reach watches.
 //!
-//! Test controls: [`ApiServer::apply`] / [`ApiServer::delete`] change objects (resourceVersion and uid assigned),
+//! * `POST` TokenReviews (authentication.k8s.io/v1) and SubjectAccessReviews (authorization.k8s.io/v1), answered
+//!   like the API server's authenticators and RBAC authorizer: a token is authenticated only while unexpired and
+//!   only for a requested audience it was issued for (`status.audiences` holds the intersection), as
+//!   `system:serviceaccount:<ns>:<name>` in `system:serviceaccounts`; an access review is allowed when a grant
+//!   matches user, verb, resource (and group) and namespace (a cluster-wide grant matches every namespace).
+//!
+//! Test controls: [`ApiServer::issue_token`], [`ApiServer::grant`] and [`ApiServer::fail_reviews`] (answer reviews
+//! with 500) for the review APIs; [`ApiServer::apply`] / [`ApiServer::delete`] change objects (resourceVersion and uid assigned),
 //! [`ApiServer::hold_events`] stops delivering live events (they are lost for open watches),
 //! [`ApiServer::expire_watches`] compacts the history and ends every open watch with 410 Gone,
 //! [`ApiServer::drop_watches`] ends every open watch without an error (a dropped connection),
@@ -78,6 +85,14 @@ struct Inner {
     history: Vec<Change>,
     events: Vec<Value>,
     requests: Vec<String>,
+    /// Tokens the TokenReview accepts: token -> (namespace, service account, audiences, expiry).
+    tokens: HashMap<String, (String, String, Vec<String>, std::time::SystemTime)>,
+    /// Grants: (user, verb, group, resource, namespace; "" = every namespace).
+    grants: HashSet<(String, String, String, String, String)>,
+    /// Reviews answered with 500.
+    fail_reviews: bool,
+    /// Every token a TokenReview asked about.
+    reviewed: Vec<String>,
 }
 
 struct Shared {
@@ -249,6 +264,89 @@ impl ApiServer {
     /// Ends every open watch stream cleanly, as a dropped connection would.
     pub fn drop_watches(&self) {
         let _ = self.shared.control.send(Control::Drop);
+    }
+
+    /// Issues a token of `namespace`/`service_account` for `audience`, expiring `lifetime` from now (a JWT whose
+    /// payload carries `exp`, as projected tokens do; the signature part is random, so tokens differ).
+    pub fn issue_token(
+        &self,
+        namespace: &str,
+        service_account: &str,
+        audience: &str,
+        lifetime: Duration,
+    ) -> String {
+        use base64::Engine as _;
+        let expires = std::time::SystemTime::now() + lifetime;
+        let exp = expires
+            .duration_since(std::time::UNIX_EPOCH)
+            .unwrap()
+            .as_secs();
+        let mut inner = self.shared.inner.lock().unwrap();
+        inner.uid += 1;
+        let b64 = |v: Value| base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(v.to_string());
+        let token = format!(
+            "{}.{}.sig{}",
+            b64(json!({"alg": "RS256", "kid": "double"})),
+            b64(json!({"aud": [audience], "exp": exp,
+                "sub": format!("system:serviceaccount:{namespace}:{service_account}")})),
+            inner.uid
+        );
+        inner.tokens.insert(
+            token.clone(),
+            (
+                namespace.into(),
+                service_account.into(),
+                vec![audience.into()],
+                expires,
+            ),
+        );
+        token
+    }
+
+    /// Lets `namespace`/`service_account` do `verb` on `resource` of `group` in `in_namespace` ("" for every
+    /// namespace), like a RoleBinding (or ClusterRoleBinding) would.
+    pub fn grant(
+        &self,
+        (namespace, service_account): (&str, &str),
+        verb: &str,
+        group: &str,
+        resource: &str,
+        in_namespace: &str,
+    ) {
+        self.shared.inner.lock().unwrap().grants.insert((
+            format!("system:serviceaccount:{namespace}:{service_account}"),
+            verb.into(),
+            group.into(),
+            resource.into(),
+            in_namespace.into(),
+        ));
+    }
+
+    /// Answers TokenReviews and SubjectAccessReviews with 500 (true) or normally again (false).
+    pub fn fail_reviews(&self, fail: bool) {
+        self.shared.inner.lock().unwrap().fail_reviews = fail;
+    }
+
+    /// Whether a TokenReview asked about `token`.
+    pub fn was_reviewed(&self, token: &str) -> bool {
+        self.shared
+            .inner
+            .lock()
+            .unwrap()
+            .reviewed
+            .iter()
+            .any(|t| t == token)
+    }
+
+    /// How many requests so far were POSTs to the review resource `plural` (`tokenreviews`,
+    /// `subjectaccessreviews`).
+    pub fn reviews_of(&self, plural: &str) -> usize {
+        self.requests()
+            .iter()
+            .filter(|r| {
+                r.starts_with("POST ") && r.split('?').next().unwrap_or_default().ends_with(plural)
+            })
+            .count()
     }
 
     /// Returns every Event created or patched so far.
@@ -483,6 +581,15 @@ async fn handle(State(shared): State<Arc<Shared>>, req: Request) -> Response {
     };
     if target.group == "events.k8s.io" && target.plural == "events" {
         return record_event(&shared, req).await;
+    }
+    if req.method() == Method::POST
+        && matches!(
+            (target.group.as_str(), target.plural.as_str()),
+            ("authentication.k8s.io", "tokenreviews")
+                | ("authorization.k8s.io", "subjectaccessreviews")
+        )
+    {
+        return review(&shared, req, &target.plural).await;
     }
     let res = resource(&target.group, &target.plural);
     let kind = {
@@ -815,4 +922,75 @@ async fn record_event(shared: &Shared, req: Request) -> Response {
         StatusCode::OK
     };
     (code, axum::Json(event)).into_response()
+}
+
+/// Answers a TokenReview or SubjectAccessReview from the issued tokens and grants.
+async fn review(shared: &Shared, req: Request, plural: &str) -> Response {
+    let bytes = match axum::body::to_bytes(req.into_body(), 1 << 20).await {
+        Ok(bytes) => bytes,
+        Err(_) => return status(StatusCode::BAD_REQUEST, "BadRequest", "unreadable body"),
+    };
+    let Ok(mut review) = serde_json::from_slice::<Value>(&bytes) else {
+        return status(StatusCode::BAD_REQUEST, "BadRequest", "body is not JSON");
+    };
+    let mut inner = shared.inner.lock().unwrap();
+    if plural == "tokenreviews" {
+        let token = review["spec"]["token"]
+            .as_str()
+            .unwrap_or_default()
+            .to_string();
+        inner.reviewed.push(token);
+    }
+    if inner.fail_reviews {
+        return status(
+            StatusCode::INTERNAL_SERVER_ERROR,
+            "InternalError",
+            "injected review failure",
+        );
+    }
+    let spec = review["spec"].clone();
+    review["status"] = if plural == "tokenreviews" {
+        let token = spec["token"].as_str().unwrap_or_default();
+        let wanted: Vec<String> = spec["audiences"]
+            .as_array()
+            .map(|a| {
+                a.iter()
+                    .filter_map(|v| v.as_str().map(String::from))
+                    .collect()
+            })
+            .unwrap_or_default();
+        match inner.tokens.get(token) {
+            Some((_, _, _, expires)) if *expires <= std::time::SystemTime::now() => {
+                json!({"authenticated": false, "error": "[invalid bearer token, service account token has expired]"})
+            }
+            Some((ns, sa, audiences, _)) => {
+                let both: Vec<&String> = wanted.iter().filter(|w| audiences.contains(w)).collect();
+                if both.is_empty() {
+                    json!({"authenticated": false, "error": "[invalid bearer token, token audiences is invalid for the target audiences]"})
+                } else {
+                    json!({"authenticated": true, "audiences": both, "user": {
+                        "username": format!("system:serviceaccount:{ns}:{sa}"),
+                        "uid": "sa-uid",
+                        "groups": ["system:serviceaccounts", format!("system:serviceaccounts:{ns}"), "system:authenticated"],
+                        "extra": {"authentication.kubernetes.io/pod-name": [format!("{sa}-pod")]}}})
+                }
+            }
+            None => json!({"authenticated": false, "error": "[invalid bearer token]"}),
+        }
+    } else {
+        let attributes = &spec["resourceAttributes"];
+        let field = |name: &str| attributes[name].as_str().unwrap_or_default().to_string();
+        let user = spec["user"].as_str().unwrap_or_default().to_string();
+        let allowed = ["", field("namespace").as_str()].iter().any(|ns| {
+            inner.grants.contains(&(
+                user.clone(),
+                field("verb"),
+                field("group"),
+                field("resource"),
+                ns.to_string(),
+            ))
+        });
+        json!({"allowed": allowed, "reason": if allowed { "granted by the double" } else { "" }})
+    };
+    (StatusCode::CREATED, axum::Json(review)).into_response()
 }

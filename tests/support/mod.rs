@@ -5,6 +5,7 @@
 pub mod apiserver;
 pub mod logs;
 pub mod serve;
+pub mod xds_auth;
 
 use std::sync::Arc;
 use std::time::Duration;
