@@ -27,7 +27,8 @@ use support::xds_auth::{AuthServer, Pki};
 const AUDIENCE: &str = "admitpilot";
 const HOST: &str = "secure.example";
 
-/// The README's gateway bootstrap: ADS over TLS to `xds`, trusting `ca`, presenting the token in `token`.
+/// The README's gateway bootstrap: ADS over TLS to `localhost:<xds port>` (a name, as the README's Service name;
+/// the server certificate is for localhost), trusting `ca`, presenting the token in `token`.
 fn bootstrap(xds: SocketAddr, ca: &Path, token: &Path) -> String {
     format!(
         r#"node:
@@ -43,7 +44,7 @@ dynamic_resources:
     set_node_on_first_message_only: true
     grpc_services:
     - google_grpc:
-        target_uri: {xds}
+        target_uri: localhost:{port}
         stat_prefix: xds
         credentials_factory_name: envoy.grpc_credentials.file_based_metadata
         channel_credentials:
@@ -58,6 +59,7 @@ dynamic_resources:
   lds_config: {{ads: {{}}, resource_api_version: V3}}
   cds_config: {{ads: {{}}, resource_api_version: V3}}
 "#,
+        port = xds.port(),
         ca = ca.display(),
         token = token.display(),
     )

@@ -120,12 +120,7 @@ async fn token(client: &kube::Client, ns: &str, account: &str, audience: &str) -
         ..Default::default()
     };
     let answer: TokenRequest = Api::<ServiceAccount>::namespaced(client.clone(), ns)
-        .create_subresource(
-            "token",
-            account,
-            &PostParams::default(),
-            serde_json::to_vec(&request).unwrap(),
-        )
+        .create_subresource("token", account, &PostParams::default(), &request)
         .await
         .unwrap();
     answer.status.unwrap().token

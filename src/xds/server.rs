@@ -11,7 +11,6 @@ use std::sync::Arc;
 use std::task::{Context, Poll};
 use std::time::Duration;
 
-use futures::StreamExt;
 use rustls::ServerConfig;
 use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::{mpsc, watch};
@@ -21,7 +20,6 @@ use tonic::body::Body;
 use tonic::server::NamedService;
 use tonic::transport::server::TcpIncoming;
 use tonic::transport::Server;
-use tonic::Status;
 
 use super::auth::CallPolicy;
 use super::cache::{ConfigCache, TranslateFn};
@@ -29,7 +27,7 @@ use super::delta::DeltaStream;
 use super::metrics::XdsMetrics;
 use super::sotw::SotwStream;
 use super::status::StatusRegistry;
-use super::stream::{family_of, AdsCall, Protocol, Shared};
+use super::stream::{AdsCall, Protocol, Shared};
 use super::wire;
 use super::Error;
 use crate::admission::tls::{self as certs, CertStore};
@@ -302,7 +300,7 @@ impl NamedService for Ads {
 }
 
 impl Ads {
-    /// Admits the call (identity from its metadata, then its first request), then serves it.
+    /// Verifies the caller from its metadata, then serves the call (which is admitted on its first request).
     async fn start<P: Protocol>(self, request: hyper::Request<Body>) -> hyper::Response<Body> {
         let metrics = &self.shared.metrics;
         // Only the parts are held across the checks (the body is not `Sync`).
@@ -312,24 +310,13 @@ impl Ads {
             Err(status) => return status.into_http(),
         };
         let request = hyper::Request::from_parts(parts, body);
-        let mut inbound = wire::requests::<P::Request>(request, MAX_REQUEST_BYTES);
-        let first = match inbound.next().await {
-            Some(Ok(first)) => first,
-            Some(Err(status)) => return status.into_http(),
-            None => return Status::ok("").into_http(),
-        };
-        let node = P::node(&first).cloned();
-        let family = family_of::<P>(&first);
-        let admitted = self
-            .policy
-            .admit(identity, node.as_ref(), family, metrics)
-            .await;
-        match admitted {
-            Ok(admitted) => {
-                wire::response(AdsCall::<P>::new(inbound, self.shared, first, admitted))
-            }
-            Err(status) => status.into_http(),
-        }
+        let inbound = wire::requests::<P::Request>(request, MAX_REQUEST_BYTES);
+        wire::response(AdsCall::<P>::new(
+            inbound,
+            self.shared,
+            Arc::clone(&self.policy),
+            identity,
+        ))
     }
 }
 

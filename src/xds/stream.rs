@@ -18,7 +18,8 @@ use tokio_stream::wrappers::WatchStream;
 use tokio_stream::Stream;
 use tonic::{Code, Status};
 
-use super::auth::{Admitted, SecretGate};
+use super::auth::token::VerifiedIdentity;
+use super::auth::{Admitted, CallPolicy, SecretGate};
 use super::cache::ConfigCache;
 use super::metrics::{Api, XdsMetrics};
 use super::node::NodeIdentity;
@@ -170,6 +171,27 @@ pub(crate) fn family_of<P: Protocol>(first: &P::Request) -> Family {
     ResourceType::from_type_url(P::type_url(first)).map_or(Family::Envoy, ResourceType::family)
 }
 
+/// The admission of a stream's first request, in progress.
+type Admission = Pin<Box<dyn Future<Output = Result<Admitted, Status>> + Send>>;
+
+/// Starts admitting `first` (its node and family) for a caller verified as `identity`.
+fn admit<P: Protocol>(
+    policy: &Arc<CallPolicy>,
+    identity: Option<VerifiedIdentity>,
+    first: &P::Request,
+    shared: &Shared,
+) -> Admission {
+    let policy = Arc::clone(policy);
+    let node = P::node(first).cloned();
+    let family = family_of::<P>(first);
+    let metrics = shared.metrics.clone();
+    Box::pin(async move {
+        policy
+            .admit(identity, node.as_ref(), family, &metrics)
+            .await
+    })
+}
+
 /// Parses a nonce this server sent (`None` for anything else, which then matches no response).
 pub(crate) fn parse_nonce(nonce: &str) -> Option<u64> {
     nonce.parse().ok()
@@ -204,8 +226,12 @@ impl<P: Protocol> Drop for Joined<P> {
 pub(crate) struct AdsCall<P: Protocol> {
     inbound: Requests<P::Request>,
     shared: Shared,
-    /// The first request, read before the call was admitted; handled on the first poll.
-    first: Option<P::Request>,
+    /// Who may call, and which secrets they get.
+    policy: Arc<CallPolicy>,
+    /// The caller's verified identity, until the first request is admitted.
+    identity: Option<VerifiedIdentity>,
+    /// The admission of the first request in progress, and that request.
+    admitting: Option<(Admission, P::Request)>,
     /// What the call was admitted to; taken when the stream joins its group.
     admitted: Option<Admitted>,
     /// Ends the call when its token expires.
@@ -220,22 +246,21 @@ pub(crate) struct AdsCall<P: Protocol> {
 }
 
 impl<P: Protocol> AdsCall<P> {
-    /// A call whose `first` request has been read and admitted, reading the rest from `inbound`.
+    /// A call of a caller verified as `identity` (none on an open listener) under `policy`, reading `inbound`.
     pub(crate) fn new(
         inbound: Requests<P::Request>,
         shared: Shared,
-        first: P::Request,
-        admitted: Admitted,
+        policy: Arc<CallPolicy>,
+        identity: Option<VerifiedIdentity>,
     ) -> Self {
-        let deadline = admitted
-            .deadline
-            .map(|at| Box::pin(tokio::time::sleep_until(at.into())));
         AdsCall {
             inbound,
             shared,
-            first: Some(first),
-            admitted: Some(admitted),
-            deadline,
+            policy,
+            identity,
+            admitting: None,
+            admitted: None,
+            deadline: None,
             joined: None,
             queued: VecDeque::new(),
             current: Vec::new().into_iter(),
@@ -344,9 +369,27 @@ impl<P: Protocol> hyper::body::Body for AdsCall<P> {
                 return this.finish(&status);
             }
         }
-        if let Some(first) = this.first.take() {
-            if let Err(status) = this.on_request(first) {
-                return this.finish(&status);
+        if let Some((admission, _)) = &mut this.admitting {
+            match admission.as_mut().poll(cx) {
+                Poll::Pending => return Poll::Pending,
+                Poll::Ready(Err(status)) => {
+                    this.admitting = None;
+                    return this.finish(&status);
+                }
+                Poll::Ready(Ok(admitted)) => {
+                    let first = this.admitting.take().map(|(_, first)| first);
+                    this.deadline = admitted
+                        .deadline
+                        .map(|at| Box::pin(tokio::time::sleep_until(at.into())));
+                    this.admitted = Some(admitted);
+                    if let Some(first) = first {
+                        if let Err(status) = this.on_request(first) {
+                            return this.finish(&status);
+                        }
+                    }
+                    // Poll the deadline once so its timer wakes this call.
+                    return Pin::new(this).poll_frame(cx);
+                }
             }
         }
         loop {
@@ -377,6 +420,13 @@ impl<P: Protocol> hyper::body::Body for AdsCall<P> {
                 Pin::new(&mut this.inbound).poll_next(cx)
             } {
                 Poll::Ready(Some(Ok(request))) => {
+                    if this.joined.is_none() && this.admitted.is_none() {
+                        // The first request: decide what the caller may do before anything is served.
+                        let admission =
+                            admit::<P>(&this.policy, this.identity.take(), &request, &this.shared);
+                        this.admitting = Some((admission, request));
+                        return Pin::new(this).poll_frame(cx);
+                    }
                     if let Err(status) = this.on_request(request) {
                         return this.finish(&status);
                     }

@@ -22,7 +22,7 @@ use envoy_types::pb::envoy::service::discovery::v3::DiscoveryRequest;
 use envoy_types::pb::google::protobuf::{value::Kind, Struct, Value};
 use prometheus_client::registry::Registry;
 use prost::Message;
-use rcgen::{BasicConstraints, CertificateParams, CertifiedIssuer, IsCa, KeyPair};
+use rcgen::{BasicConstraints, CertificateParams, CertifiedIssuer, DnType, IsCa, KeyPair};
 use tokio::sync::{oneshot, watch};
 use tonic::transport::{Certificate, Channel, ClientTlsConfig};
 
@@ -83,6 +83,10 @@ pub struct Pki {
 impl Pki {
     pub fn new() -> Pki {
         let mut params = CertificateParams::new(Vec::<String>::new()).unwrap();
+        // Distinct subjects: BoringSSL (Envoy's gRPC) takes a leaf whose subject is its issuer's for self-signed.
+        params
+            .distinguished_name
+            .push(DnType::CommonName, "admitpilot test CA");
         params.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
         let issuer = CertifiedIssuer::self_signed(params, KeyPair::generate().unwrap()).unwrap();
         let dir = tempfile::tempdir().unwrap();
@@ -107,9 +111,10 @@ impl Pki {
 
     fn leaf(issuer: &CertifiedIssuer<'static, KeyPair>, names: &[&str]) -> (String, String) {
         let key = KeyPair::generate().unwrap();
-        let params =
+        let mut params =
             CertificateParams::new(names.iter().map(|n| n.to_string()).collect::<Vec<_>>())
                 .unwrap();
+        params.distinguished_name.push(DnType::CommonName, names[0]);
         (
             params.signed_by(&key, issuer).unwrap().pem(),
             key.serialize_pem(),
