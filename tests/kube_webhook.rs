@@ -15,6 +15,8 @@
 
 #[path = "support/envoy.rs"]
 mod envoy;
+#[path = "support/helm.rs"]
+mod helm;
 #[path = "support/kube_server.rs"]
 mod kube_server;
 #[path = "support/pipeline.rs"]
@@ -29,7 +31,6 @@ use kube_server::Kube;
 use pipeline::{Admitpilot, WebhookTls};
 use serde_json::{json, Value};
 
-const CHART: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/charts/admitpilot");
 const CRDS: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/kube/istio-crds.yaml");
 const RELEASE_NS: &str = "higress-system";
 /// How long the API server may take to start using a webhook configuration (it watches them).
@@ -53,33 +54,16 @@ fn higress_config(ns: &str, name: &str, min: i64) -> Value {
         "data": {"higress": format!("gzip:\n  enable: true\n  minContentLength: {min}\n")}})
 }
 
-fn helm() -> PathBuf {
+fn helm_binary() -> PathBuf {
     std::env::var_os("ADMITPILOT_HELM")
         .map(PathBuf::from)
         .unwrap_or_else(|| Path::new(env!("CARGO_MANIFEST_DIR")).join("tools/bin/helm"))
 }
 
-/// `helm template ap` of the chart in the release namespace with `sets`.
+/// The chart rendered (release `ap` in the release namespace) with `sets`.
 fn helm_template(sets: &[String]) -> String {
-    let home = tempfile::tempdir().unwrap();
-    let mut command = Command::new(helm());
-    command
-        .args(["template", "ap", CHART, "--namespace", RELEASE_NS])
-        .env("HELM_CACHE_HOME", home.path().join("cache"))
-        .env("HELM_CONFIG_HOME", home.path().join("config"))
-        .env("HELM_DATA_HOME", home.path().join("data"));
-    for set in sets {
-        command.args(["--set", set]);
-    }
-    let output = command
-        .output()
-        .expect("run helm (scripts/setup-tools installs it)");
-    assert!(
-        output.status.success(),
-        "helm template failed: {}",
-        String::from_utf8_lossy(&output.stderr)
-    );
-    String::from_utf8(output.stdout).unwrap()
+    let sets: Vec<&str> = sets.iter().map(String::as_str).collect();
+    helm::render_yaml(&helm_binary(), &sets)
 }
 
 /// The chart installed on a private API server, its webhook served by `admitpilot serve`.
