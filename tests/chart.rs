@@ -5,11 +5,14 @@
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
+use std::process::Command;
 
 use serde_json::Value;
 
-const CHART: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/charts/admitpilot");
+#[path = "support/helm.rs"]
+mod helm;
+use helm::{render, render_yaml, run_helm, CHART};
+
 const GOLDEN: &str = concat!(
     env!("CARGO_MANIFEST_DIR"),
     "/tests/chart/default-render.yaml"
@@ -33,39 +36,6 @@ fn tool(var: &str, fallback: &str) -> Option<PathBuf> {
 
 fn helm() -> Option<PathBuf> {
     tool("ADMITPILOT_HELM", "tools/bin/helm")
-}
-
-fn run_helm(helm: &Path, args: &[&str]) -> Output {
-    let home = tempfile::tempdir().unwrap();
-    Command::new(helm)
-        .args(args)
-        .env("HELM_CACHE_HOME", home.path().join("cache"))
-        .env("HELM_CONFIG_HOME", home.path().join("config"))
-        .env("HELM_DATA_HOME", home.path().join("data"))
-        .output()
-        .expect("run helm")
-}
-
-/// Renders the chart with `--set` values; returns the raw YAML.
-fn render_yaml(helm: &Path, sets: &[&str]) -> String {
-    let mut args = vec!["template", "ap", CHART, "--namespace", "higress-system"];
-    for set in sets {
-        args.extend(["--set", set]);
-    }
-    let output = run_helm(helm, &args);
-    assert!(
-        output.status.success(),
-        "helm template {sets:?} failed: {}",
-        String::from_utf8_lossy(&output.stderr)
-    );
-    String::from_utf8(output.stdout).unwrap()
-}
-
-fn render(helm: &Path, sets: &[&str]) -> Vec<Value> {
-    admitpilot::model::document::parse_documents(&render_yaml(helm, sets))
-        .into_iter()
-        .map(|d| d.value.expect("rendered YAML parses"))
-        .collect()
 }
 
 fn find<'a>(docs: &'a [Value], kind: &str, name: &str) -> &'a Value {

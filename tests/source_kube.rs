@@ -1,7 +1,9 @@
 //! Kubernetes source end to end against `support::apiserver`, a small, faithful double of the API server over HTTP
 //! (real JSON list and watch streams with resourceVersions, BOOKMARK events, 410 Gone on expired watches, plain
 //! 404 for resources that are not installed, Event creation recorded). A real `kube::Client` is pointed at it
-//! through a `kube::Config` whose cluster URL is the double. Every wait polls with a deadline.
+//! through a `kube::Config` whose cluster URL is the double. Every wait polls with a deadline. The double is for faults
+//! a real API server cannot be made to show on demand (held or dropped events, expired watches, missing kinds);
+//! `tests/kube_*.rs` run against a real kube-apiserver.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 mod support;

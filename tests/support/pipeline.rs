@@ -167,6 +167,18 @@ impl McpChain {
     }
 }
 
+/// The webhook's own certificate (instead of a self-signed one) and port, e.g. for an API server to call it.
+pub struct WebhookTls {
+    /// Port on 127.0.0.1.
+    pub port: u16,
+    /// PEM certificate chain (`--tls-cert`).
+    pub cert: std::path::PathBuf,
+    /// PEM private key (`--tls-key`).
+    pub key: std::path::PathBuf,
+    /// PEM CA that signed `cert` (used by [`Admitpilot::review`]).
+    pub ca: std::path::PathBuf,
+}
+
 /// The `--config-dir` flag naming `dir`.
 fn config_dir_flag(dir: &Path) -> [String; 1] {
     [format!("--config-dir={}", dir.display())]
@@ -186,27 +198,64 @@ impl Admitpilot {
         state_dir: Option<&Path>,
     ) -> Admitpilot {
         let state = state_dir.map(|state| format!("--state-dir={}", state.display()));
-        Self::launch(&config_dir_flag(config_dir), xds_port, state.as_slice()).await
+        Self::launch(
+            &config_dir_flag(config_dir),
+            xds_port,
+            None,
+            state.as_slice(),
+        )
+        .await
     }
 
     /// Starts the binary with the MCP server `source` (`xds://HOST:PORT`) as its only config source
     /// (`--mcp-source`).
     pub async fn start_mcp_subscriber(source: &str) -> Admitpilot {
         let flag = [format!("--mcp-source={source}")];
-        Self::launch(&flag, free_port(), &[]).await
+        Self::launch(&flag, free_port(), None, &[]).await
     }
 
     /// Like [`Admitpilot::start`], with more `serve` flags.
     pub async fn start_with_args(config_dir: &Path, args: &[&str]) -> Admitpilot {
         let args: Vec<String> = args.iter().map(ToString::to_string).collect();
-        Self::launch(&config_dir_flag(config_dir), free_port(), &args).await
+        Self::launch(&config_dir_flag(config_dir), free_port(), None, &args).await
     }
 
-    /// Runs `admitpilot serve` with the config source flags `sources`, the xDS server on `xds_port` and more
-    /// flags `args`, and waits until `/readyz` answers 200.
-    async fn launch(sources: &[String], xds_port: u16, args: &[String]) -> Admitpilot {
+    /// Starts the binary watching the API server of `kubeconfig` (`--kubeconfig`), its webhook with `webhook`'s
+    /// certificate and port when given, with more flags `args`.
+    pub async fn start_kube(
+        kubeconfig: &Path,
+        webhook: Option<&WebhookTls>,
+        args: &[String],
+    ) -> Admitpilot {
+        let flag = [format!("--kubeconfig={}", kubeconfig.display())];
+        Self::launch(&flag, free_port(), webhook, args).await
+    }
+
+    /// Runs `admitpilot serve` with the config source flags `sources`, the xDS server on `xds_port`, the webhook's
+    /// certificate and port (self-signed on a free port when `None`) and more flags `args`, and waits until
+    /// `/readyz` answers 200.
+    async fn launch(
+        sources: &[String],
+        xds_port: u16,
+        webhook: Option<&WebhookTls>,
+        args: &[String],
+    ) -> Admitpilot {
         let dir = tempfile::tempdir().unwrap();
-        let (admin_port, webhook_port) = (free_port(), free_port());
+        let admin_port = free_port();
+        let webhook_port = webhook.map_or_else(free_port, |w| w.port);
+        let ca = dir.path().join("ca.crt");
+        let tls_flags: Vec<std::ffi::OsString> = match webhook {
+            Some(w) => {
+                std::fs::copy(&w.ca, &ca).unwrap();
+                vec![
+                    "--tls-cert".into(),
+                    w.cert.clone().into(),
+                    "--tls-key".into(),
+                    w.key.clone().into(),
+                ]
+            }
+            None => vec!["--self-signed-ca-out".into(), ca.into()],
+        };
         let log = std::fs::File::create(dir.path().join("admitpilot.log")).unwrap();
         let child = Command::new(env!("CARGO_BIN_EXE_admitpilot"))
             .arg("serve")
@@ -214,8 +263,7 @@ impl Admitpilot {
             .args(["--xds-addr", &format!("127.0.0.1:{xds_port}")])
             .args(["--admin-addr", &format!("127.0.0.1:{admin_port}")])
             .args(["--webhook-addr", &format!("127.0.0.1:{webhook_port}")])
-            .arg("--self-signed-ca-out")
-            .arg(dir.path().join("ca.crt"))
+            .args(tls_flags)
             .args(args)
             .stdout(Stdio::null())
             .stderr(log)
