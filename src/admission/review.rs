@@ -13,7 +13,7 @@ use serde_json::Value;
 use super::effects::{self, GatewayCheck};
 use crate::model::decode::DecodeOptions;
 use crate::model::{Finding, Kind};
-use crate::translate::enforcement::unenforced;
+use crate::validate::enforcement::unenforced;
 use crate::validate::{validate_document, Report};
 
 /// The AdmissionReview API versions the webhook accepts (and answers in).

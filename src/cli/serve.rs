@@ -166,22 +166,13 @@ fn parse_interval(text: &str) -> Result<f64, String> {
     }
 }
 
-/// Parses `20ms`, `1.5s` or `0` into a duration of at most one hour.
+/// Parses a Go duration (`20ms`, `1.5s`, `0`) of at most one hour.
 fn parse_duration(text: &str) -> Result<Duration, String> {
-    let (number, scale) = if let Some(ms) = text.strip_suffix("ms") {
-        (ms, 1e-3)
-    } else if let Some(s) = text.strip_suffix('s') {
-        (s, 1.0)
-    } else if text == "0" {
-        ("0", 1.0)
-    } else {
-        return Err(format!("`{text}` needs a unit: ms or s (e.g. 20ms)"));
-    };
-    match number.trim().parse::<f64>() {
-        Ok(value) if (0.0..=3600.0).contains(&(value * scale)) => {
-            Ok(Duration::from_secs_f64(value * scale))
-        }
-        _ => Err(format!("`{text}` is not a duration between 0 and 1h")),
+    match admitpilot::model::duration::parse_duration_nanos(text).map(u64::try_from) {
+        Some(Ok(nanos)) if nanos <= 3_600_000_000_000 => Ok(Duration::from_nanos(nanos)),
+        _ => Err(format!(
+            "`{text}` is not a duration between 0 and 1h (a number with a unit: ms, s, m, h; e.g. 20ms)"
+        )),
     }
 }
 

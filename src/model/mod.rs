@@ -3,6 +3,7 @@
 
 pub mod decode;
 pub mod document;
+pub mod duration;
 pub mod finding;
 pub mod higress;
 pub mod higress_config;

@@ -37,7 +37,6 @@ pub mod cluster;
 pub mod dangling;
 pub mod deprecated;
 pub mod effect;
-pub mod enforcement;
 pub mod envoy;
 pub mod envoy_filter;
 pub mod ext_authz;

@@ -7,6 +7,7 @@ mod authorization_policy;
 pub mod common;
 pub mod deadline;
 mod destination_rule;
+pub mod enforcement;
 mod envoy_filter;
 mod gateway;
 pub mod higress_config;

@@ -5,7 +5,8 @@
 
 use std::borrow::Cow;
 
-use super::types::{is_gateway_api_gateway, target_refs as target_refs_of};
+use crate::model::istio::request_authentication::jwks_upstream;
+use crate::model::istio::types::target_refs as target_refs_of;
 use crate::model::istio::PolicyTargetReference;
 use crate::model::{ConfigObject, Kind, Spec};
 
@@ -36,7 +37,7 @@ fn targets_other_than_gateways(
 ) -> bool {
     target_refs_of(target_ref, target_refs)
         .iter()
-        .any(|r| !is_gateway_api_gateway(r))
+        .any(|r| !r.is_gateway_api_gateway())
 }
 
 /// What of `object` gateways do not enforce, or `None` when the translator enforces all of it.
@@ -64,11 +65,7 @@ pub fn unenforced(object: &ConfigObject) -> Option<Unenforced> {
             Some(("spec.targetRefs", TARGET_REFS_WHY))
         } else if ra.jwt_rules.iter().any(|rule| {
             rule.jwks.as_deref().is_none_or(str::is_empty)
-                && rule
-                    .jwks_uri
-                    .as_deref()
-                    .and_then(super::authn::jwks_upstream)
-                    .is_none()
+                && rule.jwks_uri.as_deref().and_then(jwks_upstream).is_none()
         }) {
             Some((
                 "spec.jwtRules.jwksUri",
@@ -96,7 +93,7 @@ pub fn unenforced(object: &ConfigObject) -> Option<Unenforced> {
     })
 }
 
-/// What of a Telemetry gateways do not get: access logging is translated ([`super::telemetry`]), tracing and
+/// What of a Telemetry gateways do not get: access logging is translated (`translate::telemetry`), tracing and
 /// metrics are not.
 fn unenforced_telemetry(
     telemetry: &crate::model::istio::telemetry::Telemetry,
