@@ -122,6 +122,11 @@ pub struct ServeArgs {
     #[arg(long, default_value = admitpilot::source::DEFAULT_NAMESPACE)]
     default_namespace: String,
 
+    /// The GatewayClass controllerName whose Gateway API Gateways admitpilot serves (e.g. istio.io/gateway-controller
+    /// or higress.io/gateway-controller when admitpilot replaces them).
+    #[arg(long, default_value = admitpilot::model::gateway_api::DEFAULT_CONTROLLER_NAME)]
+    gateway_controller_name: String,
+
     /// Quiet period that ends a burst of config changes before a snapshot is published (e.g. 20ms, 0.1s).
     #[arg(long, default_value = "20ms", value_parser = parse_duration)]
     debounce: Duration,
@@ -269,13 +274,17 @@ impl ServeArgs {
 pub fn run(args: ServeArgs) -> anyhow::Result<ExitCode> {
     let sources = args.source_settings();
     let xds = args.xds_config();
+    let gateway_controller = args.gateway_controller_name.clone();
     let config = args.into_config();
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()
         .context("cannot start the async runtime")?;
     runtime.block_on(async {
-        let translate = TranslateFn::caching(admitpilot::translate::Options::default());
+        let translate = TranslateFn::caching(admitpilot::translate::Options {
+            gateway_controller,
+            ..admitpilot::translate::Options::default()
+        });
         let running = App::new(config)
             .sources(sources)
             .xds(xds, translate)

@@ -41,6 +41,7 @@ pub mod envoy;
 pub mod envoy_filter;
 pub mod ext_authz;
 pub mod gateway;
+pub mod gateway_api;
 pub mod higress;
 pub mod listener;
 pub mod naming;

@@ -95,6 +95,9 @@ pub struct Options {
     pub domain_suffix: String,
     /// Namespaces whose EnvoyFilters apply to every proxy: Istio's root namespace and Higress's namespace.
     pub root_namespaces: Vec<String>,
+    /// The GatewayClass `controllerName` admitpilot serves Gateway API Gateways of
+    /// (`admitpilot.io/gateway-controller` by default).
+    pub gateway_controller: String,
 }
 
 /// A hash map for the translator's per-call lookups: aHash with per-process random keys, several times faster

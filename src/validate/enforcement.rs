@@ -81,6 +81,12 @@ pub fn unenforced(object: &ConfigObject) -> Option<Unenforced> {
             why: Cow::Borrowed(why),
         });
     }
+    if let Some((field, why)) = unenforced_gateway_api(&object.spec) {
+        return Some(Unenforced {
+            field,
+            why: Cow::Borrowed(why),
+        });
+    }
     if let Spec::Telemetry(telemetry) = &object.spec {
         return unenforced_telemetry(telemetry).map(|(field, why)| Unenforced {
             field,
@@ -91,6 +97,47 @@ pub fn unenforced(object: &ConfigObject) -> Option<Unenforced> {
         field: "spec",
         why: Cow::Borrowed(why),
     })
+}
+
+/// What of a translated Gateway API object gateways do not get: listeners other than HTTP and HTTPS (and HTTPS
+/// ones with a certificate in another namespace), session persistence and filters that name extensions.
+fn unenforced_gateway_api(spec: &Spec) -> Option<(&'static str, &'static str)> {
+    match spec {
+        Spec::KubernetesGateway(gateway) => gateway
+            .listeners
+            .iter()
+            .any(|l| {
+                !matches!(l.protocol.as_str(), "HTTP" | "HTTPS")
+                    || l.tls.as_ref().is_some_and(|tls| {
+                        tls.certificate_refs
+                            .iter()
+                            .any(|c| c.namespace.as_deref().is_some_and(|n| !n.is_empty()))
+                    })
+            })
+            .then_some((
+                "spec.listeners",
+                "a TLS, TCP or UDP listener, or an HTTPS listener with a certificate in another namespace, is not \
+                 enforced on gateways by admitpilot yet: only HTTP and HTTPS listeners with certificates in the \
+                 Gateway's namespace are served",
+            )),
+        Spec::HttpRoute(route) => route
+            .rules
+            .iter()
+            .any(|rule| {
+                rule.session_persistence.is_some()
+                    || rule
+                        .filters
+                        .iter()
+                        .chain(rule.backend_refs.iter().flat_map(|b| b.filters.iter()))
+                        .any(|f| f.extension_ref.is_some() || f.external_auth.is_some())
+            })
+            .then_some((
+                "spec.rules",
+                "sessionPersistence and ExtensionRef or ExternalAuth filters are not enforced on gateways by \
+                 admitpilot: the rest of the rule is served without them",
+            )),
+        _ => None,
+    }
 }
 
 /// What of a Telemetry gateways do not get: access logging is translated (`translate::telemetry`), tracing and
@@ -146,17 +193,13 @@ fn unenforced_kind(kind: Kind) -> Option<&'static str> {
         Kind::WorkloadGroup => {
             "WorkloadGroup is not enforced on gateways by admitpilot: only WorkloadEntry objects become endpoints"
         }
-        Kind::GatewayClass
-        | Kind::KubernetesGateway
-        | Kind::HttpRoute
-        | Kind::GrpcRoute
-        | Kind::ReferenceGrant
+        Kind::GrpcRoute
         | Kind::TlsRoute
         | Kind::TcpRoute
         | Kind::BackendTlsPolicy
         | Kind::ListenerSet => {
-            "This Gateway API object is not enforced on gateways by admitpilot yet: Gateway API objects are \
-             validated but not translated"
+            "This Gateway API kind is not enforced on gateways by admitpilot yet: it is validated but not \
+             translated (Gateway, HTTPRoute and ReferenceGrant are)"
         }
         Kind::AuthorizationPolicy
         | Kind::RequestAuthentication
@@ -171,7 +214,11 @@ fn unenforced_kind(kind: Kind) -> Option<&'static str> {
         | Kind::MeshConfig
         | Kind::Service
         | Kind::EndpointSlice
-        | Kind::Secret => return None,
+        | Kind::Secret
+        | Kind::GatewayClass
+        | Kind::KubernetesGateway
+        | Kind::HttpRoute
+        | Kind::ReferenceGrant => return None,
     };
     Some(why)
 }
@@ -189,7 +236,7 @@ mod tests {
             .copied()
             .filter(|kind| unenforced_kind(*kind).is_some())
             .collect();
-        assert_eq!(kinds.len(), 18, "{kinds:?}");
+        assert_eq!(kinds.len(), 14, "{kinds:?}");
         for kind in kinds {
             let why = unenforced_kind(kind).unwrap_or_default();
             assert!(
