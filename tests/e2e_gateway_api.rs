@@ -183,10 +183,33 @@ spec:
   rules: [{backendRefs: [{name: team, port: 80}]}]
 "#;
 
-fn gateway(port: u16) -> String {
+fn gateway(port: u16, https_port: u16) -> String {
     format!(
-        "apiVersion: gateway.networking.k8s.io/v1\nkind: Gateway\nmetadata: {{name: gw, namespace: default}}\nspec:\n  gatewayClassName: admitpilot\n  listeners: [{{name: http, port: {port}, protocol: HTTP, hostname: \"*.example\"}}]\n"
+        "apiVersion: gateway.networking.k8s.io/v1\nkind: Gateway\nmetadata: {{name: gw, namespace: default}}\nspec:\n  gatewayClassName: admitpilot\n  listeners:\n  - {{name: http, port: {port}, protocol: HTTP, hostname: \"*.example\"}}\n  - {{name: https, port: {https_port}, protocol: HTTPS, hostname: shop.example, tls: {{certificateRefs: [{{name: shop-cert}}]}}}}\n"
     )
+}
+
+/// A CA (its PEM) and the Secret `default/shop-cert` holding a certificate for `shop.example` it signed.
+fn certificate() -> (String, String) {
+    use base64::Engine;
+    use rcgen::{BasicConstraints, CertificateParams, IsCa, Issuer, KeyPair};
+    let mut ca_params = CertificateParams::new(Vec::new()).unwrap();
+    ca_params.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
+    let ca_key = KeyPair::generate().unwrap();
+    let ca = ca_params.self_signed(&ca_key).unwrap();
+    let issuer = Issuer::new(ca_params, ca_key);
+    let leaf_key = KeyPair::generate().unwrap();
+    let leaf = CertificateParams::new(vec!["shop.example".to_string()])
+        .unwrap()
+        .signed_by(&leaf_key, &issuer)
+        .unwrap();
+    let b64 = |text: String| base64::engine::general_purpose::STANDARD.encode(text);
+    let secret = format!(
+        "apiVersion: v1\nkind: Secret\nmetadata: {{name: shop-cert, namespace: default}}\ntype: kubernetes.io/tls\ndata:\n  tls.crt: {}\n  tls.key: {}\n",
+        b64(leaf.pem()),
+        b64(leaf_key.serialize_pem())
+    );
+    (ca.pem(), secret)
 }
 
 struct Reply {
@@ -219,9 +242,11 @@ async fn gateway_api_routes_are_served_by_envoy() {
         Echo::start("mirror").await,
         Echo::start("team").await,
     );
-    let port = free_port();
+    let (port, https_port) = (free_port(), free_port());
+    let (ca, secret) = certificate();
     let dir = tempfile::tempdir().unwrap();
-    write(dir.path(), "gateway.yaml", &gateway(port));
+    write(dir.path(), "gateway.yaml", &gateway(port, https_port));
+    write(dir.path(), "secret.yaml", &secret);
     write(dir.path(), "routes.yaml", ROUTES);
     let services = [
         service("v1", "default", v1.port),
@@ -384,6 +409,34 @@ async fn gateway_api_routes_are_served_by_envoy() {
         "team route not admitted"
     );
     assert_eq!(send(&http, get("/", "shop.other")).await.status, 404);
+
+    // The HTTPS listener terminates TLS with the certificateRefs Secret (over SDS) and serves the same route.
+    let https = reqwest::Client::builder()
+        .use_rustls_tls()
+        .tls_built_in_root_certs(false)
+        .add_root_certificate(reqwest::Certificate::from_pem(ca.as_bytes()).unwrap())
+        .resolve("shop.example", ([127, 0, 0, 1], https_port).into())
+        .no_proxy()
+        .timeout(Duration::from_secs(10))
+        .build()
+        .unwrap();
+    let url = format!("https://shop.example:{https_port}/api/x");
+    let deadline = tokio::time::Instant::now() + CONVERGE;
+    let r = loop {
+        if let Ok(response) = https.get(&url).send().await {
+            break response.text().await.unwrap();
+        }
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "HTTPS never answered"
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    };
+    assert_eq!(
+        serde_json::from_str::<Value>(&r).unwrap()["backend"],
+        "v1",
+        "{r}"
+    );
 
     envoy.assert_nothing_rejected("gateway api").await;
 

@@ -10,7 +10,7 @@ mod cases;
 use std::path::{Path, PathBuf};
 
 use admitpilot::translate::types::GATEWAY_NAME_LABEL;
-use admitpilot::translate::{output, translate, Proxy};
+use admitpilot::translate::{translate, Proxy};
 
 fn proxy() -> Proxy {
     Proxy {
@@ -39,23 +39,7 @@ fn gateway_api_golden_cases_match() {
     let mut failures = Vec::new();
     for case in &cases {
         let name = case.file_name().unwrap().to_string_lossy().to_string();
-        let input = case.join("input.yaml");
-        let expected_path = case.join("output.json");
-        let text = std::fs::read_to_string(&input).unwrap();
-        let snapshot = cases::snapshot_from_yaml(&text, &input.display().to_string());
-        let resources = translate(&snapshot, &proxy());
-        assert!(
-            !resources.listeners.is_empty(),
-            "golden case {name}: the Gateway produced no listener"
-        );
-        let actual = output::to_json(&resources, true).unwrap();
-        let actual_text = serde_json::to_string_pretty(&actual).unwrap() + "\n";
-        if update {
-            std::fs::write(&expected_path, &actual_text).unwrap();
-            continue;
-        }
-        let expected = std::fs::read_to_string(&expected_path).unwrap_or_default();
-        if expected != actual_text {
+        if !cases::golden_case_matches(case, &proxy(), update) {
             failures.push(name);
         }
     }
@@ -63,4 +47,25 @@ fn gateway_api_golden_cases_match() {
         failures.is_empty(),
         "golden outputs differ for {failures:?}; inspect with UPDATE_GOLDEN=1 and git diff"
     );
+}
+
+/// `examples/gateway-api` loads through the sources' gate and serves both listeners of `web/public`.
+#[test]
+fn the_example_folder_serves_its_gateway() {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("examples/gateway-api");
+    let snapshot = cases::snapshot_from_dir(&dir);
+    let proxy = Proxy {
+        namespace: "web".into(),
+        labels: [(GATEWAY_NAME_LABEL.to_string(), "public".to_string())].into(),
+        ..Default::default()
+    };
+    let resources = translate(&snapshot, &proxy);
+    let listeners: Vec<&str> = resources
+        .listeners
+        .iter()
+        .map(|l| l.name.as_str())
+        .collect();
+    assert_eq!(listeners, ["0.0.0.0_8080", "0.0.0.0_8443"]);
+    assert_eq!(resources.secrets.len(), 1, "the HTTPS certificate over SDS");
+    assert!(resources.left_out.is_empty(), "{:?}", resources.left_out);
 }

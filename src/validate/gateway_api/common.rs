@@ -82,8 +82,30 @@ pub fn backend_port(backend: &BackendRef, path: &str, out: &mut Findings) {
     }
 }
 
+/// The route-wide rules HTTPRoute and GRPCRoute share: [`parent_refs`], "While 16 rules and 64 matches per rule are
+/// allowed, the total number of matches across all rules in a route must be less than 128" on `spec.rules` (given
+/// the total), and [`rule_names`].
+pub fn route_rules<'a>(
+    parents: &[ParentReference],
+    total_matches: usize,
+    names: impl Iterator<Item = Option<&'a str>> + Clone,
+    out: &mut Findings,
+) {
+    parent_refs(parents, out);
+    if total_matches > 128 {
+        cel(
+            out,
+            "spec.rules",
+            ARRAY,
+            "While 16 rules and 64 matches per rule are allowed, the total number of matches across all rules \
+             in a route must be less than 128",
+        );
+    }
+    rule_names(names, out);
+}
+
 /// The rule "Rule name must be unique within the route" on `spec.rules`.
-pub fn rule_names<'a>(names: impl Iterator<Item = Option<&'a str>> + Clone, out: &mut Findings) {
+fn rule_names<'a>(names: impl Iterator<Item = Option<&'a str>> + Clone, out: &mut Findings) {
     let all: Vec<&str> = names.flatten().collect();
     let unique = all
         .iter()

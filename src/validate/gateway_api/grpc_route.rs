@@ -1,7 +1,7 @@
 //! GRPCRoute rules (pure): takes a GRPCRoute spec, records the GRPCRoute CRD's CEL failures (each named by its
 //! message) with the API server's text, and the RE2 and header checks of [`super::common`].
 
-use super::common::{self, cel, FilterSet, ARRAY, OBJECT};
+use super::common::{self, cel, FilterSet, OBJECT};
 use crate::model::gateway_api::common::MatchType;
 use crate::model::gateway_api::GrpcRoute;
 use crate::model::Findings;
@@ -9,18 +9,9 @@ use crate::validate::common::validate_regex;
 
 /// Checks a GRPCRoute spec.
 pub fn validate(route: &GrpcRoute, out: &mut Findings) {
-    common::parent_refs(&route.parent_refs, out);
-    let matches: usize = route.rules.iter().map(|r| r.matches.len()).sum();
-    if matches > 128 {
-        cel(
-            out,
-            "spec.rules",
-            ARRAY,
-            "While 16 rules and 64 matches per rule are allowed, the total number of matches across all rules \
-             in a route must be less than 128",
-        );
-    }
-    common::rule_names(route.rules.iter().map(|r| r.name.as_deref()), out);
+    let matches = route.rules.iter().map(|r| r.matches.len()).sum();
+    let names = route.rules.iter().map(|r| r.name.as_deref());
+    common::route_rules(&route.parent_refs, matches, names, out);
     for (i, rule) in route.rules.iter().enumerate() {
         let at = format!("spec.rules[{i}]");
         for (j, m) in rule.matches.iter().enumerate() {

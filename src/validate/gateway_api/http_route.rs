@@ -2,7 +2,7 @@
 //! server's text and field paths (each check names the rule it mirrors by its message), and the RE2 and header
 //! checks of [`super::common`].
 
-use super::common::{self, cel, FilterSet, ARRAY, OBJECT};
+use super::common::{self, cel, FilterSet, OBJECT};
 use crate::model::duration::parse_duration_nanos;
 use crate::model::gateway_api::common::HttpRouteFilter;
 use crate::model::gateway_api::http_route::{HttpRouteMatch, HttpRouteRule, PathMatchType};
@@ -12,18 +12,9 @@ use crate::validate::common::validate_regex;
 
 /// Checks an HTTPRoute spec.
 pub fn validate(route: &HttpRoute, out: &mut Findings) {
-    common::parent_refs(&route.parent_refs, out);
-    let matches: usize = route.rules.iter().map(|r| r.matches.len()).sum();
-    if matches > 128 {
-        cel(
-            out,
-            "spec.rules",
-            ARRAY,
-            "While 16 rules and 64 matches per rule are allowed, the total number of matches across all rules \
-             in a route must be less than 128",
-        );
-    }
-    common::rule_names(route.rules.iter().map(|r| r.name.as_deref()), out);
+    let matches = route.rules.iter().map(|r| r.matches.len()).sum();
+    let names = route.rules.iter().map(|r| r.name.as_deref());
+    common::route_rules(&route.parent_refs, matches, names, out);
     for (i, rule) in route.rules.iter().enumerate() {
         validate_rule(rule, &format!("spec.rules[{i}]"), out);
     }

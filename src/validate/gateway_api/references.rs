@@ -18,6 +18,9 @@ use crate::validate::references::Reference;
 /// The code of Gateway API reference findings (no Istio analyzer code fits; they never deny).
 pub const GATEWAY_API_REFERENCE: &str = "GWAPI-REF";
 
+/// What a route names: parents, host names and each rule's backends.
+type RouteRefs<'a> = (&'a [ParentReference], &'a [String], Vec<&'a [BackendRef]>);
+
 fn warn(out: &mut Vec<Reference>, field: String, message: String) {
     out.push(Reference {
         code: GATEWAY_API_REFERENCE,
@@ -29,62 +32,48 @@ fn warn(out: &mut Vec<Reference>, field: String, message: String) {
 /// The reference warnings of a Gateway API `object` within `config`.
 pub fn check(config: &Snapshot, object: &ConfigObject, out: &mut Vec<Reference>) {
     let namespace = object.metadata.namespace.as_str();
-    match &object.spec {
-        Spec::HttpRoute(route) => {
-            route_refs(
-                config,
-                ("HTTPRoute", namespace),
-                &route.parent_refs,
-                &route.hostnames,
-                out,
-            );
-            for (i, rule) in route.rules.iter().enumerate() {
-                backends(
-                    config,
-                    ("HTTPRoute", namespace),
-                    &rule.backend_refs,
-                    &format!("spec.rules[{i}]"),
-                    out,
-                );
-            }
-        }
-        Spec::GrpcRoute(route) => {
-            route_refs(
-                config,
-                ("GRPCRoute", namespace),
-                &route.parent_refs,
-                &route.hostnames,
-                out,
-            );
-            for (i, rule) in route.rules.iter().enumerate() {
-                backends(
-                    config,
-                    ("GRPCRoute", namespace),
-                    &rule.backend_refs,
-                    &format!("spec.rules[{i}]"),
-                    out,
-                );
-            }
-        }
-        Spec::TlsRoute(route) | Spec::TcpRoute(route) => {
-            let kind = object.kind().info().kind;
-            route_refs(
+    let kind = object.kind().info().kind;
+    let route: Option<RouteRefs<'_>> = match &object.spec {
+        Spec::HttpRoute(r) => Some((
+            &r.parent_refs,
+            &r.hostnames,
+            r.rules
+                .iter()
+                .map(|rule| rule.backend_refs.as_slice())
+                .collect(),
+        )),
+        Spec::GrpcRoute(r) => Some((
+            &r.parent_refs,
+            &r.hostnames,
+            r.rules
+                .iter()
+                .map(|rule| rule.backend_refs.as_slice())
+                .collect(),
+        )),
+        Spec::TlsRoute(r) | Spec::TcpRoute(r) => Some((
+            &r.parent_refs,
+            &r.hostnames,
+            r.rules
+                .iter()
+                .map(|rule| rule.backend_refs.as_slice())
+                .collect(),
+        )),
+        _ => None,
+    };
+    if let Some((parents, hostnames, rules)) = route {
+        route_refs(config, (kind, namespace), parents, hostnames, out);
+        for (i, refs) in rules.into_iter().enumerate() {
+            backends(
                 config,
                 (kind, namespace),
-                &route.parent_refs,
-                &route.hostnames,
+                refs,
+                &format!("spec.rules[{i}]"),
                 out,
             );
-            for (i, rule) in route.rules.iter().enumerate() {
-                backends(
-                    config,
-                    (kind, namespace),
-                    &rule.backend_refs,
-                    &format!("spec.rules[{i}]"),
-                    out,
-                );
-            }
         }
+        return;
+    }
+    match &object.spec {
         Spec::KubernetesGateway(gateway) => gateway_refs(config, namespace, gateway, out),
         Spec::ListenerSet(set) => {
             let parent = &set.parent_ref;
