@@ -24,6 +24,7 @@ pub mod admission;
 pub mod app;
 pub mod envoy_proto;
 pub mod mcp;
+pub mod metrics;
 pub mod model;
 pub mod source;
 pub mod translate;

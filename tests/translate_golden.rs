@@ -25,22 +25,11 @@ fn golden_cases_match() {
             );
         }
         let input = case.join("input.yaml");
-        let expected_path = case.join("output.json");
         assert!(
             input.exists(),
             "golden case {name}: output.json has no input.yaml (orphan golden)"
         );
-        let text = std::fs::read_to_string(&input).unwrap();
-        let snapshot = cases::snapshot_from_yaml(&text, &input.display().to_string());
-        let resources = translate(&snapshot, &cases::golden_proxy());
-        let actual = output::to_json(&resources, true).unwrap();
-        let actual_text = serde_json::to_string_pretty(&actual).unwrap() + "\n";
-        if update {
-            std::fs::write(&expected_path, &actual_text).unwrap();
-            continue;
-        }
-        let expected = std::fs::read_to_string(&expected_path).unwrap_or_default();
-        if expected != actual_text {
+        if !cases::golden_case_matches(case, &cases::golden_proxy(), update) {
             failures.push(name);
         }
     }

@@ -5,10 +5,7 @@
 //! readiness conditions into [`Readiness`] before the server starts, and by handing extra routers to
 //! [`router`].
 
-mod metrics;
 mod readiness;
-
-pub(crate) use metrics::register_metrics;
 
 use std::future::Future;
 use std::sync::Arc;

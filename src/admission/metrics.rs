@@ -7,7 +7,7 @@ use prometheus_client::metrics::family::Family;
 use prometheus_client::metrics::histogram::{exponential_buckets, Histogram};
 use prometheus_client::registry::Registry;
 
-use crate::admin::register_metrics;
+use crate::metrics::register_metrics;
 
 use super::review::{Reviewed, Verdict};
 

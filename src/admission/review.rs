@@ -13,7 +13,8 @@ use serde_json::Value;
 use super::effects::{self, GatewayCheck};
 use crate::model::decode::DecodeOptions;
 use crate::model::{Finding, Kind};
-use crate::translate::enforcement::unenforced;
+use crate::validate::enforcement::unenforced;
+use crate::validate::references::Reference;
 use crate::validate::{validate_document, Report};
 
 /// The AdmissionReview API versions the webhook accepts (and answers in).
@@ -384,7 +385,7 @@ fn judge_effects(
             warnings,
         );
     }
-    if effects.deny_references && !effects.references.is_empty() {
+    if effects.deny_references && effects.references.iter().any(Reference::may_deny) {
         let message = references.collect::<Vec<_>>().join("; ");
         return (
             Verdict::Denied(DenialReason::BrokenReference),

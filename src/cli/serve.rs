@@ -122,6 +122,11 @@ pub struct ServeArgs {
     #[arg(long, default_value = admitpilot::source::DEFAULT_NAMESPACE)]
     default_namespace: String,
 
+    /// The GatewayClass controllerName whose Gateway API Gateways admitpilot serves (e.g. istio.io/gateway-controller
+    /// or higress.io/gateway-controller when admitpilot replaces them).
+    #[arg(long, default_value = admitpilot::model::gateway_api::DEFAULT_CONTROLLER_NAME)]
+    gateway_controller_name: String,
+
     /// Quiet period that ends a burst of config changes before a snapshot is published (e.g. 20ms, 0.1s).
     #[arg(long, default_value = "20ms", value_parser = parse_duration)]
     debounce: Duration,
@@ -198,22 +203,13 @@ fn parse_interval(text: &str) -> Result<f64, String> {
     }
 }
 
-/// Parses `20ms`, `1.5s` or `0` into a duration of at most one hour.
+/// Parses a Go duration (`20ms`, `1.5s`, `0`) of at most one hour.
 fn parse_duration(text: &str) -> Result<Duration, String> {
-    let (number, scale) = if let Some(ms) = text.strip_suffix("ms") {
-        (ms, 1e-3)
-    } else if let Some(s) = text.strip_suffix('s') {
-        (s, 1.0)
-    } else if text == "0" {
-        ("0", 1.0)
-    } else {
-        return Err(format!("`{text}` needs a unit: ms or s (e.g. 20ms)"));
-    };
-    match number.trim().parse::<f64>() {
-        Ok(value) if (0.0..=3600.0).contains(&(value * scale)) => {
-            Ok(Duration::from_secs_f64(value * scale))
-        }
-        _ => Err(format!("`{text}` is not a duration between 0 and 1h")),
+    match admitpilot::model::duration::parse_duration_nanos(text).map(u64::try_from) {
+        Some(Ok(nanos)) if nanos <= 3_600_000_000_000 => Ok(Duration::from_nanos(nanos)),
+        _ => Err(format!(
+            "`{text}` is not a duration between 0 and 1h (a number with a unit: ms, s, m, h; e.g. 20ms)"
+        )),
     }
 }
 
@@ -332,13 +328,17 @@ impl ServeArgs {
 pub fn run(args: ServeArgs) -> anyhow::Result<ExitCode> {
     let sources = args.source_settings();
     let xds = args.xds_config()?;
+    let gateway_controller = args.gateway_controller_name.clone();
     let config = args.into_config();
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()
         .context("cannot start the async runtime")?;
     runtime.block_on(async {
-        let translate = TranslateFn::caching(admitpilot::translate::Options::default());
+        let translate = TranslateFn::caching(admitpilot::translate::Options {
+            gateway_controller,
+            ..admitpilot::translate::Options::default()
+        });
         let running = App::new(config)
             .sources(sources)
             .xds(xds, translate)

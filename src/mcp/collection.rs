@@ -10,8 +10,9 @@ use std::sync::LazyLock;
 
 use crate::model::Kind;
 
-/// The kinds served over MCP, in a stable order: the Istio config kinds istiod reads, then the Higress ones.
-/// ConfigMaps (higress-config, mesh config), Services, EndpointSlices and Secrets are not served.
+/// The kinds served over MCP, in a stable order: the Istio config kinds istiod reads, then the Higress ones, then
+/// the namespaced Gateway API ones. ConfigMaps (higress-config, mesh config), Services, EndpointSlices, Secrets
+/// and the cluster-scoped GatewayClass (MCP resources are named `namespace/name`) are not served.
 pub const SERVED: &[Kind] = &[
     Kind::VirtualService,
     Kind::DestinationRule,
@@ -31,6 +32,14 @@ pub const SERVED: &[Kind] = &[
     Kind::McpBridge,
     Kind::Http2Rpc,
     Kind::HigressWasmPlugin,
+    Kind::KubernetesGateway,
+    Kind::HttpRoute,
+    Kind::GrpcRoute,
+    Kind::ReferenceGrant,
+    Kind::TlsRoute,
+    Kind::TcpRoute,
+    Kind::BackendTlsPolicy,
+    Kind::ListenerSet,
 ];
 
 /// Every collection name a subscriber may ask for, with its kind: each kind of [`SERVED`] in each API version it is
@@ -71,7 +80,9 @@ pub fn kind_of(collection: &str) -> Option<Kind> {
 }
 
 /// Returns the full name of the proto message that carries a served kind's spec in an MCP resource body
-/// (`istio.networking.v1alpha3.VirtualService`), or `None` for a kind that is not served.
+/// (`istio.networking.v1alpha3.VirtualService`), or `None` for a kind that is not served. Gateway API specs have
+/// no proto message: as istiod's `config.ToProto` does for such specs, they travel as a `google.protobuf.Struct`
+/// of their JSON.
 pub fn body_message(kind: Kind) -> Option<&'static str> {
     Some(match kind {
         Kind::VirtualService => "istio.networking.v1alpha3.VirtualService",
@@ -92,11 +103,20 @@ pub fn body_message(kind: Kind) -> Option<&'static str> {
         Kind::McpBridge => "higress.networking.v1.McpBridge",
         Kind::Http2Rpc => "higress.networking.v1.Http2Rpc",
         Kind::HigressWasmPlugin => "higress.extensions.v1alpha1.WasmPlugin",
+        Kind::KubernetesGateway
+        | Kind::HttpRoute
+        | Kind::GrpcRoute
+        | Kind::ReferenceGrant
+        | Kind::TlsRoute
+        | Kind::TcpRoute
+        | Kind::BackendTlsPolicy
+        | Kind::ListenerSet => "google.protobuf.Struct",
         Kind::HigressConfig
         | Kind::MeshConfig
         | Kind::Service
         | Kind::EndpointSlice
-        | Kind::Secret => return None,
+        | Kind::Secret
+        | Kind::GatewayClass => return None,
     })
 }
 

@@ -12,7 +12,7 @@
 use prost_reflect::{FieldDescriptor, Kind, MessageDescriptor};
 use serde_json::Value;
 
-use crate::validate::common::duration::parse_duration_nanos;
+use crate::model::duration::parse_duration_nanos;
 
 /// Well-known messages whose JSON is free-form: their contents are values, not fields.
 const FREE_FORM: &[&str] = &[

@@ -309,6 +309,31 @@ mod tests {
         assert_eq!(back.spec, object.spec);
     }
 
+    /// Gateway API specs travel as a `google.protobuf.Struct` and come back as the same object, schema defaults
+    /// included (an older `v1beta1` object comes back as `v1`).
+    #[test]
+    fn gateway_api_kinds_round_trip_as_structs() {
+        let route = json!({"apiVersion": "gateway.networking.k8s.io/v1beta1", "kind": "HTTPRoute",
+            "metadata": {"name": "shop", "namespace": "web"},
+            "spec": {"parentRefs": [{"name": "gw", "port": 8080}], "hostnames": ["shop.example"],
+                "rules": [{"matches": [{"path": {"type": "Exact", "value": "/a"}, "headers": [{"name": "x", "value": "1"}]}],
+                    "filters": [{"type": "RequestMirror", "requestMirror": {"backendRef": {"name": "m", "port": 80},
+                        "fraction": {"numerator": 1}}}],
+                    "backendRefs": [{"name": "svc", "port": 8080, "weight": 0}]}]}});
+        let object = test_object(route);
+        let resource = encode(&object).unwrap();
+        assert_eq!(
+            resource.body.as_ref().unwrap().type_url,
+            "type.googleapis.com/google.protobuf.Struct"
+        );
+        let document = decode(Kind::HttpRoute, &resource).unwrap();
+        assert_eq!(document["apiVersion"], "gateway.networking.k8s.io/v1");
+        let back = object_of(&document);
+        assert_eq!(back.spec, object.spec);
+        let report = crate::validate::validate_document(&document, &DecodeOptions::default());
+        assert!(report.is_valid(), "{:?}", report.findings);
+    }
+
     #[test]
     fn the_higress_kinds_round_trip() {
         let documents = [

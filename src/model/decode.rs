@@ -131,7 +131,7 @@ pub fn decode(doc: &Value, options: &DecodeOptions) -> Decoded {
             stand_in: None,
         };
     }
-    let (group, _version) = Kind::split_api_version(&header.api_version);
+    let (group, version) = Kind::split_api_version(&header.api_version);
     let Some(mut kind) = Kind::from_group_kind(group, &header.kind) else {
         return Decoded::Unrecognized { header };
     };
@@ -143,7 +143,13 @@ pub fn decode(doc: &Value, options: &DecodeOptions) -> Decoded {
     }
 
     let mut findings = Vec::new();
-    let metadata = decode_metadata(doc, &mut findings);
+    let mut metadata = decode_metadata(doc, &mut findings);
+    if kind.is_cluster_scoped() {
+        // A source may have filled in its default namespace; a cluster-scoped object has none.
+        if let Some(metadata) = metadata.as_mut() {
+            metadata.namespace.clear();
+        }
+    }
     let spec = match kind {
         Kind::HigressConfig => decode_higress_config(fields, &mut findings),
         Kind::MeshConfig => {
@@ -158,6 +164,11 @@ pub fn decode(doc: &Value, options: &DecodeOptions) -> Decoded {
             decode_part(doc, "", &mut findings).map(|s| Spec::EndpointSlice(Box::new(s)))
         }
         Kind::Secret => decode_part(doc, "", &mut findings).map(|s| Spec::Secret(Box::new(s))),
+        kind if kind.is_gateway_api() => {
+            check_top_level_fields(fields, &header, &mut findings);
+            let spec = doc.get("spec").unwrap_or(&Value::Null);
+            decode_gateway_api_spec(kind, version, spec, &mut findings)
+        }
         _ => {
             check_top_level_fields(fields, &header, &mut findings);
             decode_crd_spec(kind, doc.get("spec").unwrap_or(&Value::Null), &mut findings)
@@ -257,11 +268,50 @@ fn decode_crd_spec(kind: Kind, spec: &Value, findings: &mut Vec<Finding>) -> Opt
         Kind::McpBridge => Spec::McpBridge(decode_spec::<h::McpBridge>(spec, f)?),
         Kind::Http2Rpc => Spec::Http2Rpc(decode_spec::<h::Http2Rpc>(spec, f)?),
         Kind::HigressWasmPlugin => Spec::HigressWasmPlugin(decode_spec::<h::WasmPlugin>(spec, f)?),
-        Kind::HigressConfig
-        | Kind::MeshConfig
-        | Kind::Service
-        | Kind::EndpointSlice
-        | Kind::Secret => return None,
+        _ => return None,
+    })
+}
+
+/// Decodes a Gateway API spec of a served `version` after applying its CRD's defaults, as the API server stores
+/// it; an unserved version is an error.
+fn decode_gateway_api_spec(
+    kind: Kind,
+    version: &str,
+    spec: &Value,
+    findings: &mut Vec<Finding>,
+) -> Option<Spec> {
+    use super::gateway_api::schema;
+    let crd = schema::crd(kind)?;
+    let Some(schema) = crd.spec_schema(version) else {
+        let served: Vec<&str> = crd.versions().collect();
+        findings.push(Finding::error(
+            "apiVersion",
+            format!(
+                "{}/{version} {kind} is not served by Gateway API v1.6 (served versions: {})",
+                kind.info().group,
+                served.join(", ")
+            ),
+        ));
+        return None;
+    };
+    let mut defaulted = match spec {
+        Value::Null => Value::Object(serde_json::Map::new()),
+        spec => spec.clone(),
+    };
+    schema::apply_defaults(schema, &mut defaulted);
+    let f = findings;
+    let d = &defaulted;
+    Some(match kind {
+        Kind::GatewayClass => Spec::GatewayClass(decode_spec(d, f)?),
+        Kind::KubernetesGateway => Spec::KubernetesGateway(Box::new(decode_spec(d, f)?)),
+        Kind::HttpRoute => Spec::HttpRoute(Box::new(decode_spec(d, f)?)),
+        Kind::GrpcRoute => Spec::GrpcRoute(Box::new(decode_spec(d, f)?)),
+        Kind::ReferenceGrant => Spec::ReferenceGrant(decode_spec(d, f)?),
+        Kind::TlsRoute => Spec::TlsRoute(decode_spec(d, f)?),
+        Kind::TcpRoute => Spec::TcpRoute(decode_spec(d, f)?),
+        Kind::BackendTlsPolicy => Spec::BackendTlsPolicy(decode_spec(d, f)?),
+        Kind::ListenerSet => Spec::ListenerSet(decode_spec(d, f)?),
+        _ => return None,
     })
 }
 

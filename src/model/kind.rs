@@ -51,6 +51,24 @@ pub enum Kind {
     EndpointSlice,
     /// core/v1 Secret (TLS credentials referenced by Gateways).
     Secret,
+    /// gateway.networking.k8s.io GatewayClass.
+    GatewayClass,
+    /// gateway.networking.k8s.io Gateway (Istio names it KubernetesGateway to tell it from its own).
+    KubernetesGateway,
+    /// gateway.networking.k8s.io HTTPRoute.
+    HttpRoute,
+    /// gateway.networking.k8s.io GRPCRoute.
+    GrpcRoute,
+    /// gateway.networking.k8s.io ReferenceGrant.
+    ReferenceGrant,
+    /// gateway.networking.k8s.io TLSRoute.
+    TlsRoute,
+    /// gateway.networking.k8s.io TCPRoute.
+    TcpRoute,
+    /// gateway.networking.k8s.io BackendTLSPolicy.
+    BackendTlsPolicy,
+    /// gateway.networking.k8s.io ListenerSet.
+    ListenerSet,
 }
 
 /// Static facts about a [`Kind`]: where it lives in the Kubernetes API.
@@ -67,10 +85,12 @@ pub struct KindInfo {
 }
 
 const NETWORKING_VERSIONS: &[&str] = &["v1", "v1beta1", "v1alpha3"];
+/// The API group of the Kubernetes Gateway API kinds.
+const GATEWAY_API_GROUP: &str = crate::model::istio::types::GATEWAY_API_GROUP;
 
 impl Kind {
     /// Lists every kind, in a stable order.
-    pub const ALL: [Kind; 23] = [
+    pub const ALL: [Kind; 32] = [
         Kind::VirtualService,
         Kind::DestinationRule,
         Kind::Gateway,
@@ -94,6 +114,15 @@ impl Kind {
         Kind::Service,
         Kind::EndpointSlice,
         Kind::Secret,
+        Kind::GatewayClass,
+        Kind::KubernetesGateway,
+        Kind::HttpRoute,
+        Kind::GrpcRoute,
+        Kind::ReferenceGrant,
+        Kind::TlsRoute,
+        Kind::TcpRoute,
+        Kind::BackendTlsPolicy,
+        Kind::ListenerSet,
     ];
 
     /// Returns where this kind lives in the Kubernetes API.
@@ -110,6 +139,13 @@ impl Kind {
                 plural,
                 versions,
             }
+        }
+        const fn gateway_api(
+            kind: &'static str,
+            plural: &'static str,
+            versions: &'static [&'static str],
+        ) -> KindInfo {
+            info(GATEWAY_API_GROUP, kind, plural, versions)
         }
         match self {
             Kind::VirtualService => info(
@@ -219,6 +255,21 @@ impl Kind {
                 &["v1"],
             ),
             Kind::Secret => info("", "Secret", "secrets", &["v1"]),
+            Kind::GatewayClass => gateway_api("GatewayClass", "gatewayclasses", &["v1", "v1beta1"]),
+            Kind::KubernetesGateway => gateway_api("Gateway", "gateways", &["v1", "v1beta1"]),
+            Kind::HttpRoute => gateway_api("HTTPRoute", "httproutes", &["v1", "v1beta1"]),
+            Kind::GrpcRoute => gateway_api("GRPCRoute", "grpcroutes", &["v1"]),
+            Kind::ReferenceGrant => {
+                gateway_api("ReferenceGrant", "referencegrants", &["v1", "v1beta1"])
+            }
+            Kind::TlsRoute => gateway_api("TLSRoute", "tlsroutes", &["v1", "v1alpha3", "v1alpha2"]),
+            Kind::TcpRoute => gateway_api("TCPRoute", "tcproutes", &["v1", "v1alpha2"]),
+            Kind::BackendTlsPolicy => gateway_api(
+                "BackendTLSPolicy",
+                "backendtlspolicies",
+                &["v1", "v1alpha3"],
+            ),
+            Kind::ListenerSet => gateway_api("ListenerSet", "listenersets", &["v1"]),
         }
     }
 
@@ -237,6 +288,16 @@ impl Kind {
             Some((group, version)) => (group, version),
             None => ("", api_version),
         }
+    }
+
+    /// Whether objects of the kind have no namespace (GatewayClass).
+    pub fn is_cluster_scoped(self) -> bool {
+        self == Kind::GatewayClass
+    }
+
+    /// Whether the kind is one of the Kubernetes Gateway API's (gateway.networking.k8s.io).
+    pub fn is_gateway_api(self) -> bool {
+        self.info().group == GATEWAY_API_GROUP
     }
 
     /// Returns the `apiVersion` to write for this kind (its group and newest version).
@@ -283,6 +344,19 @@ mod tests {
             Kind::from_group_kind("extensions.istio.io", "WasmPlugin"),
             Some(Kind::IstioWasmPlugin)
         );
+    }
+
+    #[test]
+    fn gateway_api_gateway_is_told_apart_by_group() {
+        assert_eq!(
+            Kind::from_group_kind("gateway.networking.k8s.io", "Gateway"),
+            Some(Kind::KubernetesGateway)
+        );
+        assert_eq!(
+            Kind::from_group_kind("networking.istio.io", "Gateway"),
+            Some(Kind::Gateway)
+        );
+        assert!(Kind::HttpRoute.is_gateway_api() && !Kind::Gateway.is_gateway_api());
     }
 
     #[test]

@@ -1,9 +1,12 @@
-//! The config model (pure): kinds, keys, typed specs of Istio/Higress CRDs and higress-config, and snapshots.
+//! The config model (pure): kinds, keys, typed specs of Istio/Higress/Gateway API CRDs and higress-config, and
+//! snapshots.
 //! Takes JSON values (already parsed from YAML or an AdmissionReview) and yields typed [`ConfigObject`]s.
 
 pub mod decode;
 pub mod document;
+pub mod duration;
 pub mod finding;
+pub mod gateway_api;
 pub mod higress;
 pub mod higress_config;
 pub mod istio;

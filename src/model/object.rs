@@ -7,7 +7,7 @@ use serde::{Deserialize, Serialize};
 
 use super::higress_config::HigressConfig;
 use super::mesh_config::MeshConfig;
-use super::{higress, istio, Kind};
+use super::{gateway_api, higress, istio, Kind};
 
 /// Identifies one object: kind, namespace and name. Orders by kind, then namespace, then name.
 #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
@@ -115,6 +115,24 @@ pub enum Spec {
     EndpointSlice(Box<k8s_openapi::api::discovery::v1::EndpointSlice>),
     /// A Kubernetes Secret: its type and base64-decoded data.
     Secret(Box<k8s_openapi::api::core::v1::Secret>),
+    /// Gateway API GatewayClass spec.
+    GatewayClass(gateway_api::GatewayClass),
+    /// Gateway API Gateway spec.
+    KubernetesGateway(Box<gateway_api::Gateway>),
+    /// HTTPRoute spec.
+    HttpRoute(Box<gateway_api::HttpRoute>),
+    /// GRPCRoute spec.
+    GrpcRoute(Box<gateway_api::GrpcRoute>),
+    /// ReferenceGrant spec.
+    ReferenceGrant(gateway_api::ReferenceGrant),
+    /// TLSRoute spec.
+    TlsRoute(gateway_api::StreamRoute),
+    /// TCPRoute spec.
+    TcpRoute(gateway_api::StreamRoute),
+    /// BackendTLSPolicy spec.
+    BackendTlsPolicy(gateway_api::BackendTlsPolicy),
+    /// ListenerSet spec.
+    ListenerSet(gateway_api::ListenerSet),
 }
 
 impl Spec {
@@ -144,6 +162,15 @@ impl Spec {
             Spec::Service(_) => Kind::Service,
             Spec::EndpointSlice(_) => Kind::EndpointSlice,
             Spec::Secret(_) => Kind::Secret,
+            Spec::GatewayClass(_) => Kind::GatewayClass,
+            Spec::KubernetesGateway(_) => Kind::KubernetesGateway,
+            Spec::HttpRoute(_) => Kind::HttpRoute,
+            Spec::GrpcRoute(_) => Kind::GrpcRoute,
+            Spec::ReferenceGrant(_) => Kind::ReferenceGrant,
+            Spec::TlsRoute(_) => Kind::TlsRoute,
+            Spec::TcpRoute(_) => Kind::TcpRoute,
+            Spec::BackendTlsPolicy(_) => Kind::BackendTlsPolicy,
+            Spec::ListenerSet(_) => Kind::ListenerSet,
         }
     }
 }

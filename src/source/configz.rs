@@ -11,7 +11,7 @@ use serde_json::{json, Value};
 use tokio::sync::watch;
 
 use crate::model::{ConfigObject, Snapshot, Spec};
-use crate::translate::enforcement::unenforced;
+use crate::validate::enforcement::unenforced;
 
 /// Builds the router serving `GET /debug/configz` from the latest snapshot.
 pub fn router(snapshots: watch::Receiver<Arc<Snapshot>>) -> Router {

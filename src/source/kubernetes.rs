@@ -31,7 +31,7 @@
 //! RBAC needed (ClusterRole, or Role per watched namespace):
 //! ```yaml
 //! - apiGroups: ["networking.istio.io", "security.istio.io", "telemetry.istio.io", "extensions.istio.io",
-//!               "networking.higress.io", "extensions.higress.io"]
+//!               "networking.higress.io", "extensions.higress.io", "gateway.networking.k8s.io"]
 //!   resources: [<the kinds of DEFAULT_KINDS>]
 //!   verbs: [get, list, watch]
 //! - apiGroups: [""]
@@ -65,9 +65,9 @@ use super::state::State;
 use super::{Scope, ScopedSender, SourceEvent, SourceMetrics, Store};
 use crate::model::{ConfigObject, Finding, Kind, ObjectKey};
 
-/// Custom resource kinds watched by default: every Istio and Higress kind admitpilot knows, so what it does not
-/// enforce on gateways is counted and reported too.
-pub const DEFAULT_KINDS: [Kind; 18] = [
+/// Custom resource kinds watched by default: every Istio, Higress and Gateway API kind admitpilot knows, so what it
+/// does not enforce on gateways is counted and reported too.
+pub const DEFAULT_KINDS: [Kind; 27] = [
     Kind::Gateway,
     Kind::VirtualService,
     Kind::DestinationRule,
@@ -86,6 +86,15 @@ pub const DEFAULT_KINDS: [Kind; 18] = [
     Kind::McpBridge,
     Kind::Http2Rpc,
     Kind::HigressWasmPlugin,
+    Kind::GatewayClass,
+    Kind::KubernetesGateway,
+    Kind::HttpRoute,
+    Kind::GrpcRoute,
+    Kind::ReferenceGrant,
+    Kind::TlsRoute,
+    Kind::TcpRoute,
+    Kind::BackendTlsPolicy,
+    Kind::ListenerSet,
 ];
 
 /// Controller name written on Events.
@@ -226,7 +235,13 @@ fn watch_specs(config: &KubeConfig, options: &AdmitOptions) -> Vec<WatchSpec> {
         .chain([Kind::Service, Kind::EndpointSlice])
         .chain(config.tls_secrets.then_some(Kind::Secret));
     for kind in kinds {
-        for namespace in &namespaces {
+        // A cluster-scoped kind (GatewayClass) has one watcher, whatever the namespaces.
+        let namespaces = if kind.is_cluster_scoped() {
+            &[None][..]
+        } else {
+            &namespaces[..]
+        };
+        for namespace in namespaces {
             specs.push(WatchSpec {
                 kind,
                 namespace: namespace.clone(),
@@ -627,11 +642,11 @@ fn key_of(
 ) -> Option<ObjectKey> {
     let kind = Kind::from_group_kind(&resource.group, &resource.kind)?;
     let name = object.metadata.name.clone()?;
-    let namespace = object
-        .metadata
-        .namespace
-        .clone()
-        .unwrap_or_else(|| options.default_namespace.clone());
+    let namespace = match &object.metadata.namespace {
+        _ if kind.is_cluster_scoped() => String::new(),
+        Some(namespace) => namespace.clone(),
+        None => options.default_namespace.clone(),
+    };
     Some(ObjectKey::new(kind, namespace, name))
 }
 

@@ -8,7 +8,7 @@ use prometheus_client::metrics::gauge::Gauge;
 use prometheus_client::metrics::histogram::{exponential_buckets, Histogram};
 use prometheus_client::registry::Registry;
 
-use crate::admin::register_metrics;
+use crate::metrics::register_metrics;
 use crate::model::Kind;
 
 /// Labels a metric by object kind.

@@ -20,7 +20,7 @@ use tokio::time::Instant;
 use super::{Scope, SourceEvent, SourceMetrics, DEFAULT_DEBOUNCE, DEFAULT_DEBOUNCE_MAX};
 use crate::model::snapshot::ObjectMap;
 use crate::model::{ConfigObject, Kind, ObjectKey, Snapshot};
-use crate::translate::enforcement::unenforced;
+use crate::validate::enforcement::unenforced;
 
 /// Debounce settings (`--debounce`, `--debounce-max`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

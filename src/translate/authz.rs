@@ -12,7 +12,7 @@
 //! its Gateway ([`Proxy::attaches`]).
 //! CUSTOM policies come first, through the extension provider's server ([`super::ext_authz`]); `targetRefs` naming
 //! anything but a Gateway API Gateway (a Service, a GatewayClass) is not enforced, the webhook says so (see
-//! [`super::enforcement`]).
+//! [`crate::validate::enforcement`]).
 //!
 //! One Envoy policy per rule, named `ns[<namespace>]-policy[<name>]-rule[<index>]` as Istio names them; a rule's
 //! permissions are its `to` operations (OR of entries, AND of fields, OR of values) and its principals its `from`

@@ -89,8 +89,20 @@ pub fn candidate_without(live: &Snapshot, key: &ObjectKey) -> Snapshot {
     candidate
 }
 
-/// The proxy groups the Gateways of `snapshot` select: each Gateway's selector, in the Gateway's namespace.
+/// The proxy groups the Gateways of `snapshot` select: each Gateway's selector, in the Gateway's namespace, and
+/// each Gateway API Gateway's pods (labelled with its name, in its namespace).
 pub fn gateway_proxies(snapshot: &Snapshot) -> Vec<Proxy> {
+    let gateway_api = snapshot
+        .of_kind(Kind::KubernetesGateway)
+        .map(|object| Proxy {
+            namespace: object.metadata.namespace.clone(),
+            labels: [(
+                super::types::GATEWAY_NAME_LABEL.to_string(),
+                object.metadata.name.clone(),
+            )]
+            .into(),
+            ..Default::default()
+        });
     let mut proxies: Vec<Proxy> = snapshot
         .of_kind(Kind::Gateway)
         .filter_map(|object| match &object.spec {
@@ -101,6 +113,7 @@ pub fn gateway_proxies(snapshot: &Snapshot) -> Vec<Proxy> {
             }),
             _ => None,
         })
+        .chain(gateway_api)
         .collect();
     proxies.sort();
     proxies.dedup();

@@ -13,6 +13,8 @@ use envoy_types::pb::google::protobuf::{value, Any, Duration, ListValue, Struct,
 use envoy_types::util::pack_any;
 use prost::{Message, Name};
 
+use crate::model::duration::parse_duration_nanos;
+
 /// Name of the downstream/upstream TLS transport socket.
 pub const TLS_TRANSPORT: &str = "envoy.transport_sockets.tls";
 
@@ -70,49 +72,11 @@ pub fn millis(ms: u64) -> Duration {
     }
 }
 
-/// Parses a duration as Istio accepts it: protobuf JSON (`1.5s`) or Go style (`1h30m`, `250ms`, `10us`).
-/// Returns `None` for malformed or negative input (validation rejects those before translation).
+/// Parses a duration as Istio accepts it (Go's syntax, [`parse_duration_nanos`]: `1.5s`, `1h30m`, `250ms`,
+/// `10us`) into a protobuf duration. Returns `None` for malformed or negative input (validation rejects those
+/// before translation).
 pub fn parse_duration(text: &str) -> Option<Duration> {
-    let mut rest = text.trim();
-    if rest.is_empty() {
-        return None;
-    }
-    let mut nanos: u128 = 0;
-    while !rest.is_empty() {
-        let digits = rest
-            .find(|c: char| !(c.is_ascii_digit() || c == '.'))
-            .unwrap_or(rest.len());
-        let (number, tail) = rest.split_at(digits);
-        let unit_len = tail
-            .find(|c: char| c.is_ascii_digit() || c == '.')
-            .unwrap_or(tail.len());
-        let (unit, tail) = tail.split_at(unit_len);
-        let scale: u128 = match unit {
-            "h" => 3_600_000_000_000,
-            "m" => 60_000_000_000,
-            "s" => 1_000_000_000,
-            "ms" => 1_000_000,
-            "us" | "µs" => 1_000,
-            "ns" => 1,
-            _ => return None,
-        };
-        let (whole, fraction) = number.split_once('.').unwrap_or((number, ""));
-        if whole.is_empty() && fraction.is_empty() {
-            return None;
-        }
-        let whole: u128 = if whole.is_empty() {
-            0
-        } else {
-            whole.parse().ok()?
-        };
-        nanos = nanos.checked_add(whole.checked_mul(scale)?)?;
-        let mut place = scale;
-        for digit in fraction.chars() {
-            place /= 10;
-            nanos = nanos.checked_add(u128::from(digit.to_digit(10)?) * place)?;
-        }
-        rest = tail;
-    }
+    let nanos = u64::try_from(parse_duration_nanos(text)?).ok()?;
     Some(Duration {
         seconds: i64::try_from(nanos / 1_000_000_000).ok()?,
         nanos: i32::try_from(nanos % 1_000_000_000).ok()?,
@@ -163,6 +127,8 @@ mod tests {
         assert_eq!(parse_duration("1m30s"), Some(millis(90_000)));
         assert_eq!(parse_duration("250ms"), Some(millis(250)));
         assert_eq!(parse_duration("0s"), Some(millis(0)));
+        assert_eq!(parse_duration("0"), Some(millis(0)));
+        assert_eq!(parse_duration("1.0000001s").map(|d| d.nanos), Some(100));
         assert_eq!(parse_duration("5"), None);
         assert_eq!(parse_duration("-1s"), None);
     }

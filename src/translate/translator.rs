@@ -19,8 +19,8 @@ use super::route_table::{visible, RouteTable, TableInputs};
 use super::services::Registry;
 use super::types::{ClusterRef, GatewayResources, Options, Proxy, RebuiltHosts};
 use super::{
-    cluster, dangling, deprecated, envoy_filter, gateway, higress, listener, naming, route, secret,
-    telemetry,
+    cluster, dangling, deprecated, envoy_filter, gateway, gateway_api, higress, listener, naming,
+    route, secret, telemetry,
 };
 
 /// Above this many VirtualServices changed since the last call, route tables are built whole rather than updated.
@@ -31,6 +31,7 @@ impl Default for Options {
         Options {
             domain_suffix: naming::DEFAULT_DOMAIN_SUFFIX.into(),
             root_namespaces: vec!["istio-system".into(), "higress-system".into()],
+            gateway_controller: crate::model::gateway_api::DEFAULT_CONTROLLER_NAME.into(),
         }
     }
 }
@@ -85,6 +86,8 @@ pub struct Translator {
     rebuilt: Option<RebuiltHosts>,
     /// Whether the last call kept the clusters and load assignments of the call before.
     clusters_reused: bool,
+    /// The Istio objects synthesized from Gateway API objects by the last call.
+    gateway_api: gateway_api::Converted,
     /// The last output.
     out: GatewayResources,
 }
@@ -190,6 +193,9 @@ impl Translator {
                 ..Default::default()
             };
         }
+        // Gateway API objects are served as the Istio objects they convert to (`gateway_api`).
+        let converted = self.gateway_api.apply(snapshot, proxy, &self.options);
+        let snapshot = converted.as_ref().unwrap_or(snapshot);
         let services_changed = self
             .services
             .update(snapshot, &[Kind::Service, Kind::ServiceEntry]);

@@ -12,6 +12,7 @@ use envoy_types::pb::envoy::config::listener::v3::Listener;
 use envoy_types::pb::envoy::config::route::v3::RouteConfiguration;
 use envoy_types::pb::envoy::extensions::transport_sockets::tls::v3::Secret;
 
+pub use crate::model::istio::types::{target_refs, GATEWAY_API_GROUP};
 use crate::model::istio::PolicyTargetReference;
 
 /// A gateway proxy as the control plane sees it (parsed from the Envoy node by the xDS server).
@@ -30,8 +31,6 @@ pub struct Proxy {
 
 /// The label Kubernetes Gateway API deployments (Istio's included) put on a gateway's pods, naming its Gateway.
 pub const GATEWAY_NAME_LABEL: &str = "gateway.networking.k8s.io/gateway-name";
-/// The API group of Kubernetes Gateway API Gateways.
-pub const GATEWAY_API_GROUP: &str = "gateway.networking.k8s.io";
 
 impl Proxy {
     /// Whether the proxy carries every label of `selector` (an empty selector selects every proxy).
@@ -62,26 +61,10 @@ impl Proxy {
         };
         namespace == self.namespace
             && target_refs.iter().any(|r| {
-                is_gateway_api_gateway(r)
+                r.is_gateway_api_gateway()
                     && r.name == *gateway
                     && (r.namespace.is_empty() || r.namespace == self.namespace)
             })
-    }
-}
-
-/// Whether a target reference names a Kubernetes Gateway API Gateway.
-pub fn is_gateway_api_gateway(reference: &PolicyTargetReference) -> bool {
-    reference.group == GATEWAY_API_GROUP && reference.kind == "Gateway"
-}
-
-/// A policy's target references: `targetRefs`, or else its single `targetRef` (Istio's `GetTargetRefs`).
-pub fn target_refs<'a>(
-    target_ref: Option<&'a PolicyTargetReference>,
-    target_refs: &'a [PolicyTargetReference],
-) -> &'a [PolicyTargetReference] {
-    match target_ref {
-        Some(single) if target_refs.is_empty() => std::slice::from_ref(single),
-        _ => target_refs,
     }
 }
 
@@ -112,6 +95,9 @@ pub struct Options {
     pub domain_suffix: String,
     /// Namespaces whose EnvoyFilters apply to every proxy: Istio's root namespace and Higress's namespace.
     pub root_namespaces: Vec<String>,
+    /// The GatewayClass `controllerName` admitpilot serves Gateway API Gateways of
+    /// (`admitpilot.io/gateway-controller` by default).
+    pub gateway_controller: String,
 }
 
 /// A hash map for the translator's per-call lookups: aHash with per-process random keys, several times faster
@@ -303,17 +289,5 @@ mod tests {
         // With target references the selector plays no part; one matching reference is enough.
         let miss = reference(GATEWAY_API_GROUP, "Gateway", "internal", "");
         assert!(gateway_api.attaches("gw-ns", Some(&other), &[miss, gateway.clone()], &roots));
-    }
-
-    #[test]
-    fn target_refs_take_the_list_or_else_the_single_reference() {
-        let one = reference(GATEWAY_API_GROUP, "Gateway", "one", "");
-        let two = reference(GATEWAY_API_GROUP, "Gateway", "two", "");
-        assert_eq!(target_refs(Some(&one), &[]), std::slice::from_ref(&one));
-        assert_eq!(
-            target_refs(Some(&one), std::slice::from_ref(&two)),
-            std::slice::from_ref(&two)
-        );
-        assert!(target_refs(None, &[]).is_empty());
     }
 }

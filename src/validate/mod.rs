@@ -7,8 +7,10 @@ mod authorization_policy;
 pub mod common;
 pub mod deadline;
 mod destination_rule;
+pub mod enforcement;
 mod envoy_filter;
 mod gateway;
+pub mod gateway_api;
 pub mod higress_config;
 mod higress_wasm_plugin;
 mod host_index;
@@ -78,6 +80,7 @@ pub fn validate_document(doc: &Value, options: &DecodeOptions) -> Report {
             object,
             mut findings,
         } => {
+            findings.extend(gateway_api::schema_findings(doc, object.kind()));
             findings.extend(validate_object(&object));
             Report {
                 header,
@@ -95,6 +98,9 @@ pub fn validate_document(doc: &Value, options: &DecodeOptions) -> Report {
         } => {
             if kind == Some(Kind::HigressConfig) {
                 findings.extend(higress_config::rules_of_decoded_items(doc));
+            }
+            if let Some(kind) = kind {
+                findings.extend(gateway_api::schema_findings(doc, kind));
             }
             if let Some(object) = stand_in {
                 let decode_errors: Vec<&str> = findings
@@ -166,6 +172,15 @@ pub fn validate_object(object: &ConfigObject) -> Vec<Finding> {
         Spec::HigressConfig(config) => higress_config::validate(config, &mut out),
         Spec::MeshConfig(config) => mesh_config::validate(config, &mut out),
         Spec::Service(_) | Spec::EndpointSlice(_) | Spec::Secret(_) => {}
+        Spec::GatewayClass(_)
+        | Spec::KubernetesGateway(_)
+        | Spec::HttpRoute(_)
+        | Spec::GrpcRoute(_)
+        | Spec::ReferenceGrant(_)
+        | Spec::TlsRoute(_)
+        | Spec::TcpRoute(_)
+        | Spec::BackendTlsPolicy(_)
+        | Spec::ListenerSet(_) => gateway_api::validate(&object.spec, &mut out),
     }
     if deadline::take_cut_short() {
         out.error(

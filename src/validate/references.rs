@@ -14,6 +14,7 @@
 //! | IST0101 | a Telemetry access-logging block names a provider the mesh config does not define (nothing is logged there), or one that is not an access-log provider | — |
 //! | IST0109 | two VirtualServices bound to one Gateway claim the same host | `virtualservice/conflictingmeshgatewayhosts.go` (there: the mesh gateway) |
 //! | IST0132 | a VirtualService host that no server of its Gateway accepts | `virtualservice/gateways.go` `analyzeVirtualService` |
+//! | GWAPI-REF | a Gateway API object names what the config lacks or does not allow (never denies; see [`super::gateway_api::references`]) | — |
 //!
 //! An object silences codes with Istio's `galley.istio.io/analyze-suppress` annotation (comma-separated codes).
 //! Each check looks at what the object names, so its cost grows with the object plus, for IST0109, the
@@ -53,6 +54,14 @@ pub struct Reference {
     pub field: String,
     /// What is wrong.
     pub message: String,
+}
+
+impl Reference {
+    /// Whether the finding may deny an object (with `--deny-broken-references`): Gateway API reference findings
+    /// never do, as the spec reports them as status conditions.
+    pub fn may_deny(&self) -> bool {
+        self.code != super::gateway_api::references::GATEWAY_API_REFERENCE
+    }
 }
 
 impl fmt::Display for Reference {
@@ -118,6 +127,9 @@ pub fn check_references(
         claims: OnceCell::new(),
     };
     let mut out = Vec::new();
+    if object.kind().is_gateway_api() {
+        super::gateway_api::references::check(config, object, &mut out);
+    }
     match &object.spec {
         Spec::VirtualService(vs) => registry.virtual_service(object, vs, &mut out),
         Spec::Gateway(gateway) => registry.gateway_secrets(object, gateway, &mut out),

@@ -13,7 +13,7 @@ use prometheus_client::metrics::histogram::{exponential_buckets, Histogram};
 use prometheus_client::registry::Registry;
 
 use super::resources::ResourceType;
-use crate::admin::register_metrics;
+use crate::metrics::register_metrics;
 
 /// Which ADS flavour a stream speaks.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]

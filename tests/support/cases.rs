@@ -106,3 +106,20 @@ pub fn golden_cases() -> Vec<PathBuf> {
     cases.sort();
     cases
 }
+
+/// Translates the golden case in `case` (its `input.yaml`) for `proxy` and compares the output with its
+/// `output.json`, or rewrites that file when `update` is set; true when they match (or were rewritten).
+pub fn golden_case_matches(case: &Path, proxy: &Proxy, update: bool) -> bool {
+    let input = case.join("input.yaml");
+    let expected_path = case.join("output.json");
+    let text = std::fs::read_to_string(&input).unwrap();
+    let snapshot = snapshot_from_yaml(&text, &input.display().to_string());
+    let resources = admitpilot::translate::translate(&snapshot, proxy);
+    let actual = admitpilot::translate::output::to_json(&resources, true).unwrap();
+    let actual_text = serde_json::to_string_pretty(&actual).unwrap() + "\n";
+    if update {
+        std::fs::write(&expected_path, &actual_text).unwrap();
+        return true;
+    }
+    std::fs::read_to_string(&expected_path).unwrap_or_default() == actual_text
+}

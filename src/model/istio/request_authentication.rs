@@ -82,3 +82,80 @@ pub struct ClaimToHeader {
     /// Claim to copy; required.
     pub claim: Option<String>,
 }
+
+/// A server Envoy fetches a JWKS from, as named by a rule's `jwksUri`.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct JwksUpstream {
+    /// Host name or IP address (without brackets).
+    pub host: String,
+    /// Port (the scheme's default when the URI gives none).
+    pub port: u32,
+    /// Whether the scheme is `https`.
+    pub tls: bool,
+}
+
+/// The server of a `jwksUri`, or `None` when the URI is not `http(s)://host[:port]/…` with a port in 1–65535 (an
+/// empty port is the scheme's, as Go's URL parser has it).
+pub fn jwks_upstream(uri: &str) -> Option<JwksUpstream> {
+    let (scheme, rest) = uri.split_once("://")?;
+    let (tls, default_port) = if scheme.eq_ignore_ascii_case("https") {
+        (true, 443)
+    } else if scheme.eq_ignore_ascii_case("http") {
+        (false, 80)
+    } else {
+        return None;
+    };
+    let authority = rest.split(['/', '?', '#']).next().unwrap_or_default();
+    let host_port = authority.rsplit_once('@').map_or(authority, |(_, h)| h);
+    let (host, port) = match host_port.strip_prefix('[') {
+        Some(v6) => {
+            let (host, after) = v6.split_once(']')?;
+            (host, after.strip_prefix(':'))
+        }
+        None => match host_port.split_once(':') {
+            Some((host, port)) => (host, Some(port)),
+            None => (host_port, None),
+        },
+    };
+    let port = match port.filter(|p| !p.is_empty()) {
+        Some(port) if port.bytes().all(|b| b.is_ascii_digit()) => {
+            port.parse::<u16>().ok().filter(|p| *p > 0)?.into()
+        }
+        Some(_) => return None,
+        None => default_port,
+    };
+    (!host.is_empty()).then(|| JwksUpstream {
+        host: host.to_ascii_lowercase(),
+        port,
+        tls,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn jwks_uri_servers() {
+        let up = |uri: &str| jwks_upstream(uri).map(|u| (u.host, u.port, u.tls));
+        assert_eq!(
+            up("https://Keys.Example.com/jwks"),
+            Some(("keys.example.com".into(), 443, true))
+        );
+        assert_eq!(
+            up("http://127.0.0.1:8080/k?x=1"),
+            Some(("127.0.0.1".into(), 8080, false))
+        );
+        assert_eq!(up("https://[::1]:9443/k"), Some(("::1".into(), 9443, true)));
+        assert_eq!(
+            up("https://user@host:/k"),
+            Some(("host".into(), 443, true)),
+            "empty port"
+        );
+        assert_eq!(up("https://host:+443/k"), None);
+        assert_eq!(up("https://host:0/k"), None);
+        assert_eq!(up("https://host:70000/k"), None);
+        assert_eq!(up("ftp://host/k"), None);
+        assert_eq!(up("https:///k"), None);
+    }
+}

@@ -41,6 +41,10 @@ pub fn validate_metadata(kind: Kind, meta: &ObjectMeta, out: &mut Findings) {
             out.error("metadata.namespace", field_invalid(&meta.namespace, text));
         }
     }
+    // Istio's annotation rules are Istio's: Gateway API objects only get the API server's name checks.
+    if kind.is_gateway_api() {
+        return;
+    }
     if let Some(value) = meta.annotations.get(DRY_RUN_ANNOTATION) {
         let path = format!("metadata.annotations.{DRY_RUN_ANNOTATION}");
         if kind != Kind::AuthorizationPolicy {

@@ -198,23 +198,6 @@ fn addresses() {
 
 #[test]
 fn durations() {
-    assert_eq!(parse_duration_nanos("1.5s"), Some(1_500_000_000));
-    assert_eq!(parse_duration_nanos("1h30m"), Some(5_400_000_000_000));
-    assert_eq!(parse_duration_nanos("100ms"), Some(100_000_000));
-    assert_eq!(parse_duration_nanos("0"), Some(0));
-    assert_eq!(parse_duration_nanos(".5s"), Some(500_000_000));
-    assert_eq!(parse_duration_nanos("-1s"), Some(-1_000_000_000));
-    for bad in [
-        "",
-        "1",
-        "s",
-        "1x",
-        "1.s.",
-        "1e3s",
-        "99999999999999999999999h",
-    ] {
-        assert_eq!(parse_duration_nanos(bad), None, "{bad}");
-    }
     assert!(check_duration("1ms").is_ok());
     assert!(check_duration("3m").is_ok());
     assert!(check_duration("0s").is_err());

@@ -1,5 +1,5 @@
-//! Metric registration: takes a component's metrics with their names and help texts, registers them into the shared
-//! registry the admin server exports. Every component registers through [`register_metrics`], one line a metric.
+//! Metric registration (pure): takes a component's metrics with their names and help texts, registers them into the
+//! shared registry the admin server exports. Every component registers through [`register_metrics`], one line a metric.
 
 /// Registers metrics into a `&mut Registry` (prefixes come from the registry, e.g. a `sub_registry_with_prefix`):
 /// `register_metrics! { registry; "name" => metric, "help"; ... }`, each `metric` an expression of a cloneable

@@ -5,7 +5,8 @@
 
 use std::borrow::Cow;
 
-use super::types::{is_gateway_api_gateway, target_refs as target_refs_of};
+use crate::model::istio::request_authentication::jwks_upstream;
+use crate::model::istio::types::target_refs as target_refs_of;
 use crate::model::istio::PolicyTargetReference;
 use crate::model::{ConfigObject, Kind, Spec};
 
@@ -36,7 +37,7 @@ fn targets_other_than_gateways(
 ) -> bool {
     target_refs_of(target_ref, target_refs)
         .iter()
-        .any(|r| !is_gateway_api_gateway(r))
+        .any(|r| !r.is_gateway_api_gateway())
 }
 
 /// What of `object` gateways do not enforce, or `None` when the translator enforces all of it.
@@ -64,11 +65,7 @@ pub fn unenforced(object: &ConfigObject) -> Option<Unenforced> {
             Some(("spec.targetRefs", TARGET_REFS_WHY))
         } else if ra.jwt_rules.iter().any(|rule| {
             rule.jwks.as_deref().is_none_or(str::is_empty)
-                && rule
-                    .jwks_uri
-                    .as_deref()
-                    .and_then(super::authn::jwks_upstream)
-                    .is_none()
+                && rule.jwks_uri.as_deref().and_then(jwks_upstream).is_none()
         }) {
             Some((
                 "spec.jwtRules.jwksUri",
@@ -80,6 +77,12 @@ pub fn unenforced(object: &ConfigObject) -> Option<Unenforced> {
             None
         };
         return part.map(|(field, why)| Unenforced {
+            field,
+            why: Cow::Borrowed(why),
+        });
+    }
+    if let Some((field, why)) = unenforced_gateway_api(&object.spec) {
+        return Some(Unenforced {
             field,
             why: Cow::Borrowed(why),
         });
@@ -96,7 +99,48 @@ pub fn unenforced(object: &ConfigObject) -> Option<Unenforced> {
     })
 }
 
-/// What of a Telemetry gateways do not get: access logging is translated ([`super::telemetry`]), tracing and
+/// What of a translated Gateway API object gateways do not get: listeners other than HTTP and HTTPS (and HTTPS
+/// ones with a certificate in another namespace), session persistence and filters that name extensions.
+fn unenforced_gateway_api(spec: &Spec) -> Option<(&'static str, &'static str)> {
+    match spec {
+        Spec::KubernetesGateway(gateway) => gateway
+            .listeners
+            .iter()
+            .any(|l| {
+                !matches!(l.protocol.as_str(), "HTTP" | "HTTPS")
+                    || l.tls.as_ref().is_some_and(|tls| {
+                        tls.certificate_refs
+                            .iter()
+                            .any(|c| c.namespace.as_deref().is_some_and(|n| !n.is_empty()))
+                    })
+            })
+            .then_some((
+                "spec.listeners",
+                "a TLS, TCP or UDP listener, or an HTTPS listener with a certificate in another namespace, is not \
+                 enforced on gateways by admitpilot yet: only HTTP and HTTPS listeners with certificates in the \
+                 Gateway's namespace are served",
+            )),
+        Spec::HttpRoute(route) => route
+            .rules
+            .iter()
+            .any(|rule| {
+                rule.session_persistence.is_some()
+                    || rule
+                        .filters
+                        .iter()
+                        .chain(rule.backend_refs.iter().flat_map(|b| b.filters.iter()))
+                        .any(|f| f.extension_ref.is_some() || f.external_auth.is_some())
+            })
+            .then_some((
+                "spec.rules",
+                "sessionPersistence and ExtensionRef or ExternalAuth filters are not enforced on gateways by \
+                 admitpilot: the rest of the rule is served without them",
+            )),
+        _ => None,
+    }
+}
+
+/// What of a Telemetry gateways do not get: access logging is translated (`translate::telemetry`), tracing and
 /// metrics are not.
 fn unenforced_telemetry(
     telemetry: &crate::model::istio::telemetry::Telemetry,
@@ -149,6 +193,14 @@ fn unenforced_kind(kind: Kind) -> Option<&'static str> {
         Kind::WorkloadGroup => {
             "WorkloadGroup is not enforced on gateways by admitpilot: only WorkloadEntry objects become endpoints"
         }
+        Kind::GrpcRoute
+        | Kind::TlsRoute
+        | Kind::TcpRoute
+        | Kind::BackendTlsPolicy
+        | Kind::ListenerSet => {
+            "This Gateway API kind is not enforced on gateways by admitpilot yet: it is validated but not \
+             translated (Gateway, HTTPRoute and ReferenceGrant are)"
+        }
         Kind::AuthorizationPolicy
         | Kind::RequestAuthentication
         | Kind::Telemetry
@@ -162,7 +214,11 @@ fn unenforced_kind(kind: Kind) -> Option<&'static str> {
         | Kind::MeshConfig
         | Kind::Service
         | Kind::EndpointSlice
-        | Kind::Secret => return None,
+        | Kind::Secret
+        | Kind::GatewayClass
+        | Kind::KubernetesGateway
+        | Kind::HttpRoute
+        | Kind::ReferenceGrant => return None,
     };
     Some(why)
 }
@@ -180,7 +236,7 @@ mod tests {
             .copied()
             .filter(|kind| unenforced_kind(*kind).is_some())
             .collect();
-        assert_eq!(kinds.len(), 9, "{kinds:?}");
+        assert_eq!(kinds.len(), 14, "{kinds:?}");
         for kind in kinds {
             let why = unenforced_kind(kind).unwrap_or_default();
             assert!(

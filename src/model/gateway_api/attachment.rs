@@ -1,0 +1,155 @@
+//! Which listeners of a Gateway a route attaches to (pure): takes a listener and a route's parent reference, kind,
+//! namespace and host names, answers whether the route attaches and with which host names. Translation and the
+//! webhook's reference warnings both read it, so what is served and what is warned about agree. Mirrors
+//! the spec's attachment rules (and istiod's `referenceAllowed`/`computeHostnames`): the parent reference names
+//! the Gateway (and, with `sectionName`/`port`, the listener), the listener's protocol supports the route kind
+//! and `allowedRoutes.kinds` lists it, `allowedRoutes.namespaces` admits the route's namespace, and the route's
+//! host names intersect the listener's.
+
+use super::common::ParentReference;
+use super::gateway::Listener;
+use super::GROUP;
+
+/// The route kinds a listener protocol carries when `allowedRoutes.kinds` is empty.
+pub fn default_kinds(protocol: &str) -> &'static [&'static str] {
+    match protocol {
+        "HTTP" | "HTTPS" => &["HTTPRoute", "GRPCRoute"],
+        "TLS" => &["TLSRoute"],
+        "TCP" => &["TCPRoute"],
+        _ => &[],
+    }
+}
+
+/// Whether `listener` accepts routes of `kind` (`HTTPRoute`…) from `route_namespace`, the Gateway being in
+/// `gateway_namespace`. A `Selector` needs the namespaces' labels, which admitpilot does not watch: such a
+/// listener admits no route from another namespace (the webhook warns about the route).
+pub fn admits(
+    listener: &Listener,
+    kind: &str,
+    route_namespace: &str,
+    gateway_namespace: &str,
+) -> bool {
+    let supported = default_kinds(&listener.protocol);
+    let allowed = listener.allowed_routes.as_ref();
+    let kinds = allowed.map(|a| a.kinds.as_slice()).unwrap_or_default();
+    let kind_ok = if kinds.is_empty() {
+        supported.contains(&kind)
+    } else {
+        supported.contains(&kind)
+            && kinds
+                .iter()
+                .any(|k| k.kind == kind && k.group.as_deref().unwrap_or(GROUP) == GROUP)
+    };
+    let from = allowed
+        .and_then(|a| a.namespaces.as_ref())
+        .and_then(|n| n.from.as_deref())
+        .unwrap_or("Same");
+    let namespace_ok = match from {
+        "All" => true,
+        _ => route_namespace == gateway_namespace,
+    };
+    kind_ok && namespace_ok
+}
+
+/// Whether the parent reference names this Gateway and, through `sectionName` and `port`, this listener.
+pub fn names_listener(
+    parent: &ParentReference,
+    route_namespace: &str,
+    (gateway_namespace, gateway_name): (&str, &str),
+    listener: &Listener,
+) -> bool {
+    parent.group() == GROUP
+        && parent.kind() == "Gateway"
+        && parent.name == gateway_name
+        && parent.namespace_or(route_namespace) == gateway_namespace
+        && parent
+            .section_name
+            .as_deref()
+            .is_none_or(|s| s.is_empty() || s == listener.name)
+        && parent.port.is_none_or(|p| p == 0 || p == listener.port)
+}
+
+/// Whether `wildcard` (`*.example.com`) covers `host` (one or more labels in place of the `*`).
+fn covers(wildcard: &str, host: &str) -> bool {
+    wildcard
+        .strip_prefix('*')
+        .is_some_and(|suffix| host.len() > suffix.len() && host.ends_with(suffix))
+}
+
+/// The host names a route serves on a listener (the spec's hostname intersection): the route's names the
+/// listener's name matches, narrowed to the more specific of the two; `*` when neither names any. Empty when
+/// they do not intersect (the route does not attach).
+pub fn intersect(listener: Option<&str>, route: &[String]) -> Vec<String> {
+    let listener = listener.filter(|h| !h.is_empty());
+    match (listener, route.is_empty()) {
+        (None, true) => vec!["*".to_string()],
+        (None, false) => route.to_vec(),
+        (Some(l), true) => vec![l.to_string()],
+        (Some(l), false) => {
+            let mut hosts: Vec<String> = route
+                .iter()
+                .filter_map(|r| {
+                    if r == l || covers(l, r) {
+                        Some(r.clone())
+                    } else if covers(r, l) {
+                        Some(l.to_string())
+                    } else {
+                        None
+                    }
+                })
+                .collect();
+            hosts.sort();
+            hosts.dedup();
+            hosts
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn hosts(list: &[&str]) -> Vec<String> {
+        list.iter().map(ToString::to_string).collect()
+    }
+
+    #[test]
+    fn hostnames_intersect_as_the_spec_says() {
+        assert_eq!(intersect(None, &[]), ["*"]);
+        assert_eq!(intersect(Some("a.example"), &[]), ["a.example"]);
+        assert_eq!(
+            intersect(
+                Some("*.example"),
+                &hosts(&["a.example", "b.a.example", "example", "x.other"])
+            ),
+            ["a.example", "b.a.example"]
+        );
+        assert_eq!(
+            intersect(Some("a.example"), &hosts(&["*.example"])),
+            ["a.example"]
+        );
+        assert_eq!(
+            intersect(Some("*.a.example"), &hosts(&["*.example"])),
+            ["*.a.example"]
+        );
+        assert!(intersect(Some("a.example"), &hosts(&["b.example"])).is_empty());
+    }
+
+    #[test]
+    fn listeners_admit_by_kind_and_namespace() {
+        let mut listener = Listener {
+            name: "http".into(),
+            port: 80,
+            protocol: "HTTP".into(),
+            ..Listener::default()
+        };
+        assert!(admits(&listener, "HTTPRoute", "ns", "ns"));
+        assert!(!admits(&listener, "HTTPRoute", "other", "ns"));
+        assert!(!admits(&listener, "TCPRoute", "ns", "ns"));
+        listener.allowed_routes = serde_json::from_value(serde_json::json!(
+            {"namespaces": {"from": "All"}, "kinds": [{"kind": "GRPCRoute"}]}))
+        .ok();
+        assert!(admits(&listener, "GRPCRoute", "other", "ns"));
+        assert!(!admits(&listener, "HTTPRoute", "ns", "ns"));
+    }
+}

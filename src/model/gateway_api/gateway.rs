@@ -1,0 +1,113 @@
+//! Gateway API `Gateway` spec (gateway.networking.k8s.io v1, v1beta1) and `GatewayClass` spec: takes the
+//! defaulted `spec` JSON, yields listeners with their TLS and allowed routes, and the class's controller.
+
+use serde::{Deserialize, Serialize};
+
+use super::common::{LabelSelector, ObjectReference};
+
+/// The `spec` of a Gateway.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", default)]
+pub struct Gateway {
+    /// The GatewayClass this Gateway belongs to.
+    pub gateway_class_name: String,
+    /// Listeners.
+    pub listeners: Vec<Listener>,
+    /// Requested addresses (not used: the proxy's own addresses serve).
+    pub addresses: Vec<serde_json::Value>,
+    /// Infrastructure labels and annotations (not used).
+    pub infrastructure: Option<serde_json::Value>,
+    /// Gateway-wide TLS settings (not translated).
+    pub tls: Option<serde_json::Value>,
+    /// Which ListenerSets may attach.
+    pub allowed_listeners: Option<AllowedListeners>,
+    /// `All` or `None` for default-gateway routes (experimental).
+    pub default_scope: Option<String>,
+}
+
+/// `Listener` (also the `ListenerEntry` of a ListenerSet).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", default)]
+pub struct Listener {
+    /// Unique name within the Gateway.
+    pub name: String,
+    /// Host name (may start with `*.`); none matches every host.
+    pub hostname: Option<String>,
+    /// Port.
+    pub port: u32,
+    /// `HTTP`, `HTTPS`, `TLS`, `TCP`, `UDP` or a domain-prefixed protocol.
+    pub protocol: String,
+    /// TLS settings for HTTPS and TLS listeners.
+    pub tls: Option<ListenerTls>,
+    /// Which routes may attach.
+    pub allowed_routes: Option<AllowedRoutes>,
+}
+
+/// `ListenerTLSConfig` (`GatewayTLSConfig` in older versions).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", default)]
+pub struct ListenerTls {
+    /// `Terminate` (default) or `Passthrough`.
+    pub mode: Option<String>,
+    /// Certificates (Secrets of type kubernetes.io/tls).
+    pub certificate_refs: Vec<ObjectReference>,
+    /// Implementation-specific options.
+    pub options: std::collections::BTreeMap<String, String>,
+}
+
+impl ListenerTls {
+    /// Whether the listener passes TLS through instead of terminating it.
+    pub fn is_passthrough(&self) -> bool {
+        self.mode.as_deref() == Some("Passthrough")
+    }
+}
+
+/// `AllowedRoutes`.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", default)]
+pub struct AllowedRoutes {
+    /// Namespaces routes may come from (defaulted to the Gateway's).
+    pub namespaces: Option<RouteNamespaces>,
+    /// Route kinds allowed; none means the kinds the protocol supports.
+    pub kinds: Vec<RouteGroupKind>,
+}
+
+/// `RouteNamespaces` / `ListenerNamespaces`.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", default)]
+pub struct RouteNamespaces {
+    /// `All`, `Same`, `Selector` (or `None` for ListenerSets).
+    pub from: Option<String>,
+    /// The selector, for `Selector`.
+    pub selector: Option<LabelSelector>,
+}
+
+/// `RouteGroupKind`.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", default)]
+pub struct RouteGroupKind {
+    /// Group (defaulted to `gateway.networking.k8s.io`).
+    pub group: Option<String>,
+    /// Kind.
+    pub kind: String,
+}
+
+/// `AllowedListeners`.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", default)]
+pub struct AllowedListeners {
+    /// Namespaces ListenerSets may come from (defaulted to `None`).
+    pub namespaces: Option<RouteNamespaces>,
+}
+
+/// The `spec` of a GatewayClass.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", default)]
+pub struct GatewayClass {
+    /// The controller that manages Gateways of this class (`admitpilot.io/gateway-controller`).
+    pub controller_name: String,
+    /// Implementation parameters.
+    pub parameters_ref: Option<serde_json::Value>,
+    /// Human-readable description.
+    pub description: Option<String>,
+}

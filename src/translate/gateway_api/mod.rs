@@ -1,0 +1,330 @@
+//! Gateway API as Istio config (pure): takes a snapshot and one proxy, yields the snapshot with the proxy's Gateway
+//! API Gateway turned into the Istio objects the rest of the translator already serves (istiod's design: it
+//! converts Gateway API into its internal Gateway and VirtualService model too, `pilot/pkg/config/kube/gateway`).
+//! So the effect check, the push guard, enforcement warnings, `/debug/configz`, `analyze` and the MCP feed cover
+//! Gateway API objects through the one pipeline.
+//!
+//! A proxy serves the Gateway its node metadata names (label `gateway.networking.k8s.io/gateway-name`, in the
+//! proxy's namespace), when the Gateway's GatewayClass names admitpilot's controller ([`Options`]). Each
+//! listener becomes one Istio Gateway (`gateway-api~<gateway>~<listener>`, one server, selecting that label); the
+//! routes attached to it become one VirtualService per listener host name
+//! (`gateway-api~<gateway>~<listener>~<host>`; `model::gateway_api::attachment` decides attachment and host names,
+//! [`http_route`] the routes and their order, [`backends`] the destinations). Synthesized objects equal to the
+//! previous call's are the previous call's `Arc`s, so the translator's per-object caches keep working.
+
+pub mod backends;
+pub mod http_route;
+
+use std::collections::{BTreeMap, HashMap};
+use std::sync::Arc;
+
+use crate::model::gateway_api::attachment;
+use crate::model::gateway_api::gateway::Listener;
+use crate::model::gateway_api::http_route::HttpRouteRule;
+use crate::model::istio::gateway::{Gateway, Port, Server, ServerTlsMode, ServerTlsSettings};
+use crate::model::istio::VirtualService;
+use crate::model::{ConfigObject, Kind, ObjectKey, ObjectMeta, Snapshot, Spec};
+use crate::translate::types::{Options, Proxy, GATEWAY_NAME_LABEL};
+
+/// Prefix of the names of every object synthesized from Gateway API objects.
+pub const SYNTHESIZED: &str = "gateway-api~";
+
+/// The objects a previous call synthesized, by key, to hand back the same `Arc` for an equal object.
+#[derive(Debug, Default)]
+pub struct Converted {
+    previous: HashMap<ObjectKey, Arc<ConfigObject>>,
+}
+
+impl Converted {
+    /// The snapshot `proxy` is translated from: `snapshot` plus the Istio objects of its Gateway API Gateway, or
+    /// `None` when the proxy serves none (then `snapshot` is used as it is).
+    pub fn apply(
+        &mut self,
+        snapshot: &Snapshot,
+        proxy: &Proxy,
+        options: &Options,
+    ) -> Option<Snapshot> {
+        let objects = synthesize(snapshot, proxy, options);
+        if objects.is_empty() && self.previous.is_empty() {
+            return None;
+        }
+        let mut previous = std::mem::take(&mut self.previous);
+        let mut out = snapshot.clone();
+        for object in objects {
+            let key = object.key();
+            let object = match previous.remove(&key) {
+                Some(old) if *old == object => old,
+                _ => Arc::new(object),
+            };
+            self.previous.insert(key.clone(), Arc::clone(&object));
+            out.objects.insert(key, object);
+        }
+        Some(out)
+    }
+}
+
+/// The GatewayClass and Gateway `proxy` serves, when the class is admitpilot's.
+fn served_gateway<'a>(
+    snapshot: &'a Snapshot,
+    proxy: &Proxy,
+    options: &Options,
+) -> Option<(
+    &'a Arc<ConfigObject>,
+    &'a crate::model::gateway_api::Gateway,
+)> {
+    let name = proxy.labels.get(GATEWAY_NAME_LABEL)?;
+    let object = snapshot.get(&ObjectKey::new(
+        Kind::KubernetesGateway,
+        proxy.namespace.clone(),
+        name.clone(),
+    ))?;
+    let Spec::KubernetesGateway(gateway) = &object.spec else {
+        return None;
+    };
+    let class = snapshot.get(&ObjectKey::new(
+        Kind::GatewayClass,
+        "",
+        gateway.gateway_class_name.clone(),
+    ))?;
+    match &class.spec {
+        Spec::GatewayClass(class) if class.controller_name == options.gateway_controller => {
+            Some((object, gateway))
+        }
+        _ => None,
+    }
+}
+
+fn synthesized_meta(gateway: &ConfigObject, name: String) -> ObjectMeta {
+    ObjectMeta {
+        name,
+        namespace: gateway.metadata.namespace.clone(),
+        creation_timestamp: gateway.metadata.creation_timestamp.clone(),
+        ..ObjectMeta::default()
+    }
+}
+
+/// The Istio server of a listener, or `None` for a protocol not translated yet.
+fn server(listener: &Listener) -> Option<Server> {
+    let host = format!("*/{}", listener.hostname.as_deref().unwrap_or("*"));
+    let (protocol, tls) = match listener.protocol.as_str() {
+        "HTTP" => ("HTTP", None),
+        "HTTPS" => {
+            let tls = listener.tls.as_ref()?;
+            let certificate = tls.certificate_refs.first()?;
+            let same_namespace = certificate.namespace.as_deref().is_none_or(str::is_empty);
+            let secret = certificate.group.as_deref().unwrap_or("").is_empty()
+                && certificate.kind.as_deref().unwrap_or("Secret") == "Secret";
+            if !same_namespace || !secret {
+                return None;
+            }
+            (
+                "HTTPS",
+                Some(ServerTlsSettings {
+                    mode: Some(ServerTlsMode::Simple),
+                    credential_name: certificate.name.clone(),
+                    ..ServerTlsSettings::default()
+                }),
+            )
+        }
+        _ => return None,
+    };
+    Some(Server {
+        port: Some(Port {
+            number: Some(listener.port),
+            protocol: protocol.into(),
+            name: listener.name.clone(),
+            target_port: None,
+        }),
+        hosts: vec![host],
+        tls,
+        ..Server::default()
+    })
+}
+
+/// The HTTP rules (HTTPRoutes) attached to `listener`, by host name.
+fn attached_http<'a>(
+    snapshot: &'a Snapshot,
+    gateway: &ConfigObject,
+    listener: &Listener,
+) -> BTreeMap<String, Vec<http_route::Attached<'a>>> {
+    let gateway_namespace = gateway.metadata.namespace.as_str();
+    let id = (gateway_namespace, gateway.metadata.name.as_str());
+    let mut by_host: BTreeMap<String, Vec<http_route::Attached<'a>>> = BTreeMap::new();
+    for object in snapshot.of_kind(Kind::HttpRoute) {
+        let Spec::HttpRoute(route) = &object.spec else {
+            continue;
+        };
+        let namespace = object.metadata.namespace.as_str();
+        let attaches = route
+            .parent_refs
+            .iter()
+            .any(|p| attachment::names_listener(p, namespace, id, listener));
+        if !attaches || !attachment::admits(listener, "HTTPRoute", namespace, gateway_namespace) {
+            continue;
+        }
+        for host in attachment::intersect(listener.hostname.as_deref(), &route.hostnames) {
+            let list = by_host.entry(host).or_default();
+            for (rule_index, rule) in route.rules.iter().enumerate() {
+                push_rule(list, object, rule, rule_index);
+            }
+        }
+    }
+    by_host
+}
+
+fn push_rule<'a>(
+    list: &mut Vec<http_route::Attached<'a>>,
+    route: &'a Arc<ConfigObject>,
+    rule: &'a HttpRouteRule,
+    rule_index: usize,
+) {
+    if rule.matches.is_empty() {
+        list.push(http_route::Attached {
+            route,
+            rule,
+            rule_index,
+            matched: None,
+        });
+    }
+    for (i, m) in rule.matches.iter().enumerate() {
+        list.push(http_route::Attached {
+            route,
+            rule,
+            rule_index,
+            matched: Some((i, m)),
+        });
+    }
+}
+
+/// Every Istio object `proxy` gets from its Gateway API Gateway.
+fn synthesize(snapshot: &Snapshot, proxy: &Proxy, options: &Options) -> Vec<ConfigObject> {
+    let Some((object, gateway)) = served_gateway(snapshot, proxy, options) else {
+        return Vec::new();
+    };
+    let selector: BTreeMap<String, String> =
+        [(GATEWAY_NAME_LABEL.to_string(), object.metadata.name.clone())].into();
+    let mut out = Vec::new();
+    for listener in &gateway.listeners {
+        let Some(server) = server(listener) else {
+            continue;
+        };
+        let gateway_name = format!("{SYNTHESIZED}{}~{}", object.metadata.name, listener.name);
+        out.push(ConfigObject {
+            api_version: Kind::Gateway.api_version(),
+            metadata: synthesized_meta(object, gateway_name.clone()),
+            spec: Spec::Gateway(Gateway {
+                servers: vec![server],
+                selector: selector.clone(),
+            }),
+        });
+        for (host, attached) in attached_http(snapshot, object, listener) {
+            let http = http_route::routes(snapshot, attached, "HTTPRoute", &options.domain_suffix);
+            if http.is_empty() {
+                continue;
+            }
+            let name = format!("{gateway_name}~{}", host.replace('*', "wildcard"));
+            out.push(ConfigObject {
+                api_version: Kind::VirtualService.api_version(),
+                metadata: synthesized_meta(object, name),
+                spec: Spec::VirtualService(VirtualService {
+                    hosts: vec![host],
+                    gateways: vec![format!("{}/{gateway_name}", object.metadata.namespace)],
+                    http,
+                    ..VirtualService::default()
+                }),
+            });
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::model::decode::test_object;
+    use serde_json::{json, Value};
+
+    fn snapshot(controller: &str, extra: &[Value]) -> Snapshot {
+        let mut docs = vec![
+            json!({"apiVersion": "gateway.networking.k8s.io/v1", "kind": "GatewayClass",
+                "metadata": {"name": "c"}, "spec": {"controllerName": controller}}),
+            json!({"apiVersion": "gateway.networking.k8s.io/v1", "kind": "Gateway",
+                "metadata": {"name": "gw", "namespace": "ns"},
+                "spec": {"gatewayClassName": "c", "listeners": [{"name": "http", "port": 80, "protocol": "HTTP"}]}}),
+        ];
+        docs.extend(extra.iter().cloned());
+        Snapshot {
+            version: 1,
+            objects: docs
+                .into_iter()
+                .map(|d| {
+                    let o = test_object(d);
+                    (o.key(), o)
+                })
+                .collect(),
+        }
+    }
+
+    fn proxy(namespace: &str) -> Proxy {
+        Proxy {
+            namespace: namespace.into(),
+            labels: [(GATEWAY_NAME_LABEL.to_string(), "gw".to_string())].into(),
+            ..Proxy::default()
+        }
+    }
+
+    fn route() -> Value {
+        json!({"apiVersion": "gateway.networking.k8s.io/v1", "kind": "HTTPRoute",
+            "metadata": {"name": "r", "namespace": "ns"},
+            "spec": {"parentRefs": [{"name": "gw"}], "rules": [{"backendRefs": [{"name": "s", "port": 80}]}]}})
+    }
+
+    #[test]
+    fn only_the_proxys_gateway_of_admitpilots_class_is_converted() {
+        let options = Options::default();
+        let mine = snapshot(
+            crate::model::gateway_api::DEFAULT_CONTROLLER_NAME,
+            &[route()],
+        );
+        let names: Vec<String> = synthesize(&mine, &proxy("ns"), &options)
+            .iter()
+            .map(|o| o.metadata.name.clone())
+            .collect();
+        assert_eq!(
+            names,
+            ["gateway-api~gw~http", "gateway-api~gw~http~wildcard"]
+        );
+        assert!(synthesize(&mine, &proxy("other"), &options).is_empty());
+        let theirs = snapshot("istio.io/gateway-controller", &[route()]);
+        assert!(synthesize(&theirs, &proxy("ns"), &options).is_empty());
+        let istio = Options {
+            gateway_controller: "istio.io/gateway-controller".into(),
+            ..Options::default()
+        };
+        assert_eq!(synthesize(&theirs, &proxy("ns"), &istio).len(), 2);
+    }
+
+    #[test]
+    fn unchanged_objects_keep_their_arcs() {
+        let options = Options::default();
+        let config = snapshot(
+            crate::model::gateway_api::DEFAULT_CONTROLLER_NAME,
+            &[route()],
+        );
+        let mut converted = Converted::default();
+        let first = converted
+            .apply(&config, &proxy("ns"), &options)
+            .unwrap_or_default();
+        let second = converted
+            .apply(&config, &proxy("ns"), &options)
+            .unwrap_or_default();
+        let key = ObjectKey::new(Kind::VirtualService, "ns", "gateway-api~gw~http~wildcard");
+        assert!(Arc::ptr_eq(
+            first.get(&key).unwrap(),
+            second.get(&key).unwrap()
+        ));
+        assert!(Converted::default()
+            .apply(&Snapshot::default(), &proxy("ns"), &options)
+            .is_none());
+    }
+}

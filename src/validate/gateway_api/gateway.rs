@@ -1,0 +1,139 @@
+//! Gateway, GatewayClass and ListenerSet rules (pure): takes their specs, records the CEL failures of the Gateway
+//! and ListenerSet CRDs' `spec.listeners` rules (each named by its message) with the API server's text.
+
+use super::common::{cel, ARRAY, OBJECT};
+use crate::model::gateway_api::gateway::Listener;
+use crate::model::gateway_api::{Gateway, ListenerSet};
+use crate::model::Findings;
+
+/// Checks a Gateway spec.
+pub fn validate(gateway: &Gateway, out: &mut Findings) {
+    listeners(&gateway.listeners, true, out);
+}
+
+/// Checks a ListenerSet spec (its listeners follow the Gateway's rules; a listener without a port is not compared
+/// for uniqueness).
+pub fn validate_listener_set(set: &ListenerSet, out: &mut Findings) {
+    listeners(&set.listeners, false, out);
+}
+
+fn listeners(listeners: &[Listener], gateway: bool, out: &mut Findings) {
+    let protocol_in = |l: &Listener, list: &[&str]| list.contains(&l.protocol.as_str());
+    let rules: [(bool, &str); 4] = [
+        (
+            listeners
+                .iter()
+                .any(|l| protocol_in(l, &["HTTP", "TCP", "UDP"]) && l.tls.is_some()),
+            "tls must not be specified for protocols ['HTTP', 'TCP', 'UDP']",
+        ),
+        (
+            listeners.iter().any(|l| {
+                l.protocol == "HTTPS"
+                    && l.tls.as_ref().is_some_and(|t| {
+                        !matches!(t.mode.as_deref(), None | Some("" | "Terminate"))
+                    })
+            }),
+            "tls mode must be Terminate for protocol HTTPS",
+        ),
+        (
+            listeners.iter().any(|l| {
+                l.protocol == "TLS"
+                    && l.tls
+                        .as_ref()
+                        .is_none_or(|t| t.mode.as_deref().is_none_or(str::is_empty))
+            }),
+            "tls mode must be set for protocol TLS",
+        ),
+        (
+            listeners.iter().any(|l| {
+                protocol_in(l, &["TCP", "UDP"])
+                    && l.hostname.as_deref().is_some_and(|h| !h.is_empty())
+            }),
+            "hostname must not be specified for protocols ['TCP', 'UDP']",
+        ),
+    ];
+    for (_, message) in rules.iter().filter(|(fails, _)| *fails) {
+        cel(out, "spec.listeners", ARRAY, message);
+    }
+    if listeners
+        .iter()
+        .any(|l1| listeners.iter().filter(|l2| l1.name == l2.name).count() != 1)
+    {
+        cel(
+            out,
+            "spec.listeners",
+            ARRAY,
+            "Listener name must be unique within the Gateway",
+        );
+    }
+    let same = |l1: &Listener, l2: &Listener| {
+        l1.port == l2.port && l1.protocol == l2.protocol && l1.hostname == l2.hostname
+    };
+    let unique = listeners.iter().all(|l1| {
+        (!gateway && l1.port == 0) || listeners.iter().filter(|l2| same(l1, l2)).count() == 1
+    });
+    if !unique {
+        cel(
+            out,
+            "spec.listeners",
+            ARRAY,
+            "Combination of port, protocol and hostname must be unique for each listener",
+        );
+    }
+    for (i, listener) in listeners.iter().enumerate() {
+        let Some(tls) = &listener.tls else { continue };
+        let terminate = tls.mode.as_deref().unwrap_or("Terminate") == "Terminate";
+        if terminate && tls.certificate_refs.is_empty() && tls.options.is_empty() {
+            cel(
+                out,
+                format!("spec.listeners[{i}].tls"),
+                OBJECT,
+                "certificateRefs or options must be specified when mode is Terminate",
+            );
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::error_texts;
+    use serde_json::{json, Value};
+
+    fn gateway(listeners: Value) -> Vec<String> {
+        error_texts(
+            json!({"apiVersion": "gateway.networking.k8s.io/v1", "kind": "Gateway",
+            "metadata": {"name": "gw", "namespace": "ns"},
+            "spec": {"gatewayClassName": "admitpilot", "listeners": listeners}}),
+        )
+    }
+
+    #[test]
+    fn listener_rules_give_the_api_servers_text() {
+        assert_eq!(
+            gateway(json!([{"name": "http", "port": 80, "protocol": "HTTP"}])),
+            Vec::<String>::new()
+        );
+        assert_eq!(
+            gateway(json!([{"name": "a", "port": 80, "protocol": "HTTP"},
+                {"name": "b", "port": 80, "protocol": "HTTP"}])),
+            ["spec.listeners: Invalid value: \"array\": Combination of port, protocol and hostname must be \
+              unique for each listener"]
+        );
+        assert_eq!(
+            gateway(json!([{"name": "a", "port": 80, "protocol": "HTTP",
+                "tls": {"certificateRefs": [{"name": "c"}]}}])),
+            ["spec.listeners: Invalid value: \"array\": tls must not be specified for protocols ['HTTP', 'TCP', \
+              'UDP']"]
+        );
+        assert_eq!(
+            gateway(json!([{"name": "a", "port": 443, "protocol": "HTTPS", "tls": {}}])),
+            ["spec.listeners[0].tls: Invalid value: \"object\": certificateRefs or options must be specified \
+              when mode is Terminate"]
+        );
+        assert_eq!(
+            gateway(json!([{"name": "a", "port": 443, "protocol": "TCP", "hostname": "a.example"}])),
+            ["spec.listeners: Invalid value: \"array\": hostname must not be specified for protocols ['TCP', \
+              'UDP']"]
+        );
+    }
+}

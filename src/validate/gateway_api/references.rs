@@ -1,0 +1,332 @@
+//! Gateway API reference warnings (pure): takes the config a Gateway API object joins and the object, yields what
+//! it names that the config lacks or does not allow, as [`Reference`]s with code [`GATEWAY_API_REFERENCE`].
+//! These are always warnings, never denials (objects arrive in any order; the spec reports them as status
+//! conditions, `Accepted`/`ResolvedRefs`): a parent Gateway that does not exist, a parent whose listeners do not
+//! admit the route (section, port, kind, namespace, host names, as [`attachment`] decides for translation), a
+//! backend that is not a Service, a Service or port that does not exist, a reference into another namespace no
+//! ReferenceGrant allows, a Gateway whose GatewayClass or certificate Secret is missing, and listeners that
+//! conflict on one port.
+
+use crate::model::gateway_api::attachment::{admits, intersect, names_listener};
+use crate::model::gateway_api::common::{BackendRef, ParentReference};
+use crate::model::gateway_api::gateway::Listener;
+use crate::model::gateway_api::reference_grant::granted;
+use crate::model::gateway_api::{Gateway, GROUP};
+use crate::model::{ConfigObject, Kind, ObjectKey, Snapshot, Spec};
+use crate::validate::references::Reference;
+
+/// The code of Gateway API reference findings (no Istio analyzer code fits; they never deny).
+pub const GATEWAY_API_REFERENCE: &str = "GWAPI-REF";
+
+/// What a route names: parents, host names and each rule's backends.
+type RouteRefs<'a> = (&'a [ParentReference], &'a [String], Vec<&'a [BackendRef]>);
+
+fn warn(out: &mut Vec<Reference>, field: String, message: String) {
+    out.push(Reference {
+        code: GATEWAY_API_REFERENCE,
+        field,
+        message,
+    });
+}
+
+/// The reference warnings of a Gateway API `object` within `config`.
+pub fn check(config: &Snapshot, object: &ConfigObject, out: &mut Vec<Reference>) {
+    let namespace = object.metadata.namespace.as_str();
+    let kind = object.kind().info().kind;
+    let route: Option<RouteRefs<'_>> = match &object.spec {
+        Spec::HttpRoute(r) => Some((
+            &r.parent_refs,
+            &r.hostnames,
+            r.rules
+                .iter()
+                .map(|rule| rule.backend_refs.as_slice())
+                .collect(),
+        )),
+        Spec::GrpcRoute(r) => Some((
+            &r.parent_refs,
+            &r.hostnames,
+            r.rules
+                .iter()
+                .map(|rule| rule.backend_refs.as_slice())
+                .collect(),
+        )),
+        Spec::TlsRoute(r) | Spec::TcpRoute(r) => Some((
+            &r.parent_refs,
+            &r.hostnames,
+            r.rules
+                .iter()
+                .map(|rule| rule.backend_refs.as_slice())
+                .collect(),
+        )),
+        _ => None,
+    };
+    if let Some((parents, hostnames, rules)) = route {
+        route_refs(config, (kind, namespace), parents, hostnames, out);
+        for (i, refs) in rules.into_iter().enumerate() {
+            backends(
+                config,
+                (kind, namespace),
+                refs,
+                &format!("spec.rules[{i}]"),
+                out,
+            );
+        }
+        return;
+    }
+    match &object.spec {
+        Spec::KubernetesGateway(gateway) => gateway_refs(config, namespace, gateway, out),
+        Spec::ListenerSet(set) => {
+            let parent = &set.parent_ref;
+            let parent_namespace = parent
+                .namespace
+                .as_deref()
+                .filter(|n| !n.is_empty())
+                .unwrap_or(namespace);
+            let key = ObjectKey::new(
+                Kind::KubernetesGateway,
+                parent_namespace,
+                parent.name.clone(),
+            );
+            if config.get(&key).is_none() {
+                warn(
+                    out,
+                    "spec.parentRef".into(),
+                    format!("Gateway {parent_namespace}/{} does not exist", parent.name),
+                );
+            }
+        }
+        Spec::BackendTlsPolicy(policy) => {
+            for (i, target) in policy.target_refs.iter().enumerate() {
+                let key = ObjectKey::new(Kind::Service, namespace, target.name.clone());
+                if target.group.is_empty() && target.kind == "Service" && config.get(&key).is_none()
+                {
+                    warn(
+                        out,
+                        format!("spec.targetRefs[{i}]"),
+                        format!("Service {namespace}/{} does not exist", target.name),
+                    );
+                }
+            }
+        }
+        _ => {}
+    }
+}
+
+fn route_refs(
+    config: &Snapshot,
+    (kind, namespace): (&str, &str),
+    parents: &[ParentReference],
+    hostnames: &[String],
+    out: &mut Vec<Reference>,
+) {
+    for (i, parent) in parents.iter().enumerate() {
+        if parent.group() != GROUP || parent.kind() != "Gateway" {
+            continue;
+        }
+        let field = format!("spec.parentRefs[{i}]");
+        let gateway_namespace = parent.namespace_or(namespace);
+        let key = ObjectKey::new(
+            Kind::KubernetesGateway,
+            gateway_namespace,
+            parent.name.clone(),
+        );
+        let Some(Spec::KubernetesGateway(gateway)) = config.get(&key).map(|g| &g.spec) else {
+            warn(
+                out,
+                field,
+                format!(
+                    "Gateway {gateway_namespace}/{} does not exist: the route is not served",
+                    parent.name
+                ),
+            );
+            continue;
+        };
+        let id = (gateway_namespace, parent.name.as_str());
+        let named: Vec<&Listener> = gateway
+            .listeners
+            .iter()
+            .filter(|l| names_listener(parent, namespace, id, l))
+            .collect();
+        let message = if named.is_empty() {
+            Some("names no listener of the Gateway (sectionName/port)".to_string())
+        } else if !named
+            .iter()
+            .any(|l| admits(l, kind, namespace, gateway_namespace))
+        {
+            Some(format!(
+                "no listener it names admits {kind}s from namespace {namespace:?} (allowedRoutes: kinds, \
+                 namespaces; a namespace Selector is not evaluated, so it admits only the Gateway's namespace)"
+            ))
+        } else if !named
+            .iter()
+            .filter(|l| admits(l, kind, namespace, gateway_namespace))
+            .any(|l| kind == "TCPRoute" || !intersect(l.hostname.as_deref(), hostnames).is_empty())
+        {
+            Some(
+                "no listener it names has a hostname that intersects the route's hostnames"
+                    .to_string(),
+            )
+        } else {
+            None
+        };
+        if let Some(why) = message {
+            warn(
+                out,
+                field,
+                format!(
+                    "Gateway {gateway_namespace}/{}: {why}; the route is not served there",
+                    parent.name
+                ),
+            );
+        }
+    }
+}
+
+fn backends(
+    config: &Snapshot,
+    (kind, namespace): (&str, &str),
+    refs: &[BackendRef],
+    at: &str,
+    out: &mut Vec<Reference>,
+) {
+    for (j, backend) in refs.iter().enumerate() {
+        let field = format!("{at}.backendRefs[{j}]");
+        if !backend.is_service() {
+            warn(
+                out,
+                field,
+                format!(
+                    "backend kind {}/{} is not supported (only core Services): requests for it get 500",
+                    backend.group(),
+                    backend.kind()
+                ),
+            );
+            continue;
+        }
+        let target = backend.namespace_or(namespace);
+        if target != namespace
+            && !granted(
+                config,
+                (kind, namespace),
+                ("", "Service", target, &backend.name),
+            )
+        {
+            warn(
+                out,
+                field,
+                format!(
+                    "Service {target}/{} is in another namespace and no ReferenceGrant there allows {kind}s from \
+                     {namespace:?}: requests for it get 500",
+                    backend.name
+                ),
+            );
+            continue;
+        }
+        let key = ObjectKey::new(Kind::Service, target, backend.name.clone());
+        let Some(Spec::Service(service)) = config.get(&key).map(|s| &s.spec) else {
+            warn(
+                out,
+                field,
+                format!(
+                    "Service {target}/{} does not exist: requests for it get 500",
+                    backend.name
+                ),
+            );
+            continue;
+        };
+        if let Some(port) = backend.port {
+            let has = service
+                .ports
+                .iter()
+                .flatten()
+                .any(|p| u32::try_from(p.port).ok() == Some(port));
+            if !has {
+                warn(
+                    out,
+                    format!("{field}.port"),
+                    format!(
+                        "Service {target}/{} has no port {port}: requests for it get 500",
+                        backend.name
+                    ),
+                );
+            }
+        }
+    }
+}
+
+/// Protocols that may share a port (the spec's listener compatibility: HTTP with HTTP; HTTPS and TLS together).
+fn compatible(a: &str, b: &str) -> bool {
+    let group = |p: &str| match p {
+        "HTTP" => 0,
+        "HTTPS" | "TLS" => 1,
+        "TCP" => 2,
+        "UDP" => 3,
+        _ => 4,
+    };
+    group(a) == group(b)
+}
+
+fn gateway_refs(config: &Snapshot, namespace: &str, gateway: &Gateway, out: &mut Vec<Reference>) {
+    let class = ObjectKey::new(Kind::GatewayClass, "", gateway.gateway_class_name.clone());
+    if config.get(&class).is_none() {
+        warn(
+            out,
+            "spec.gatewayClassName".into(),
+            format!(
+                "GatewayClass {:?} does not exist: the Gateway is not served",
+                gateway.gateway_class_name
+            ),
+        );
+    }
+    for (i, listener) in gateway.listeners.iter().enumerate() {
+        if let Some(other) = gateway.listeners[..i]
+            .iter()
+            .find(|o| o.port == listener.port && !compatible(&o.protocol, &listener.protocol))
+        {
+            warn(
+                out,
+                format!("spec.listeners[{i}]"),
+                format!(
+                    "conflicts with listener {:?}: {} and {} cannot share port {}",
+                    other.name, other.protocol, listener.protocol, listener.port
+                ),
+            );
+        }
+        let Some(tls) = &listener.tls else { continue };
+        for (j, cert) in tls.certificate_refs.iter().enumerate() {
+            let field = format!("spec.listeners[{i}].tls.certificateRefs[{j}]");
+            let target = cert
+                .namespace
+                .as_deref()
+                .filter(|n| !n.is_empty())
+                .unwrap_or(namespace);
+            if target != namespace
+                && !granted(
+                    config,
+                    ("Gateway", namespace),
+                    ("", "Secret", target, &cert.name),
+                )
+            {
+                warn(
+                    out,
+                    field,
+                    format!("Secret {target}/{} is in another namespace and no ReferenceGrant there allows it", cert.name),
+                );
+                continue;
+            }
+            if config
+                .get(&ObjectKey::new(Kind::Secret, target, cert.name.clone()))
+                .is_none()
+            {
+                warn(
+                    out,
+                    field,
+                    format!(
+                        "Secret {target}/{} does not exist: the listener is not served",
+                        cert.name
+                    ),
+                );
+            }
+        }
+    }
+}
