@@ -141,7 +141,10 @@ impl Oracle {
             let synced = self.synced();
             if sum("update_rejected") > 0 {
                 // Let the NACK reach the server's status before reading its message.
-                tokio::time::sleep(Duration::from_millis(100)).await;
+                let nack_deadline = tokio::time::Instant::now() + Duration::from_secs(2);
+                while !self.nacked() && tokio::time::Instant::now() < nack_deadline {
+                    tokio::time::sleep(Duration::from_millis(20)).await;
+                }
                 return Verdict::Rejected(self.nack_messages(&stats));
             }
             let idle = !stats.is_empty()
@@ -226,6 +229,14 @@ impl Oracle {
                         .as_ref()
                         .is_some_and(|nack| Some(nack.version) == t.sent_version)
             })
+    }
+
+    fn nacked(&self) -> bool {
+        self.server
+            .status()
+            .list()
+            .iter()
+            .any(|c| c.types.values().any(|t| t.last_nack.is_some()))
     }
 
     fn nack_messages(&self, stats: &[(String, u64)]) -> String {
