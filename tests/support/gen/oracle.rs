@@ -206,7 +206,7 @@ impl Oracle {
 
     fn crashed(&mut self) -> Option<Verdict> {
         let status = self.envoy.exit_status()?;
-        let log = self.envoy.log();
+        let log = self.envoy.log() + &self.envoy.stdout();
         let tail: Vec<&str> = log.lines().rev().take(30).collect();
         let tail: Vec<&str> = tail.into_iter().rev().collect();
         Some(Verdict::Crashed(format!(
@@ -218,7 +218,8 @@ impl Oracle {
     /// Whether the server sent this load's config and Envoy answered every response.
     fn synced(&self) -> bool {
         let list = self.server.status().list();
-        let Some(connection) = list.iter().find(|c| c.subscriber == "envoy") else {
+        // The newest stream: a restarted Envoy's old one may still be listed for a moment.
+        let Some(connection) = list.iter().rev().find(|c| c.subscriber == "envoy") else {
             return false;
         };
         connection.snapshot_version == self.version
@@ -252,6 +253,13 @@ impl Oracle {
                 }
             }
         }
+        let log = self.envoy.log();
+        messages.extend(
+            log.lines()
+                .filter(|line| line.contains("rejected") || line.contains("error"))
+                .take(5)
+                .map(str::to_string),
+        );
         messages.join("\n")
     }
 
