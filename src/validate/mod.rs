@@ -15,6 +15,7 @@ pub mod higress_config;
 mod higress_wasm_plugin;
 mod host_index;
 mod http2rpc;
+pub mod jwks;
 mod mcp_bridge;
 pub mod mesh_config;
 mod peer_authentication;

@@ -1,6 +1,6 @@
 //! RequestAuthentication rules: takes a decoded istio RequestAuthentication spec and its metadata, records findings
 //! with field paths. Follows Istio's webhook (`ValidateRequestAuthentication`, `validateJwtRule`) and the CRD's
-//! OpenAPI/CEL rules: attachment, issuer or JWKS URI, http(s) JWKS URI, parseable inline JWKS (private keys warn),
+//! OpenAPI/CEL rules: attachment, issuer or JWKS URI, http(s) JWKS URI, an inline JWKS Envoy can load (private keys warn),
 //! token locations, claim-to-header names and the fetch timeout.
 
 use serde_json::Value;
@@ -168,8 +168,9 @@ fn check_jwks_uri(uri: &str) -> Result<(), String> {
     Ok(())
 }
 
-/// An inline JWKS: a JSON key set (`{"keys": [...]}`) or a single key, each key an object with `kty`. Keys that
-/// carry private material (`d`, or symmetric `oct` keys) get a warning: only public keys are needed.
+/// An inline JWKS: a JSON key set (`{"keys": [...]}`) or a single key, each key an object with `kty`, that Envoy can
+/// load ([`super::jwks::envoy_load_error`]). Keys that carry private material (`d`, or symmetric `oct` keys) get a
+/// warning: only public keys are needed.
 fn check_jwks(jwks: &str, path: &str, out: &mut Findings) {
     let parsed: Value = match serde_json::from_str(jwks) {
         Ok(v) => v,
@@ -186,12 +187,15 @@ fn check_jwks(jwks: &str, path: &str, out: &mut Findings) {
         }
         None => vec![&parsed],
     };
+    let mut key_errors = false;
     for (i, key) in keys.into_iter().enumerate() {
         let Some(kty) = key.get("kty").and_then(Value::as_str) else {
             out.error(path, format!("jwks key at index {i} has no \"kty\""));
+            key_errors = true;
             continue;
         };
         if !matches!(kty, "RSA" | "EC" | "OKP" | "oct") {
+            key_errors = true;
             out.error(
                 path,
                 format!("jwks key at index {i} has unsupported kty {kty:?}"),
@@ -201,6 +205,11 @@ fn check_jwks(jwks: &str, path: &str, out: &mut Findings) {
                 path,
                 format!("jwks key at index {i} contains private key material; only public keys are needed"),
             );
+        }
+    }
+    if !key_errors {
+        if let Some(why) = super::jwks::envoy_load_error(jwks) {
+            out.error(path, format!("Envoy cannot load this jwks: {why}"));
         }
     }
 }
@@ -298,7 +307,7 @@ mod tests {
             error_paths(json!({"jwtRules": [{"issuer": "i", "jwks": "{not json"}]})),
             vec!["spec.jwtRules[0].jwks"]
         );
-        let private = r#"{"keys":[{"kty":"EC","crv":"P-256","x":"a","y":"b","d":"c"}]}"#;
+        let private = r#"{"keys":[{"kty":"EC","crv":"P-256","x":"axfR8uEsQkf4vOblY6RA8ncDfYEt6zOg9KE5RdiYwpY","y":"T-NC4v4af5uO5-tKfA-eFivOM1drMV7Oy7ZAaDe_UfU","d":"c"}]}"#;
         assert_eq!(
             findings(json!({"jwtRules": [{"issuer": "i", "jwks": private}]})),
             vec![("spec.jwtRules[0].jwks".to_string(), false)]

@@ -1,13 +1,14 @@
-//! The shared conformance corpus (`../shared/corpus` beside the checkout): takes a folder inside it and yields its
-//! path, or `None` after printing why the test skips.
+//! The shared conformance corpus (`ADMITPILOT_CORPUS`, else `../shared/corpus` beside the checkout): takes a folder
+//! inside it and yields its path, or `None` after printing why the test skips.
 
 use std::path::{Path, PathBuf};
 
-/// `../shared/corpus/<part>`, or `None` (with a printed skip message) when it is absent.
+/// `<corpus>/<part>`, or `None` (with a printed skip message) when it is absent.
 pub fn corpus_dir(part: &str) -> Option<PathBuf> {
-    let dir = Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("../shared/corpus")
-        .join(part);
+    let root = std::env::var_os("ADMITPILOT_CORPUS")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| Path::new(env!("CARGO_MANIFEST_DIR")).join("../shared/corpus"));
+    let dir = root.join(part);
     if dir.is_dir() {
         Some(dir)
     } else {

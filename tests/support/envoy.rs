@@ -106,21 +106,39 @@ pub struct EnvoyProcess {
 impl EnvoyProcess {
     /// Starts Envoy with `bootstrap_yaml`; `base_id` must be unique among concurrently running Envoys.
     pub async fn start(binary: &Path, bootstrap_yaml: &str, base_id: u32) -> EnvoyProcess {
+        Self::start_with_args(binary, bootstrap_yaml, base_id, &[]).await
+    }
+
+    /// [`EnvoyProcess::start`] with more command-line arguments (`--drain-time-s 1`, …); a `--log-level` among
+    /// them replaces the default one.
+    pub async fn start_with_args(
+        binary: &Path,
+        bootstrap_yaml: &str,
+        base_id: u32,
+        extra_args: &[&str],
+    ) -> EnvoyProcess {
         let dir = tempfile::tempdir().unwrap();
         let config = dir.path().join("bootstrap.yaml");
         std::fs::write(&config, bootstrap_yaml).unwrap();
         let admin_path = dir.path().join("admin-address");
         let log = std::fs::File::create(dir.path().join("envoy.log")).unwrap();
         let stdout = std::fs::File::create(dir.path().join("stdout.log")).unwrap();
+        let log_level = if extra_args.contains(&"--log-level") {
+            Vec::new()
+        } else {
+            vec![
+                "--log-level".to_string(),
+                std::env::var("ADMITPILOT_ENVOY_LOG_LEVEL").unwrap_or_else(|_| "info".into()),
+            ]
+        };
         let child = Command::new(binary)
             .arg("-c")
             .arg(&config)
+            .args(log_level)
             .args([
                 "--disable-hot-restart",
                 "--concurrency",
                 "1",
-                "--log-level",
-                &std::env::var("ADMITPILOT_ENVOY_LOG_LEVEL").unwrap_or_else(|_| "info".into()),
                 // Access logs reach the file within 100 ms instead of Envoy's default 10 s.
                 "--file-flush-interval-msec",
                 "100",
@@ -129,6 +147,7 @@ impl EnvoyProcess {
             .arg(base_id.to_string())
             .arg("--admin-address-path")
             .arg(&admin_path)
+            .args(extra_args)
             .stdout(stdout)
             .stderr(log)
             .spawn()
@@ -158,6 +177,17 @@ impl EnvoyProcess {
             tokio::time::sleep(Duration::from_millis(50)).await;
         }
         envoy
+    }
+
+    /// Stops Envoy (killed, and waited for) before the value is dropped, e.g. to start another on its ports.
+    pub fn stop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+
+    /// How Envoy exited, once it has (a crash, an abort); `None` while it runs.
+    pub fn exit_status(&mut self) -> Option<std::process::ExitStatus> {
+        self.child.try_wait().ok().flatten()
     }
 
     /// What Envoy wrote to standard output (access logs to `/dev/stdout`).
