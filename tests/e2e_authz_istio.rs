@@ -106,13 +106,12 @@ fn yaml(object: &Value) -> String {
 /// Sends the request `make` builds until it answers `status` (panics after [`CONVERGE`]).
 async fn wait_status(what: &str, status: u16, make: impl Fn() -> reqwest::RequestBuilder) {
     let deadline = tokio::time::Instant::now() + CONVERGE;
-    let mut last = None;
     loop {
-        match make().send().await {
+        let last = match make().send().await {
             Ok(response) if response.status().as_u16() == status => return,
-            Ok(response) => last = Some(response.status().as_u16()),
-            Err(error) => last = Some(error.status().map_or(0, |s| s.as_u16())),
-        }
+            Ok(response) => Some(response.status().as_u16()),
+            Err(error) => Some(error.status().map_or(0, |s| s.as_u16())),
+        };
         assert!(
             tokio::time::Instant::now() < deadline,
             "{what} never answered {status}; last: {last:?}"
@@ -189,11 +188,16 @@ async fn a_template_envoy_cannot_parse_is_held_back() {
     );
     wait_status("/good", 403, || http.get(gw.url("/good"))).await;
     gw.admitpilot
-        .wait_for_admin("/metrics", "the push guard leaving the policy out", |text| {
-            text.lines().any(|line| {
-                line.starts_with("admitpilot_xds_excluded_objects_total") && !line.ends_with(" 0")
-            })
-        })
+        .wait_for_admin(
+            "/metrics",
+            "the push guard leaving the policy out",
+            |text| {
+                text.lines().any(|line| {
+                    line.starts_with("admitpilot_xds_excluded_objects_total")
+                        && !line.ends_with(" 0")
+                })
+            },
+        )
         .await;
     assert_eq!(status(http.get(gw.url("/a=b/x"))).await, 200);
     gw.assert_healthy("held back template").await;
@@ -385,7 +389,10 @@ async fn path_normalization_follows_the_mesh_config() {
             ("/%61dmin/x", denied[0])
         };
         wait_status(&format!("{mode}: {probe}"), expect(first), || get(probe)).await;
-        for (path, denied) in ["/%61dmin/x", "//admin/x", "/%2Fadmin/x"].into_iter().zip(denied) {
+        for (path, denied) in ["/%61dmin/x", "//admin/x", "/%2Fadmin/x"]
+            .into_iter()
+            .zip(denied)
+        {
             assert_eq!(status(get(path)).await, expect(denied), "{mode}: {path}");
         }
     }
@@ -486,7 +493,11 @@ async fn envoy_filter_conditions_match_dynamic_metadata() {
         json!({"action": "DENY", "rules": [{"when": [{
             "key": "experimental.envoy.filters.http.header_to_metadata[tier]", "values": ["blocked", "bad*"]}]}]}),
     );
-    let Some(gw) = Gateway::start(55_180, &[("tier.yaml", header_to_metadata), ("deny.yaml", deny)]).await
+    let Some(gw) = Gateway::start(
+        55_180,
+        &[("tier.yaml", header_to_metadata), ("deny.yaml", deny)],
+    )
+    .await
     else {
         return;
     };

@@ -105,7 +105,8 @@ struct Extensions {
 }
 
 /// The URI template matcher's config, whose template Envoy parses on load ([`super::uri_template`]).
-const URI_TEMPLATE_MATCH: &str = "envoy.extensions.path.match.uri_template.v3.UriTemplateMatchConfig";
+const URI_TEMPLATE_MATCH: &str =
+    "envoy.extensions.path.match.uri_template.v3.UriTemplateMatchConfig";
 
 static EXTENSIONS: LazyLock<Extensions> = LazyLock::new(|| Extensions {
     rules: pool().get_extension_by_name("validate.rules"),

@@ -9,9 +9,9 @@
 /// Characters of a literal: unreserved, `%`, sub-delims without `*` and `=`, `:` and `@` (Envoy's `kLiteral`).
 fn is_literal(text: &str) -> bool {
     !text.is_empty()
-        && text.bytes().all(|c| {
-            c.is_ascii_alphanumeric() || b"-._~%!$&'()+,;:@".contains(&c)
-        })
+        && text
+            .bytes()
+            .all(|c| c.is_ascii_alphanumeric() || b"-._~%!$&'()+,;:@".contains(&c))
 }
 
 /// Envoy's `isValidVariableName`: a letter, then letters, digits and `_`.
@@ -110,7 +110,9 @@ pub fn check(template: &str) -> Result<(), String> {
                 return Err("more than 5 variables".into());
             }
             if name.len() > 16 {
-                return Err(format!("variable name {name:?} is longer than 16 characters"));
+                return Err(format!(
+                    "variable name {name:?} is longer than 16 characters"
+                ));
             }
             if names.contains(&name) {
                 return Err(format!("variable {name:?} is repeated"));

@@ -540,27 +540,39 @@ mod tests {
 
     #[test]
     fn root_namespace_and_path_normalization_are_read() {
-        let decoded = decode("rootNamespace: mesh-root\npathNormalization: {normalization: MERGE_SLASHES}\n");
+        let decoded =
+            decode("rootNamespace: mesh-root\npathNormalization: {normalization: MERGE_SLASHES}\n");
         assert_eq!(decoded.findings, Vec::new());
         let settings = &decoded.config.settings;
         assert_eq!(settings.root_namespace(), "mesh-root");
         assert_eq!(settings.path_normalization, PathNormalization::MergeSlashes);
         assert!(decoded.config.unapplied.is_empty());
         let mut findings = Vec::new();
-        assert_eq!(settings_of_text(&settings.to_mesh_yaml(), &mut findings), *settings);
+        assert_eq!(
+            settings_of_text(&settings.to_mesh_yaml(), &mut findings),
+            *settings
+        );
         assert_eq!(findings, Vec::new());
 
         let defaults = decode("accessLogFile: /dev/stdout\n").config.settings;
         assert_eq!(defaults.root_namespace(), DEFAULT_ROOT_NAMESPACE);
         assert_eq!(defaults.path_normalization, PathNormalization::Default);
-        assert_eq!(decode("rootNamespace: ''\n").config.settings.root_namespace(), DEFAULT_ROOT_NAMESPACE);
+        assert_eq!(
+            decode("rootNamespace: ''\n")
+                .config
+                .settings
+                .root_namespace(),
+            DEFAULT_ROOT_NAMESPACE
+        );
 
         let bad = decode("rootNamespace: [a]\npathNormalization: {normalization: SOMETIMES}\n");
         let fields: Vec<&str> = bad.findings.iter().map(|f| f.field.as_str()).collect();
         assert_eq!(
             fields,
-            ["data.mesh.pathNormalization.normalization", "data.mesh.rootNamespace"]
+            [
+                "data.mesh.pathNormalization.normalization",
+                "data.mesh.rootNamespace"
+            ]
         );
     }
-
 }

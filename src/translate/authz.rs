@@ -278,6 +278,17 @@ fn source(src: &Source, tcp: bool, namespace: &str) -> Principal {
         }
     };
     field(&src.principals, &src.not_principals, &peer_principal);
+    field(&src.service_accounts, &src.not_service_accounts, &|sa| {
+        service_account(namespace, sa)
+    });
+    field(&src.trust_domains, &src.not_trust_domains, &trust_domain);
+    field(&src.namespaces, &src.not_namespaces, &source_namespace);
+    field(&src.remote_ip_blocks, &src.not_remote_ip_blocks, &|ip| {
+        principal(principal::Identifier::RemoteIp(cidr(ip)))
+    });
+    field(&src.ip_blocks, &src.not_ip_blocks, &|ip| {
+        principal(principal::Identifier::DirectRemoteIp(cidr(ip)))
+    });
     if !tcp {
         // Request principals match as a list (`extendedPrincipal`): the OR of the values, negated whole.
         if !src.request_principals.is_empty() {
@@ -289,21 +300,6 @@ fn source(src: &Source, tcp: bool, namespace: &str) -> Principal {
             )));
         }
     }
-    field(&src.service_accounts, &src.not_service_accounts, &|sa| {
-        service_account(namespace, sa)
-    });
-    field(
-        &src.trust_domains,
-        &src.not_trust_domains,
-        &trust_domain,
-    );
-    field(&src.namespaces, &src.not_namespaces, &source_namespace);
-    field(&src.remote_ip_blocks, &src.not_remote_ip_blocks, &|ip| {
-        principal(principal::Identifier::RemoteIp(cidr(ip)))
-    });
-    field(&src.ip_blocks, &src.not_ip_blocks, &|ip| {
-        principal(principal::Identifier::DirectRemoteIp(cidr(ip)))
-    });
     and_principals(all)
 }
 
@@ -431,12 +427,14 @@ fn envoy_filter_metadata(filter: &str, values: &[String]) -> Permission {
             }
         })
         .collect();
-    permission(permission::Rule::SourcedMetadata(dynamic(MetadataMatcher {
-        filter: filter.to_string(),
-        path: vec![key_segment(key)],
-        value: Some(or_values(matchers)),
-        ..Default::default()
-    })))
+    permission(permission::Rule::SourcedMetadata(dynamic(
+        MetadataMatcher {
+            filter: filter.to_string(),
+            path: vec![key_segment(key)],
+            value: Some(or_values(matchers)),
+            ..Default::default()
+        },
+    )))
 }
 
 /// One value matcher stands for itself; more are ORed (Istio's `matcher.OrMatcher`).
@@ -650,14 +648,16 @@ fn request_principals(values: &[String]) -> Principal {
 
 /// A string claim of the validated token (`MetadataStringMatcherForJWTClaim`).
 fn jwt_claim(claim: &str, value: StringMatcher) -> Principal {
-    principal(principal::Identifier::SourcedMetadata(dynamic(MetadataMatcher {
-        filter: JWT_AUTHN.into(),
-        path: vec![key_segment(PAYLOAD_KEY), key_segment(claim)],
-        value: Some(ValueMatcher {
-            match_pattern: Some(value_matcher::MatchPattern::StringMatch(value)),
-        }),
-        ..Default::default()
-    })))
+    principal(principal::Identifier::SourcedMetadata(dynamic(
+        MetadataMatcher {
+            filter: JWT_AUTHN.into(),
+            path: vec![key_segment(PAYLOAD_KEY), key_segment(claim)],
+            value: Some(ValueMatcher {
+                match_pattern: Some(value_matcher::MatchPattern::StringMatch(value)),
+            }),
+            ..Default::default()
+        },
+    )))
 }
 
 /// A claim (by its path in the payload) of the validated token: a string claim matching `value`, or a list claim
@@ -886,7 +886,10 @@ mod tests {
         assert_eq!(peer("*"), ("regex", ".+".into()));
         assert_eq!(peer("*/sa/bar"), ("regex", "spiffe://.*/sa/bar".into()));
         assert_eq!(peer("td/ns/a*"), ("prefix", "spiffe://td/ns/a".into()));
-        assert_eq!(peer("td/ns/a/sa/b"), ("exact", "spiffe://td/ns/a/sa/b".into()));
+        assert_eq!(
+            peer("td/ns/a/sa/b"),
+            ("exact", "spiffe://td/ns/a/sa/b".into())
+        );
         assert_eq!(
             pattern(string_of(&source_namespace("team-*.x"))),
             ("regex", r".*/ns/team-.*\.x/.*".into())
@@ -902,8 +905,14 @@ mod tests {
         let td = |v: &str| pattern(string_of(&trust_domain(v)));
         assert_eq!(td("*"), ("prefix", "spiffe://".into()));
         assert_eq!(td("a.com"), ("prefix", "spiffe://a.com/".into()));
-        assert_eq!(td("*.a.com"), ("regex", r"spiffe://[^/]*\.a\.com/.*".into()));
-        assert_eq!(quote_meta(r"a.b+c*d?e(f)g|h[i]j{k}l^m$n\o-p"), r"a\.b\+c\*d\?e\(f\)g\|h\[i\]j\{k\}l\^m\$n\\o-p");
+        assert_eq!(
+            td("*.a.com"),
+            ("regex", r"spiffe://[^/]*\.a\.com/.*".into())
+        );
+        assert_eq!(
+            quote_meta(r"a.b+c*d?e(f)g|h[i]j{k}l^m$n\o-p"),
+            r"a\.b\+c\*d\?e\(f\)g\|h\[i\]j\{k\}l\^m\$n\\o-p"
+        );
     }
 
     /// The (issuer, subject) matchers of one request principal value.

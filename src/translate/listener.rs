@@ -89,11 +89,7 @@ pub struct GatewayAuthz {
 /// The authorization filters for the policies of `proxy` (none when no policy applies): CUSTOM ones
 /// ([`ext_authz`]), then the JWT filter ([`authn`]), then RBAC ([`authz`]); `registry` resolves the services of
 /// CUSTOM policies' extension providers.
-pub fn gateway_filters(
-    snapshot: &Snapshot,
-    proxy: &Proxy,
-    registry: &Registry,
-) -> GatewayAuthz {
+pub fn gateway_filters(snapshot: &Snapshot, proxy: &Proxy, registry: &Registry) -> GatewayAuthz {
     let policies = authz::gateway_policies(snapshot, proxy);
     let custom = ext_authz::custom_filters(
         &policies,

@@ -68,11 +68,7 @@ const ISTIO_TEXT_FORMAT: &str = "[%START_TIME%] \"%REQ(:METHOD)% %REQ(X-ENVOY-OR
 
 /// The access logs of `proxy`'s listeners (empty when no Telemetry or default provider turns one on); `registry`
 /// resolves the collectors of OpenTelemetry providers.
-pub fn access_logs(
-    snapshot: &Snapshot,
-    proxy: &Proxy,
-    registry: &Registry,
-) -> Vec<AccessLog> {
+pub fn access_logs(snapshot: &Snapshot, proxy: &Proxy, registry: &Registry) -> Vec<AccessLog> {
     let mesh = snapshot.mesh_config();
     let defaults: &[String] = mesh.map_or(&[], |m| &m.default_access_log_providers);
     let levels = applicable(snapshot, proxy);
@@ -99,10 +95,7 @@ pub fn access_logs(
 }
 
 /// The access-logging blocks of the Telemetries that apply to `proxy`, least specific first.
-fn applicable<'s>(
-    snapshot: &'s Snapshot,
-    proxy: &Proxy,
-) -> Vec<&'s [AccessLogging]> {
+fn applicable<'s>(snapshot: &'s Snapshot, proxy: &Proxy) -> Vec<&'s [AccessLogging]> {
     let telemetries = |namespace: &str| -> Vec<(&'s ConfigObject, &'s Telemetry)> {
         let mut found: Vec<_> = snapshot
             .of_kind(Kind::Telemetry)

@@ -247,10 +247,8 @@ impl Translator {
                 .collect();
         }
         let mut out = GatewayResources::default();
-        let authz =
-            listener::gateway_filters(snapshot, proxy, &cx.registry);
-        let access_logs =
-            telemetry::access_logs(snapshot, proxy, &cx.registry);
+        let authz = listener::gateway_filters(snapshot, proxy, &cx.registry);
+        let access_logs = telemetry::access_logs(snapshot, proxy, &cx.registry);
         let shared = listener::Shared {
             authz: &authz,
             access_logs: &access_logs,

@@ -280,12 +280,7 @@ mod tests {
         let same_namespace = reference(GATEWAY_API_GROUP, "Gateway", "public", "gw-ns");
         assert!(gateway_api.attaches("gw-ns", None, std::slice::from_ref(&same_namespace), roots));
         // Only the policy's own namespace: a root-namespace policy does not reach it by targetRef.
-        assert!(!gateway_api.attaches(
-            "istio-system",
-            None,
-            std::slice::from_ref(&gateway),
-            roots
-        ));
+        assert!(!gateway_api.attaches("istio-system", None, std::slice::from_ref(&gateway), roots));
         for miss in [
             reference(GATEWAY_API_GROUP, "Gateway", "internal", ""),
             reference(GATEWAY_API_GROUP, "Gateway", "public", "other-ns"),
