@@ -229,6 +229,15 @@ pub fn decode_configmap(fields: &serde_json::Map<String, Value>) -> DecodedConfi
     if let Some(Value::String(mesh)) = data.get("mesh") {
         out.config.mesh = settings_of_text(mesh, &mut out.findings);
     }
+    // Higress's chart writes `rootNamespace: <its namespace>` (the ConfigMap's) into the mesh config it installs.
+    if out.config.mesh.root_namespace.is_none() {
+        out.config.mesh.root_namespace = fields
+            .get("metadata")
+            .and_then(|m| m.get("namespace"))
+            .and_then(Value::as_str)
+            .filter(|ns| !ns.is_empty())
+            .map(str::to_string);
+    }
     out
 }
 
