@@ -133,3 +133,29 @@ fn unreadable_input_is_exit_2() {
         .unwrap();
     assert_eq!(output.status.code(), Some(2));
 }
+
+/// A document without a namespace is analyzed in `--namespace` (default `default`), as `istioctl analyze` does.
+#[test]
+fn documents_without_a_namespace_get_the_namespace_flag() {
+    const DR: &str = "apiVersion: networking.istio.io/v1
+kind: DestinationRule
+metadata: {name: reviews}
+spec:
+  host: reviews
+  exportTo: [\".\", other]
+";
+    let output = analyze(&[("dr.yaml", DR)], &["--output", "json"]);
+    let results: serde_json::Value = serde_json::from_slice(&output.stdout).unwrap();
+    assert_eq!(results[0]["namespace"], "default", "{}", stdout(&output));
+    assert!(
+        results[0]["findings"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .all(|f| f["severity"] != "error"),
+        "{results}"
+    );
+    let output = analyze(&[("dr.yaml", DR)], &["--output", "json", "-n", "shop"]);
+    let results: serde_json::Value = serde_json::from_slice(&output.stdout).unwrap();
+    assert_eq!(results[0]["namespace"], "shop");
+}

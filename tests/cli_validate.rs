@@ -170,3 +170,32 @@ spec:
         "invalid type: integer `7`, expected a string"
     );
 }
+
+/// A document without a namespace is in `--namespace` (default `default`), as `istioctl validate` puts it: a
+/// DestinationRule exporting to `.` and another namespace is valid there (it is refused only when `.` cannot be
+/// told apart from the named namespace).
+#[test]
+fn documents_without_a_namespace_get_the_namespace_flag() {
+    const DR: &str = "apiVersion: networking.istio.io/v1
+kind: DestinationRule
+metadata: {name: reviews}
+spec:
+  host: reviews
+  exportTo: [\".\", other]
+";
+    let dir = tempfile::tempdir().expect("tempdir");
+    let path = write(&dir, "dr.yaml", DR);
+    let output = admitpilot(&["validate", &path], None);
+    assert_eq!(output.status.code(), Some(0), "{}", stdout(&output));
+    assert!(
+        stdout(&output).ends_with("1 documents: 1 valid, 0 invalid (0 errors, 0 warnings)\n"),
+        "{}",
+        stdout(&output)
+    );
+    let json = admitpilot(&["validate", "--output", "json", "-n", "shop", &path], None);
+    let results: serde_json::Value = serde_json::from_slice(&json.stdout).unwrap();
+    assert_eq!(results[0]["namespace"], "shop");
+    // Exporting to the namespace it is in, twice, is refused as Istio refuses it.
+    let same = admitpilot(&["validate", "--namespace", "other", &path], None);
+    assert_eq!(same.status.code(), Some(1), "{}", stdout(&same));
+}

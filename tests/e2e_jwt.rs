@@ -11,49 +11,23 @@
 
 #[path = "support/envoy.rs"]
 mod envoy;
+#[path = "support/jwt.rs"]
+mod jwt;
 #[path = "support/pipeline.rs"]
 mod pipeline;
 
-use base64::engine::general_purpose::URL_SAFE_NO_PAD;
-use base64::Engine;
 use envoy::*;
+use jwt::{jwks, key};
 use pipeline::*;
-use ring::rand::SystemRandom;
-use ring::signature::{EcdsaKeyPair, KeyPair, ECDSA_P256_SHA256_FIXED_SIGNING};
+use ring::signature::EcdsaKeyPair;
 use serde_json::{json, Value};
 
 const NODE_ID: &str = "router~127.0.0.1~gw-jwt.default~default.svc.cluster.local";
 const ISSUER: &str = "https://issuer.test";
 
-fn key() -> EcdsaKeyPair {
-    let rng = SystemRandom::new();
-    let pkcs8 = EcdsaKeyPair::generate_pkcs8(&ECDSA_P256_SHA256_FIXED_SIGNING, &rng).unwrap();
-    EcdsaKeyPair::from_pkcs8(&ECDSA_P256_SHA256_FIXED_SIGNING, pkcs8.as_ref(), &rng).unwrap()
-}
-
-/// The JWKS of `key` (an uncompressed P-256 point: 0x04, x, y).
-fn jwks(key: &EcdsaKeyPair) -> String {
-    let point = key.public_key().as_ref();
-    json!({"keys": [{"kty": "EC", "crv": "P-256", "alg": "ES256", "use": "sig", "kid": "test",
-        "x": URL_SAFE_NO_PAD.encode(&point[1..33]), "y": URL_SAFE_NO_PAD.encode(&point[33..65])}]})
-    .to_string()
-}
-
-/// A token for `subject` signed by `key`, valid for an hour.
+/// A token from [`ISSUER`] for `subject` signed by `key`.
 fn token(key: &EcdsaKeyPair, subject: &str) -> String {
-    let now = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .unwrap()
-        .as_secs();
-    let header = json!({"alg": "ES256", "typ": "JWT", "kid": "test"});
-    let claims = json!({"iss": ISSUER, "sub": subject, "iat": now, "exp": now + 3600});
-    let input = format!(
-        "{}.{}",
-        URL_SAFE_NO_PAD.encode(header.to_string()),
-        URL_SAFE_NO_PAD.encode(claims.to_string())
-    );
-    let signature = key.sign(&SystemRandom::new(), input.as_bytes()).unwrap();
-    format!("{input}.{}", URL_SAFE_NO_PAD.encode(signature.as_ref()))
+    jwt::token(key, ISSUER, subject)
 }
 
 fn yaml(object: &Value) -> String {
@@ -101,9 +75,9 @@ where
             "spec": {"selector": selector, "action": "ALLOW", "rules": [
                 {"from": [{"source": {"requestPrincipals": [format!("{ISSUER}/alice")]}}],
                  "to": [{"operation": {"paths": ["/secure*"]}}]},
-                // Istio matches `<iss>/<sub>` as one text: a prefix ending inside the issuer, a suffix naming the
-                // end of the issuer and the whole subject.
-                {"from": [{"source": {"requestPrincipals": ["https://issuer.te*"]}}],
+                // Istio splits `<iss>/<sub>` at its last `/`: the issuer exact and a subject prefix, or the end of
+                // the issuer and the whole subject.
+                {"from": [{"source": {"requestPrincipals": ["https://issuer.test/b*"]}}],
                  "to": [{"operation": {"paths": ["/issuer*"]}}]},
                 {"from": [{"source": {"requestPrincipals": ["*.test/carol"]}}],
                  "to": [{"operation": {"paths": ["/carol*"]}}]},
@@ -152,8 +126,9 @@ async fn request_authentication_is_enforced_on_the_gateway() {
         assert_eq!(
             status(&http, &issuer_path, Some(&token(&signer, "bob"))).await,
             200,
-            "a principal prefix ending inside the issuer"
+            "a subject prefix of the issuer"
         );
+        assert_eq!(status(&http, &issuer_path, Some(&alice)).await, 403);
         assert_eq!(status(&http, &issuer_path, None).await, 403);
         let carol_path = format!("{base}/carol/x");
         assert_eq!(

@@ -27,6 +27,9 @@ pub struct AnalyzeArgs {
     /// Output format.
     #[arg(long, value_enum, default_value_t = Output::Text)]
     output: Output,
+    /// Namespace of documents that name none (as `istioctl validate --namespace` gives it them).
+    #[arg(long, short = 'n', default_value = "default")]
+    namespace: String,
     /// Lowest severity that makes the exit code 1.
     #[arg(long, value_enum, default_value_t = FailOn::Error)]
     fail_on: FailOn,
@@ -56,7 +59,7 @@ pub fn run(args: AnalyzeArgs) -> anyhow::Result<ExitCode> {
         mesh_namespace: args.istio_namespace.clone(),
         ..DecodeOptions::default()
     };
-    let mut loaded = load(&args.paths, &options);
+    let mut loaded = load(&args.paths, &options, &args.namespace);
     let mut config = Snapshot {
         version: 1,
         ..Snapshot::default()

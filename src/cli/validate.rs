@@ -24,6 +24,9 @@ pub struct ValidateArgs {
     /// Output format.
     #[arg(long, value_enum, default_value_t = Output::Text)]
     output: Output,
+    /// Namespace of documents that name none (as `istioctl validate --namespace` gives it them).
+    #[arg(long, short = 'n', default_value = "default")]
+    namespace: String,
     /// Namespace of the higress-config ConfigMap (other ConfigMaps are skipped).
     #[arg(long, default_value = "higress-system")]
     higress_namespace: String,
@@ -63,7 +66,7 @@ pub fn run(args: ValidateArgs) -> anyhow::Result<ExitCode> {
         mesh_namespace: args.istio_namespace.clone(),
         ..DecodeOptions::default()
     };
-    let loaded = load(&args.paths, &options);
+    let loaded = load(&args.paths, &options, &args.namespace);
     print(&loaded.results, args.output)?;
     Ok(exit_code(&loaded, false))
 }
@@ -78,8 +81,9 @@ pub(super) struct Loaded {
     pub unreadable: bool,
 }
 
-/// Reads and validates every document under `paths` (unreadable input is reported on stderr).
-pub(super) fn load(paths: &[String], options: &DecodeOptions) -> Loaded {
+/// Reads and validates every document under `paths` (unreadable input is reported on stderr); a document
+/// without a namespace is in `namespace`.
+pub(super) fn load(paths: &[String], options: &DecodeOptions, namespace: &str) -> Loaded {
     let mut loaded = Loaded {
         results: Vec::new(),
         objects: Vec::new(),
@@ -96,7 +100,8 @@ pub(super) fn load(paths: &[String], options: &DecodeOptions) -> Loaded {
         };
         for document in parse_documents(&text) {
             match document.value {
-                Ok(value) => {
+                Ok(mut value) => {
+                    default_namespace(&mut value, namespace);
                     let mut report = validate_document(&value, options);
                     loaded.objects.push(report.object.take());
                     loaded
@@ -115,6 +120,21 @@ pub(super) fn load(paths: &[String], options: &DecodeOptions) -> Loaded {
         }
     }
     loaded
+}
+
+/// Gives a document whose `metadata` names no namespace the namespace `namespace`, as `istioctl validate` does
+/// with its `--namespace` (the cluster would put it there).
+fn default_namespace(doc: &mut serde_json::Value, namespace: &str) {
+    let Some(metadata) = doc.get_mut("metadata").and_then(|m| m.as_object_mut()) else {
+        return;
+    };
+    let named = metadata
+        .get("namespace")
+        .and_then(|ns| ns.as_str())
+        .is_some_and(|ns| !ns.is_empty());
+    if !named {
+        metadata.insert("namespace".into(), namespace.into());
+    }
 }
 
 /// Prints the results in `output` format.

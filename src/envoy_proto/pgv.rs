@@ -5,7 +5,9 @@
 //! The rules of each message type are read from the descriptors once and cached, so a check costs one map
 //! lookup per message plus the comparisons. Nested messages, repeated items, map values and `Any` payloads
 //! (resolved through the pool) are checked recursively. Timestamp rules relative to "now" (`lt_now`,
-//! `gt_now`, `within`) are not checked: this module is pure and has no clock.
+//! `gt_now`, `within`) are not checked: this module is pure and has no clock. One check beyond the proto rules:
+//! a URI template (`UriTemplateMatchConfig.path_template`) must parse as Envoy parses it ([`super::uri_template`]),
+//! as Envoy aborts on one that does not.
 
 use std::collections::HashMap;
 use std::fmt;
@@ -101,6 +103,10 @@ struct Extensions {
     disabled: Option<ExtensionDescriptor>,
     ignored: Option<ExtensionDescriptor>,
 }
+
+/// The URI template matcher's config, whose template Envoy parses on load ([`super::uri_template`]).
+const URI_TEMPLATE_MATCH: &str =
+    "envoy.extensions.path.match.uri_template.v3.UriTemplateMatchConfig";
 
 static EXTENSIONS: LazyLock<Extensions> = LazyLock::new(|| Extensions {
     rules: pool().get_extension_by_name("validate.rules"),
@@ -291,6 +297,9 @@ impl Walker {
         if plan.skip {
             return;
         }
+        if desc.full_name() == URI_TEMPLATE_MATCH {
+            self.uri_template(message);
+        }
         let required_oneofs = if self.partial {
             &[][..]
         } else {
@@ -315,6 +324,22 @@ impl Walker {
             }
             self.at(Segment::Field(fp.field.name()), |w| {
                 w.field(message, fp, present)
+            });
+        }
+    }
+
+    /// Envoy's load-time parse of a URI template ([`super::uri_template`]), which aborts Envoy when it fails.
+    fn uri_template(&mut self, message: &DynamicMessage) {
+        let template = message
+            .get_field_by_name("path_template")
+            .and_then(|v| v.as_str().map(str::to_string))
+            .unwrap_or_default();
+        if let Err(why) = super::uri_template::check(&template) {
+            self.at(Segment::Field("path_template"), |w| {
+                w.violation(
+                    "uri_template.path_template",
+                    format!("Envoy cannot parse the URI template {template:?}: {why}"),
+                )
             });
         }
     }

@@ -2,8 +2,9 @@
 //! `pilot/pkg/bootstrap/mesh.go`) and yields what admitpilot uses of it: the `extensionProviders` that CUSTOM
 //! AuthorizationPolicies (`envoyExtAuthzHttp`, `envoyExtAuthzGrpc`) and Telemetry access logging
 //! (`envoyFileAccessLog`, `envoyOtelAls`) name, other provider kinds by name only, and
-//! `defaultProviders.accessLogging`. The other settings are listed ([`MeshConfig::unapplied`]) so they can be
-//! reported as not enforced.
+//! `defaultProviders.accessLogging`, and the gateway-wide settings [`MeshSettings`] (`rootNamespace`,
+//! `pathNormalization`), which Higress's own mesh config (the `mesh` key of higress-config) carries too. The other
+//! settings are listed ([`MeshConfig::unapplied`]) so they can be reported as not enforced.
 
 use std::collections::BTreeMap;
 
@@ -19,6 +20,111 @@ pub const BUILTIN_ACCESS_LOG_PROVIDER: &str = "envoy";
 /// Where the mesh YAML sits in the ConfigMap.
 pub const MESH_PATH: &str = "data.mesh";
 
+/// Istio's root namespace when the mesh config names none (`constants.IstioSystemNamespace`, the `rootNamespace`
+/// of Istio's `mesh.DefaultMeshConfig`).
+pub const DEFAULT_ROOT_NAMESPACE: &str = "istio-system";
+
+/// The mesh settings that shape every gateway, as read from a mesh config.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct MeshSettings {
+    /// `rootNamespace`: policies (AuthorizationPolicy, RequestAuthentication, Telemetry) and EnvoyFilters there
+    /// apply to every workload; `None` when unset or empty.
+    pub root_namespace: Option<String>,
+    /// `pathNormalization.normalization`.
+    pub path_normalization: PathNormalization,
+}
+
+impl MeshSettings {
+    /// The root namespace: the one set, else Istio's default ([`DEFAULT_ROOT_NAMESPACE`]).
+    pub fn root_namespace(&self) -> &str {
+        self.root_namespace
+            .as_deref()
+            .unwrap_or(DEFAULT_ROOT_NAMESPACE)
+    }
+
+    /// These settings as mesh config YAML (what [`settings_of_text`] reads back), leaving out what is unset.
+    pub fn to_mesh_yaml(&self) -> String {
+        let mut mesh = serde_json::Map::new();
+        if let Some(root) = &self.root_namespace {
+            mesh.insert("rootNamespace".into(), root.clone().into());
+        }
+        if self.path_normalization != PathNormalization::Default {
+            mesh.insert(
+                "pathNormalization".into(),
+                serde_json::json!({ "normalization": self.path_normalization }),
+            );
+        }
+        serde_yaml_ng::to_string(&Value::Object(mesh)).unwrap_or_default()
+    }
+}
+
+/// How gateways normalize request paths before matching routes and policies (Istio's
+/// `MeshConfig.ProxyPathNormalization.NormalizationType`).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "SCREAMING_SNAKE_CASE")]
+pub enum PathNormalization {
+    /// Unset: as `BASE`.
+    #[default]
+    Default,
+    /// No normalization: paths reach policies and routes as sent.
+    None,
+    /// RFC 3986 normalization (dot segments, percent-decoding of unreserved characters).
+    Base,
+    /// `BASE`, and repeated slashes merged.
+    MergeSlashes,
+    /// `MERGE_SLASHES`, after decoding `%2F` and `%5C` to `/` and `\`.
+    DecodeAndMergeSlashes,
+}
+
+/// The `pathNormalization` message.
+#[derive(Debug, Default, Deserialize)]
+#[serde(default)]
+struct PathNormalizationConfig {
+    normalization: PathNormalization,
+}
+
+/// Reads [`MeshSettings`] from the keys of a mesh config, leaving the others alone; returns whether `key` is one
+/// of them. Problems are recorded with paths under `data.mesh`.
+pub fn read_setting(
+    key: &str,
+    value: &Value,
+    settings: &mut MeshSettings,
+    findings: &mut Vec<Finding>,
+) -> bool {
+    let path = format!("{MESH_PATH}.{key}");
+    match key {
+        "rootNamespace" => match value {
+            Value::String(namespace) => {
+                settings.root_namespace = Some(namespace.clone()).filter(|ns| !ns.is_empty());
+            }
+            Value::Null => settings.root_namespace = None,
+            _ => findings.push(Finding::error(path, "rootNamespace must be a string")),
+        },
+        "pathNormalization" => {
+            if let Some(config) =
+                decode_lenient::<PathNormalizationConfig>(value, &path, findings, true)
+            {
+                settings.path_normalization = config.normalization;
+            }
+        }
+        _ => return false,
+    }
+    true
+}
+
+/// The [`MeshSettings`] of a mesh YAML text (the `mesh` key of a ConfigMap); text that is not a YAML map has none
+/// (the ConfigMap's decoder reports it).
+pub fn settings_of_text(text: &str, findings: &mut Vec<Finding>) -> MeshSettings {
+    let mut settings = MeshSettings::default();
+    if let Ok(Value::Object(mesh)) = serde_yaml_ng::from_str::<Value>(text) {
+        for (key, value) in &mesh {
+            read_setting(key, value, &mut settings, findings);
+        }
+    }
+    settings
+}
+
 /// The parts of the mesh config admitpilot reads.
 #[derive(Debug, Clone, Default, PartialEq, Serialize)]
 #[serde(rename_all = "camelCase")]
@@ -27,6 +133,8 @@ pub struct MeshConfig {
     pub extension_providers: Vec<ExtensionProvider>,
     /// `defaultProviders.accessLogging`: the access-log providers of workloads no Telemetry names one for.
     pub default_access_log_providers: Vec<String>,
+    /// `rootNamespace` and `pathNormalization`.
+    pub settings: MeshSettings,
     /// The settings that are set but not read by admitpilot (`accessLogFile`, `defaultProviders.tracing`…).
     pub unapplied: Vec<String>,
 }
@@ -270,7 +378,8 @@ fn decode_mesh(text: &str, out: &mut DecodedMesh) {
     }
 }
 
-/// Reads `defaultProviders.accessLogging` and lists the settings admitpilot does not apply.
+/// Reads `defaultProviders.accessLogging` and the [`MeshSettings`], and lists the settings admitpilot does not
+/// apply.
 fn read_defaults(mesh: &serde_json::Map<String, Value>, out: &mut DecodedMesh) {
     for (key, value) in mesh {
         match key.as_str() {
@@ -298,7 +407,11 @@ fn read_defaults(mesh: &serde_json::Map<String, Value>, out: &mut DecodedMesh) {
                     }
                 }
             }
-            other => out.config.unapplied.push(other.to_string()),
+            other => {
+                if !read_setting(other, value, &mut out.config.settings, &mut out.findings) {
+                    out.config.unapplied.push(other.to_string());
+                }
+            }
         }
     }
 }
@@ -423,5 +536,43 @@ mod tests {
             .message
             .starts_with("not valid YAML"));
         assert!(!decode_configmap(json!({}).as_object().unwrap()).findings[0].is_error());
+    }
+
+    #[test]
+    fn root_namespace_and_path_normalization_are_read() {
+        let decoded =
+            decode("rootNamespace: mesh-root\npathNormalization: {normalization: MERGE_SLASHES}\n");
+        assert_eq!(decoded.findings, Vec::new());
+        let settings = &decoded.config.settings;
+        assert_eq!(settings.root_namespace(), "mesh-root");
+        assert_eq!(settings.path_normalization, PathNormalization::MergeSlashes);
+        assert!(decoded.config.unapplied.is_empty());
+        let mut findings = Vec::new();
+        assert_eq!(
+            settings_of_text(&settings.to_mesh_yaml(), &mut findings),
+            *settings
+        );
+        assert_eq!(findings, Vec::new());
+
+        let defaults = decode("accessLogFile: /dev/stdout\n").config.settings;
+        assert_eq!(defaults.root_namespace(), DEFAULT_ROOT_NAMESPACE);
+        assert_eq!(defaults.path_normalization, PathNormalization::Default);
+        assert_eq!(
+            decode("rootNamespace: ''\n")
+                .config
+                .settings
+                .root_namespace(),
+            DEFAULT_ROOT_NAMESPACE
+        );
+
+        let bad = decode("rootNamespace: [a]\npathNormalization: {normalization: SOMETIMES}\n");
+        let fields: Vec<&str> = bad.findings.iter().map(|f| f.field.as_str()).collect();
+        assert_eq!(
+            fields,
+            [
+                "data.mesh.pathNormalization.normalization",
+                "data.mesh.rootNamespace"
+            ]
+        );
     }
 }

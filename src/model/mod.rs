@@ -20,3 +20,13 @@ pub use finding::{Finding, Findings, Severity};
 pub use kind::{Kind, KindInfo};
 pub use object::{ConfigObject, ObjectKey, ObjectMeta, Spec};
 pub use snapshot::Snapshot;
+
+/// A boolean as Go's `strconv.ParseBool` reads it (Istio reads boolean annotations with it): `1`, `t`, `T`,
+/// `TRUE`, `true`, `True` are true, `0`, `f`, `F`, `FALSE`, `false`, `False` false, anything else `None`.
+pub fn parse_go_bool(s: &str) -> Option<bool> {
+    match s {
+        "1" | "t" | "T" | "TRUE" | "true" | "True" => Some(true),
+        "0" | "f" | "F" | "FALSE" | "false" | "False" => Some(false),
+        _ => None,
+    }
+}

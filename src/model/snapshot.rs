@@ -9,7 +9,7 @@ use std::sync::Arc;
 
 use super::{ConfigObject, Kind, ObjectKey, Spec};
 use crate::model::higress_config::HigressConfig;
-use crate::model::mesh_config::MeshConfig;
+use crate::model::mesh_config::{MeshConfig, MeshSettings};
 
 /// Objects by key, in key order (kind, namespace, name); cheap to clone, shares unchanged nodes with its clones.
 pub type ObjectMap = imbl::OrdMap<ObjectKey, Arc<ConfigObject>>;
@@ -45,6 +45,22 @@ impl Snapshot {
                 Spec::HigressConfig(config) => Some(config.as_ref()),
                 _ => None,
             })
+    }
+
+    /// The mesh settings every gateway runs with (`rootNamespace`, `pathNormalization`), from one place: Istio's
+    /// mesh config (the `istio` ConfigMap) when there is one; else, in a Higress install, Higress's mesh config
+    /// (the `mesh` key of higress-config, where Higress's chart sets `rootNamespace` to its own namespace); else
+    /// Istio's defaults.
+    pub fn mesh_settings(&self) -> &MeshSettings {
+        static DEFAULTS: MeshSettings = MeshSettings {
+            root_namespace: None,
+            path_normalization: crate::model::mesh_config::PathNormalization::Default,
+        };
+        match (self.mesh_config(), self.higress_config()) {
+            (Some(mesh), _) => &mesh.settings,
+            (None, Some(higress)) => &higress.mesh,
+            (None, None) => &DEFAULTS,
+        }
     }
 
     /// Returns Istio's mesh config (the `istio` ConfigMap; the sources hold at most one).

@@ -166,7 +166,10 @@ fn document(object: &ConfigObject) -> Value {
     });
     document["spec"] = match &object.spec {
         Spec::HigressConfig(config) => {
-            document["data"] = json!({ "higress": json!(config).to_string() });
+            document["data"] = json!({
+                "higress": json!(config).to_string(),
+                "mesh": config.mesh.to_mesh_yaml(),
+            });
             return document;
         }
         spec => json!(spec),

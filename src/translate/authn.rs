@@ -53,11 +53,9 @@ pub struct JwtAuthn {
 
 /// The JWT filter for the RequestAuthentications that apply to `proxy`, or `None` when none gives a rule with
 /// keys (inline, or a `jwksUri` naming a host).
-pub fn jwt_filter(
-    snapshot: &Snapshot,
-    proxy: &Proxy,
-    root_namespaces: &[String],
-) -> Option<JwtAuthn> {
+pub fn jwt_filter(snapshot: &Snapshot, proxy: &Proxy) -> Option<JwtAuthn> {
+    let mesh = snapshot.mesh_settings();
+    let root_namespace = mesh.root_namespace();
     let rules: Vec<(&JwtRule, Keys<'_>)> = snapshot
         .of_kind(Kind::RequestAuthentication)
         .filter_map(|object| match &object.spec {
@@ -69,7 +67,7 @@ pub fn jwt_filter(
                 &object.metadata.namespace,
                 ra.selector.as_ref().map(|s| &s.match_labels),
                 target_refs(ra.target_ref.as_ref(), &ra.target_refs),
-                root_namespaces,
+                root_namespace,
             )
         })
         .flat_map(|(_, ra): (_, &RequestAuthentication)| ra.jwt_rules.iter())

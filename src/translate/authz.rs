@@ -2,21 +2,24 @@
 //! filters its HTTP connection managers run first and the `envoy.filters.network.rbac` filters its TCP and
 //! TLS-passthrough chains run before the TCP proxy, with Istio's semantics: AUDIT, then DENY, then ALLOW filters
 //! (mirrors `BuildHTTP` and `BuildTCP` in istio/pilot/pkg/security/authz/builder); an ALLOW policy that matches
-//! nothing denies every request not allowed by another; `istio.io/dry-run` policies become shadow rules (stats
-//! only). On TCP, a rule using HTTP-only attributes (hosts, methods, paths, request principals, `request.*`
-//! conditions) is dropped from an ALLOW policy and applied without them in a DENY or AUDIT policy, so TCP is
-//! never less strict than HTTP (as Istio does, and as the webhook's warning says).
+//! nothing denies every request not allowed by another; `istio.io/dry-run` policies (the annotation read as Go's
+//! `strconv.ParseBool`, as `isDryRun`) become shadow rules (stats only). On TCP, a rule using HTTP-only attributes
+//! (hosts, methods, paths, request principals, `request.*` conditions) is dropped from an ALLOW policy and applied
+//! without them in a DENY or AUDIT policy, so TCP is never less strict than HTTP (as Istio does, and as the
+//! webhook's warning says).
 //!
-//! Which policies apply: those in the proxy's namespace or a root namespace whose `selector` labels the proxy carries
-//! (no selector: every workload of that namespace), and for a Gateway API gateway those whose `targetRefs` name
-//! its Gateway ([`Proxy::attaches`]).
+//! Which policies apply: those in the proxy's namespace or the root namespace (the mesh config's `rootNamespace`,
+//! [`Snapshot::mesh_settings`]) whose `selector` labels the proxy carries (no selector: every workload of that
+//! namespace), and for a Gateway API gateway those whose `targetRefs` name its Gateway ([`Proxy::attaches`]).
 //! CUSTOM policies come first, through the extension provider's server ([`super::ext_authz`]); `targetRefs` naming
 //! anything but a Gateway API Gateway (a Service, a GatewayClass) is not enforced, the webhook says so (see
 //! [`crate::validate::enforcement`]).
 //!
 //! One Envoy policy per rule, named `ns[<namespace>]-policy[<name>]-rule[<index>]` as Istio names them; a rule's
 //! permissions are its `to` operations (OR of entries, AND of fields, OR of values) and its principals its `from`
-//! sources, with each `when` condition added to the side it belongs to (mirrors `model.New` and `generator.go`).
+//! sources, with each `when` condition added to the side it belongs to (mirrors `model.New` and `generator.go`);
+//! each attribute's matcher mirrors the generator Istio uses for it (named on each function below), with the
+//! matchers of `pilot/pkg/security/authz/matcher`.
 
 use envoy_types::pb::envoy::config::core::v3::{CidrRange, TypedExtensionConfig};
 use envoy_types::pb::envoy::config::listener::v3::{filter, Filter};
@@ -43,7 +46,7 @@ use super::types::{target_refs, Proxy};
 use crate::model::istio::authorization_policy::{
     Action, AuthorizationPolicy, Condition, Operation, Rule, Source,
 };
-use crate::model::{ConfigObject, Kind, Snapshot, Spec};
+use crate::model::{parse_go_bool, ConfigObject, Kind, Snapshot, Spec};
 
 /// Name of Envoy's HTTP RBAC filter.
 pub const HTTP_RBAC: &str = "envoy.filters.http.rbac";
@@ -56,8 +59,9 @@ pub const DRY_RUN_ANNOTATION: &str = "istio.io/dry-run";
 pub fn gateway_policies<'s>(
     snapshot: &'s Snapshot,
     proxy: &Proxy,
-    root_namespaces: &[String],
 ) -> Vec<(&'s ConfigObject, &'s AuthorizationPolicy)> {
+    let mesh = snapshot.mesh_settings();
+    let root_namespace = mesh.root_namespace();
     snapshot
         .of_kind(Kind::AuthorizationPolicy)
         .filter_map(|object| match &object.spec {
@@ -69,7 +73,7 @@ pub fn gateway_policies<'s>(
                 &object.metadata.namespace,
                 policy.selector.as_ref().map(|s| &s.match_labels),
                 target_refs(policy.target_ref.as_ref(), &policy.target_refs),
-                root_namespaces,
+                root_namespace,
             )
         })
         .collect()
@@ -136,11 +140,7 @@ fn rules(
     let mut shadow = enforced.clone();
     let mut any_enforced = false;
     for (object, policy) in policies {
-        let dry_run = object
-            .metadata
-            .annotations
-            .get(DRY_RUN_ANNOTATION)
-            .is_some_and(|v| v.eq_ignore_ascii_case("true"));
+        let dry_run = is_dry_run(object);
         any_enforced |= !dry_run;
         let target = if dry_run { &mut shadow } else { &mut enforced };
         for (index, rule) in policy.rules.iter().enumerate() {
@@ -151,13 +151,27 @@ fn rules(
                 "ns[{}]-policy[{}]-rule[{index}]",
                 object.metadata.namespace, object.metadata.name
             );
-            target.policies.insert(name, rule_policy(rule, tcp));
+            target
+                .policies
+                .insert(name, rule_policy(rule, tcp, &object.metadata.namespace));
         }
     }
     (
         any_enforced.then_some(enforced),
         (!shadow.policies.is_empty()).then_some(shadow),
     )
+}
+
+/// Whether a policy is a dry run: its `istio.io/dry-run` annotation read as Go's `strconv.ParseBool` reads it
+/// (mirrors `isDryRun` in istio/pilot/pkg/security/authz/builder): `1`, `t`, `T`, `TRUE`, `true`, `True` are true;
+/// anything else, unparsable values included (Istio logs those and enforces the policy), is false.
+fn is_dry_run(object: &ConfigObject) -> bool {
+    object
+        .metadata
+        .annotations
+        .get(DRY_RUN_ANNOTATION)
+        .and_then(|value| parse_go_bool(value))
+        .unwrap_or(false)
 }
 
 /// Whether a rule uses attributes only HTTP requests have.
@@ -194,7 +208,7 @@ fn is_http_only(key: &str) -> bool {
 
 /// One rule: its operations and permission-side conditions, its sources and principal-side conditions.
 /// On TCP (`tcp`), HTTP-only attributes are left out.
-pub(crate) fn rule_policy(rule: &Rule, tcp: bool) -> Policy {
+pub(crate) fn rule_policy(rule: &Rule, tcp: bool, namespace: &str) -> Policy {
     let mut permissions = Vec::new();
     if let Some(to) = &rule.to {
         permissions.push(or_permissions(
@@ -208,11 +222,11 @@ pub(crate) fn rule_policy(rule: &Rule, tcp: bool) -> Policy {
         principals.push(or_principals(
             from.iter()
                 .filter_map(|from| from.source.as_ref())
-                .map(|src| source(src, tcp)),
+                .map(|src| source(src, tcp, namespace)),
         ));
     }
     for condition in rule.when.iter().filter(|c| !(tcp && is_http_only(&c.key))) {
-        match condition_side(condition) {
+        match condition_side(condition, namespace) {
             Side::Permission(p) => permissions.push(p),
             Side::Principal(p) => principals.push(p),
         }
@@ -224,6 +238,8 @@ pub(crate) fn rule_policy(rule: &Rule, tcp: bool) -> Policy {
     }
 }
 
+/// One `to` operation: hosts, methods, paths and ports, each an OR of its values, `not*` negated (the order of
+/// Istio's `model.New`).
 fn operation(op: &Operation, tcp: bool) -> Permission {
     let mut all = Vec::new();
     let mut field = |values: &[String], negated: &[String], each: &dyn Fn(&str) -> Permission| {
@@ -236,18 +252,20 @@ fn operation(op: &Operation, tcp: bool) -> Permission {
             )));
         }
     };
-    field(&op.ports, &op.not_ports, &port_permission);
     if !tcp {
         field(&op.hosts, &op.not_hosts, &host_permission);
         field(&op.methods, &op.not_methods, &|m| {
-            permission(permission::Rule::Header(header(":method", exact(m))))
+            permission(permission::Rule::Header(header_matcher(":method", m)))
         });
         field(&op.paths, &op.not_paths, &path_permission);
     }
+    field(&op.ports, &op.not_ports, &port_permission);
     and_permissions(all)
 }
 
-fn source(src: &Source, tcp: bool) -> Principal {
+/// One `from` source, its fields in the order of Istio's `model.New`; `namespace` is the policy's (a service
+/// account without one is in it).
+fn source(src: &Source, tcp: bool, namespace: &str) -> Principal {
     let mut all = Vec::new();
     let mut field = |values: &[String], negated: &[String], each: &dyn Fn(&str) -> Principal| {
         if !values.is_empty() {
@@ -260,34 +278,28 @@ fn source(src: &Source, tcp: bool) -> Principal {
         }
     };
     field(&src.principals, &src.not_principals, &peer_principal);
-    if !tcp {
-        field(
-            &src.request_principals,
-            &src.not_request_principals,
-            &request_principal,
-        );
-    }
-    field(&src.namespaces, &src.not_namespaces, &|ns| {
-        authenticated(regex(&format!(".*/ns/{}/.*", regex::escape(ns))))
-    });
     field(&src.service_accounts, &src.not_service_accounts, &|sa| {
-        let (ns, name) = sa.split_once('/').unwrap_or(("", sa));
-        let ns = if ns.is_empty() {
-            "[^/]+".to_string()
-        } else {
-            regex::escape(ns)
-        };
-        authenticated(regex(&format!(".*/ns/{ns}/sa/{}", regex::escape(name))))
+        service_account(namespace, sa)
     });
-    field(&src.trust_domains, &src.not_trust_domains, &|td| {
-        authenticated(wildcard(&format!("spiffe://{td}/*")))
+    field(&src.trust_domains, &src.not_trust_domains, &trust_domain);
+    field(&src.namespaces, &src.not_namespaces, &source_namespace);
+    field(&src.remote_ip_blocks, &src.not_remote_ip_blocks, &|ip| {
+        principal(principal::Identifier::RemoteIp(cidr(ip)))
     });
     field(&src.ip_blocks, &src.not_ip_blocks, &|ip| {
         principal(principal::Identifier::DirectRemoteIp(cidr(ip)))
     });
-    field(&src.remote_ip_blocks, &src.not_remote_ip_blocks, &|ip| {
-        principal(principal::Identifier::RemoteIp(cidr(ip)))
-    });
+    if !tcp {
+        // Request principals match as a list (`extendedPrincipal`): the OR of the values, negated whole.
+        if !src.request_principals.is_empty() {
+            all.push(request_principals(&src.request_principals));
+        }
+        if !src.not_request_principals.is_empty() {
+            all.push(not_principal(request_principals(
+                &src.not_request_principals,
+            )));
+        }
+    }
     and_principals(all)
 }
 
@@ -296,9 +308,21 @@ enum Side {
     Principal(Principal),
 }
 
-/// A `when` condition: `values` ORed, `notValues` negated (mirrors `generator.go`'s attribute generators).
-fn condition_side(c: &Condition) -> Side {
+/// A `when` condition: `values` ORed, `notValues` negated (mirrors the attribute generators of `generator.go`,
+/// keyed as `model.New` keys them). `namespace` is the policy's.
+fn condition_side(c: &Condition, namespace: &str) -> Side {
     let key = c.key.as_str();
+    if let Some(filter) = key.strip_prefix(ENVOY_FILTER_ATTRIBUTE) {
+        // Matched as a list of values (`envoyFilterGenerator.extendedPermission`).
+        let mut all = Vec::new();
+        if !c.values.is_empty() {
+            all.push(envoy_filter_metadata(filter, &c.values));
+        }
+        if !c.not_values.is_empty() {
+            all.push(not_permission(envoy_filter_metadata(filter, &c.not_values)));
+        }
+        return Side::Permission(and_permissions(all));
+    }
     let is_permission = matches!(
         key,
         "destination.ip" | "destination.port" | "connection.sni"
@@ -320,19 +344,30 @@ fn condition_side(c: &Condition) -> Side {
         }
         return Side::Permission(and_permissions(all));
     }
+    if key == "request.auth.principal" {
+        let mut all = Vec::new();
+        if !c.values.is_empty() {
+            all.push(request_principals(&c.values));
+        }
+        if !c.not_values.is_empty() {
+            all.push(not_principal(request_principals(&c.not_values)));
+        }
+        return Side::Principal(and_principals(all));
+    }
     let each = |v: &str| -> Principal {
         if let Some(name) = key
             .strip_prefix("request.headers[")
             .and_then(|rest| rest.strip_suffix(']'))
         {
-            return principal(principal::Identifier::Header(header(name, wildcard(v))));
+            return principal(principal::Identifier::Header(header_matcher(name, v)));
         }
         match key {
             "source.ip" => principal(principal::Identifier::DirectRemoteIp(cidr(v))),
             "remote.ip" => principal(principal::Identifier::RemoteIp(cidr(v))),
-            "source.namespace" => authenticated(regex(&format!(".*/ns/{}/.*", regex::escape(v)))),
+            "source.namespace" => source_namespace(v),
+            "source.serviceAccount" => service_account(namespace, v),
+            "source.trustDomain" => trust_domain(v),
             "source.principal" => peer_principal(v),
-            "request.auth.principal" => request_principal(v),
             "request.auth.audiences" => claim(&["aud"], v),
             "request.auth.presenter" => claim(&["azp"], v),
             // request.auth.claims[a][b]…: a (nested) claim of the validated token.
@@ -358,24 +393,100 @@ fn condition_side(c: &Condition) -> Side {
     Side::Principal(and_principals(all))
 }
 
-/// Host match, case-insensitive, with or without a port (as Istio matches the `Host` header).
-fn host_permission(host: &str) -> Permission {
-    if host == "*" {
-        return permission(permission::Rule::Any(true));
-    }
-    let pattern = if let Some(suffix) = host.strip_prefix('*') {
-        format!("(?i).*{}(:[0-9]+)?", regex::escape(suffix))
-    } else if let Some(prefix) = host.strip_suffix('*') {
-        format!("(?i){}.*", regex::escape(prefix))
-    } else {
-        format!("(?i){}(:[0-9]+)?", regex::escape(host))
+/// Prefix of the `when` keys that read the dynamic metadata another filter set.
+const ENVOY_FILTER_ATTRIBUTE: &str = "experimental.";
+
+/// `experimental.envoy.filters.<filter>[<key>]`: the dynamic metadata `key` of the filter `envoy.filters.<filter>`
+/// is one of `values`; a value written `[v]` matches a list holding `v`. Mirrors
+/// `envoyFilterGenerator.extendedPermission` (the key is split at its first `[`). A key without `[` matches
+/// nothing (Istio: an invalid key; validation refuses it).
+fn envoy_filter_metadata(filter: &str, values: &[String]) -> Permission {
+    let Some((filter, key)) = filter.trim_end_matches(']').split_once('[') else {
+        return not_permission(permission(permission::Rule::Any(true)));
     };
-    permission(permission::Rule::Header(header(
-        ":authority",
-        regex(&pattern),
+    let matchers: Vec<ValueMatcher> = values
+        .iter()
+        .map(|value| {
+            let string = |v: &str| ValueMatcher {
+                match_pattern: Some(value_matcher::MatchPattern::StringMatch(wildcard(v))),
+            };
+            match value
+                .strip_prefix('[')
+                .and_then(|rest| rest.strip_suffix(']'))
+            {
+                Some(element) => ValueMatcher {
+                    match_pattern: Some(value_matcher::MatchPattern::ListMatch(Box::new(
+                        ListMatcher {
+                            match_pattern: Some(list_matcher::MatchPattern::OneOf(Box::new(
+                                string(element),
+                            ))),
+                        },
+                    ))),
+                },
+                None => string(value),
+            }
+        })
+        .collect();
+    permission(permission::Rule::SourcedMetadata(dynamic(
+        MetadataMatcher {
+            filter: filter.to_string(),
+            path: vec![key_segment(key)],
+            value: Some(or_values(matchers)),
+            ..Default::default()
+        },
     )))
 }
 
+/// One value matcher stands for itself; more are ORed (Istio's `matcher.OrMatcher`).
+fn or_values(mut matchers: Vec<ValueMatcher>) -> ValueMatcher {
+    if matchers.len() == 1 {
+        return matchers.remove(0);
+    }
+    ValueMatcher {
+        match_pattern: Some(value_matcher::MatchPattern::OrMatch(OrMatcher {
+            value_matchers: matchers,
+        })),
+    }
+}
+
+fn key_segment(key: &str) -> metadata_matcher::PathSegment {
+    metadata_matcher::PathSegment {
+        segment: Some(metadata_matcher::path_segment::Segment::Key(key.into())),
+    }
+}
+
+/// A `hosts` value against `:authority`, case-insensitive: `*` is presence, `*x` a suffix, `x*` a prefix, anything
+/// else the whole authority (a `Host` carrying a port matches only a value naming that port). Mirrors
+/// `hostGenerator` and `matcher.HostMatcher`.
+fn host_permission(host: &str) -> Permission {
+    let mut matcher = header_matcher(":authority", host);
+    if let Some(header_matcher::HeaderMatchSpecifier::StringMatch(string)) =
+        &mut matcher.header_match_specifier
+    {
+        string.ignore_case = true;
+    }
+    permission(permission::Rule::Header(matcher))
+}
+
+/// A header (`:method`, `request.headers[…]`) against a value: `*` is presence, `*x` a suffix, `x*` a prefix,
+/// anything else exact. Mirrors `matcher.HeaderMatcher`.
+fn header_matcher(name: &str, value: &str) -> HeaderMatcher {
+    let specifier = if value == "*" {
+        header_matcher::HeaderMatchSpecifier::PresentMatch(true)
+    } else {
+        header_matcher::HeaderMatchSpecifier::StringMatch(wildcard(value))
+    };
+    HeaderMatcher {
+        name: name.into(),
+        header_match_specifier: Some(specifier),
+        ..Default::default()
+    }
+}
+
+/// The port the connection arrived on (Envoy's `destination_port`, the local port). That is the port Envoy
+/// listens on: admitpilot's gateway listeners listen on the Gateway server's port number (`0.0.0.0_<number>`),
+/// so `ports` and `destination.port` name it; Istio's gateways listen on the gateway Service's `targetPort`, which
+/// equals the server port when the Service maps the port to itself.
 fn port_permission(port: &str) -> Permission {
     // Validation admits only decimal ports; anything else matches nothing rather than everything.
     match port.parse::<u32>() {
@@ -384,69 +495,169 @@ fn port_permission(port: &str) -> Permission {
     }
 }
 
-/// Path match: exact, `*` prefix or suffix, or an Istio `{*}`/`{**}` template (Envoy's URI template matcher).
+/// Istio's one-segment path template.
+const MATCH_ONE_TEMPLATE: &str = "{*}";
+/// Istio's rest-of-the-path template.
+const MATCH_ANY_TEMPLATE: &str = "{**}";
+
+/// A path: one holding Istio's `{*}` or `{**}` becomes Envoy's URI template (`*`, `**`), anything else the
+/// exact, prefix (`x*`), suffix (`*x`) or presence (`*`) match of the path without its query. Mirrors
+/// `pathGenerator`, `matcher.PathTemplateMatcher` and `matcher.PathMatcher`.
 fn path_permission(path: &str) -> Permission {
-    if path.contains('{') {
+    if path.contains(MATCH_ONE_TEMPLATE) || path.contains(MATCH_ANY_TEMPLATE) {
         let config = UriTemplateMatchConfig {
-            path_template: path.to_string(),
+            path_template: envoy_path_template(path),
         };
         return permission(permission::Rule::UriTemplate(TypedExtensionConfig {
-            name: "envoy.path.match.uri_template.uri_template_matcher".into(),
+            name: "uri-template".into(),
             typed_config: Some(any(config)),
         }));
-    }
-    if path == "*" {
-        return permission(permission::Rule::Any(true));
     }
     permission(permission::Rule::UrlPath(PathMatcher {
         rule: Some(path_matcher::Rule::Path(wildcard(path))),
     }))
 }
 
-/// A peer identity from mTLS (`spiffe://<principal>`); gateways that do not ask for client certificates never
-/// have one.
-fn peer_principal(value: &str) -> Principal {
-    if value == "*" {
-        return authenticated(regex(".+"));
+/// Istio's path template in Envoy's URI template syntax: `{**}` becomes `**` and `{*}` becomes `*`, left to
+/// right, everything else as written (Istio's `sanitizePathTemplate`).
+fn envoy_path_template(path: &str) -> String {
+    let mut out = String::with_capacity(path.len());
+    let mut rest = path;
+    while !rest.is_empty() {
+        if let Some(after) = rest.strip_prefix(MATCH_ONE_TEMPLATE) {
+            out.push('*');
+            rest = after;
+        } else if let Some(after) = rest.strip_prefix(MATCH_ANY_TEMPLATE) {
+            out.push_str("**");
+            rest = after;
+        } else {
+            let mut chars = rest.chars();
+            if let Some(c) = chars.next() {
+                out.push(c);
+            }
+            rest = chars.as_str();
+        }
     }
-    authenticated(wildcard(&format!("spiffe://{value}")))
+    out
 }
 
-/// A JWT principal, from the payload the JWT filter validated. Istio matches the text `<iss>/<sub>` exactly, by
-/// prefix (`X*`) or by suffix (`*X`); the payload holds `iss` and `sub` apart, so the text is split at its last `/`
-/// (a subject holds no `/`): a prefix may end inside the issuer or go on into the subject, a suffix that holds a `/`
-/// ends the issuer and names the whole subject.
-fn request_principal(value: &str) -> Principal {
-    let iss = |v: &str| claim(&["iss"], v);
-    let sub = |v: &str| claim(&["sub"], v);
-    if value == "*" {
-        return iss("*");
+/// A peer identity from mTLS, as `spiffe://<value>`: `*` is any identity, `x*` a prefix, `*x` a suffix, anything
+/// else exact. Mirrors `srcPrincipalGenerator` (`matcher.StringMatcherWithPrefix`). Gateways that do not ask for
+/// client certificates never have one.
+fn peer_principal(value: &str) -> Principal {
+    const SPIFFE: &str = "spiffe://";
+    let name = if value == "*" {
+        regex(".+")
+    } else if let Some(suffix) = value.strip_prefix('*') {
+        regex(&format!("{SPIFFE}.*{}", quote_meta(suffix)))
+    } else if let Some(prefix) = value.strip_suffix('*') {
+        matcher(string_matcher::MatchPattern::Prefix(format!(
+            "{SPIFFE}{prefix}"
+        )))
+    } else {
+        exact(&format!("{SPIFFE}{value}"))
+    };
+    authenticated(name)
+}
+
+/// A source namespace: the peer identity's `/ns/<namespace>/` part, each `*` in the value matching anything.
+/// Mirrors `srcNamespaceGenerator`.
+fn source_namespace(value: &str) -> Principal {
+    let pattern: Vec<String> = value.split('*').map(quote_meta).collect();
+    authenticated(regex(&format!(".*/ns/{}/.*", pattern.join(".*"))))
+}
+
+/// A service account, `<namespace>/<name>` or `<name>` in the policy's `namespace`: the identity's
+/// `/ns/<namespace>/`, then optional segments, then `sa/<name>`, at the end or before more segments. Mirrors
+/// `serviceAccountRegex`.
+fn service_account(namespace: &str, value: &str) -> Principal {
+    let (ns, name) = value.split_once('/').unwrap_or((namespace, value));
+    authenticated(regex(&format!(
+        "spiffe://.+/ns/{}/(.+/|)sa/{}(/.+)?",
+        quote_meta(ns),
+        quote_meta(name)
+    )))
+}
+
+/// A trust domain: `*` any, a value without `*` exactly that domain, one with `*` that part matching within the
+/// domain. Mirrors `srcTrustDomainGenerator`.
+fn trust_domain(value: &str) -> Principal {
+    let name = if value == "*" {
+        matcher(string_matcher::MatchPattern::Prefix("spiffe://".into()))
+    } else if let Some((before, after)) = value.split_once('*') {
+        regex(&format!(
+            "spiffe://{}[^/]*{}/.*",
+            quote_meta(before),
+            quote_meta(after)
+        ))
+    } else {
+        matcher(string_matcher::MatchPattern::Prefix(format!(
+            "spiffe://{value}/"
+        )))
+    };
+    authenticated(name)
+}
+
+/// Go's `regexp.QuoteMeta`: a backslash before each of `\.+*?()|[]{}^$`.
+fn quote_meta(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    for c in text.chars() {
+        if "\\.+*?()|[]{}^$".contains(c) {
+            out.push('\\');
+        }
+        out.push(c);
     }
-    if let Some(prefix) = value.strip_suffix('*') {
-        let within_issuer = iss(value);
-        return match prefix.rsplit_once('/') {
-            Some((issuer, subject)) => or_principals(
-                [
-                    within_issuer,
-                    and_principals(vec![iss(issuer), sub(&format!("{subject}*"))]),
-                ]
-                .into_iter(),
-            ),
-            None => within_issuer,
-        };
-    }
-    if let Some(suffix) = value.strip_prefix('*') {
-        return match suffix.rsplit_once('/') {
-            Some((issuer_end, subject)) => {
-                and_principals(vec![iss(&format!("*{issuer_end}")), sub(subject)])
+    out
+}
+
+/// JWT principals (`<iss>/<sub>`), any of `values`. Each is split at its last `/` (an issuer may be a URL) and
+/// matched as issuer AND subject of the validated token: `*` any token; `*x/y` an issuer ending in `x` (any for
+/// `*`) and subject `y`; `*x` without `/` any issuer and a subject ending in `x`; `x/y*` issuer `x` and a subject
+/// starting with `y` (any for `*`); `x*` without `/` an issuer starting with `x` and any subject; anything else
+/// issuer and subject exactly (no `/`: the whole value is the issuer, the subject empty). Mirrors
+/// `requestPrincipalGenerator.extendedPrincipal`.
+fn request_principals(values: &[String]) -> Principal {
+    let any = || regex(".+");
+    let prefix = |p: &str| matcher(string_matcher::MatchPattern::Prefix(p.into()));
+    let suffix = |s: &str| matcher(string_matcher::MatchPattern::Suffix(s.into()));
+    or_principals(values.iter().map(|value| {
+        let split = value.rsplit_once('/');
+        let (iss, sub) = split.unwrap_or((value.as_str(), ""));
+        let (match_iss, match_sub) = if value == "*" {
+            (any(), any())
+        } else if value.starts_with('*') {
+            match split {
+                Some(_) if iss == "*" => (any(), exact(sub)),
+                Some(_) => (suffix(&iss[1..]), exact(sub)),
+                None => (any(), suffix(&value[1..])),
             }
-            None => sub(value),
+        } else if let Some(without_star) = value.strip_suffix('*') {
+            match split {
+                Some(_) if sub == "*" => (exact(iss), any()),
+                Some(_) => (exact(iss), prefix(&sub[..sub.len() - 1])),
+                None => (prefix(without_star), any()),
+            }
+        } else {
+            (exact(iss), exact(sub))
         };
-    }
-    match value.rsplit_once('/') {
-        Some((issuer, subject)) => and_principals(vec![iss(issuer), sub(subject)]),
-        None => iss(value),
-    }
+        principal(principal::Identifier::AndIds(principal::Set {
+            ids: vec![jwt_claim("iss", match_iss), jwt_claim("sub", match_sub)],
+        }))
+    }))
+}
+
+/// A string claim of the validated token (`MetadataStringMatcherForJWTClaim`).
+fn jwt_claim(claim: &str, value: StringMatcher) -> Principal {
+    principal(principal::Identifier::SourcedMetadata(dynamic(
+        MetadataMatcher {
+            filter: JWT_AUTHN.into(),
+            path: vec![key_segment(PAYLOAD_KEY), key_segment(claim)],
+            value: Some(ValueMatcher {
+                match_pattern: Some(value_matcher::MatchPattern::StringMatch(value)),
+            }),
+            ..Default::default()
+        },
+    )))
 }
 
 /// A claim (by its path in the payload) of the validated token: a string claim matching `value`, or a list claim
@@ -469,9 +680,7 @@ fn claim(path: &[&str], value: &str) -> Principal {
         filter: JWT_AUTHN.into(),
         path: std::iter::once(PAYLOAD_KEY)
             .chain(path.iter().copied())
-            .map(|key| metadata_matcher::PathSegment {
-                segment: Some(metadata_matcher::path_segment::Segment::Key(key.into())),
-            })
+            .map(key_segment)
             .collect(),
         value: Some(ValueMatcher {
             match_pattern: Some(value_matcher::MatchPattern::OrMatch(OrMatcher {
@@ -480,10 +689,16 @@ fn claim(path: &[&str], value: &str) -> Principal {
         }),
         ..Default::default()
     };
-    principal(principal::Identifier::SourcedMetadata(SourcedMetadata {
+    principal(principal::Identifier::SourcedMetadata(dynamic(matcher)))
+}
+
+/// A match on the request's dynamic metadata (what earlier filters set), as Istio's deprecated `metadata` field
+/// reads it.
+fn dynamic(matcher: MetadataMatcher) -> SourcedMetadata {
+    SourcedMetadata {
         metadata_matcher: Some(matcher),
         metadata_source: MetadataSource::Dynamic as i32,
-    }))
+    }
 }
 
 fn authenticated(name: StringMatcher) -> Principal {
@@ -494,8 +709,8 @@ fn authenticated(name: StringMatcher) -> Principal {
     ))
 }
 
-/// `*` anywhere at the start or the end of `value` as Istio reads it: `*` alone is presence, `*x` a suffix,
-/// `x*` a prefix, anything else exact.
+/// `*` at the start or the end of `value` as Istio reads it (`matcher.StringMatcher`): `*` alone is any non-empty
+/// value, `*x` a suffix, `x*` a prefix, anything else exact.
 fn wildcard(value: &str) -> StringMatcher {
     if value == "*" {
         regex(".+")
@@ -523,14 +738,6 @@ fn matcher(pattern: string_matcher::MatchPattern) -> StringMatcher {
     StringMatcher {
         match_pattern: Some(pattern),
         ignore_case: false,
-    }
-}
-
-fn header(name: &str, value: StringMatcher) -> HeaderMatcher {
-    HeaderMatcher {
-        name: name.into(),
-        header_match_specifier: Some(header_matcher::HeaderMatchSpecifier::StringMatch(value)),
-        ..Default::default()
     }
 }
 
@@ -602,5 +809,221 @@ fn or_principals(ids: impl Iterator<Item = Principal>) -> Principal {
         0 => not_principal(principal(principal::Identifier::Any(true))),
         1 => ids.remove(0),
         _ => principal(principal::Identifier::OrIds(principal::Set { ids })),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn string_of(p: &Principal) -> &StringMatcher {
+        match &p.identifier {
+            Some(principal::Identifier::Authenticated(a)) => a.principal_name.as_ref().unwrap(),
+            other => panic!("not an authenticated principal: {other:?}"),
+        }
+    }
+
+    fn pattern(m: &StringMatcher) -> (&'static str, String) {
+        match m.match_pattern.as_ref().unwrap() {
+            string_matcher::MatchPattern::Exact(v) => ("exact", v.clone()),
+            string_matcher::MatchPattern::Prefix(v) => ("prefix", v.clone()),
+            string_matcher::MatchPattern::Suffix(v) => ("suffix", v.clone()),
+            string_matcher::MatchPattern::SafeRegex(r) => ("regex", r.regex.clone()),
+            other => panic!("{other:?}"),
+        }
+    }
+
+    #[test]
+    fn path_templates_become_envoy_globs() {
+        assert_eq!(envoy_path_template("/a/{*}/b/{**}"), "/a/*/b/**");
+        assert_eq!(envoy_path_template("/{**}"), "/**");
+        assert_eq!(envoy_path_template("/é/{*}"), "/é/*");
+        let Some(permission::Rule::UriTemplate(config)) = path_permission("/x/{**}").rule else {
+            panic!("a template is a URI template match");
+        };
+        assert_eq!(config.name, "uri-template");
+        assert!(matches!(
+            path_permission("/x/*").rule,
+            Some(permission::Rule::UrlPath(_))
+        ));
+    }
+
+    #[test]
+    fn headers_match_like_istio_header_matcher() {
+        let spec = |v: &str| header_matcher(":method", v).header_match_specifier.unwrap();
+        assert_eq!(
+            spec("*"),
+            header_matcher::HeaderMatchSpecifier::PresentMatch(true)
+        );
+        for (value, expected) in [
+            ("P*", ("prefix", "P")),
+            ("*T", ("suffix", "T")),
+            ("GET", ("exact", "GET")),
+        ] {
+            let header_matcher::HeaderMatchSpecifier::StringMatch(m) = spec(value) else {
+                panic!("{value}");
+            };
+            assert_eq!(pattern(&m), (expected.0, expected.1.to_string()));
+            assert!(!m.ignore_case);
+        }
+        let Some(permission::Rule::Header(host)) = host_permission("Example.com").rule else {
+            panic!("a host is a header match");
+        };
+        let Some(header_matcher::HeaderMatchSpecifier::StringMatch(m)) =
+            host.header_match_specifier
+        else {
+            panic!("{host:?}");
+        };
+        assert_eq!(
+            (pattern(&m), m.ignore_case),
+            (("exact", "Example.com".to_string()), true)
+        );
+    }
+
+    #[test]
+    fn peer_identities_follow_istio_generators() {
+        let peer = |v: &str| pattern(string_of(&peer_principal(v)));
+        assert_eq!(peer("*"), ("regex", ".+".into()));
+        assert_eq!(peer("*/sa/bar"), ("regex", "spiffe://.*/sa/bar".into()));
+        assert_eq!(peer("td/ns/a*"), ("prefix", "spiffe://td/ns/a".into()));
+        assert_eq!(
+            peer("td/ns/a/sa/b"),
+            ("exact", "spiffe://td/ns/a/sa/b".into())
+        );
+        assert_eq!(
+            pattern(string_of(&source_namespace("team-*.x"))),
+            ("regex", r".*/ns/team-.*\.x/.*".into())
+        );
+        assert_eq!(
+            pattern(string_of(&service_account("shop", "reader"))),
+            ("regex", "spiffe://.+/ns/shop/(.+/|)sa/reader(/.+)?".into())
+        );
+        assert_eq!(
+            pattern(string_of(&service_account("shop", "other/r.x"))),
+            ("regex", r"spiffe://.+/ns/other/(.+/|)sa/r\.x(/.+)?".into())
+        );
+        let td = |v: &str| pattern(string_of(&trust_domain(v)));
+        assert_eq!(td("*"), ("prefix", "spiffe://".into()));
+        assert_eq!(td("a.com"), ("prefix", "spiffe://a.com/".into()));
+        assert_eq!(
+            td("*.a.com"),
+            ("regex", r"spiffe://[^/]*\.a\.com/.*".into())
+        );
+        assert_eq!(
+            quote_meta(r"a.b+c*d?e(f)g|h[i]j{k}l^m$n\o-p"),
+            r"a\.b\+c\*d\?e\(f\)g\|h\[i\]j\{k\}l\^m\$n\\o-p"
+        );
+    }
+
+    /// The (issuer, subject) matchers of one request principal value.
+    fn principal_parts(value: &str) -> [(&'static str, String); 2] {
+        let Some(principal::Identifier::AndIds(set)) =
+            request_principals(&[value.to_string()]).identifier
+        else {
+            panic!("{value}");
+        };
+        set.ids
+            .iter()
+            .map(|id| {
+                let Some(principal::Identifier::SourcedMetadata(sourced)) = &id.identifier else {
+                    panic!("{id:?}");
+                };
+                let m = sourced.metadata_matcher.as_ref().unwrap();
+                let Some(value_matcher::MatchPattern::StringMatch(s)) =
+                    m.value.as_ref().unwrap().match_pattern.as_ref()
+                else {
+                    panic!("{m:?}");
+                };
+                pattern(s)
+            })
+            .collect::<Vec<_>>()
+            .try_into()
+            .unwrap()
+    }
+
+    #[test]
+    fn request_principals_split_at_the_last_slash() {
+        let any = ("regex", ".+".to_string());
+        let p = |kind: &'static str, v: &str| (kind, v.to_string());
+        assert_eq!(principal_parts("*"), [any.clone(), any.clone()]);
+        assert_eq!(
+            principal_parts("https://idp.test/*"),
+            [p("exact", "https://idp.test"), any.clone()]
+        );
+        assert_eq!(
+            principal_parts("https://idp.test/b*"),
+            [p("exact", "https://idp.test"), p("prefix", "b")]
+        );
+        assert_eq!(
+            principal_parts("*/alice"),
+            [any.clone(), p("exact", "alice")]
+        );
+        assert_eq!(
+            principal_parts("*.test/alice"),
+            [p("suffix", ".test"), p("exact", "alice")]
+        );
+        assert_eq!(principal_parts("*ice"), [any.clone(), p("suffix", "ice")]);
+        assert_eq!(principal_parts("issuer*"), [p("prefix", "issuer"), any]);
+        assert_eq!(
+            principal_parts("https://idp.test/alice"),
+            [p("exact", "https://idp.test"), p("exact", "alice")]
+        );
+        assert_eq!(
+            principal_parts("issuer"),
+            [p("exact", "issuer"), p("exact", "")]
+        );
+    }
+
+    #[test]
+    fn envoy_filter_conditions_read_dynamic_metadata() {
+        let Some(permission::Rule::SourcedMetadata(sourced)) = envoy_filter_metadata(
+            "envoy.filters.http.a[k]",
+            &["v".to_string(), "[w]".to_string()],
+        )
+        .rule
+        else {
+            panic!("a metadata match");
+        };
+        let m = sourced.metadata_matcher.unwrap();
+        assert_eq!(m.filter, "envoy.filters.http.a");
+        assert_eq!(m.path, vec![key_segment("k")]);
+        let Some(value_matcher::MatchPattern::OrMatch(or)) = m.value.unwrap().match_pattern else {
+            panic!("two values are ORed");
+        };
+        assert!(matches!(
+            or.value_matchers[1].match_pattern,
+            Some(value_matcher::MatchPattern::ListMatch(_))
+        ));
+    }
+
+    #[test]
+    fn dry_run_reads_go_booleans() {
+        let object = |value: &str| {
+            let mut object = ConfigObject {
+                api_version: "security.istio.io/v1".into(),
+                metadata: Default::default(),
+                spec: Spec::AuthorizationPolicy(Default::default()),
+            };
+            object
+                .metadata
+                .annotations
+                .insert(DRY_RUN_ANNOTATION.into(), value.into());
+            object
+        };
+        for (value, dry) in [
+            ("1", true),
+            ("t", true),
+            ("T", true),
+            ("TRUE", true),
+            ("True", true),
+            ("true", true),
+            ("0", false),
+            ("F", false),
+            ("false", false),
+            ("tRuE", false),
+            ("yes", false),
+        ] {
+            assert_eq!(is_dry_run(&object(value)), dry, "{value}");
+        }
     }
 }

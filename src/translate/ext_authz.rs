@@ -169,7 +169,7 @@ fn deny_rules(
             policy.rules.iter().enumerate().map(move |(index, rule)| {
                 (
                     format!("{}{suffix}", policy_name(provider, object, index)),
-                    rule_policy(rule, tcp),
+                    rule_policy(rule, tcp, &object.metadata.namespace),
                 )
             })
         })

@@ -33,6 +33,7 @@ use super::services::Registry;
 use super::types::{ClusterRef, Proxy};
 use crate::model::istio::virtual_service::RouteDestination;
 use crate::model::istio::VirtualService;
+use crate::model::mesh_config::PathNormalization;
 use crate::model::{ConfigObject, Snapshot};
 
 /// Name of the HTTP connection manager network filter.
@@ -88,13 +89,8 @@ pub struct GatewayAuthz {
 /// The authorization filters for the policies of `proxy` (none when no policy applies): CUSTOM ones
 /// ([`ext_authz`]), then the JWT filter ([`authn`]), then RBAC ([`authz`]); `registry` resolves the services of
 /// CUSTOM policies' extension providers.
-pub fn gateway_filters(
-    snapshot: &Snapshot,
-    proxy: &Proxy,
-    root_namespaces: &[String],
-    registry: &Registry,
-) -> GatewayAuthz {
-    let policies = authz::gateway_policies(snapshot, proxy, root_namespaces);
+pub fn gateway_filters(snapshot: &Snapshot, proxy: &Proxy, registry: &Registry) -> GatewayAuthz {
+    let policies = authz::gateway_policies(snapshot, proxy);
     let custom = ext_authz::custom_filters(
         &policies,
         snapshot.mesh_config(),
@@ -107,7 +103,7 @@ pub fn gateway_filters(
         ..GatewayAuthz::default()
     };
     // Authentication comes before authorization.
-    if let Some(authn) = authn::jwt_filter(snapshot, proxy, root_namespaces) {
+    if let Some(authn) = authn::jwt_filter(snapshot, proxy) {
         out.http.push(authn.filter);
         out.jwks = authn.upstreams;
     }
@@ -126,6 +122,8 @@ pub struct Shared<'a> {
     pub access_logs: &'a [AccessLog],
     /// Proxies in front of the gateway appending to `X-Forwarded-For` (`xff_num_trusted_hops`).
     pub trusted_hops: u32,
+    /// The mesh config's `pathNormalization`.
+    pub path_normalization: PathNormalization,
 }
 
 /// Builds the listener `0.0.0.0_<port>` from its chains. Chains claiming an SNI name (or the catch-all)
@@ -221,7 +219,8 @@ fn filter_chain(
 
 /// Builds the HTTP connection manager Istio puts on gateway listeners, with routes from RDS; the authorization
 /// filters run first, as Istio's authorization phase comes before the other filters; the access logs are written
-/// for every request; the client address is taken `trusted_hops` back in `X-Forwarded-For`.
+/// for every request; the client address is taken `trusted_hops` back in `X-Forwarded-For`; paths are normalized
+/// as the mesh config's `pathNormalization` says ([`path_normalization`]).
 pub fn http_connection_manager(port: u32, route_config: &str, shared: &Shared<'_>) -> Filter {
     let http_filters = shared
         .authz
@@ -238,14 +237,11 @@ pub fn http_connection_manager(port: u32, route_config: &str, shared: &Shared<'_
             ..Default::default()
         }))
         .collect();
-    let hcm = HttpConnectionManager {
+    let mut hcm = HttpConnectionManager {
         stat_prefix: format!("outbound_0.0.0.0_{port}"),
         codec_type: http_connection_manager::CodecType::Auto as i32,
         http_filters,
         use_remote_address: Some(BoolValue { value: true }),
-        normalize_path: Some(BoolValue { value: true }),
-        path_with_escaped_slashes_action:
-            http_connection_manager::PathWithEscapedSlashesAction::KeepUnchanged as i32,
         forward_client_cert_details: http_connection_manager::ForwardClientCertDetails::SanitizeSet
             as i32,
         upgrade_configs: vec![http_connection_manager::UpgradeConfig {
@@ -262,10 +258,31 @@ pub fn http_connection_manager(port: u32, route_config: &str, shared: &Shared<'_
         })),
         ..Default::default()
     };
+    path_normalization(&mut hcm, shared.path_normalization);
     Filter {
         name: HCM.into(),
         config_type: Some(filter::ConfigType::TypedConfig(any(hcm))),
     }
+}
+
+/// Sets how the connection manager normalizes paths, before routes and policies see them. Mirrors the
+/// normalization switch of Istio's `buildHTTPConnectionManager` (pilot/pkg/networking/core/listener_builder.go):
+/// `NONE` leaves paths as sent; `BASE` (and unset) normalizes them (RFC 3986: dot segments, percent-decoded
+/// unreserved characters); `MERGE_SLASHES` also merges repeated slashes; `DECODE_AND_MERGE_SLASHES` also decodes
+/// `%2F` and `%5C` first and forwards the decoded path. Escaped slashes are otherwise kept as sent.
+fn path_normalization(hcm: &mut HttpConnectionManager, mode: PathNormalization) {
+    use http_connection_manager::PathWithEscapedSlashesAction as Escaped;
+    let (normalize, merge_slashes, escaped) = match mode {
+        PathNormalization::None => (false, false, Escaped::KeepUnchanged),
+        PathNormalization::Default | PathNormalization::Base => {
+            (true, false, Escaped::KeepUnchanged)
+        }
+        PathNormalization::MergeSlashes => (true, true, Escaped::KeepUnchanged),
+        PathNormalization::DecodeAndMergeSlashes => (true, true, Escaped::UnescapeAndForward),
+    };
+    hcm.normalize_path = Some(BoolValue { value: normalize });
+    hcm.merge_slashes = merge_slashes;
+    hcm.path_with_escaped_slashes_action = escaped as i32;
 }
 
 /// Builds a TCP proxy to one cluster or to weighted clusters, writing `access_logs` for every connection; the stat

@@ -68,15 +68,10 @@ const ISTIO_TEXT_FORMAT: &str = "[%START_TIME%] \"%REQ(:METHOD)% %REQ(X-ENVOY-OR
 
 /// The access logs of `proxy`'s listeners (empty when no Telemetry or default provider turns one on); `registry`
 /// resolves the collectors of OpenTelemetry providers.
-pub fn access_logs(
-    snapshot: &Snapshot,
-    proxy: &Proxy,
-    root_namespaces: &[String],
-    registry: &Registry,
-) -> Vec<AccessLog> {
+pub fn access_logs(snapshot: &Snapshot, proxy: &Proxy, registry: &Registry) -> Vec<AccessLog> {
     let mesh = snapshot.mesh_config();
     let defaults: &[String] = mesh.map_or(&[], |m| &m.default_access_log_providers);
-    let levels = applicable(snapshot, proxy, root_namespaces);
+    let levels = applicable(snapshot, proxy);
     merge(&levels, defaults)
         .into_iter()
         .filter_map(|(name, setting)| {
@@ -100,11 +95,7 @@ pub fn access_logs(
 }
 
 /// The access-logging blocks of the Telemetries that apply to `proxy`, least specific first.
-fn applicable<'s>(
-    snapshot: &'s Snapshot,
-    proxy: &Proxy,
-    root_namespaces: &[String],
-) -> Vec<&'s [AccessLogging]> {
+fn applicable<'s>(snapshot: &'s Snapshot, proxy: &Proxy) -> Vec<&'s [AccessLogging]> {
     let telemetries = |namespace: &str| -> Vec<(&'s ConfigObject, &'s Telemetry)> {
         let mut found: Vec<_> = snapshot
             .of_kind(Kind::Telemetry)
@@ -129,17 +120,16 @@ fn applicable<'s>(
             && t.target_refs.is_empty()
     };
     let mut levels = Vec::new();
-    let root = root_namespaces.first().map(String::as_str);
-    if let Some(root) = root {
-        levels.extend(
-            telemetries(root)
-                .into_iter()
-                .find(|(_, t)| namespace_wide(t))
-                .map(|(_, t)| t.access_logging.as_slice()),
-        );
-    }
+    let mesh = snapshot.mesh_settings();
+    let root = mesh.root_namespace();
+    levels.extend(
+        telemetries(root)
+            .into_iter()
+            .find(|(_, t)| namespace_wide(t))
+            .map(|(_, t)| t.access_logging.as_slice()),
+    );
     let own = telemetries(&proxy.namespace);
-    if root != Some(proxy.namespace.as_str()) {
+    if root != proxy.namespace {
         levels.extend(
             own.iter()
                 .find(|(_, t)| namespace_wide(t))
@@ -154,7 +144,7 @@ fn applicable<'s>(
                         &object.metadata.namespace,
                         t.selector.as_ref().map(|s| &s.match_labels),
                         target_refs(t.target_ref.as_ref(), &t.target_refs),
-                        root_namespaces,
+                        root,
                     )
             })
             .map(|(_, t)| t.access_logging.as_slice()),

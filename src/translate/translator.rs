@@ -30,7 +30,6 @@ impl Default for Options {
     fn default() -> Self {
         Options {
             domain_suffix: naming::DEFAULT_DOMAIN_SUFFIX.into(),
-            root_namespaces: vec!["istio-system".into(), "higress-system".into()],
             gateway_controller: crate::model::gateway_api::DEFAULT_CONTROLLER_NAME.into(),
         }
     }
@@ -254,14 +253,13 @@ impl Translator {
                 .collect();
         }
         let mut out = GatewayResources::default();
-        let authz =
-            listener::gateway_filters(snapshot, proxy, &self.options.root_namespaces, &cx.registry);
-        let access_logs =
-            telemetry::access_logs(snapshot, proxy, &self.options.root_namespaces, &cx.registry);
+        let authz = listener::gateway_filters(snapshot, proxy, &cx.registry);
+        let access_logs = telemetry::access_logs(snapshot, proxy, &cx.registry);
         let shared = listener::Shared {
             authz: &authz,
             access_logs: &access_logs,
             trusted_hops: proxy.trusted_proxies,
+            path_normalization: snapshot.mesh_settings().path_normalization,
         };
         for (port, servers) in gateway::servers_by_port(snapshot, proxy) {
             let chains = self.port_chains(&cx, port, &servers, &mut pass);
@@ -381,7 +379,7 @@ impl Translator {
             return envoy_filter::Touched::default();
         }
         let options = envoy_filter::PatchOptions {
-            root_namespaces: self.options.root_namespaces.clone(),
+            root_namespace: snapshot.mesh_settings().root_namespace().to_string(),
             ..Default::default()
         };
         envoy_filter::apply(out, &filters, proxy, &options)

@@ -40,7 +40,7 @@ impl Proxy {
 
     /// Whether a policy (AuthorizationPolicy, RequestAuthentication, Telemetry) in `namespace` attaches to this
     /// gateway. Mirrors Istio's `WorkloadPolicyMatcher.ShouldAttachPolicy`: the policy is in the proxy's namespace
-    /// or a root namespace; without target references its `selector` must select the proxy (none: every
+    /// or the root namespace (the mesh config's `rootNamespace`); without target references its `selector` must select the proxy (none: every
     /// workload); with them (`targetRef` or `targetRefs`), the proxy must be a Gateway API gateway (pods labelled
     /// [`GATEWAY_NAME_LABEL`]), the policy in its namespace, and one reference that Gateway.
     pub fn attaches(
@@ -48,9 +48,9 @@ impl Proxy {
         namespace: &str,
         selector: Option<&BTreeMap<String, String>>,
         target_refs: &[PolicyTargetReference],
-        root_namespaces: &[String],
+        root_namespace: &str,
     ) -> bool {
-        if namespace != self.namespace && !root_namespaces.iter().any(|root| root == namespace) {
+        if namespace != self.namespace && namespace != root_namespace {
             return false;
         }
         if target_refs.is_empty() {
@@ -93,8 +93,6 @@ pub struct GatewayResources {
 pub struct Options {
     /// DNS suffix of Kubernetes Services (`cluster.local`).
     pub domain_suffix: String,
-    /// Namespaces whose EnvoyFilters apply to every proxy: Istio's root namespace and Higress's namespace.
-    pub root_namespaces: Vec<String>,
     /// The GatewayClass `controllerName` admitpilot serves Gateway API Gateways of
     /// (`admitpilot.io/gateway-controller` by default).
     pub gateway_controller: String,
@@ -248,32 +246,27 @@ mod tests {
 
     #[test]
     fn policies_attach_by_selector_or_by_a_target_ref_to_the_gateway_api_gateway() {
-        let roots = ["istio-system".to_string()];
+        let roots = "istio-system";
         let classic = proxy(&[("istio", "ingressgateway")]);
         let selector: BTreeMap<String, String> =
             [("istio".to_string(), "ingressgateway".to_string())].into();
         let other: BTreeMap<String, String> = [("app".to_string(), "x".to_string())].into();
         // Selectors: own namespace or a root namespace; no selector selects every workload.
-        assert!(classic.attaches("gw-ns", Some(&selector), &[], &roots));
-        assert!(classic.attaches("istio-system", None, &[], &roots));
-        assert!(!classic.attaches("gw-ns", Some(&other), &[], &roots));
-        assert!(!classic.attaches("elsewhere", None, &[], &roots));
+        assert!(classic.attaches("gw-ns", Some(&selector), &[], roots));
+        assert!(classic.attaches("istio-system", None, &[], roots));
+        assert!(!classic.attaches("gw-ns", Some(&other), &[], roots));
+        assert!(!classic.attaches("elsewhere", None, &[], roots));
 
         let gateway = reference(GATEWAY_API_GROUP, "Gateway", "public", "");
         // A proxy that is no Gateway API gateway ignores every policy with target references.
-        assert!(!classic.attaches("gw-ns", None, std::slice::from_ref(&gateway), &roots));
+        assert!(!classic.attaches("gw-ns", None, std::slice::from_ref(&gateway), roots));
 
         let gateway_api = proxy(&[(GATEWAY_NAME_LABEL, "public")]);
-        assert!(gateway_api.attaches("gw-ns", None, std::slice::from_ref(&gateway), &roots));
+        assert!(gateway_api.attaches("gw-ns", None, std::slice::from_ref(&gateway), roots));
         let same_namespace = reference(GATEWAY_API_GROUP, "Gateway", "public", "gw-ns");
-        assert!(gateway_api.attaches("gw-ns", None, std::slice::from_ref(&same_namespace), &roots));
+        assert!(gateway_api.attaches("gw-ns", None, std::slice::from_ref(&same_namespace), roots));
         // Only the policy's own namespace: a root-namespace policy does not reach it by targetRef.
-        assert!(!gateway_api.attaches(
-            "istio-system",
-            None,
-            std::slice::from_ref(&gateway),
-            &roots
-        ));
+        assert!(!gateway_api.attaches("istio-system", None, std::slice::from_ref(&gateway), roots));
         for miss in [
             reference(GATEWAY_API_GROUP, "Gateway", "internal", ""),
             reference(GATEWAY_API_GROUP, "Gateway", "public", "other-ns"),
@@ -282,12 +275,12 @@ mod tests {
             reference("networking.istio.io", "Gateway", "public", ""),
         ] {
             assert!(
-                !gateway_api.attaches("gw-ns", None, std::slice::from_ref(&miss), &roots),
+                !gateway_api.attaches("gw-ns", None, std::slice::from_ref(&miss), roots),
                 "{miss:?}"
             );
         }
         // With target references the selector plays no part; one matching reference is enough.
         let miss = reference(GATEWAY_API_GROUP, "Gateway", "internal", "");
-        assert!(gateway_api.attaches("gw-ns", Some(&other), &[miss, gateway.clone()], &roots));
+        assert!(gateway_api.attaches("gw-ns", Some(&other), &[miss, gateway.clone()], roots));
     }
 }

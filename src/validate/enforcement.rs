@@ -46,8 +46,9 @@ pub fn unenforced(object: &ConfigObject) -> Option<Unenforced> {
         return (!mesh.unapplied.is_empty()).then(|| Unenforced {
             field: "data.mesh",
             why: Cow::Owned(format!(
-                "{} is not enforced on gateways by admitpilot: of the mesh config it reads only extensionProviders \
-                 and defaultProviders.accessLogging (the other settings configure istiod and its sidecars)",
+                "{} is not enforced on gateways by admitpilot: of the mesh config it reads only extensionProviders, \
+                 defaultProviders.accessLogging, rootNamespace and pathNormalization (the other settings configure \
+                 istiod and its sidecars)",
                 mesh.unapplied.join(", ")
             )),
         });

@@ -69,10 +69,15 @@ pub fn merge_valid_items(
     last_good: &HigressConfig,
     candidate: &DecodedConfigMap,
 ) -> (HigressConfig, Vec<Item>) {
+    // The mesh settings are not an item: the candidate's always apply (Higress's pilot reads the `mesh` key
+    // whatever the `higress` key holds).
     if !candidate.has_higress {
-        return (last_good.clone(), Item::ALL.to_vec());
+        let mut effective = last_good.clone();
+        effective.mesh.clone_from(&candidate.config.mesh);
+        return (effective, Item::ALL.to_vec());
     }
     let mut effective = last_good.clone();
+    effective.mesh.clone_from(&candidate.config.mesh);
     let mut kept = Vec::new();
     for item in Item::ALL {
         let mut findings = Findings::default();

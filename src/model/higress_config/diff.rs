@@ -329,6 +329,7 @@ mod tests {
             disable_x_envoy_headers: false,
             add_x_real_ip_header: false,
             mcp_server: None,
+            mesh: Default::default(),
         };
         let changes = diff(&default, &everything_unset);
         assert_eq!(changes.global_option, Change::Delete);

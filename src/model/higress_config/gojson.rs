@@ -494,7 +494,9 @@ fn float_json(f: f64) -> Value {
     serde_json::from_str(&go_json_float(f)).unwrap_or(Value::Null)
 }
 
-/// Declares a Go-shaped struct: the Rust struct (serialized with its JSON names) plus its decoding tables.
+/// Declares a Go-shaped struct: the Rust struct (serialized with its JSON names) plus its decoding tables. Fields
+/// in an optional `extra { … }` block after it are not part of the Go struct: never decoded from or serialized to
+/// its JSON, zero in [`GoStruct::zero`].
 macro_rules! go_struct {
     (
         $(#[$meta:meta])*
@@ -504,6 +506,12 @@ macro_rules! go_struct {
                 pub $field:ident : $ty:ty => $json:literal,
             )*
         }
+        $(extra {
+            $(
+                $(#[$emeta:meta])*
+                pub $efield:ident : $ety:ty,
+            )*
+        })?
     ) => {
         $(#[$meta])*
         #[derive(Debug, Clone, PartialEq, serde::Serialize)]
@@ -513,13 +521,18 @@ macro_rules! go_struct {
                 #[serde(rename = $json)]
                 pub $field: $ty,
             )*
+            $($(
+                $(#[$emeta])*
+                #[serde(skip)]
+                pub $efield: $ety,
+            )*)?
         }
 
         impl $crate::model::higress_config::gojson::GoStruct for $name {
             const GO_NAME: &'static str = $go;
             const FIELDS: &'static [&'static str] = &[$($json),*];
             fn zero() -> Self {
-                Self { $($field: Default::default()),* }
+                Self { $($field: Default::default(),)* $($($efield: Default::default(),)*)? }
             }
             fn field_mut(
                 &mut self,

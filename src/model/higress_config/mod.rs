@@ -22,6 +22,7 @@ use serde_json::Value;
 
 use self::gojson::{go_struct, Cx, GoDecode};
 use self::node::Node;
+use super::mesh_config::{settings_of_text, MeshSettings};
 use super::Finding;
 
 pub use self::diff::{
@@ -57,6 +58,11 @@ go_struct! {
         /// The mcpServer item.
         pub mcp_server: Option<McpServer> => "mcpServer",
     }
+    extra {
+        /// What admitpilot reads of the ConfigMap's `mesh` key (Higress's mesh config): `rootNamespace` and
+        /// `pathNormalization`.
+        pub mesh: MeshSettings,
+    }
 }
 
 impl Default for HigressConfig {
@@ -71,6 +77,7 @@ impl Default for HigressConfig {
             disable_x_envoy_headers: global.disable_x_envoy_headers,
             add_x_real_ip_header: global.add_x_real_ip_header,
             mcp_server: Some(McpServer::default()),
+            mesh: MeshSettings::default(),
         }
     }
 }
@@ -181,8 +188,8 @@ pub struct DecodedConfigMap {
     pub undecodable: BTreeSet<Item>,
 }
 
-/// Decodes the ConfigMap's top-level fields (`data.higress`, and checks that `data.mesh` and
-/// `data.meshNetworks` are well-formed YAML).
+/// Decodes the ConfigMap's top-level fields (`data.higress`, the [`MeshSettings`] of `data.mesh`, and checks that
+/// `data.mesh` and `data.meshNetworks` are well-formed YAML).
 pub fn decode_configmap(fields: &serde_json::Map<String, Value>) -> DecodedConfigMap {
     let mut out = DecodedConfigMap::default();
     let data = match fields.get("data") {
@@ -218,6 +225,18 @@ pub fn decode_configmap(fields: &serde_json::Map<String, Value>) -> DecodedConfi
         if let Some(value) = data.get(key) {
             check_yaml_text(key, value, &mut out.findings);
         }
+    }
+    if let Some(Value::String(mesh)) = data.get("mesh") {
+        out.config.mesh = settings_of_text(mesh, &mut out.findings);
+    }
+    // Higress's chart writes `rootNamespace: <its namespace>` (the ConfigMap's) into the mesh config it installs.
+    if out.config.mesh.root_namespace.is_none() {
+        out.config.mesh.root_namespace = fields
+            .get("metadata")
+            .and_then(|m| m.get("namespace"))
+            .and_then(Value::as_str)
+            .filter(|ns| !ns.is_empty())
+            .map(str::to_string);
     }
     out
 }

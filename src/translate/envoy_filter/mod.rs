@@ -23,6 +23,7 @@ use crate::model::istio::envoy_filter::{
     ApplyTo, ClusterMatch, EnvoyFilter, ListenerMatch, ObjectMatch, Operation, PatchContext,
     RouteConfigurationMatch,
 };
+use crate::model::mesh_config::DEFAULT_ROOT_NAMESPACE;
 use crate::model::{ConfigObject, Spec};
 
 /// Pod label carrying the Gateway API gateway name of a gateway deployment.
@@ -34,9 +35,9 @@ const MAX_PROXY_VERSION_LEN: usize = 1024;
 /// Settings of the patch engine.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct PatchOptions {
-    /// Namespaces whose EnvoyFilters apply to every proxy (Istio's root namespace, plus Higress's own
-    /// namespace in a Higress install).
-    pub root_namespaces: Vec<String>,
+    /// The namespace whose EnvoyFilters apply to every proxy: the mesh config's `rootNamespace`
+    /// ([`crate::model::Snapshot::mesh_settings`]).
+    pub root_namespace: String,
     /// The proxy's Istio version, matched by `match.proxy.proxyVersion`; `None` makes version matches fail,
     /// as Istio does for proxies that report no version.
     pub proxy_version: Option<String>,
@@ -47,7 +48,7 @@ pub struct PatchOptions {
 impl Default for PatchOptions {
     fn default() -> Self {
         PatchOptions {
-            root_namespaces: vec!["istio-system".to_string()],
+            root_namespace: DEFAULT_ROOT_NAMESPACE.to_string(),
             proxy_version: None,
             node_metadata: BTreeMap::new(),
         }
@@ -178,7 +179,7 @@ fn prepare<'a>(filters: &[&'a ConfigObject], proxy: &Proxy, options: &PatchOptio
         .iter()
         .filter_map(|object| match &object.spec {
             Spec::EnvoyFilter(spec) => {
-                let root = options.root_namespaces.contains(&object.metadata.namespace);
+                let root = options.root_namespace == object.metadata.namespace;
                 selects(object, spec, root, proxy).then_some((*object, spec, root))
             }
             _ => None,

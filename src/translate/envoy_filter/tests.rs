@@ -500,11 +500,13 @@ fn selection_context_and_ordering() {
     // Applied in order early (priority -1), root (root namespace first), local; each inserted first.
     assert_eq!(http_filter_names(&res)[..3], ["local", "root", "early"]);
     assert_eq!(http_filter_names(&res).len(), 5);
-    let higress = PatchOptions {
-        root_namespaces: vec!["istio-system".into(), "other".into()],
+    assert!(!http_filter_names(&res).contains(&"other".to_string()));
+    let other_root = PatchOptions {
+        root_namespace: "other".into(),
         ..PatchOptions::default()
     };
-    assert!(http_filter_names(&patched_with(objects, &higress)).contains(&"other".to_string()));
+    let names = http_filter_names(&patched_with(objects, &other_root));
+    assert!(names.contains(&"other".to_string()) && !names.contains(&"root".to_string()));
 }
 
 #[test]

@@ -163,8 +163,5 @@ pub fn is_k8s_namespace(s: &str) -> bool {
 
 /// Tells whether `s` is a boolean as Go's strconv.ParseBool reads it.
 pub fn is_go_bool(s: &str) -> bool {
-    matches!(
-        s,
-        "1" | "t" | "T" | "TRUE" | "true" | "True" | "0" | "f" | "F" | "FALSE" | "false" | "False"
-    )
+    crate::model::parse_go_bool(s).is_some()
 }
