@@ -62,15 +62,17 @@ type parsedCase struct {
 // AuthorizationPolicy and the union of every policy's selector labels and the Gateway names its targetRefs name
 // (so each policy applies unless the case says otherwise).
 func parseCase(text string) (parsedCase, error) {
-	configs, _, err := crd.ParseInputs(text)
-	if err != nil {
-		return parsedCase{}, fmt.Errorf("istio cannot parse the case: %w", err)
-	}
 	pc := parsedCase{proxy: proxyContext{
 		Labels:        map[string]string{gatewayLabelKey: gatewayLabelValue},
 		RootNamespace: rootNamespace,
 		TrustDomain:   trustDomain,
 	}}
+	// ParseInputs also runs each kind's validation: its refusal is Istio's webhook refusing the case.
+	configs, _, err := crd.ParseInputs(text)
+	if err != nil {
+		pc.invalid = append(pc.invalid, err.Error())
+		return pc, nil
+	}
 	for i := range configs {
 		c := &configs[i]
 		if c.Namespace == "" {

@@ -90,6 +90,12 @@ func diffFilters(kind string, istio, ours []normFilter) []string {
 		out = append(out, fmt.Sprintf("%s: Istio builds %d RBAC filters %s, admitpilot %d %s", kind,
 			len(istio), actions(istio), len(ours), actions(ours)))
 	}
+	for i := len(ours); i < len(istio); i++ {
+		out = append(out, fmt.Sprintf("%s filter %d only Istio: %s", kind, i, describe(istio[i])))
+	}
+	for i := len(istio); i < len(ours); i++ {
+		out = append(out, fmt.Sprintf("%s filter %d only admitpilot: %s", kind, i, describe(ours[i])))
+	}
 	for i := 0; i < len(istio) && i < len(ours); i++ {
 		a, b := istio[i], ours[i]
 		at := fmt.Sprintf("%s filter %d", kind, i)
@@ -109,6 +115,31 @@ func diffFilters(kind string, istio, ours []normFilter) []string {
 		}
 	}
 	return out
+}
+
+// describe prints a filter's engines and policies on one line.
+func describe(f normFilter) string {
+	var parts []string
+	for _, r := range []*normRBAC{f.Rules, f.ShadowRules} {
+		if r == nil {
+			continue
+		}
+		label := r.Action
+		if r == f.ShadowRules {
+			label = "shadow " + label
+		}
+		names := make([]string, 0, len(r.Policies))
+		for n := range r.Policies {
+			names = append(names, n)
+		}
+		sort.Strings(names)
+		var ps []string
+		for _, n := range names {
+			ps = append(ps, n+": "+r.Policies[n])
+		}
+		parts = append(parts, label+" {"+strings.Join(ps, "; ")+"}")
+	}
+	return strings.Join(parts, " + ")
 }
 
 func actions(fs []normFilter) string {

@@ -12,6 +12,8 @@ import (
 	"google.golang.org/protobuf/encoding/protojson"
 	"google.golang.org/protobuf/proto"
 
+	meshconfig "istio.io/api/mesh/v1alpha1"
+
 	"istio.io/istio/pilot/pkg/config/memory"
 	"istio.io/istio/pilot/pkg/model"
 	"istio.io/istio/pilot/pkg/security/authz/builder"
@@ -48,7 +50,8 @@ func istioFilters(pc parsedCase) (Filters, error) {
 	}
 	result := policies.ListAuthorizationPolicies(model.PolicyMatcherForProxy(proxy))
 	bundle := trustdomain.NewBundle(pc.proxy.TrustDomain, nil)
-	push := &model.PushContext{}
+	// No extension provider: CUSTOM policies take the builder's "bad provider" path, as on admitpilot's side.
+	push := &model.PushContext{Mesh: &meshconfig.MeshConfig{RootNamespace: pc.proxy.RootNamespace}}
 	var out Filters
 	for _, custom := range []bool{true, false} {
 		b := builder.New(bundle, push, result, builder.Option{IsCustomBuilder: custom})
