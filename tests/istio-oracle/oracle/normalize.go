@@ -109,7 +109,53 @@ func junction(op string, kids []expr) expr {
 		return out[0]
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].String() < out[j].String() })
+	if op == "or" {
+		if factored, ok := factorOr(out); ok {
+			return factored
+		}
+	}
 	return expr{op: op, kids: out}
+}
+
+// factorOr takes the conjuncts every operand of an OR shares out of it: (c & a) | (c & b) = c & (a | b), the
+// distributive law (Istio adds a rule's `when` conditions to each of its sources and operations, admitpilot once).
+func factorOr(kids []expr) (expr, bool) {
+	conjuncts := func(e expr) []expr {
+		if e.op == "and" {
+			return e.kids
+		}
+		return []expr{e}
+	}
+	count := map[string]int{}
+	byKey := map[string]expr{}
+	for _, k := range kids {
+		for _, c := range conjuncts(k) {
+			count[c.String()]++
+			byKey[c.String()] = c
+		}
+	}
+	var common []expr
+	shared := map[string]bool{}
+	for key, n := range count {
+		if n == len(kids) {
+			common = append(common, byKey[key])
+			shared[key] = true
+		}
+	}
+	if len(common) == 0 {
+		return expr{}, false
+	}
+	rest := make([]expr, 0, len(kids))
+	for _, k := range kids {
+		var left []expr
+		for _, c := range conjuncts(k) {
+			if !shared[c.String()] {
+				left = append(left, c)
+			}
+		}
+		rest = append(rest, and(left...))
+	}
+	return and(append(common, or(rest...))...), true
 }
 
 // normFilter is one RBAC filter in canonical form.
@@ -176,7 +222,10 @@ func normalizeRBAC(m map[string]any) *normRBAC {
 	}
 	r := &normRBAC{Action: action, Policies: map[string]string{}}
 	for name, p := range obj(m["policies"]) {
-		r.Policies[name] = normalizePolicy(obj(p)).String()
+		// A policy that matches no request never decides anything, nor is it counted: as if absent.
+		if e := normalizePolicy(obj(p)); e.op != "false" {
+			r.Policies[name] = e.String()
+		}
 	}
 	return r
 }
@@ -327,10 +376,35 @@ func metadata(m map[string]any) expr {
 	for _, seg := range list(m["path"]) {
 		path = append(path, fmt.Sprint(obj(seg)["key"]))
 	}
-	prefix := "md[" + fmt.Sprint(m["filter"]) + ":" + strings.Join(path, ".") + "]"
+	key := strings.Join(path, ".")
+	prefix := "md[" + fmt.Sprint(m["filter"]) + ":" + key + "]"
 	e := valueMatcher(prefix, obj(m["value"]))
+	if m["filter"] == "envoy.filters.http.jwt_authn" && (key == "payload.iss" || key == "payload.sub") {
+		e = dropListAtoms(e, prefix+" has ")
+	}
 	if m["invert"] == true {
 		return not(e)
+	}
+	return e
+}
+
+// dropListAtoms makes "the claim is a list holding …" false: Envoy's JWT parser refuses a token whose `iss` or
+// `sub` is not a string, so a validated payload never holds a list there.
+func dropListAtoms(e expr, listPrefix string) expr {
+	switch e.op {
+	case "atom":
+		if strings.HasPrefix(e.atom, listPrefix) {
+			return exprFalse
+		}
+		return e
+	case "and", "or":
+		kids := make([]expr, len(e.kids))
+		for i, k := range e.kids {
+			kids[i] = dropListAtoms(k, listPrefix)
+		}
+		return junction(e.op, kids)
+	case "not":
+		return not(dropListAtoms(e.kids[0], listPrefix))
 	}
 	return e
 }
@@ -376,9 +450,19 @@ func stringAtom(subject string, m map[string]any) expr {
 			}
 			return atom(subject + " " + kind + strconv.Quote(lit) + suffix)
 		}
-		return atom(subject + " regex" + strconv.Quote(re) + ic)
+		return atom(subject + " regex" + strconv.Quote(canonicalRegex(re)) + ic)
 	}
 	return atom(subject + " " + canonicalJSON(m))
+}
+
+// canonicalRegex prints a regex as Go's regexp/syntax prints its simplified parse tree, so that spellings of one
+// RE2 regex (`\-` or `-` outside a class, redundant groups) print alike; unparsable regexes print as written.
+func canonicalRegex(re string) string {
+	parsed, err := syntax.Parse(re, syntax.Perl)
+	if err != nil {
+		return re
+	}
+	return parsed.Simplify().String()
 }
 
 // literalRegex recognizes `L`, `L.*`, `.*L` (L a literal, case-folded as a whole or not at all).
