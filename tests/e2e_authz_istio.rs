@@ -46,7 +46,8 @@ impl Gateway {
         for (name, text) in files {
             write(dir.path(), name, text);
         }
-        let admitpilot = Admitpilot::start(dir.path()).await;
+        let admitpilot =
+            Admitpilot::start_with_args(dir.path(), &["--xds-unauthenticated-secrets"]).await;
         let bootstrap = bootstrap(AdsApi::Sotw, admitpilot.xds_port, NODE_ID)
             .replace("app: e2e", "istio: ingressgateway");
         let envoy = EnvoyProcess::start(&binary, &bootstrap, envoy_id).await;

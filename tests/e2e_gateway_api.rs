@@ -256,7 +256,8 @@ async fn gateway_api_routes_are_served_by_envoy() {
     ]
     .join("---\n");
     write(dir.path(), "services.yaml", &services);
-    let admitpilot = Admitpilot::start(dir.path()).await;
+    let admitpilot =
+        Admitpilot::start_with_args(dir.path(), &["--xds-unauthenticated-secrets"]).await; // folder mode serves the HTTPS listener's certificate only when asked
     let bootstrap = bootstrap(AdsApi::Sotw, admitpilot.xds_port, NODE_ID).replace(
         "LABELS: { app: e2e }",
         "LABELS: { gateway.networking.k8s.io/gateway-name: gw }",
