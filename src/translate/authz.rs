@@ -625,16 +625,16 @@ fn request_principals(values: &[String]) -> Principal {
         let (iss, sub) = split.unwrap_or((value.as_str(), ""));
         let (match_iss, match_sub) = if value == "*" {
             (any(), any())
-        } else if value.starts_with('*') {
+        } else if let Some(without_star) = value.strip_prefix('*') {
             match split {
                 Some(_) if iss == "*" => (any(), exact(sub)),
-                Some(_) => (suffix(&iss[1..]), exact(sub)),
-                None => (any(), suffix(&value[1..])),
+                Some(_) => (suffix(iss.strip_prefix('*').unwrap_or(iss)), exact(sub)),
+                None => (any(), suffix(without_star)),
             }
         } else if let Some(without_star) = value.strip_suffix('*') {
             match split {
                 Some(_) if sub == "*" => (exact(iss), any()),
-                Some(_) => (exact(iss), prefix(&sub[..sub.len() - 1])),
+                Some(_) => (exact(iss), prefix(sub.strip_suffix('*').unwrap_or(sub))),
                 None => (prefix(without_star), any()),
             }
         } else {
