@@ -147,7 +147,8 @@ async fn kubectl_changes_reach_envoy_across_an_api_server_outage() {
         Some(&format!("https://127.0.0.1:{}", relay.port)),
         None,
     );
-    let admitpilot = Admitpilot::start_kube(&kubeconfig, None, &[]).await;
+    // Plain Envoy without a token: no secrets are involved, so xDS runs unauthenticated.
+    let admitpilot = Admitpilot::start_kube(&kubeconfig, None, &["--xds-auth=none".into()]).await;
     let bootstrap = envoy::bootstrap(AdsApi::Delta, admitpilot.xds_port, NODE_ID)
         .replace("app: e2e", "istio: ingressgateway");
     let envoy = EnvoyProcess::start(&envoy_bin, &bootstrap, 61).await;

@@ -259,6 +259,9 @@ async fn run_job(kube: &Kube, job: &Value, dir: &Path) {
     );
 }
 
+/// Where the chart mounts the certificate certs-gen writes.
+const MOUNTED_TLS: &str = "/etc/admitpilot/tls/";
+
 /// Starts `admitpilot serve` with the Deployment's flags, as its ServiceAccount, the webhook on `tls`.
 async fn start_deployment(kube: &Kube, docs: &[Value], tls: &WebhookTls, dir: &Path) -> Admitpilot {
     let deployment = docs
@@ -268,7 +271,9 @@ async fn start_deployment(kube: &Kube, docs: &[Value], tls: &WebhookTls, dir: &P
     let pod = &deployment["spec"]["template"]["spec"];
     let sa = pod["serviceAccountName"].as_str().unwrap();
     let kubeconfig = service_account_kubeconfig(kube, sa, dir).await;
-    // launch() sets the addresses and the certificate itself; the rest are the chart's flags.
+    // launch() sets the addresses and the webhook's certificate itself; the rest are the chart's flags, with the
+    // mounted certificate (the xDS server's too) read from the test's certificate folder.
+    let tls_dir = tls.cert.parent().expect("certificate folder");
     let replaced = [
         "serve",
         "--kube",
@@ -283,6 +288,7 @@ async fn start_deployment(kube: &Kube, docs: &[Value], tls: &WebhookTls, dir: &P
         .iter()
         .map(|a| a.as_str().unwrap().to_string())
         .filter(|a| !replaced.iter().any(|r| a.starts_with(r)))
+        .map(|a| a.replace(MOUNTED_TLS, &format!("{}/", tls_dir.display())))
         .collect();
     Admitpilot::start_kube(&kubeconfig, Some(tls), &args).await
 }

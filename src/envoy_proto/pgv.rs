@@ -7,7 +7,8 @@
 //! (resolved through the pool) are checked recursively. Timestamp rules relative to "now" (`lt_now`,
 //! `gt_now`, `within`) are not checked: this module is pure and has no clock. One check beyond the proto rules:
 //! a URI template (`UriTemplateMatchConfig.path_template`) must parse as Envoy parses it ([`super::uri_template`]),
-//! as Envoy aborts on one that does not.
+//! as Envoy aborts on one that does not; and a regex (`RegexMatcher.regex`) must stay within Envoy's RE2 program size
+//! limit ([`crate::validate::regex::re2_program_size_bound`]), as Envoy rejects the whole resource otherwise.
 
 use std::collections::HashMap;
 use std::fmt;
@@ -107,6 +108,9 @@ struct Extensions {
 /// The URI template matcher's config, whose template Envoy parses on load ([`super::uri_template`]).
 const URI_TEMPLATE_MATCH: &str =
     "envoy.extensions.path.match.uri_template.v3.UriTemplateMatchConfig";
+
+/// The regex matcher, whose pattern Envoy compiles with RE2 under a program size limit.
+const REGEX_MATCHER: &str = "envoy.type.matcher.v3.RegexMatcher";
 
 static EXTENSIONS: LazyLock<Extensions> = LazyLock::new(|| Extensions {
     rules: pool().get_extension_by_name("validate.rules"),
@@ -297,8 +301,10 @@ impl Walker {
         if plan.skip {
             return;
         }
-        if desc.full_name() == URI_TEMPLATE_MATCH {
-            self.uri_template(message);
+        match desc.full_name() {
+            URI_TEMPLATE_MATCH => self.uri_template(message),
+            REGEX_MATCHER => self.re2_program_size(message),
+            _ => {}
         }
         let required_oneofs = if self.partial {
             &[][..]
@@ -341,6 +347,32 @@ impl Walker {
                     format!("Envoy cannot parse the URI template {template:?}: {why}"),
                 )
             });
+        }
+    }
+
+    /// Envoy's RE2 program size limit (runtime `re2.max_program_size.error_level`, default 100), over which it rejects
+    /// the resource. Generated patterns (an authorization principal's `spiffe://.*<suffix>`) can exceed it.
+    fn re2_program_size(&mut self, message: &DynamicMessage) {
+        use crate::validate::regex::{re2_program_size_bound, ENVOY_RE2_PROGRAM_LIMIT};
+        let Some(pattern) = message
+            .get_field_by_name("regex")
+            .and_then(|v| v.as_str().map(str::to_string))
+        else {
+            return;
+        };
+        match re2_program_size_bound(&pattern) {
+            Some(size) if size > ENVOY_RE2_PROGRAM_LIMIT => {
+                self.at(Segment::Field("regex"), |w| {
+                    w.violation(
+                        "regex.re2_program_size",
+                        format!(
+                            "Envoy refuses the regex {pattern:?}: its RE2 program size is at least {size}, over \
+                             Envoy's limit of {ENVOY_RE2_PROGRAM_LIMIT} (runtime re2.max_program_size.error_level)"
+                        ),
+                    )
+                });
+            }
+            _ => {}
         }
     }
 
@@ -1289,6 +1321,25 @@ mod tests {
             ),
             "{found:?}"
         );
+    }
+
+    #[test]
+    fn regexes_over_envoys_re2_program_size_are_violations() {
+        // Envoy 1.40 rejects this generated principal regex with "RE2 program size of 113 > max program size of 100".
+        let long = format!("spiffe://.*{}", "v".repeat(100));
+        let found = check(
+            "envoy.type.matcher.v3.StringMatcher",
+            json!({"safe_regex": {"regex": long}}),
+        );
+        assert!(
+            has(&found, "safe_regex.regex", "regex.re2_program_size"),
+            "{found:?}"
+        );
+        let found = check(
+            "envoy.type.matcher.v3.StringMatcher",
+            json!({"safe_regex": {"regex": "spiffe://.*/sa/bar"}}),
+        );
+        assert!(found.is_empty(), "{found:?}");
     }
 
     #[test]

@@ -187,7 +187,15 @@ fn validate_rule(rule: &Rule, path: &str, action: Action, out: &mut Findings) {
     for (j, cond) in rule.when.iter().enumerate() {
         validate_condition(cond, &format!("{path}.when[{j}]"), out);
     }
-    if action == Action::Deny
+    // On TCP, Istio's generator drops a DENY rule's HTTP-only attributes (`Model.Generate` with `forTCP`), so the
+    // rule denies more there than on HTTP.
+    if action == Action::Deny && to_exists && !tcp_in_to && tcp_in_from {
+        out.warning(
+            path,
+            "this DENY rule's operations use only HTTP attributes, so on TCP ports in scope it denies all traffic \
+             from its sources; consider naming the ports explicitly",
+        );
+    } else if action == Action::Deny
         && ((from_exists && !to_exists && !tcp_in_from) || (to_exists && !tcp_in_to))
     {
         out.warning(
@@ -263,10 +271,13 @@ fn validate_source(src: &Source, path: &str, out: &mut Findings) -> bool {
             }
         }
     }
-    // Peer identity, namespaces, service accounts and IPs all apply to plain TCP connections.
+    // Peer identity (principals, trust domains), namespaces, service accounts and IPs all apply to plain TCP
+    // connections.
     [
         &src.principals,
         &src.not_principals,
+        &src.trust_domains,
+        &src.not_trust_domains,
         &src.namespaces,
         &src.not_namespaces,
         &src.service_accounts,
@@ -779,6 +790,11 @@ mod tests {
             json!({"action": "DENY", "rules": [{"to": [{"operation": {"methods": ["GET"], "ports": ["80"]}}]}]}),
         );
         assert!(f.is_empty());
+        // Trust domains are peer identity, which TCP connections carry too.
+        let f = findings(
+            json!({"action": "DENY", "rules": [{"from": [{"source": {"trustDomains": ["td"]}}]}]}),
+        );
+        assert!(f.is_empty(), "{f:?}");
     }
 
     #[test]
