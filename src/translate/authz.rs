@@ -126,7 +126,9 @@ pub fn rbac_filters(
 
 /// The enforced and the shadow (dry-run) rules of the policies of one action. The enforced rules are absent when
 /// every policy is a dry run (an absent `rules` enforces nothing), present and empty when policies apply but no rule
-/// does (which, for ALLOW, denies everything).
+/// does (which, for ALLOW, denies everything); the shadow rules likewise, so a dry-run ALLOW whose rules all drop
+/// out on TCP shadow-denies every connection, as enforcing it would. Mirrors the enforce/dry-run split of Istio's
+/// `Builder.build`.
 fn rules(
     policies: &[&(&ConfigObject, &AuthorizationPolicy)],
     action: Action,
@@ -138,10 +140,11 @@ fn rules(
         ..Default::default()
     };
     let mut shadow = enforced.clone();
-    let mut any_enforced = false;
+    let (mut any_enforced, mut any_dry_run) = (false, false);
     for (object, policy) in policies {
         let dry_run = is_dry_run(object);
         any_enforced |= !dry_run;
+        any_dry_run |= dry_run;
         let target = if dry_run { &mut shadow } else { &mut enforced };
         for (index, rule) in policy.rules.iter().enumerate() {
             if tcp && action == Action::Allow && has_http_only(rule) {
@@ -158,7 +161,7 @@ fn rules(
     }
     (
         any_enforced.then_some(enforced),
-        (!shadow.policies.is_empty()).then_some(shadow),
+        any_dry_run.then_some(shadow),
     )
 }
 
@@ -1025,5 +1028,27 @@ mod tests {
         ] {
             assert_eq!(is_dry_run(&object(value)), dry, "{value}");
         }
+    }
+
+    #[test]
+    fn a_dry_run_allow_of_http_rules_shadow_denies_tcp() {
+        let policy: AuthorizationPolicy = serde_json::from_value(serde_json::json!(
+            {"action": "ALLOW", "rules": [{"to": [{"operation": {"paths": ["/a"]}}]}]}
+        ))
+        .unwrap();
+        let mut object = ConfigObject {
+            api_version: "security.istio.io/v1".into(),
+            metadata: Default::default(),
+            spec: Spec::AuthorizationPolicy(policy.clone()),
+        };
+        object
+            .metadata
+            .annotations
+            .insert(DRY_RUN_ANNOTATION.into(), "true".into());
+        let pair = (&object, &policy);
+        let (enforced, shadow) = rules(&[&pair], Action::Allow, rbac::Action::Allow, true);
+        assert!(enforced.is_none());
+        // Istio's TCP filter keeps an empty shadow ALLOW engine: the dry run predicts every connection denied.
+        assert_eq!(shadow.map(|s| s.policies.len()), Some(0));
     }
 }

@@ -273,6 +273,10 @@ func permission(p map[string]any) expr {
 			return stringAtom("sni", obj(v))
 		case "metadata":
 			return metadata(obj(v))
+		case "sourced_metadata":
+			if e, ok := sourcedMetadata(obj(v)); ok {
+				return e
+			}
 		case "uri_template":
 			// The extension's name is not what Envoy dispatches on (its typed_config's type is).
 			return atom("path~template(" + canonicalJSON(obj(v)["typed_config"]) + ")")
@@ -312,13 +316,21 @@ func principal(p map[string]any) expr {
 		case "metadata":
 			return metadata(obj(v))
 		case "sourced_metadata":
-			// DYNAMIC (the default source) reads the same dynamic metadata as `metadata`.
-			if src, _ := obj(v)["metadata_source"].(string); src == "" || src == "DYNAMIC" {
-				return metadata(obj(obj(v)["metadata_matcher"]))
+			if e, ok := sourcedMetadata(obj(v)); ok {
+				return e
 			}
 		}
 	}
 	return atom("principal" + canonicalJSON(p))
+}
+
+// sourcedMetadata: with DYNAMIC (the default source), a sourced metadata matcher reads the same dynamic metadata
+// as the older `metadata` field of a permission or principal.
+func sourcedMetadata(v map[string]any) (expr, bool) {
+	if src, _ := v["metadata_source"].(string); src == "" || src == "DYNAMIC" {
+		return metadata(obj(v["metadata_matcher"])), true
+	}
+	return expr{}, false
 }
 
 func each(v any, f func(map[string]any) expr) []expr {
