@@ -79,13 +79,18 @@ fn every_value_combination_passes_kubernetes_validate() {
     ) else {
         return;
     };
-    let combinations: [&[&str]; 7] = [
+    let combinations: [&[&str]; 8] = [
         &[],
         &[
             "gateway.enabled=true",
             "tlsGateways=true",
             "watchNamespaces={shop,web}",
             "mcpSources={xds://higress-controller.higress-system:15051}",
+        ],
+        &[
+            "mcpSources={xds://admitpilot.other.svc:15012}",
+            "mcpSourceAuth.caConfigMap=other-ca",
+            "mcpSourceAuth.tokenAudience=admitpilot",
         ],
         &[
             "webhook.url=https://10.0.0.1:15017/validate",
@@ -456,6 +461,7 @@ fn schema_rejects_bad_values_with_the_field_named() {
         ("gateway.xdsApiType=REST", "/gateway/xdsApiType"),
         ("replicaCount=0", "/replicaCount"),
         ("mcpSources={http://a:1}", "/mcpSources/0"),
+        ("mcpSourceAuth.tokenAudience=admitpilot", "/mcpSourceAuth"),
         ("unknownKey=1", "unknownKey"),
     ] {
         let output = run_helm(&helm, &["template", "ap", CHART, "--set", set]);

@@ -242,9 +242,9 @@ async fn generated_admitted_config_neither_crashes_nor_is_rejected_by_envoy() {
                 "--- {} ({}, {}):\n{}\n{:?}",
                 verdict_kind(&f.verdict),
                 if f.alone {
-                    "alone"
+                    "alone".to_string()
                 } else {
-                    "after the objects admitted before it"
+                    format!("after the objects admitted before it: {}", f.before)
                 },
                 if f.reproduced {
                     "reproduced"

@@ -11,7 +11,7 @@ use admitpilot::admission::server::ServerLimits;
 use admitpilot::admission::tls::{CertSource, TlsFiles};
 use admitpilot::app::{shutdown_signal, App, ServeConfig, WebhookConfig, XdsAuth, XdsConfig};
 use admitpilot::model::decode::DecodeOptions;
-use admitpilot::source::mcp::McpAddress;
+use admitpilot::source::mcp::{McpAddress, McpClientAuth};
 use admitpilot::source::{AdmitOptions, SourceSettings, StateLocation, StoreConfig};
 use admitpilot::xds::{TlsFiles as XdsTlsFiles, TranslateFn};
 use anyhow::Context;
@@ -96,6 +96,17 @@ pub struct ServeArgs {
     /// Repeatable; combines with --config-dir and --kube.
     #[arg(long, value_name = "xds://HOST:PORT")]
     mcp_source: Vec<McpAddress>,
+
+    /// PEM CA bundle of the --mcp-source servers: connect over TLS (1.2+) and verify their certificates for the
+    /// address's host. Without it the connection is plaintext.
+    #[arg(long, value_name = "FILE")]
+    mcp_source_ca: Option<PathBuf>,
+
+    /// File holding a service-account token (a projected token with the server's audience) sent to the
+    /// --mcp-source servers as `authorization: Bearer`, read again on every connection (rotation). Needs
+    /// --mcp-source-ca.
+    #[arg(long, value_name = "FILE")]
+    mcp_source_token_file: Option<PathBuf>,
 
     /// Namespaces to watch, comma-separated (default: all namespaces). higress-config is always read from
     /// --higress-namespace.
@@ -221,6 +232,10 @@ impl ServeArgs {
             kube: self.kube,
             kubeconfig: self.kubeconfig.clone(),
             mcp_sources: self.mcp_source.clone(),
+            mcp_auth: McpClientAuth {
+                ca: self.mcp_source_ca.clone(),
+                token_file: self.mcp_source_token_file.clone(),
+            },
             watch_namespaces: self
                 .watch_namespaces
                 .iter()
@@ -327,6 +342,7 @@ impl ServeArgs {
 /// Runs the server until SIGTERM or ctrl-c.
 pub fn run(args: ServeArgs) -> anyhow::Result<ExitCode> {
     let sources = args.source_settings();
+    sources.mcp_auth.check().map_err(anyhow::Error::msg)?;
     let xds = args.xds_config()?;
     let gateway_controller = args.gateway_controller_name.clone();
     let config = args.into_config();

@@ -11,10 +11,13 @@
 //! * A response whose resources are all admitted is ACKed; one with an excluded resource is NACKed with the
 //!   excluded objects and their first error in `error_detail` (the valid ones are applied all the same), so the
 //!   server's sync status shows what this subscriber did not take.
+//! * With `--mcp-source-ca` the connection is TLS, verified against that CA for the address's host; with
+//!   `--mcp-source-token-file` each connection sends the file's token as `authorization: Bearer` ([`McpClientAuth`]).
 //! * A broken or refused stream is retried with the Kubernetes watchers' backoff; what was received stays in force
 //!   meanwhile, and the server's first answer per collection after reconnecting replaces it.
 
 use std::collections::{HashMap, HashSet};
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -28,6 +31,8 @@ use tokio::sync::mpsc;
 use tokio::task::JoinHandle;
 use tokio_stream::wrappers::ReceiverStream;
 use tokio_stream::StreamExt;
+use tonic::metadata::{Ascii, MetadataValue};
+use tonic::transport::{Certificate, Channel, ClientTlsConfig, Endpoint};
 
 use super::admit::{admit, Admission, AdmitOptions};
 use super::kubernetes::{Backoff, RetryDelay};
@@ -79,10 +84,104 @@ impl std::str::FromStr for McpAddress {
     }
 }
 
+impl McpAddress {
+    /// The host part (without brackets for an IPv6 address): the name the server's certificate must carry.
+    pub fn host(&self) -> &str {
+        let host = self
+            .authority
+            .rsplit_once(':')
+            .map_or(self.authority.as_str(), |(host, _)| host);
+        host.trim_start_matches('[').trim_end_matches(']')
+    }
+}
+
 impl std::fmt::Display for McpAddress {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         write!(f, "xds://{}", self.authority)
     }
+}
+
+/// How admitpilot proves itself to the MCP servers it subscribes to (`--mcp-source-ca`,
+/// `--mcp-source-token-file`): TLS verified against a CA bundle, and a service-account token sent as
+/// `authorization: Bearer`, as an authenticated xDS port (istiod's 15012, admitpilot's own) expects.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct McpClientAuth {
+    /// PEM CA bundle that signed the servers' certificates; TLS when set, plaintext otherwise.
+    pub ca: Option<PathBuf>,
+    /// File holding the token (a projected service-account token), read again on every connection, so a rotated
+    /// token is picked up when the server ends the stream at the old one's expiry.
+    pub token_file: Option<PathBuf>,
+}
+
+impl McpClientAuth {
+    /// Refuses a token without TLS: a bearer token in plaintext is anyone's on the path.
+    pub fn check(&self) -> Result<(), String> {
+        if self.token_file.is_some() && self.ca.is_none() {
+            return Err("--mcp-source-token-file needs --mcp-source-ca: a service-account token is never sent \
+                        in plaintext"
+                .into());
+        }
+        Ok(())
+    }
+
+    /// The channel to `address`, over TLS when a CA is set.
+    async fn connect(&self, address: &McpAddress) -> Result<Channel, tonic::Status> {
+        let scheme = if self.ca.is_some() { "https" } else { "http" };
+        let mut endpoint = Endpoint::from_shared(format!("{scheme}://{}", address.authority))
+            .map_err(|error| tonic::Status::invalid_argument(error.to_string()))?
+            .connect_timeout(CONNECT_TIMEOUT)
+            .http2_keep_alive_interval(KEEPALIVE_INTERVAL)
+            .keep_alive_timeout(KEEPALIVE_TIMEOUT);
+        if let Some(ca) = &self.ca {
+            let pem = read_bounded(ca).await?;
+            let tls = ClientTlsConfig::new()
+                .ca_certificate(Certificate::from_pem(pem))
+                .domain_name(address.host());
+            endpoint = endpoint
+                .tls_config(tls)
+                .map_err(|error| tonic::Status::invalid_argument(format!("TLS: {error}")))?;
+        }
+        endpoint
+            .connect()
+            .await
+            .map_err(|error| tonic::Status::unavailable(format!("connect: {error}")))
+    }
+
+    /// The `authorization` metadata of this connection's calls, from the token file as it is now.
+    async fn authorization(&self) -> Result<Option<MetadataValue<Ascii>>, tonic::Status> {
+        let Some(file) = &self.token_file else {
+            return Ok(None);
+        };
+        let token = String::from_utf8(read_bounded(file).await?).map_err(|_| {
+            tonic::Status::failed_precondition(format!("{}: the token is not text", file.display()))
+        })?;
+        MetadataValue::try_from(format!("Bearer {}", token.trim()))
+            .map(Some)
+            .map_err(|_| {
+                tonic::Status::failed_precondition(format!(
+                    "{}: the token has characters a header cannot carry",
+                    file.display()
+                ))
+            })
+    }
+}
+
+/// Largest CA bundle or token file read.
+const MAX_CREDENTIAL_FILE: u64 = 1024 * 1024;
+
+/// Reads a credential file of at most [`MAX_CREDENTIAL_FILE`] bytes (its content is never logged).
+async fn read_bounded(path: &Path) -> Result<Vec<u8>, tonic::Status> {
+    let unreadable = |error: std::io::Error| {
+        tonic::Status::failed_precondition(format!("{}: {error}", path.display()))
+    };
+    let size = tokio::fs::metadata(path).await.map_err(unreadable)?.len();
+    if size > MAX_CREDENTIAL_FILE {
+        return Err(tonic::Status::failed_precondition(format!(
+            "{}: {size} bytes, more than {MAX_CREDENTIAL_FILE}",
+            path.display()
+        )));
+    }
+    tokio::fs::read(path).await.map_err(unreadable)
 }
 
 /// The store scope of one MCP source.
@@ -93,6 +192,7 @@ pub fn scope(address: &McpAddress) -> Scope {
 /// Runs one MCP source until the task is aborted.
 pub fn spawn(
     address: McpAddress,
+    auth: McpClientAuth,
     options: AdmitOptions,
     sender: ScopedSender,
     metrics: SourceMetrics,
@@ -112,7 +212,7 @@ pub fn spawn(
         };
         let mut retry = RetryDelay::new(Backoff::default());
         loop {
-            match source.follow(&address, &sender).await {
+            match source.follow(&address, &auth, &sender).await {
                 Ok(Ended::StoreClosed) => return,
                 Ok(Ended::ByServer) => {
                     let delay = retry.take();
@@ -158,20 +258,23 @@ impl Subscription {
     async fn follow(
         &mut self,
         address: &McpAddress,
+        auth: &McpClientAuth,
         sender: &ScopedSender,
     ) -> Result<Ended, tonic::Status> {
-        let endpoint =
-            tonic::transport::Endpoint::from_shared(format!("http://{}", address.authority))
-                .map_err(|error| tonic::Status::invalid_argument(error.to_string()))?
-                .connect_timeout(CONNECT_TIMEOUT)
-                .http2_keep_alive_interval(KEEPALIVE_INTERVAL)
-                .keep_alive_timeout(KEEPALIVE_TIMEOUT);
-        let channel = endpoint
-            .connect()
-            .await
-            .map_err(|error| tonic::Status::unavailable(format!("connect: {error}")))?;
-        let mut client = AggregatedDiscoveryServiceClient::new(channel)
-            .max_decoding_message_size(MAX_RESPONSE_BYTES);
+        let channel = auth.connect(address).await?;
+        let authorization = auth.authorization().await?;
+        let mut client = AggregatedDiscoveryServiceClient::with_interceptor(
+            channel,
+            move |mut request: tonic::Request<()>| {
+                if let Some(value) = &authorization {
+                    request
+                        .metadata_mut()
+                        .insert("authorization", value.clone());
+                }
+                Ok(request)
+            },
+        )
+        .max_decoding_message_size(MAX_RESPONSE_BYTES);
         let (requests, outbound) = mpsc::channel(crate::mcp::SERVED.len() * 2);
         for (i, kind) in crate::mcp::SERVED.iter().enumerate() {
             let request = DiscoveryRequest {
@@ -500,6 +603,35 @@ mod tests {
             let error = bad.parse::<McpAddress>().unwrap_err();
             assert!(error.contains("expected xds://HOST:PORT"), "{bad}: {error}");
         }
+    }
+
+    #[test]
+    fn the_certificate_name_is_the_addresss_host() {
+        let host = |text: &str| text.parse::<McpAddress>().unwrap().host().to_string();
+        assert_eq!(
+            host("xds://admitpilot.higress-system.svc:15012"),
+            "admitpilot.higress-system.svc"
+        );
+        assert_eq!(host("xds://127.0.0.1:15012"), "127.0.0.1");
+        assert_eq!(host("xds://[::1]:15012"), "::1");
+    }
+
+    #[test]
+    fn a_token_is_never_sent_in_plaintext() {
+        let token_only = McpClientAuth {
+            ca: None,
+            token_file: Some("/var/run/secrets/tokens/xds".into()),
+        };
+        assert!(token_only
+            .check()
+            .unwrap_err()
+            .contains("needs --mcp-source-ca"));
+        let both = McpClientAuth {
+            ca: Some("/etc/admitpilot/mcp-ca.pem".into()),
+            ..token_only
+        };
+        assert!(both.check().is_ok());
+        assert!(McpClientAuth::default().check().is_ok());
     }
 
     #[test]

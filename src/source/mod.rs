@@ -110,6 +110,8 @@ pub struct SourceConfig {
     pub kube: Option<kubernetes::KubeConfig>,
     /// `--mcp-source`: MCP-over-xDS servers to subscribe to.
     pub mcp_sources: Vec<mcp::McpAddress>,
+    /// `--mcp-source-ca`, `--mcp-source-token-file`: how those servers are connected to.
+    pub mcp_auth: mcp::McpClientAuth,
     /// How documents are decoded and which namespace is the default.
     pub admit: AdmitOptions,
     /// Debounce window and maximum delay of the store.
@@ -124,6 +126,7 @@ impl Default for SourceConfig {
             config_dir: None,
             kube: None,
             mcp_sources: Vec::new(),
+            mcp_auth: mcp::McpClientAuth::default(),
             admit: AdmitOptions {
                 decode: DecodeOptions::default(),
                 default_namespace: DEFAULT_NAMESPACE.to_string(),
@@ -147,6 +150,8 @@ pub struct SourceSettings {
     pub kubeconfig: Option<PathBuf>,
     /// MCP-over-xDS servers to subscribe to.
     pub mcp_sources: Vec<mcp::McpAddress>,
+    /// How they are connected to (TLS, token).
+    pub mcp_auth: mcp::McpClientAuth,
     /// Namespaces to watch; empty means all.
     pub watch_namespaces: Vec<String>,
     /// `reportingInstance` of Events (the pod name).
@@ -187,6 +192,7 @@ impl SourceSettings {
             config_dir: self.config_dir,
             kube,
             mcp_sources: self.mcp_sources,
+            mcp_auth: self.mcp_auth,
             admit: self.admit.unwrap_or(defaults.admit),
             store: self.store,
             state: self.state,
@@ -248,6 +254,7 @@ pub fn start(config: SourceConfig, metrics: SourceMetrics) -> Result<Sources, Er
         let sender = store.sender(mcp::scope(&address));
         tasks.push(mcp::spawn(
             address,
+            config.mcp_auth.clone(),
             config.admit.clone(),
             sender,
             metrics.clone(),

@@ -210,8 +210,13 @@ impl Admitpilot {
     /// Starts the binary with the MCP server `source` (`xds://HOST:PORT`) as its only config source
     /// (`--mcp-source`).
     pub async fn start_mcp_subscriber(source: &str) -> Admitpilot {
+        Self::start_mcp_subscriber_with(source, &[]).await
+    }
+
+    /// Like [`Admitpilot::start_mcp_subscriber`], with more flags `args` (e.g. `--mcp-source-ca`).
+    pub async fn start_mcp_subscriber_with(source: &str, args: &[String]) -> Admitpilot {
         let flag = [format!("--mcp-source={source}")];
-        Self::launch(&flag, free_port(), None, &[]).await
+        Self::launch(&flag, free_port(), None, args).await
     }
 
     /// Like [`Admitpilot::start`], with more `serve` flags.
