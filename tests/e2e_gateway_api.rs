@@ -183,11 +183,23 @@ spec:
   rules: [{backendRefs: [{name: team, port: 80}]}]
 "#;
 
-fn gateway(port: u16, https_port: u16) -> String {
+/// The Gateway: HTTP on `port`; HTTPS on `https_port` with `default/shop-cert`; HTTPS with certificates of the
+/// namespace `certs` on `granted_port` (a ReferenceGrant there allows `shop-cert`) and `refused_port` (none allows
+/// `other-cert`).
+fn gateway(port: u16, https_port: u16, granted_port: u16, refused_port: u16) -> String {
     format!(
-        "apiVersion: gateway.networking.k8s.io/v1\nkind: Gateway\nmetadata: {{name: gw, namespace: default}}\nspec:\n  gatewayClassName: admitpilot\n  listeners:\n  - {{name: http, port: {port}, protocol: HTTP, hostname: \"*.example\"}}\n  - {{name: https, port: {https_port}, protocol: HTTPS, hostname: shop.example, tls: {{certificateRefs: [{{name: shop-cert}}]}}}}\n"
+        "apiVersion: gateway.networking.k8s.io/v1\nkind: Gateway\nmetadata: {{name: gw, namespace: default}}\nspec:\n  gatewayClassName: admitpilot\n  listeners:\n  - {{name: http, port: {port}, protocol: HTTP, hostname: \"*.example\"}}\n  - {{name: https, port: {https_port}, protocol: HTTPS, hostname: shop.example, tls: {{certificateRefs: [{{name: shop-cert}}]}}}}\n  - {{name: granted, port: {granted_port}, protocol: HTTPS, hostname: shop.example, tls: {{certificateRefs: [{{name: shop-cert, namespace: certs}}]}}}}\n  - {{name: refused, port: {refused_port}, protocol: HTTPS, hostname: shop.example, tls: {{certificateRefs: [{{name: other-cert, namespace: certs}}]}}}}\n"
     )
 }
+
+/// The ReferenceGrant in `certs` that lets Gateways of `default` use the Secret `shop-cert` (and no other).
+const CERTS_GRANT: &str = "apiVersion: gateway.networking.k8s.io/v1beta1
+kind: ReferenceGrant
+metadata: {name: gateways-from-default, namespace: certs}
+spec:
+  from: [{group: gateway.networking.k8s.io, kind: Gateway, namespace: default}]
+  to: [{group: \"\", kind: Secret, name: shop-cert}]
+";
 
 /// A CA (its PEM) and the Secret `default/shop-cert` holding a certificate for `shop.example` it signed.
 fn certificate() -> (String, String) {
@@ -210,6 +222,19 @@ fn certificate() -> (String, String) {
         b64(leaf_key.serialize_pem())
     );
     (ca.pem(), secret)
+}
+
+/// A client trusting `ca` that resolves shop.example to 127.0.0.1:`port`.
+fn https_client(ca: &str, port: u16) -> reqwest::Client {
+    reqwest::Client::builder()
+        .use_rustls_tls()
+        .tls_built_in_root_certs(false)
+        .add_root_certificate(reqwest::Certificate::from_pem(ca.as_bytes()).unwrap())
+        .resolve("shop.example", ([127, 0, 0, 1], port).into())
+        .no_proxy()
+        .timeout(Duration::from_secs(10))
+        .build()
+        .unwrap()
 }
 
 struct Reply {
@@ -242,11 +267,26 @@ async fn gateway_api_routes_are_served_by_envoy() {
         Echo::start("mirror").await,
         Echo::start("team").await,
     );
-    let (port, https_port) = (free_port(), free_port());
+    let (port, https_port, granted_port, refused_port) =
+        (free_port(), free_port(), free_port(), free_port());
     let (ca, secret) = certificate();
     let dir = tempfile::tempdir().unwrap();
-    write(dir.path(), "gateway.yaml", &gateway(port, https_port));
+    write(
+        dir.path(),
+        "gateway.yaml",
+        &gateway(port, https_port, granted_port, refused_port),
+    );
     write(dir.path(), "secret.yaml", &secret);
+    let in_certs = secret.replace("namespace: default", "namespace: certs");
+    write(
+        dir.path(),
+        "certs-secrets.yaml",
+        &format!(
+            "{in_certs}---\n{}",
+            in_certs.replace("name: shop-cert", "name: other-cert")
+        ),
+    );
+    write(dir.path(), "certs-grant.yaml", CERTS_GRANT);
     write(dir.path(), "routes.yaml", ROUTES);
     let services = [
         service("v1", "default", v1.port),
@@ -412,31 +452,35 @@ async fn gateway_api_routes_are_served_by_envoy() {
     assert_eq!(send(&http, get("/", "shop.other")).await.status, 404);
 
     // The HTTPS listener terminates TLS with the certificateRefs Secret (over SDS) and serves the same route.
-    let https = reqwest::Client::builder()
-        .use_rustls_tls()
-        .tls_built_in_root_certs(false)
-        .add_root_certificate(reqwest::Certificate::from_pem(ca.as_bytes()).unwrap())
-        .resolve("shop.example", ([127, 0, 0, 1], https_port).into())
-        .no_proxy()
-        .timeout(Duration::from_secs(10))
-        .build()
-        .unwrap();
-    let url = format!("https://shop.example:{https_port}/api/x");
-    let deadline = tokio::time::Instant::now() + CONVERGE;
-    let r = loop {
-        if let Ok(response) = https.get(&url).send().await {
-            break response.text().await.unwrap();
-        }
-        assert!(
-            tokio::time::Instant::now() < deadline,
-            "HTTPS never answered"
+    // So does the listener whose certificate is in `certs`, which a ReferenceGrant there allows; the one whose
+    // certificate no grant allows is not served at all.
+    for https_port in [https_port, granted_port] {
+        let url = format!("https://shop.example:{https_port}/api/x");
+        let https = https_client(&ca, https_port);
+        let deadline = tokio::time::Instant::now() + CONVERGE;
+        let r = loop {
+            if let Ok(response) = https.get(&url).send().await {
+                break response.text().await.unwrap();
+            }
+            assert!(
+                tokio::time::Instant::now() < deadline,
+                "HTTPS on {https_port} never answered"
+            );
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        };
+        assert_eq!(
+            serde_json::from_str::<Value>(&r).unwrap()["backend"],
+            "v1",
+            "{r}"
         );
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    };
-    assert_eq!(
-        serde_json::from_str::<Value>(&r).unwrap()["backend"],
-        "v1",
-        "{r}"
+    }
+    let refused = https_client(&ca, refused_port)
+        .get(format!("https://shop.example:{refused_port}/api/x"))
+        .send()
+        .await;
+    assert!(
+        refused.is_err(),
+        "a certificate no ReferenceGrant allows was served: {refused:?}"
     );
 
     envoy.assert_nothing_rejected("gateway api").await;

@@ -29,14 +29,35 @@ pub fn virtual_host(host: &str, port: u32) -> String {
     format!("{host}:{port}")
 }
 
-/// Returns the SDS name of a gateway credential: `kubernetes://<credentialName>`.
-pub fn credential_secret(credential_name: &str) -> String {
-    format!("kubernetes://{credential_name}")
+/// Prefix of a credential naming a Secret of a namespace of its own (Istio's `kubernetes-gateway://<ns>/<name>`,
+/// a Gateway API certificate in another namespace); it is its own SDS name.
+pub const GATEWAY_CREDENTIAL_PREFIX: &str = "kubernetes-gateway://";
+
+/// The credential of Secret `namespace/name` for a Gateway of another namespace: `kubernetes-gateway://<ns>/<name>`.
+pub fn gateway_credential(namespace: &str, name: &str) -> String {
+    format!("{GATEWAY_CREDENTIAL_PREFIX}{namespace}/{name}")
 }
 
-/// Returns the SDS name of a credential's CA bundle: `kubernetes://<credentialName>-cacert`.
+/// The namespace and name of a `kubernetes-gateway://<ns>/<name>` credential; `None` for any other.
+pub fn parse_gateway_credential(credential_name: &str) -> Option<(&str, &str)> {
+    credential_name
+        .strip_prefix(GATEWAY_CREDENTIAL_PREFIX)?
+        .split_once('/')
+}
+
+/// Returns the SDS name of a gateway credential: `kubernetes://<credentialName>`, or a `kubernetes-gateway://`
+/// credential as it is (Istio's `credentials.ToResourceName`).
+pub fn credential_secret(credential_name: &str) -> String {
+    if credential_name.starts_with(GATEWAY_CREDENTIAL_PREFIX) {
+        credential_name.to_string()
+    } else {
+        format!("kubernetes://{credential_name}")
+    }
+}
+
+/// Returns the SDS name of a credential's CA bundle: [`credential_secret`] followed by `-cacert`.
 pub fn credential_ca_secret(credential_name: &str) -> String {
-    format!("kubernetes://{credential_name}-cacert")
+    format!("{}-cacert", credential_secret(credential_name))
 }
 
 /// Prefix of the SDS name of a certificate and key read from files on the gateway.
@@ -88,6 +109,14 @@ mod tests {
         assert_eq!(cluster(80, "", "a.b"), "outbound|80||a.b");
         assert_eq!(virtual_host("*.example.com", 443), "*.example.com:443");
         assert_eq!(credential_ca_secret("cert"), "kubernetes://cert-cacert");
+        let other = gateway_credential("certs", "gw");
+        assert_eq!(credential_secret(&other), "kubernetes-gateway://certs/gw");
+        assert_eq!(
+            credential_ca_secret(&other),
+            "kubernetes-gateway://certs/gw-cacert"
+        );
+        assert_eq!(parse_gateway_credential(&other), Some(("certs", "gw")));
+        assert_eq!(parse_gateway_credential("gw"), None);
     }
 
     #[test]

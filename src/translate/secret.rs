@@ -13,6 +13,7 @@ use k8s_openapi::api::core::v1::Secret as KubeSecret;
 
 use std::collections::BTreeSet;
 
+use crate::model::gateway_api::reference_grant::granted;
 use crate::model::istio::gateway::ServerTlsSettings;
 use crate::model::{Kind, ObjectKey, Snapshot, Spec};
 
@@ -116,7 +117,8 @@ pub fn ca_bundle(
     })
 }
 
-/// The Kubernetes Secrets of one namespace in a snapshot (a gateway reads only its own namespace's).
+/// The Kubernetes Secrets of one namespace in a snapshot (a gateway reads only its own namespace's, and those of
+/// other namespaces a ReferenceGrant gives its Gateways).
 #[derive(Clone, Copy)]
 pub(crate) struct SecretsOf<'a> {
     /// The snapshot.
@@ -125,10 +127,28 @@ pub(crate) struct SecretsOf<'a> {
     pub namespace: &'a str,
 }
 
+/// The Secret a credential names: `<name>` in the gateway's namespace, or `kubernetes-gateway://<ns>/<name>` in
+/// `<ns>` when that is the gateway's namespace or a ReferenceGrant there lets the gateway's Gateways refer to it (as
+/// istiod's SDS server checks before it sends such a secret).
 fn kube_secret<'s>(secrets: SecretsOf<'s>, name: &str) -> Option<&'s KubeSecret> {
+    let (namespace, name) = match naming::parse_gateway_credential(name) {
+        Some((namespace, name)) => {
+            let allowed = namespace == secrets.namespace
+                || granted(
+                    secrets.snapshot,
+                    ("Gateway", secrets.namespace),
+                    ("", "Secret", namespace, name),
+                );
+            if !allowed {
+                return None;
+            }
+            (namespace, name)
+        }
+        None => (secrets.namespace, name),
+    };
     secrets
         .snapshot
-        .get(&ObjectKey::new(Kind::Secret, secrets.namespace, name))
+        .get(&ObjectKey::new(Kind::Secret, namespace, name))
         .and_then(|o| match &o.spec {
             Spec::Secret(s) => Some(s.as_ref()),
             _ => None,

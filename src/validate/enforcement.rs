@@ -100,26 +100,18 @@ pub fn unenforced(object: &ConfigObject) -> Option<Unenforced> {
     })
 }
 
-/// What of a translated Gateway API object gateways do not get: listeners other than HTTP and HTTPS (and HTTPS
-/// ones with a certificate in another namespace), session persistence and filters that name extensions.
+/// What of a translated Gateway API object gateways do not get: listeners other than HTTP and HTTPS, session
+/// persistence and filters that name extensions.
 fn unenforced_gateway_api(spec: &Spec) -> Option<(&'static str, &'static str)> {
     match spec {
         Spec::KubernetesGateway(gateway) => gateway
             .listeners
             .iter()
-            .any(|l| {
-                !matches!(l.protocol.as_str(), "HTTP" | "HTTPS")
-                    || l.tls.as_ref().is_some_and(|tls| {
-                        tls.certificate_refs
-                            .iter()
-                            .any(|c| c.namespace.as_deref().is_some_and(|n| !n.is_empty()))
-                    })
-            })
+            .any(|l| !matches!(l.protocol.as_str(), "HTTP" | "HTTPS"))
             .then_some((
                 "spec.listeners",
-                "a TLS, TCP or UDP listener, or an HTTPS listener with a certificate in another namespace, is not \
-                 enforced on gateways by admitpilot yet: only HTTP and HTTPS listeners with certificates in the \
-                 Gateway's namespace are served",
+                "a TLS, TCP or UDP listener is not enforced on gateways by admitpilot yet: only HTTP and HTTPS \
+                 listeners are served",
             )),
         Spec::HttpRoute(route) => route
             .rules

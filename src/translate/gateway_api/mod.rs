@@ -24,6 +24,7 @@ use crate::model::gateway_api::http_route::HttpRouteRule;
 use crate::model::istio::gateway::{Gateway, Port, Server, ServerTlsMode, ServerTlsSettings};
 use crate::model::istio::VirtualService;
 use crate::model::{ConfigObject, Kind, ObjectKey, ObjectMeta, Snapshot, Spec};
+use crate::translate::naming;
 use crate::translate::types::{Options, Proxy, GATEWAY_NAME_LABEL};
 
 /// Prefix of the names of every object synthesized from Gateway API objects.
@@ -103,25 +104,32 @@ fn synthesized_meta(gateway: &ConfigObject, name: String) -> ObjectMeta {
     }
 }
 
-/// The Istio server of a listener, or `None` for a protocol not translated yet.
-fn server(listener: &Listener) -> Option<Server> {
+/// The Istio server of a listener of a Gateway in `namespace`, or `None` for a protocol not translated yet. A
+/// certificate in another namespace becomes the credential `kubernetes-gateway://<namespace>/<name>` (Istio's
+/// name for it), which the gateway gets only when a ReferenceGrant there allows it (`translate::secret`).
+fn server(listener: &Listener, namespace: &str) -> Option<Server> {
     let host = format!("*/{}", listener.hostname.as_deref().unwrap_or("*"));
     let (protocol, tls) = match listener.protocol.as_str() {
         "HTTP" => ("HTTP", None),
         "HTTPS" => {
             let tls = listener.tls.as_ref()?;
             let certificate = tls.certificate_refs.first()?;
-            let same_namespace = certificate.namespace.as_deref().is_none_or(str::is_empty);
             let secret = certificate.group.as_deref().unwrap_or("").is_empty()
                 && certificate.kind.as_deref().unwrap_or("Secret") == "Secret";
-            if !same_namespace || !secret {
+            if !secret {
                 return None;
             }
+            let credential_name = match certificate.namespace.as_deref() {
+                Some(other) if !other.is_empty() && other != namespace => {
+                    naming::gateway_credential(other, &certificate.name)
+                }
+                _ => certificate.name.clone(),
+            };
             (
                 "HTTPS",
                 Some(ServerTlsSettings {
                     mode: Some(ServerTlsMode::Simple),
-                    credential_name: certificate.name.clone(),
+                    credential_name,
                     ..ServerTlsSettings::default()
                 }),
             )
@@ -205,7 +213,7 @@ fn synthesize(snapshot: &Snapshot, proxy: &Proxy, options: &Options) -> Vec<Conf
         [(GATEWAY_NAME_LABEL.to_string(), object.metadata.name.clone())].into();
     let mut out = Vec::new();
     for listener in &gateway.listeners {
-        let Some(server) = server(listener) else {
+        let Some(server) = server(listener, &object.metadata.namespace) else {
             continue;
         };
         let gateway_name = format!("{SYNTHESIZED}{}~{}", object.metadata.name, listener.name);

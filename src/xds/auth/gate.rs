@@ -15,8 +15,9 @@ use super::SecretAccess;
 use crate::xds::metrics::XdsMetrics;
 use crate::xds::resources::{Encoded, Family, GroupConfig, ResourceType, TypeResources};
 
-/// Prefix of the SDS names made from Kubernetes Secrets ([`crate::translate::naming::credential_secret`]).
-const KUBERNETES_PREFIX: &str = "kubernetes://";
+/// Prefixes of the SDS names made from Kubernetes Secrets ([`crate::translate::naming::credential_secret`]): of the
+/// gateway's namespace, and of another one a ReferenceGrant allows.
+const KUBERNETES_PREFIXES: [&str; 2] = ["kubernetes://", "kubernetes-gateway://"];
 
 /// What one stream withholds, and what it has already reported.
 pub(crate) struct SecretGate {
@@ -88,7 +89,10 @@ impl SecretGate {
 
 /// Whether the stream must not get this secret.
 fn is_withheld(name: &str, entry: &Encoded, ca_bundles: bool) -> bool {
-    name.starts_with(KUBERNETES_PREFIX) && !(ca_bundles && is_ca_bundle(entry))
+    KUBERNETES_PREFIXES
+        .iter()
+        .any(|prefix| name.starts_with(prefix))
+        && !(ca_bundles && is_ca_bundle(entry))
 }
 
 /// Whether an encoded secret is a CA bundle only (a validation context: public, no key).
@@ -137,6 +141,10 @@ mod tests {
                 "file-cert:/c~/k",
                 secret::Type::TlsCertificate(TlsCertificate::default()),
             ),
+            encoded(
+                "kubernetes-gateway://certs/gw",
+                secret::Type::TlsCertificate(TlsCertificate::default()),
+            ),
         ]
         .into_iter()
         .collect();
@@ -183,7 +191,7 @@ mod tests {
         );
         // Reported once: the same withheld name on the next push is not counted again.
         gate.view(config(), String::new, &metrics);
-        assert_eq!(gate.reported.len(), 1);
+        assert_eq!(gate.reported.len(), 2);
     }
 
     #[test]
