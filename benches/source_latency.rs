@@ -115,7 +115,7 @@ fn write_file(path: &Path, text: &str) {
 
 async fn watch_event_to_snapshot(objects: usize, samples: usize, debounce: Duration) {
     let api = apiserver::ApiServer::start(Duration::from_secs(60)).await;
-    for kind in admitpilot::source::kubernetes::DEFAULT_KINDS
+    for kind in admitpilot::source::kubernetes::default_kinds()
         .into_iter()
         .chain([
             Kind::Service,

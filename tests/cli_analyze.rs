@@ -137,13 +137,7 @@ fn unreadable_input_is_exit_2() {
 /// A document without a namespace is analyzed in `--namespace` (default `default`), as `istioctl analyze` does.
 #[test]
 fn documents_without_a_namespace_get_the_namespace_flag() {
-    const DR: &str = "apiVersion: networking.istio.io/v1
-kind: DestinationRule
-metadata: {name: reviews}
-spec:
-  host: reviews
-  exportTo: [\".\", other]
-";
+    const DR: &str = include_str!("cli/namespace-less-destination-rule.yaml");
     let output = analyze(&[("dr.yaml", DR)], &["--output", "json"]);
     let results: serde_json::Value = serde_json::from_slice(&output.stdout).unwrap();
     assert_eq!(results[0]["namespace"], "default", "{}", stdout(&output));

@@ -176,13 +176,7 @@ spec:
 /// told apart from the named namespace).
 #[test]
 fn documents_without_a_namespace_get_the_namespace_flag() {
-    const DR: &str = "apiVersion: networking.istio.io/v1
-kind: DestinationRule
-metadata: {name: reviews}
-spec:
-  host: reviews
-  exportTo: [\".\", other]
-";
+    const DR: &str = include_str!("cli/namespace-less-destination-rule.yaml");
     let dir = tempfile::tempdir().expect("tempdir");
     let path = write(&dir, "dr.yaml", DR);
     let output = admitpilot(&["validate", &path], None);

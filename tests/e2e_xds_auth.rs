@@ -15,7 +15,7 @@ mod pipeline;
 mod support;
 
 use std::net::SocketAddr;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use admitpilot::xds::TranslateFn;
@@ -122,45 +122,86 @@ fn https_client(ca_pem: &str, port: u16) -> reqwest::Client {
         .unwrap()
 }
 
+/// An authenticated xDS server over a folder holding a gateway whose HTTPS server on `port` uses a certificate
+/// for [`HOST`] (a Secret), with the API-server double behind its TokenReviews and SubjectAccessReviews.
+struct Secured {
+    api: ApiServer,
+    pki: Pki,
+    server: AuthServer,
+    port: u16,
+    _backend: Backend,
+    _dir: tempfile::TempDir,
+    _sources: admitpilot::source::Sources,
+}
+
+impl Secured {
+    /// Starts it; `may_read_secrets` grants ServiceAccount `gw/gateway` `get secrets` in `gw`.
+    async fn start(may_read_secrets: bool) -> Secured {
+        let api = ApiServer::start(Duration::from_secs(60)).await;
+        if may_read_secrets {
+            api.grant(("gw", "gateway"), "get", "", "secrets", "gw");
+        }
+        let pki = Pki::new();
+        let backend = Backend::start("secured").await;
+        let port = free_port();
+        let (cert, key) = pki.issue(&[HOST]);
+        let dir = tempfile::tempdir().unwrap();
+        pipeline::write(
+            dir.path(),
+            "config.yaml",
+            &config(port, backend.port, &cert, &key),
+        );
+        let sources = pipeline::folder_sources(dir.path());
+        let server = AuthServer::start(
+            &pki,
+            api.client(),
+            AUDIENCE,
+            TranslateFn::caching(admitpilot::translate::Options::default()),
+            sources.snapshots.clone(),
+        )
+        .await;
+        Secured {
+            api,
+            pki,
+            server,
+            port,
+            _backend: backend,
+            _dir: dir,
+            _sources: sources,
+        }
+    }
+
+    /// Writes `token` to the token file and starts Envoy (`base_id`) on the bootstrap that presents it; returns
+    /// Envoy and the file.
+    async fn envoy(&self, binary: &Path, token: &str, base_id: u32) -> (EnvoyProcess, PathBuf) {
+        let token_file = self.pki.dir.path().join("token");
+        std::fs::write(&token_file, token).unwrap();
+        let bootstrap = bootstrap(self.server.tls_addr, &self.pki.ca, &token_file);
+        (
+            EnvoyProcess::start(binary, &bootstrap, base_id).await,
+            token_file,
+        )
+    }
+
+    fn https(&self) -> (reqwest::Client, String) {
+        (
+            https_client(&self.pki.ca_pem, self.port),
+            format!("https://{HOST}:{}/", self.port),
+        )
+    }
+}
+
 #[tokio::test]
 async fn envoy_with_a_rotating_token_gets_its_certificate_and_serves_https() {
     let Some(binary) = envoy_binary() else {
         return;
     };
-    let api = ApiServer::start(Duration::from_secs(60)).await;
-    api.grant(("gw", "gateway"), "get", "", "secrets", "gw");
-    let pki = Pki::new();
-    let backend = Backend::start("secured").await;
-    let port = free_port();
-    let (cert, key) = pki.issue(&[HOST]);
-    let dir = tempfile::tempdir().unwrap();
-    pipeline::write(
-        dir.path(),
-        "config.yaml",
-        &config(port, backend.port, &cert, &key),
-    );
-    let sources = pipeline::folder_sources(dir.path());
-    let server = AuthServer::start(
-        &pki,
-        api.client(),
-        AUDIENCE,
-        TranslateFn::caching(admitpilot::translate::Options::default()),
-        sources.snapshots.clone(),
-    )
-    .await;
-
+    let secured = Secured::start(true).await;
+    let api = &secured.api;
     // A token that expires in a few seconds, as a projected token near the end of its life.
     let first = api.issue_token("gw", "gateway", AUDIENCE, Duration::from_secs(6));
-    let token_file = pki.dir.path().join("token");
-    std::fs::write(&token_file, &first).unwrap();
-    let envoy = EnvoyProcess::start(
-        &binary,
-        &bootstrap(server.tls_addr, &pki.ca, &token_file),
-        4711,
-    )
-    .await;
-    let https = https_client(&pki.ca_pem, port);
-    let url = format!("https://{HOST}:{port}/");
+    let (envoy, token_file) = secured.envoy(&binary, &first, 4711).await;
+    let (https, url) = secured.https();
     wait_for_response(&https, &url, 200, "secured").await;
     envoy.assert_nothing_rejected("first token").await;
 
@@ -180,13 +221,13 @@ async fn envoy_with_a_rotating_token_gets_its_certificate_and_serves_https() {
     // The reconnected stream serves the same certificate: HTTPS keeps working, nothing rejected.
     wait_for_response(&https, &url, 200, "secured").await;
     envoy.assert_nothing_rejected("rotated token").await;
-    let text = server.metrics_text();
+    let text = secured.server.metrics_text();
     assert!(
         !text.contains("admitpilot_xds_secret_denied_total{"),
         "{text}"
     );
     drop(envoy);
-    server.shutdown().await;
+    secured.server.shutdown().await;
 }
 
 #[tokio::test]
@@ -194,37 +235,14 @@ async fn envoy_of_a_service_account_without_secret_access_gets_no_certificate() 
     let Some(binary) = envoy_binary() else {
         return;
     };
-    let api = ApiServer::start(Duration::from_secs(60)).await;
-    let pki = Pki::new();
-    let backend = Backend::start("secured").await;
-    let port = free_port();
-    let (cert, key) = pki.issue(&[HOST]);
-    let dir = tempfile::tempdir().unwrap();
-    pipeline::write(
-        dir.path(),
-        "config.yaml",
-        &config(port, backend.port, &cert, &key),
-    );
-    let sources = pipeline::folder_sources(dir.path());
-    let server = AuthServer::start(
-        &pki,
-        api.client(),
-        AUDIENCE,
-        TranslateFn::caching(admitpilot::translate::Options::default()),
-        sources.snapshots.clone(),
-    )
-    .await;
-    let token = api.issue_token("gw", "gateway", AUDIENCE, Duration::from_secs(3600));
-    let token_file = pki.dir.path().join("token");
-    std::fs::write(&token_file, &token).unwrap();
-    let envoy = EnvoyProcess::start(
-        &binary,
-        &bootstrap(server.tls_addr, &pki.ca, &token_file),
-        4712,
-    )
-    .await;
+    let secured = Secured::start(false).await;
+    let token = secured
+        .api
+        .issue_token("gw", "gateway", AUDIENCE, Duration::from_secs(3600));
+    let (envoy, _) = secured.envoy(&binary, &token, 4712).await;
     support::eventually(|| {
-        server
+        secured
+            .server
             .metrics_text()
             .contains("admitpilot_xds_secret_denied_total{reason=\"rbac\"} 1")
     })
@@ -232,12 +250,8 @@ async fn envoy_of_a_service_account_without_secret_access_gets_no_certificate() 
     // Envoy holds the listener warming for the secret it never gets: no HTTPS, no key anywhere in its config.
     let dump = envoy.config_dump().await;
     assert!(!dump.contains("PRIVATE KEY"), "the key reached Envoy");
-    assert!(get(
-        &https_client(&pki.ca_pem, port),
-        &format!("https://{HOST}:{port}/")
-    )
-    .await
-    .is_none());
+    let (https, url) = secured.https();
+    assert!(get(&https, &url).await.is_none());
     drop(envoy);
-    server.shutdown().await;
+    secured.server.shutdown().await;
 }

@@ -33,24 +33,36 @@ fn xds_config(pki: &Pki) -> XdsConfig {
     }
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn webhook_and_xds_refuse_tls_before_1_2() {
-    let dir = tempfile::tempdir().unwrap();
-    let pki = Pki::new();
+/// The app serving an empty snapshot (its sender, keep it alive) with the webhook and xDS over `pki`'s TLS.
+async fn start(
+    dir: &std::path::Path,
+    pki: &Pki,
+) -> (
+    tokio::sync::watch::Sender<Arc<admitpilot::model::Snapshot>>,
+    admitpilot::app::Running,
+) {
     let (snapshots, receiver) =
         tokio::sync::watch::channel(Arc::new(admitpilot::model::Snapshot {
             version: 1,
             ..Default::default()
         }));
-    let running = App::new(serve_config(dir.path()))
+    let running = App::new(serve_config(dir))
         .snapshots(receiver)
         .xds(
-            xds_config(&pki),
+            xds_config(pki),
             TranslateFn::caching(admitpilot::translate::Options::default()),
         )
         .start()
         .await
         .unwrap();
+    (snapshots, running)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn webhook_and_xds_refuse_tls_before_1_2() {
+    let dir = tempfile::tempdir().unwrap();
+    let pki = Pki::new();
+    let (snapshots, running) = start(dir.path(), &pki).await;
     let ports = [
         ("webhook", running.webhook_addr),
         ("xDS", running.xds_addr.unwrap()),
@@ -70,20 +82,7 @@ async fn webhook_and_xds_refuse_tls_before_1_2() {
 async fn the_xds_certificate_is_reloaded_when_its_files_change() {
     let dir = tempfile::tempdir().unwrap();
     let pki = Pki::new();
-    let (_snapshots, receiver) =
-        tokio::sync::watch::channel(Arc::new(admitpilot::model::Snapshot {
-            version: 1,
-            ..Default::default()
-        }));
-    let running = App::new(serve_config(dir.path()))
-        .snapshots(receiver)
-        .xds(
-            xds_config(&pki),
-            TranslateFn::caching(admitpilot::translate::Options::default()),
-        )
-        .start()
-        .await
-        .unwrap();
+    let (_snapshots, running) = start(dir.path(), &pki).await;
     let addr = running.xds_addr.unwrap();
     // A client that trusts only a second CA connects once the files hold a certificate that CA signed.
     let next = Pki::new();

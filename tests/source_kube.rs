@@ -11,7 +11,7 @@ mod support;
 use std::time::Duration;
 
 use admitpilot::model::{Kind, ObjectKey, Snapshot};
-use admitpilot::source::kubernetes::{Backoff, KubeConfig, DEFAULT_KINDS};
+use admitpilot::source::kubernetes::{default_kinds, Backoff, KubeConfig};
 use admitpilot::source::metrics::RejectLabels;
 use admitpilot::source::{self, SourceConfig, SourceMetrics, Sources, StateLocation, StoreConfig};
 use serde_json::{json, Value};
@@ -21,7 +21,7 @@ use support::{eventually, wait_for};
 const ISTIO: &str = "networking.istio.io";
 
 fn install_all(api: &ApiServer, except: &[Kind]) {
-    let kinds = DEFAULT_KINDS.into_iter().chain([
+    let kinds = default_kinds().into_iter().chain([
         Kind::Service,
         Kind::EndpointSlice,
         Kind::Secret,

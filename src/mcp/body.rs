@@ -172,7 +172,7 @@ mod tests {
 
     #[test]
     fn every_served_kind_has_its_message() {
-        for &kind in collection::SERVED {
+        for &kind in collection::SERVED.iter() {
             let desc = descriptor(kind).unwrap();
             assert_eq!(Some(desc.full_name()), collection::body_message(kind));
         }

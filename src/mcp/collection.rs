@@ -10,37 +10,15 @@ use std::sync::LazyLock;
 
 use crate::model::Kind;
 
-/// The kinds served over MCP, in a stable order: the Istio config kinds istiod reads, then the Higress ones, then
-/// the namespaced Gateway API ones. ConfigMaps (higress-config, mesh config), Services, EndpointSlices, Secrets
-/// and the cluster-scoped GatewayClass (MCP resources are named `namespace/name`) are not served.
-pub const SERVED: &[Kind] = &[
-    Kind::VirtualService,
-    Kind::DestinationRule,
-    Kind::Gateway,
-    Kind::ServiceEntry,
-    Kind::Sidecar,
-    Kind::EnvoyFilter,
-    Kind::WorkloadEntry,
-    Kind::WorkloadGroup,
-    Kind::ProxyConfig,
-    Kind::AuthorizationPolicy,
-    Kind::PeerAuthentication,
-    Kind::RequestAuthentication,
-    Kind::Telemetry,
-    Kind::IstioWasmPlugin,
-    Kind::TrafficExtension,
-    Kind::McpBridge,
-    Kind::Http2Rpc,
-    Kind::HigressWasmPlugin,
-    Kind::KubernetesGateway,
-    Kind::HttpRoute,
-    Kind::GrpcRoute,
-    Kind::ReferenceGrant,
-    Kind::TlsRoute,
-    Kind::TcpRoute,
-    Kind::BackendTlsPolicy,
-    Kind::ListenerSet,
-];
+/// The kinds served over MCP, in [`Kind::ALL`]'s order: the custom resource kinds (Istio's config kinds istiod reads,
+/// the Higress ones, the namespaced Gateway API ones). ConfigMaps (higress-config, mesh config), Services,
+/// EndpointSlices, Secrets and the cluster-scoped GatewayClass (MCP resources are named `namespace/name`) are not
+/// served.
+pub static SERVED: LazyLock<Vec<Kind>> = LazyLock::new(|| {
+    Kind::custom_resources()
+        .filter(|kind| *kind != Kind::GatewayClass)
+        .collect()
+});
 
 /// Every collection name a subscriber may ask for, with its kind: each kind of [`SERVED`] in each API version it is
 /// served in, newest first (`networking.istio.io/v1/VirtualService`, then `…/v1beta1/…` and `…/v1alpha3/…`). The
@@ -127,7 +105,7 @@ mod tests {
     /// A kind is served under its group, newest version and kind name.
     #[test]
     fn collections_are_group_newest_version_kind() {
-        for &kind in SERVED {
+        for &kind in SERVED.iter() {
             let info = kind.info();
             let expected = format!("{}/{}/{}", info.group, info.versions[0], info.kind);
             assert_eq!(collection(kind), Some(expected.as_str()));
@@ -161,7 +139,7 @@ mod tests {
 
     #[test]
     fn kind_of_reverses_collection() {
-        for &kind in SERVED {
+        for &kind in SERVED.iter() {
             assert_eq!(collection(kind).and_then(kind_of), Some(kind));
         }
     }

@@ -125,6 +125,19 @@ impl Kind {
         Kind::ListenerSet,
     ];
 
+    /// Whether the kind is a custom resource (an Istio, Higress or Gateway API kind), not a ConfigMap or a core or
+    /// discovery kind (Service, EndpointSlice, Secret).
+    pub fn is_custom_resource(self) -> bool {
+        !matches!(self.info().group, "" | "discovery.k8s.io")
+    }
+
+    /// Every custom resource kind ([`Kind::is_custom_resource`]), in [`Kind::ALL`]'s order.
+    pub fn custom_resources() -> impl Iterator<Item = Kind> {
+        Kind::ALL
+            .into_iter()
+            .filter(|kind| kind.is_custom_resource())
+    }
+
     /// Returns where this kind lives in the Kubernetes API.
     pub const fn info(self) -> KindInfo {
         const fn info(

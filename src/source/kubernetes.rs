@@ -4,7 +4,7 @@
 //! What is watched (all as `DynamicObject`s, `ApiResource` built from [`Kind::info`]):
 //! * the ConfigMap `higress-config` in the higress namespace and Istio's mesh config, the ConfigMap `istio` in
 //!   the Istio namespace (field selectors on their names);
-//! * every Istio and Higress custom resource kind ([`DEFAULT_KINDS`]): those translation turns into gateway config,
+//! * every Istio and Higress custom resource kind ([`default_kinds`]): those translation turns into gateway config,
 //!   and those it does not, which are counted and reported as not enforced. A kind whose CRD is not installed
 //!   is simply empty (see failure handling);
 //! * Services and EndpointSlices;
@@ -32,7 +32,7 @@
 //! ```yaml
 //! - apiGroups: ["networking.istio.io", "security.istio.io", "telemetry.istio.io", "extensions.istio.io",
 //!               "networking.higress.io", "extensions.higress.io", "gateway.networking.k8s.io"]
-//!   resources: [<the kinds of DEFAULT_KINDS>]
+//!   resources: [<the kinds of default_kinds()>]
 //!   verbs: [get, list, watch]
 //! - apiGroups: [""]
 //!   resources: [services, secrets, configmaps]   # configmaps: higress-config and istio only (resourceNames)
@@ -65,37 +65,11 @@ use super::state::State;
 use super::{Scope, ScopedSender, SourceEvent, SourceMetrics, Store};
 use crate::model::{ConfigObject, Finding, Kind, ObjectKey};
 
-/// Custom resource kinds watched by default: every Istio, Higress and Gateway API kind admitpilot knows, so what it
-/// does not enforce on gateways is counted and reported too.
-pub const DEFAULT_KINDS: [Kind; 27] = [
-    Kind::Gateway,
-    Kind::VirtualService,
-    Kind::DestinationRule,
-    Kind::ServiceEntry,
-    Kind::EnvoyFilter,
-    Kind::WorkloadEntry,
-    Kind::AuthorizationPolicy,
-    Kind::RequestAuthentication,
-    Kind::Telemetry,
-    Kind::PeerAuthentication,
-    Kind::Sidecar,
-    Kind::WorkloadGroup,
-    Kind::ProxyConfig,
-    Kind::IstioWasmPlugin,
-    Kind::TrafficExtension,
-    Kind::McpBridge,
-    Kind::Http2Rpc,
-    Kind::HigressWasmPlugin,
-    Kind::GatewayClass,
-    Kind::KubernetesGateway,
-    Kind::HttpRoute,
-    Kind::GrpcRoute,
-    Kind::ReferenceGrant,
-    Kind::TlsRoute,
-    Kind::TcpRoute,
-    Kind::BackendTlsPolicy,
-    Kind::ListenerSet,
-];
+/// Custom resource kinds watched by default: every Istio, Higress and Gateway API kind admitpilot knows
+/// ([`Kind::custom_resources`]), so what it does not enforce on gateways is counted and reported too.
+pub fn default_kinds() -> Vec<Kind> {
+    Kind::custom_resources().collect()
+}
 
 /// Controller name written on Events.
 pub const REPORTER: &str = "admitpilot";
@@ -182,7 +156,7 @@ impl KubeConfig {
         KubeConfig {
             client,
             namespaces: Vec::new(),
-            kinds: DEFAULT_KINDS.to_vec(),
+            kinds: default_kinds(),
             backoff: Backoff::default(),
             instance: None,
             tls_secrets: true,

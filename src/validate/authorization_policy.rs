@@ -593,6 +593,22 @@ fn is_path_literal(segment: &str) -> bool {
         })
 }
 
+/// The `when` keys that take no item (Istio's attribute constants in pkg/config/security/security.go).
+pub const PLAIN_CONDITION_KEYS: [&str; 12] = [
+    "source.ip",
+    "remote.ip",
+    "source.namespace",
+    "source.serviceAccount",
+    "source.principal",
+    "source.trustDomain",
+    "request.auth.principal",
+    "request.auth.audiences",
+    "request.auth.presenter",
+    "destination.ip",
+    "destination.port",
+    "connection.sni",
+];
+
 /// Checks that a condition key is a known, supported attribute. Mirrors the key switch of Istio's
 /// `security.ValidateAttribute` (pkg/config/security/security.go), its attribute constants and, for the keys that
 /// take an item (`request.headers[…]`, `request.auth.claims[…]`, `experimental.envoy.filters.…[…]`), its
@@ -604,20 +620,7 @@ fn check_attribute_key(key: &str) -> Result<(), String> {
         "request.auth.claims",
         "experimental.envoy.filters.",
     ];
-    const PLAIN: [&str; 11] = [
-        "source.ip",
-        "remote.ip",
-        "source.namespace",
-        "source.serviceAccount",
-        "source.principal",
-        "source.trustDomain",
-        "request.auth.principal",
-        "request.auth.audiences",
-        "request.auth.presenter",
-        "destination.ip",
-        "destination.port",
-    ];
-    if PLAIN.contains(&key) || key == "connection.sni" {
+    if PLAIN_CONDITION_KEYS.contains(&key) {
         return Ok(());
     }
     if MAP_KEYS.iter().any(|p| key.starts_with(p)) {

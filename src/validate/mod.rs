@@ -34,6 +34,7 @@ mod wasm_plugin;
 mod workload_entry;
 mod workload_group;
 
+pub use authorization_policy::PLAIN_CONDITION_KEYS;
 use serde_json::Value;
 
 use crate::model::decode::{decode, DecodeOptions, Decoded, DocumentHeader};

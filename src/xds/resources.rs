@@ -552,7 +552,7 @@ mod tests {
         assert!(names.contains(&"networking.istio.io/v1/VirtualService"));
         assert!(names.contains(&"networking.istio.io/v1alpha3/VirtualService"));
         assert!(names.contains(&"networking.higress.io/v1/McpBridge"));
-        for kind in crate::mcp::SERVED {
+        for kind in crate::mcp::SERVED.iter() {
             let newest = crate::mcp::collection(*kind).unwrap();
             let Some(ResourceType::Mcp(collection)) = ResourceType::from_type_url(newest) else {
                 panic!("{newest} is not served");

@@ -21,6 +21,14 @@ pub const GATEWAY_API_REFERENCE: &str = "GWAPI-REF";
 /// What a route names: parents, host names and each rule's backends.
 type RouteRefs<'a> = (&'a [ParentReference], &'a [String], Vec<&'a [BackendRef]>);
 
+/// The backendRefs of each of a route's `rules`.
+fn per_rule<'a, R>(
+    rules: &'a [R],
+    refs: impl Fn(&'a R) -> &'a Vec<BackendRef>,
+) -> Vec<&'a [BackendRef]> {
+    rules.iter().map(|rule| refs(rule).as_slice()).collect()
+}
+
 fn warn(out: &mut Vec<Reference>, field: String, message: String) {
     out.push(Reference {
         code: GATEWAY_API_REFERENCE,
@@ -37,26 +45,17 @@ pub fn check(config: &Snapshot, object: &ConfigObject, out: &mut Vec<Reference>)
         Spec::HttpRoute(r) => Some((
             &r.parent_refs,
             &r.hostnames,
-            r.rules
-                .iter()
-                .map(|rule| rule.backend_refs.as_slice())
-                .collect(),
+            per_rule(&r.rules, |x| &x.backend_refs),
         )),
         Spec::GrpcRoute(r) => Some((
             &r.parent_refs,
             &r.hostnames,
-            r.rules
-                .iter()
-                .map(|rule| rule.backend_refs.as_slice())
-                .collect(),
+            per_rule(&r.rules, |x| &x.backend_refs),
         )),
         Spec::TlsRoute(r) | Spec::TcpRoute(r) => Some((
             &r.parent_refs,
             &r.hostnames,
-            r.rules
-                .iter()
-                .map(|rule| rule.backend_refs.as_slice())
-                .collect(),
+            per_rule(&r.rules, |x| &x.backend_refs),
         )),
         _ => None,
     };

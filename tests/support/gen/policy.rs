@@ -368,26 +368,19 @@ fn condition(rng: &mut Rng) -> Value {
                 "",
             ])
             .to_string(),
-        _ => rng
-            .pick(&[
-                "source.ip",
-                "remote.ip",
-                "source.namespace",
-                "source.serviceAccount",
-                "source.principal",
-                "source.trustDomain",
-                "request.auth.principal",
-                "request.auth.audiences",
-                "request.auth.presenter",
-                "destination.ip",
-                "destination.port",
-                "connection.sni",
+        _ => {
+            let items = [
                 "request.headers[x-tenant]",
                 "request.headers[:authority]",
                 "request.auth.claims[groups]",
                 "request.auth.claims[nested][key]",
-            ])
-            .to_string(),
+            ];
+            let keys: Vec<&str> = admitpilot::validate::PLAIN_CONDITION_KEYS
+                .into_iter()
+                .chain(items)
+                .collect();
+            rng.pick(&keys).to_string()
+        }
     };
     let each = |rng: &mut Rng| -> String {
         match key.as_str() {
