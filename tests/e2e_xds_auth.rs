@@ -27,42 +27,43 @@ use support::xds_auth::{AuthServer, Pki};
 const AUDIENCE: &str = "admitpilot";
 const HOST: &str = "secure.example";
 
-/// The README's gateway bootstrap: ADS over TLS to `localhost:<xds port>` (a name, as the README's Service name;
+/// The README's gateway bootstrap, taken from README.md with its Service address, CA and token paths replaced: ADS
+/// over TLS to `localhost:<xds port>` (a name, as the README's Service name;
 /// the server certificate is for localhost), trusting `ca`, presenting the token in `token`.
 fn bootstrap(xds: SocketAddr, ca: &Path, token: &Path) -> String {
-    format!(
-        r#"node:
-  id: router~127.0.0.1~gw-0.gw~gw.svc.cluster.local
-  cluster: gw
-  metadata: {{NAMESPACE: gw, SERVICE_ACCOUNT: gateway, LABELS: {{app: gw}}}}
-admin:
-  address: {{socket_address: {{address: 127.0.0.1, port_value: 0}}}}
-dynamic_resources:
-  ads_config:
-    api_type: DELTA_GRPC
-    transport_api_version: V3
-    set_node_on_first_message_only: true
-    grpc_services:
-    - google_grpc:
-        target_uri: localhost:{port}
-        stat_prefix: xds
-        credentials_factory_name: envoy.grpc_credentials.file_based_metadata
-        channel_credentials:
-          ssl_credentials: {{root_certs: {{filename: {ca}}}}}
-        call_credentials:
-        - from_plugin:
-            name: envoy.grpc_credentials.file_based_metadata
-            typed_config:
-              "@type": type.googleapis.com/envoy.config.grpc_credential.v3.FileBasedMetadataConfig
-              secret_data: {{filename: {token}}}
-              header_prefix: "Bearer "
-  lds_config: {{ads: {{}}, resource_api_version: V3}}
-  cds_config: {{ads: {{}}, resource_api_version: V3}}
-"#,
-        port = xds.port(),
-        ca = ca.display(),
-        token = token.display(),
-    )
+    const README: &str = include_str!("../README.md");
+    let section = &README[README
+        .find("The gateway bootstrap (")
+        .expect("README bootstrap")..];
+    let start = section.find("```yaml\n").expect("README bootstrap block") + "```yaml\n".len();
+    let end = start
+        + section[start..]
+            .find("```")
+            .expect("README bootstrap block end");
+    let mut yaml = section[start..end].to_string();
+    for (written, here) in [
+        (
+            "admitpilot.admitpilot.svc:15012",
+            format!("localhost:{}", xds.port()),
+        ),
+        ("/etc/admitpilot-ca/ca.crt", ca.display().to_string()),
+        (
+            "/var/run/secrets/admitpilot/token",
+            token.display().to_string(),
+        ),
+        (
+            "POD_IP~POD_NAME.NAMESPACE~NAMESPACE",
+            "127.0.0.1~gw-0.gw~gw".to_string(),
+        ),
+    ] {
+        assert!(
+            yaml.contains(written),
+            "the README's bootstrap no longer has {written}"
+        );
+        yaml = yaml.replace(written, &here);
+    }
+    // The test reads Envoy's stats and config dump.
+    yaml + "admin:\n  address: {socket_address: {address: 127.0.0.1, port_value: 0}}\n"
 }
 
 /// Gateway `gw/gw` terminating TLS for [`HOST`] on `port` with the Secret `gw/gw-cert`, routed to the backend.
