@@ -21,6 +21,8 @@ mod helm;
 mod kube_server;
 #[path = "support/pipeline.rs"]
 mod pipeline;
+#[path = "support/xds_auth.rs"]
+mod xds_auth;
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -421,4 +423,83 @@ async fn chart_webhook_scope_and_failure_policy() {
         );
         tokio::time::sleep(Duration::from_millis(200)).await;
     }
+}
+
+/// With the chart's defaults (and `tlsGateways=true`, so admitpilot reads TLS Secrets at all), on a real API server:
+/// the xDS port is TLS; a caller without a token gets no stream; a ServiceAccount RBAC does not let read Secrets
+/// gets no certificate; the gateway's ServiceAccount, bound to a Role that may, gets its certificate and key.
+#[tokio::test]
+async fn chart_defaults_send_a_key_only_to_a_verified_identity_allowed_to_read_it() {
+    let Some(installed) = Installed::start("chart-xds-secrets", &["tlsGateways=true"]).await else {
+        return;
+    };
+    let kube = &installed.kube;
+    let ns = kube.namespace().to_string();
+    let pki = xds_auth::Pki::new();
+    let (cert, key) = pki.issue(&["secure.example"]);
+    let b64 = |text: &str| {
+        use base64::Engine;
+        base64::engine::general_purpose::STANDARD.encode(text)
+    };
+    let objects = format!(
+        "apiVersion: v1\nkind: Secret\nmetadata: {{name: gw-cert, namespace: {ns}}}\ntype: kubernetes.io/tls\ndata: {{tls.crt: {}, tls.key: {}}}\n---\napiVersion: networking.istio.io/v1\nkind: Gateway\nmetadata: {{name: gw, namespace: {ns}}}\nspec:\n  selector: {{app: gw}}\n  servers:\n  - port: {{number: 8443, name: https, protocol: HTTPS}}\n    hosts: [secure.example]\n    tls: {{mode: SIMPLE, credentialName: gw-cert}}\n---\napiVersion: rbac.authorization.k8s.io/v1\nkind: Role\nmetadata: {{name: read-secrets, namespace: {ns}}}\nrules: [{{apiGroups: [\"\"], resources: [secrets], verbs: [get]}}]\n---\napiVersion: rbac.authorization.k8s.io/v1\nkind: RoleBinding\nmetadata: {{name: gateway-reads-secrets, namespace: {ns}}}\nroleRef: {{apiGroup: rbac.authorization.k8s.io, kind: Role, name: read-secrets}}\nsubjects: [{{kind: ServiceAccount, name: gateway, namespace: {ns}}}]\n",
+        b64(&cert),
+        b64(&key)
+    );
+    kube.create_service_account("gateway").await;
+    kube.create_service_account("no-rbac").await;
+    kube.kubectl_ok(&["apply", "-f", "-"], Some(&objects)).await;
+
+    // The chart's xDS certificate is certs-gen's, for the Service's names.
+    let ca = std::fs::read_to_string(installed._certs.path().join("ca.crt")).unwrap();
+    let xds_port = installed.admitpilot().xds_port;
+    let channel = || async {
+        tonic::transport::Channel::from_shared(format!("https://127.0.0.1:{xds_port}"))
+            .unwrap()
+            .tls_config(
+                tonic::transport::ClientTlsConfig::new()
+                    .ca_certificate(tonic::transport::Certificate::from_pem(&ca))
+                    .domain_name(format!("ap-admitpilot.{RELEASE_NS}.svc")),
+            )
+            .unwrap()
+            .connect()
+            .await
+            .unwrap()
+    };
+    let sds = |token: Option<String>| {
+        let ns = ns.clone();
+        async move {
+            xds_auth::first_response(
+                channel().await,
+                token.as_deref(),
+                xds_auth::gateway_node(&ns),
+                xds_auth::SDS,
+                &["kubernetes://gw-cert"],
+            )
+            .await
+        }
+    };
+
+    // No token: no stream at all.
+    let status = sds(None).await.unwrap_err();
+    assert_eq!(status.code(), tonic::Code::Unauthenticated, "{status:?}");
+    // The gateway's ServiceAccount gets its certificate, once admitpilot has the Gateway and its Secret.
+    let gateway = kube.token(&ns, "gateway", Some("admitpilot"), "10m").await;
+    let deadline = tokio::time::Instant::now() + WEBHOOK_ACTIVE;
+    loop {
+        let names = sds(Some(gateway.clone())).await.unwrap();
+        if names == ["kubernetes://gw-cert"] {
+            break;
+        }
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "the gateway never got its certificate: {names:?}\n{}",
+            installed.admitpilot().log()
+        );
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+    // A verified identity of the same namespace that RBAC does not let read Secrets: nothing, though the config
+    // holds the certificate.
+    let no_rbac = kube.token(&ns, "no-rbac", Some("admitpilot"), "10m").await;
+    assert_eq!(sds(Some(no_rbac)).await.unwrap(), Vec::<String>::new());
 }
