@@ -27,6 +27,7 @@ pub mod mcp;
 pub mod metrics;
 pub mod model;
 pub mod source;
+pub mod status;
 pub mod translate;
 pub mod validate;
 pub mod xds;

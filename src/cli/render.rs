@@ -1,5 +1,6 @@
 //! `admitpilot render`: loads a config folder (with the folder source's loader and validation), translates it
-//! for one gateway (labels + namespace) and prints the Envoy resources as YAML or JSON.
+//! for one gateway (labels + namespace) and prints the Envoy resources as YAML or JSON; with `--status`, prints
+//! the status admitpilot gives the folder's Gateway API objects instead.
 
 use std::collections::BTreeMap;
 use std::io::Write;
@@ -14,6 +15,7 @@ use admitpilot::model::decode::DecodeOptions;
 use admitpilot::model::Snapshot;
 use admitpilot::source::folder::Folder;
 use admitpilot::source::{AdmitOptions, SourceMetrics, DEFAULT_NAMESPACE};
+use admitpilot::status::{gateway_api_status, Programmed};
 use admitpilot::translate::dangling::LEFT_OUT_MESSAGE;
 use admitpilot::translate::{output, translate, Proxy};
 
@@ -44,6 +46,14 @@ pub struct RenderArgs {
     /// Print private keys of SDS secrets instead of `[redacted]`.
     #[arg(long)]
     show_secrets: bool,
+    /// Print the status of the Gateway API objects of --gateway-controller-name's classes (GatewayClass, Gateway
+    /// with its listeners, HTTPRoute parents) instead of Envoy resources. No gateway runs here, so Gateways are
+    /// Programmed=False, reason Pending.
+    #[arg(long)]
+    status: bool,
+    /// The GatewayClass controllerName whose objects --status reports on.
+    #[arg(long, default_value = admitpilot::model::gateway_api::DEFAULT_CONTROLLER_NAME)]
+    gateway_controller_name: String,
 }
 
 /// Parses `k=v,k2=v2` into a label map.
@@ -89,6 +99,9 @@ pub fn run(args: RenderArgs) -> anyhow::Result<ExitCode> {
             .map(|object| (object.key(), Arc::clone(&object)))
             .collect(),
     };
+    if args.status {
+        return print_status(&snapshot, &args);
+    }
     let resources = translate(&snapshot, &proxy);
     for item in &resources.left_out {
         tracing::warn!(resource = %item.resource, feature = %item.feature, missing_clusters = ?item.missing,
@@ -96,6 +109,36 @@ pub fn run(args: RenderArgs) -> anyhow::Result<ExitCode> {
     }
     let json = output::to_json(&resources, !args.show_secrets)
         .context("converting the resources to JSON")?;
+    let text = match args.output {
+        Format::Json => serde_json::to_string_pretty(&json)? + "\n",
+        Format::Yaml => serde_yaml_ng::to_string(&json)?,
+    };
+    std::io::stdout().lock().write_all(text.as_bytes())?;
+    Ok(ExitCode::SUCCESS)
+}
+
+/// Prints each Gateway API object's status as `{kind, namespace, name, status}`.
+fn print_status(snapshot: &Snapshot, args: &RenderArgs) -> anyhow::Result<ExitCode> {
+    let now = k8s_openapi::jiff::Timestamp::now()
+        .strftime("%Y-%m-%dT%H:%M:%SZ")
+        .to_string();
+    let pending = |_: &admitpilot::model::ObjectKey| {
+        Programmed::Pending(
+            "render runs no gateway: nothing has acknowledged this configuration".into(),
+        )
+    };
+    let updates = gateway_api_status(snapshot, &args.gateway_controller_name, &pending, &now);
+    let json: Vec<serde_json::Value> = updates
+        .into_iter()
+        .map(|update| {
+            serde_json::json!({
+                "kind": update.key.kind.info().kind,
+                "namespace": update.key.namespace,
+                "name": update.key.name,
+                "status": update.status,
+            })
+        })
+        .collect();
     let text = match args.output {
         Format::Json => serde_json::to_string_pretty(&json)? + "\n",
         Format::Yaml => serde_yaml_ng::to_string(&json)?,

@@ -1,0 +1,672 @@
+//! Gateway API status (pure): takes a snapshot, the controller name admitpilot answers for and, per Gateway, what
+//! its gateways did with the config ([`Programmed`]), and yields the `status` of every GatewayClass, Gateway and
+//! HTTPRoute of that controller ([`StatusUpdate`]), with the spec's conditions and reasons (gateway-api
+//! `apis/v1/{gatewayclass,gateway,shared}_types.go`) and `observedGeneration` on each condition.
+//!
+//! It reads attachment and references exactly as translation does ([`attachment`], [`backends::destination`],
+//! the certificate rules of `translate::secret`), so a route said Accepted is one the gateways get. Route parents
+//! of other controllers are not produced here: a writer merges ours into `status.parents` and leaves theirs.
+
+use serde_json::{json, Value};
+
+use crate::model::gateway_api::attachment::{admits, default_kinds, intersect, names_listener};
+use crate::model::gateway_api::common::{BackendRef, ParentReference};
+use crate::model::gateway_api::gateway::Listener;
+use crate::model::gateway_api::reference_grant::granted;
+use crate::model::gateway_api::{Gateway, GROUP};
+use crate::model::{ConfigObject, Kind, ObjectKey, Snapshot, Spec};
+use crate::translate::gateway_api::backends;
+
+/// The listener protocols admitpilot serves (others are Accepted=False, UnsupportedProtocol).
+const SERVED_PROTOCOLS: [&str; 2] = ["HTTP", "HTTPS"];
+
+/// What the gateways of one Gateway did with the config version holding its current generation.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Programmed {
+    /// Every connected gateway of it has ACKed it.
+    Served,
+    /// Not yet (no gateway connected, or not yet acknowledged): the message says which.
+    Pending(String),
+    /// A gateway NACKed it: Envoy's error.
+    Rejected(String),
+}
+
+/// The `status` one object should carry.
+#[derive(Debug, Clone, PartialEq)]
+pub struct StatusUpdate {
+    /// The object.
+    pub key: ObjectKey,
+    /// Its generation the status describes (`observedGeneration`).
+    pub generation: i64,
+    /// The `status` (for routes, the `parents` entries of admitpilot's controller only).
+    pub status: Value,
+}
+
+/// The status of every GatewayClass of `controller`, every Gateway of those classes and every HTTPRoute attached
+/// to one of them; `programmed` says what the gateways of a Gateway did; `now` (RFC 3339) stamps the conditions.
+pub fn gateway_api_status(
+    snapshot: &Snapshot,
+    controller: &str,
+    programmed: &dyn Fn(&ObjectKey) -> Programmed,
+    now: &str,
+) -> Vec<StatusUpdate> {
+    let mut out = Vec::new();
+    let ours: Vec<&str> = snapshot
+        .of_kind(Kind::GatewayClass)
+        .filter_map(|object| match &object.spec {
+            Spec::GatewayClass(class) if class.controller_name == controller => {
+                let generation = generation(object);
+                out.push(StatusUpdate {
+                    key: object.key(),
+                    generation,
+                    status: json!({"conditions": [condition(
+                        "Accepted", true, "Accepted", "handled by admitpilot", generation, now)]}),
+                });
+                Some(object.metadata.name.as_str())
+            }
+            _ => None,
+        })
+        .collect();
+    let gateways: Vec<(&ConfigObject, &Gateway)> = snapshot
+        .of_kind(Kind::KubernetesGateway)
+        .filter_map(|object| match &object.spec {
+            Spec::KubernetesGateway(gateway)
+                if ours.contains(&gateway.gateway_class_name.as_str()) =>
+            {
+                Some((object.as_ref(), gateway.as_ref()))
+            }
+            _ => None,
+        })
+        .collect();
+    for (object, gateway) in &gateways {
+        out.push(gateway_status(
+            snapshot,
+            object,
+            gateway,
+            &programmed(&object.key()),
+            now,
+        ));
+    }
+    for object in snapshot.of_kind(Kind::HttpRoute) {
+        let Spec::HttpRoute(route) = &object.spec else {
+            continue;
+        };
+        let parents: Vec<Value> = route
+            .parent_refs
+            .iter()
+            .filter_map(|parent| {
+                let gateway = gateways.iter().find(|(g, _)| {
+                    parent.group() == GROUP
+                        && parent.kind() == "Gateway"
+                        && g.metadata.name == parent.name
+                        && g.metadata.namespace == parent.namespace_or(&object.metadata.namespace)
+                })?;
+                Some(route_parent(
+                    snapshot,
+                    object,
+                    gateway,
+                    parent,
+                    &route.hostnames,
+                    controller,
+                    now,
+                ))
+            })
+            .collect();
+        if !parents.is_empty() {
+            out.push(StatusUpdate {
+                key: object.key(),
+                generation: generation(object),
+                status: json!({"parents": parents}),
+            });
+        }
+    }
+    out
+}
+
+fn generation(object: &ConfigObject) -> i64 {
+    object.metadata.generation.unwrap_or(0)
+}
+
+/// A `metav1.Condition`.
+fn condition(
+    kind: &str,
+    ok: bool,
+    reason: &str,
+    message: &str,
+    generation: i64,
+    now: &str,
+) -> Value {
+    json!({
+        "type": kind,
+        "status": if ok { "True" } else { "False" },
+        "reason": reason,
+        "message": message,
+        "observedGeneration": generation,
+        "lastTransitionTime": now,
+    })
+}
+
+/// A Gateway's conditions and listeners.
+fn gateway_status(
+    snapshot: &Snapshot,
+    object: &ConfigObject,
+    gateway: &Gateway,
+    programmed: &Programmed,
+    now: &str,
+) -> StatusUpdate {
+    let generation = generation(object);
+    let namespace = object.metadata.namespace.as_str();
+    let cond =
+        |kind, ok, reason, message: &str| condition(kind, ok, reason, message, generation, now);
+    let mut any_valid = false;
+    let listeners: Vec<Value> = gateway
+        .listeners
+        .iter()
+        .enumerate()
+        .map(|(i, listener)| {
+            let supported = SERVED_PROTOCOLS.contains(&listener.protocol.as_str());
+            let refs = certificate_refs(snapshot, namespace, listener);
+            let conflict = conflict(&gateway.listeners[..i], &gateway.listeners[i + 1..], listener);
+            let valid = supported && refs.is_ok() && conflict.is_none();
+            any_valid |= valid;
+            let attached = attached_routes(snapshot, object, listener);
+            let (programmed_ok, programmed_reason, programmed_message) = match (valid, programmed) {
+                (false, _) => (false, "Invalid", "the listener is not valid".to_string()),
+                (true, Programmed::Served) => (true, "Programmed", "served by the gateways".to_string()),
+                (true, Programmed::Pending(why)) => (false, "Pending", why.clone()),
+                (true, Programmed::Rejected(why)) => (false, "Invalid", why.clone()),
+            };
+            let (refs_ok, refs_reason, refs_message) = match &refs {
+                Ok(()) => (true, "ResolvedRefs", "references resolved".to_string()),
+                Err((reason, message)) => (false, *reason, message.clone()),
+            };
+            json!({
+                "name": listener.name,
+                "supportedKinds": supported_kinds(listener),
+                "attachedRoutes": attached,
+                "conditions": [
+                    if supported {
+                        cond("Accepted", true, "Accepted", "accepted")
+                    } else {
+                        cond("Accepted", false, "UnsupportedProtocol",
+                             &format!("admitpilot does not serve {} listeners yet", listener.protocol))
+                    },
+                    cond("ResolvedRefs", refs_ok, refs_reason, &refs_message),
+                    match conflict {
+                        None => cond("Conflicted", false, "NoConflicts", "no conflicts"),
+                        Some((reason, message)) => cond("Conflicted", true, reason, &message),
+                    },
+                    cond("Programmed", programmed_ok, programmed_reason, &programmed_message),
+                ],
+            })
+        })
+        .collect();
+    let accepted = if any_valid || gateway.listeners.is_empty() {
+        cond("Accepted", true, "Accepted", "accepted by admitpilot")
+    } else {
+        cond(
+            "Accepted",
+            false,
+            "ListenersNotValid",
+            "no listener is valid",
+        )
+    };
+    let programmed = match programmed {
+        Programmed::Served if any_valid => {
+            cond("Programmed", true, "Programmed", "served by the gateways")
+        }
+        Programmed::Served => cond("Programmed", false, "Invalid", "no listener is valid"),
+        Programmed::Pending(why) => cond("Programmed", false, "Pending", why),
+        Programmed::Rejected(why) => cond("Programmed", false, "Invalid", why),
+    };
+    StatusUpdate {
+        key: object.key(),
+        generation,
+        status: json!({"conditions": [accepted, programmed], "listeners": listeners}),
+    }
+}
+
+/// The route kinds a listener takes: its protocol's, narrowed by `allowedRoutes.kinds` (only HTTPRoute is
+/// translated today, so that is what HTTP and HTTPS listeners support).
+fn supported_kinds(listener: &Listener) -> Vec<Value> {
+    let wanted = listener
+        .allowed_routes
+        .as_ref()
+        .map(|a| a.kinds.as_slice())
+        .unwrap_or_default();
+    default_kinds(&listener.protocol)
+        .iter()
+        .filter(|kind| **kind == "HTTPRoute")
+        .filter(|kind| {
+            wanted.is_empty()
+                || wanted
+                    .iter()
+                    .any(|k| k.kind == **kind && k.group.as_deref().unwrap_or(GROUP) == GROUP)
+        })
+        .map(|kind| json!({"group": GROUP, "kind": kind}))
+        .collect()
+}
+
+/// Whether an HTTPS listener's certificate resolves: a Secret, in the Gateway's namespace or one a ReferenceGrant
+/// opens, that exists. The error is the condition's reason and message.
+fn certificate_refs(
+    snapshot: &Snapshot,
+    namespace: &str,
+    listener: &Listener,
+) -> Result<(), (&'static str, String)> {
+    let Some(tls) = &listener.tls else {
+        return Ok(());
+    };
+    for cert in &tls.certificate_refs {
+        let target = cert
+            .namespace
+            .as_deref()
+            .filter(|n| !n.is_empty())
+            .unwrap_or(namespace);
+        let is_secret = cert.group.as_deref().unwrap_or("").is_empty()
+            && cert.kind.as_deref().unwrap_or("Secret") == "Secret";
+        if !is_secret {
+            return Err((
+                "InvalidCertificateRef",
+                format!("{} is not a core Secret", cert.name),
+            ));
+        }
+        if target != namespace
+            && !granted(
+                snapshot,
+                ("Gateway", namespace),
+                ("", "Secret", target, &cert.name),
+            )
+        {
+            return Err((
+                "RefNotPermitted",
+                format!("Secret {target}/{} is in another namespace and no ReferenceGrant there allows it", cert.name),
+            ));
+        }
+        if snapshot
+            .get(&ObjectKey::new(Kind::Secret, target, cert.name.clone()))
+            .is_none()
+        {
+            return Err((
+                "InvalidCertificateRef",
+                format!("Secret {target}/{} does not exist", cert.name),
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// A conflict of `listener` with another on its port: another protocol (ProtocolConflict), or the same protocol
+/// and host name (HostnameConflict).
+fn conflict(
+    before: &[Listener],
+    after: &[Listener],
+    listener: &Listener,
+) -> Option<(&'static str, String)> {
+    before
+        .iter()
+        .chain(after)
+        .filter(|other| other.port == listener.port)
+        .find_map(|other| {
+            if other.protocol != listener.protocol
+                && !both_http(&other.protocol, &listener.protocol)
+            {
+                Some((
+                    "ProtocolConflict",
+                    format!(
+                        "listener {:?} uses {} on port {}",
+                        other.name, other.protocol, other.port
+                    ),
+                ))
+            } else if other.protocol == listener.protocol && other.hostname == listener.hostname {
+                Some((
+                    "HostnameConflict",
+                    format!("listener {:?} has the same port and host name", other.name),
+                ))
+            } else {
+                None
+            }
+        })
+}
+
+/// HTTP and HTTPS never share a port as the same protocol; two HTTP or two HTTPS listeners may (by host name).
+fn both_http(a: &str, b: &str) -> bool {
+    a == b && SERVED_PROTOCOLS.contains(&a)
+}
+
+/// How many HTTPRoutes attach to `listener` (named it, allowed by it, host names intersecting).
+fn attached_routes(snapshot: &Snapshot, gateway: &ConfigObject, listener: &Listener) -> usize {
+    let gateway_id = (
+        gateway.metadata.namespace.as_str(),
+        gateway.metadata.name.as_str(),
+    );
+    snapshot
+        .of_kind(Kind::HttpRoute)
+        .filter(|object| {
+            let Spec::HttpRoute(route) = &object.spec else {
+                return false;
+            };
+            let namespace = object.metadata.namespace.as_str();
+            route.parent_refs.iter().any(|parent| {
+                names_listener(parent, namespace, gateway_id, listener)
+                    && admits(listener, "HTTPRoute", namespace, gateway_id.0)
+                    && !intersect(listener.hostname.as_deref(), &route.hostnames).is_empty()
+            })
+        })
+        .count()
+}
+
+/// One `status.parents` entry: whether the route attaches to the Gateway `parent` names, and whether its
+/// backends resolve.
+fn route_parent(
+    snapshot: &Snapshot,
+    route: &ConfigObject,
+    gateway: &(&ConfigObject, &Gateway),
+    parent: &ParentReference,
+    hostnames: &[String],
+    controller: &str,
+    now: &str,
+) -> Value {
+    let generation = generation(route);
+    let namespace = route.metadata.namespace.as_str();
+    let (object, spec) = gateway;
+    let gateway_id = (
+        object.metadata.namespace.as_str(),
+        object.metadata.name.as_str(),
+    );
+    let named: Vec<&Listener> = spec
+        .listeners
+        .iter()
+        .filter(|l| names_listener(parent, namespace, gateway_id, l))
+        .collect();
+    let allowed: Vec<&&Listener> = named
+        .iter()
+        .filter(|l| admits(l, "HTTPRoute", namespace, gateway_id.0))
+        .collect();
+    let (ok, reason, message) = if named.is_empty() {
+        (
+            false,
+            "NoMatchingParent",
+            "no listener matches the parentRef's sectionName or port",
+        )
+    } else if allowed.is_empty() {
+        (
+            false,
+            "NotAllowedByListeners",
+            "no listener it names allows this route (kind or namespace)",
+        )
+    } else if allowed
+        .iter()
+        .all(|l| intersect(l.hostname.as_deref(), hostnames).is_empty())
+    {
+        (
+            false,
+            "NoMatchingListenerHostname",
+            "no listener's host name intersects the route's",
+        )
+    } else {
+        (true, "Accepted", "attached")
+    };
+    let refs = resolved_refs(snapshot, route);
+    let (refs_ok, refs_reason, refs_message) = match &refs {
+        Ok(()) => (true, "ResolvedRefs", "every backend resolves".to_string()),
+        Err((reason, message)) => (false, *reason, message.clone()),
+    };
+    // The reference as written: fields left out stay out (the API server compares parentRefs field by field).
+    let mut parent_ref = json!(parent);
+    if let Some(fields) = parent_ref.as_object_mut() {
+        fields.retain(|_, value| !value.is_null());
+    }
+    json!({
+        "parentRef": parent_ref,
+        "controllerName": controller,
+        "conditions": [
+            condition("Accepted", ok, reason, message, generation, now),
+            condition("ResolvedRefs", refs_ok, refs_reason, &refs_message, generation, now),
+        ],
+    })
+}
+
+/// Whether every backendRef of an HTTPRoute resolves as translation resolves it; else the first failure's reason
+/// (InvalidKind, RefNotPermitted, BackendNotFound) and message.
+fn resolved_refs(snapshot: &Snapshot, route: &ConfigObject) -> Result<(), (&'static str, String)> {
+    let Spec::HttpRoute(spec) = &route.spec else {
+        return Ok(());
+    };
+    let namespace = route.metadata.namespace.as_str();
+    let refs: Vec<&BackendRef> = spec
+        .rules
+        .iter()
+        .flat_map(|rule| &rule.backend_refs)
+        .collect();
+    for backend in refs {
+        let target = backend.namespace_or(namespace);
+        if !backend.is_service() {
+            return Err((
+                "InvalidKind",
+                format!("{} {} is not a core Service", backend.kind(), backend.name),
+            ));
+        }
+        if target != namespace
+            && !granted(
+                snapshot,
+                ("HTTPRoute", namespace),
+                ("", "Service", target, &backend.name),
+            )
+        {
+            return Err((
+                "RefNotPermitted",
+                format!("Service {target}/{} is in another namespace and no ReferenceGrant there allows it", backend.name),
+            ));
+        }
+        if backends::destination(snapshot, backend, ("HTTPRoute", namespace), "cluster.local")
+            .is_none()
+        {
+            return Err((
+                "BackendNotFound",
+                format!(
+                    "Service {target}/{} or its port {} does not exist",
+                    backend.name,
+                    backend.port.unwrap_or(0)
+                ),
+            ));
+        }
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::model::decode::{decode, DecodeOptions, Decoded};
+    use std::sync::Arc;
+
+    fn snapshot(yaml: &str) -> Snapshot {
+        let objects = crate::model::document::parse_documents(yaml)
+            .into_iter()
+            .map(|doc| {
+                let value = doc.value.unwrap();
+                let Decoded::Object { object, .. } = decode(&value, &DecodeOptions::default())
+                else {
+                    panic!("{value} does not decode");
+                };
+                (object.key(), Arc::new(object))
+            })
+            .collect();
+        Snapshot {
+            version: 1,
+            objects,
+        }
+    }
+
+    const BASE: &str = "apiVersion: gateway.networking.k8s.io/v1
+kind: GatewayClass
+metadata: {name: ap, generation: 1}
+spec: {controllerName: admitpilot.io/gateway-controller}
+---
+apiVersion: gateway.networking.k8s.io/v1
+kind: Gateway
+metadata: {name: gw, namespace: default, generation: 2}
+spec:
+  gatewayClassName: ap
+  listeners:
+  - {name: http, port: 80, protocol: HTTP, hostname: '*.example'}
+  - {name: tcp, port: 9000, protocol: TCP}
+---
+apiVersion: v1
+kind: Service
+metadata: {name: web, namespace: default}
+spec: {ports: [{port: 8080}]}
+";
+
+    fn status(yaml: &str) -> Vec<StatusUpdate> {
+        let snapshot = snapshot(&format!("{BASE}---\n{yaml}"));
+        gateway_api_status(
+            &snapshot,
+            "admitpilot.io/gateway-controller",
+            &|_| Programmed::Served,
+            "2026-11-26T00:00:00Z",
+        )
+    }
+
+    fn find<'a>(updates: &'a [StatusUpdate], kind: Kind, name: &str) -> &'a Value {
+        &updates
+            .iter()
+            .find(|u| u.key.kind == kind && u.key.name == name)
+            .unwrap()
+            .status
+    }
+
+    fn conditions(value: &Value) -> Vec<(String, String, String)> {
+        value["conditions"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|c| {
+                (
+                    c["type"].as_str().unwrap().into(),
+                    c["status"].as_str().unwrap().into(),
+                    c["reason"].as_str().unwrap().into(),
+                )
+            })
+            .collect()
+    }
+
+    fn route(name: &str, host: &str, backend: &str) -> String {
+        format!(
+            "apiVersion: gateway.networking.k8s.io/v1
+kind: HTTPRoute
+metadata: {{name: {name}, namespace: default, generation: 3}}
+spec:
+  parentRefs: [{{name: gw}}]
+  hostnames: [{host}]
+  rules: [{{backendRefs: [{{name: {backend}, port: 8080}}]}}]
+"
+        )
+    }
+
+    #[test]
+    fn a_served_gateway_is_accepted_and_programmed_with_its_attached_routes() {
+        let updates = status(&route("web", "shop.example", "web"));
+        let class = find(&updates, Kind::GatewayClass, "ap");
+        assert_eq!(
+            conditions(class),
+            [("Accepted".into(), "True".into(), "Accepted".into())]
+        );
+        let gateway = find(&updates, Kind::KubernetesGateway, "gw");
+        assert_eq!(
+            conditions(gateway),
+            [
+                ("Accepted".into(), "True".into(), "Accepted".into()),
+                ("Programmed".into(), "True".into(), "Programmed".into())
+            ]
+        );
+        assert_eq!(gateway["conditions"][0]["observedGeneration"], 2);
+        let http = &gateway["listeners"][0];
+        assert_eq!(http["attachedRoutes"], 1);
+        assert_eq!(
+            http["supportedKinds"],
+            json!([{"group": GROUP, "kind": "HTTPRoute"}])
+        );
+        let tcp = &gateway["listeners"][1];
+        assert_eq!(
+            conditions(tcp)[0],
+            (
+                "Accepted".into(),
+                "False".into(),
+                "UnsupportedProtocol".into()
+            )
+        );
+        assert_eq!(
+            conditions(tcp)[3],
+            ("Programmed".into(), "False".into(), "Invalid".into())
+        );
+        let route = find(&updates, Kind::HttpRoute, "web");
+        let parent = &route["parents"][0];
+        assert_eq!(parent["controllerName"], "admitpilot.io/gateway-controller");
+        assert_eq!(
+            conditions(parent),
+            [
+                ("Accepted".into(), "True".into(), "Accepted".into()),
+                ("ResolvedRefs".into(), "True".into(), "ResolvedRefs".into())
+            ]
+        );
+        assert_eq!(parent["conditions"][0]["observedGeneration"], 3);
+    }
+
+    #[test]
+    fn routes_say_why_they_are_not_accepted_or_resolved() {
+        let updates = status(&format!(
+            "{}---\n{}",
+            route("missing-backend", "shop.example", "nowhere"),
+            route("other-host", "shop.other", "web")
+        ));
+        let missing = &find(&updates, Kind::HttpRoute, "missing-backend")["parents"][0];
+        assert_eq!(
+            conditions(missing)[1],
+            (
+                "ResolvedRefs".into(),
+                "False".into(),
+                "BackendNotFound".into()
+            )
+        );
+        let other = &find(&updates, Kind::HttpRoute, "other-host")["parents"][0];
+        assert_eq!(
+            conditions(other)[0],
+            (
+                "Accepted".into(),
+                "False".into(),
+                "NoMatchingListenerHostname".into()
+            )
+        );
+        let gateway = find(&updates, Kind::KubernetesGateway, "gw");
+        assert_eq!(gateway["listeners"][0]["attachedRoutes"], 1);
+    }
+
+    #[test]
+    fn programmed_follows_what_the_gateways_did() {
+        let snapshot = snapshot(BASE);
+        let rejected = gateway_api_status(
+            &snapshot,
+            "admitpilot.io/gateway-controller",
+            &|_| Programmed::Rejected("lds NACK: bad listener".into()),
+            "2026-11-26T00:00:00Z",
+        );
+        let gateway = find(&rejected, Kind::KubernetesGateway, "gw");
+        assert_eq!(gateway["conditions"][1]["status"], "False");
+        assert_eq!(
+            gateway["conditions"][1]["message"],
+            "lds NACK: bad listener"
+        );
+        let other = gateway_api_status(
+            &snapshot,
+            "someone.else/controller",
+            &|_| Programmed::Served,
+            "t",
+        );
+        assert!(
+            other.is_empty(),
+            "another controller's objects get no status from admitpilot"
+        );
+    }
+}
