@@ -336,6 +336,40 @@ async fn generated_regexes_are_admitted_exactly_when_envoy_loads_them() {
     admitted_exactly_when_envoy_loads(docs.collect()).await;
 }
 
+/// Found by the 10,000-object run (seed 20261126, `g7811`): an EnvoyFilter `ADD` of an HTTP filter appends it
+/// behind the router (as Istio's patch engine does), and Envoy rejects the listener (`terminal filter named
+/// envoy.filters.http.router … must be the last filter in a http filter chain`). The effect check now refuses it;
+/// the same filter inserted before the router is admitted and loads.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_http_filter_added_behind_the_router_is_refused() {
+    let filter = |name: &str, operation: &str, sub_filter: bool| {
+        let mut r#match = serde_json::json!({"context": "GATEWAY"});
+        if sub_filter {
+            r#match["listener"] = serde_json::json!({"filterChain": {"filter": {
+                "name": "envoy.filters.network.http_connection_manager",
+                "subFilter": {"name": "envoy.filters.http.router"}}}});
+        }
+        serde_json::json!({
+            "apiVersion": "networking.istio.io/v1alpha3",
+            "kind": "EnvoyFilter",
+            "metadata": {"name": name, "namespace": "edge"},
+            "spec": {
+                "workloadSelector": {"labels": {"istio": "ingressgateway"}},
+                "configPatches": [{"applyTo": "HTTP_FILTER", "match": r#match, "patch": {
+                    "operation": operation,
+                    "value": {"name": "envoy.filters.http.cors", "typed_config": {
+                        "@type": "type.googleapis.com/envoy.extensions.filters.http.cors.v3.Cors"}},
+                }}],
+            },
+        })
+    };
+    admitted_exactly_when_envoy_loads(vec![
+        filter("added", "ADD", false),
+        filter("before-router", "INSERT_BEFORE", true),
+    ])
+    .await;
+}
+
 /// Offers each of `docs` alone to the admission (validation and effect check) and loads it alone into real Envoy
 /// (undecoded past validation, so a refused one reaches Envoy too); fails on any object admitted that Envoy does
 /// not load, or refused that Envoy loads, and unless both verdicts occur.

@@ -17,9 +17,13 @@ use std::fmt;
 use std::sync::{Arc, Mutex, PoisonError};
 
 use envoy_types::pb::envoy::config::cluster::v3::Cluster;
-use envoy_types::pb::envoy::config::listener::v3::Listener;
+use envoy_types::pb::envoy::config::listener::v3::{filter, Listener};
 use envoy_types::pb::envoy::config::route::v3::{RouteConfiguration, VirtualHost};
-use prost::Message;
+use envoy_types::pb::envoy::extensions::filters::http::router::v3::Router;
+use envoy_types::pb::envoy::extensions::filters::network::http_connection_manager::v3::{
+    http_filter, HttpConnectionManager,
+};
+use prost::{Message, Name};
 
 use super::dangling::LeftOut;
 use super::types::{FastMap, FastSet, GatewayResources, Options, Proxy, RebuiltHosts};
@@ -190,6 +194,7 @@ fn check_changed_among(
         if changed {
             check_message(listener, &resource, "", out);
             check_filter_chain_matches(listener, &resource, out);
+            check_router_is_last(listener, &resource, out);
         }
     }
     if !known.is_some_and(|k| k.same_clusters) {
@@ -296,7 +301,7 @@ fn rejection(resource: &str, path: &str, message: String) -> Rejection {
 }
 
 /// protoc-gen-validate rules of one message; `prefix` is its path inside the resource.
-fn check_message<M: Message + prost::Name>(
+fn check_message<M: Message + Name>(
     message: &M,
     resource: &str,
     prefix: &str,
@@ -337,6 +342,56 @@ fn check_filter_chain_matches(listener: &Listener, resource: &str, out: &mut Vec
                     "the same match as filter_chains[{first}] (Envoy requires distinct matches)"
                 ),
             ));
+        }
+    }
+}
+
+/// Envoy rejects an HTTP connection manager whose router (a terminal filter) is not its last HTTP filter
+/// (`terminal filter named … must be the last filter in a http filter chain`), e.g. after an EnvoyFilter `ADD`
+/// appended a filter behind it (found by tests/envoy_generated.rs).
+fn check_router_is_last(listener: &Listener, resource: &str, out: &mut Vec<Rejection>) {
+    let chains = listener
+        .filter_chains
+        .iter()
+        .enumerate()
+        .map(|(i, chain)| (format!("filter_chains[{i}]"), chain))
+        .chain(
+            listener
+                .default_filter_chain
+                .iter()
+                .map(|chain| ("default_filter_chain".to_string(), chain)),
+        );
+    for (chain_path, chain) in chains {
+        for (f, network_filter) in chain.filters.iter().enumerate() {
+            let Some(filter::ConfigType::TypedConfig(any)) = &network_filter.config_type else {
+                continue;
+            };
+            if any.type_url != HttpConnectionManager::type_url() {
+                continue;
+            }
+            let Ok(hcm) = HttpConnectionManager::decode(any.value.as_slice()) else {
+                continue;
+            };
+            let last = hcm.http_filters.len().saturating_sub(1);
+            for (i, http) in hcm.http_filters.iter().enumerate() {
+                let router = match &http.config_type {
+                    Some(http_filter::ConfigType::TypedConfig(config)) => {
+                        config.type_url == Router::type_url()
+                    }
+                    _ => http.name == "envoy.filters.http.router",
+                };
+                if router && i != last {
+                    out.push(rejection(
+                        resource,
+                        &format!("{chain_path}.filters[{f}].typed_config.http_filters[{i}]"),
+                        format!(
+                            "terminal filter named {} of type envoy.filters.http.router must be the last filter in a \
+                             http filter chain (filters follow it)",
+                            http.name
+                        ),
+                    ));
+                }
+            }
         }
     }
 }

@@ -267,6 +267,12 @@ impl Oracle {
         let base_id = self.next_base_id;
         self.next_base_id += 1;
         self.starts += 1;
+        // The new process starts on the base config, not on the one it just failed (which would show up as a
+        // rejection or crash of whatever is loaded next).
+        self.version += 1;
+        let mut base = self.base.clone();
+        base.version = self.version;
+        self.snapshots.send_replace(Arc::new(base));
         // The old process is stopped before the new one starts on the same ports.
         self.envoy.stop();
         self.envoy = start_envoy(&self.binary, &self.bootstrap, base_id).await;
