@@ -3,10 +3,14 @@
 //! own patches set three: `Cluster.common_http_protocol_options` (upstream idle timeout; moves into the cluster's
 //! `HttpProtocolOptions`), `HeaderValueOption.append` (`addXRealIpHeader`; becomes `append_action`) and the
 //! compressor's `content_type` (gzip; becomes `content_type_matcher` with one exact matcher per type, which
-//! Envoy compares with the response's content type without its parameters, as it did the list).
+//! Envoy compares with the response's content type without its parameters, as it did the list). User EnvoyFilters
+//! (corpus examples, found by tests/envoy_generated.rs) also set `Cluster.http2_protocol_options` (becomes the
+//! explicit HTTP/2 config of `HttpProtocolOptions`) and the Lua filter's `inline_code` (becomes
+//! `default_source_code`).
 
 use envoy_types::pb::envoy::config::cluster::v3::Cluster;
-use envoy_types::pb::envoy::config::core::v3::Http1ProtocolOptions;
+use envoy_types::pb::envoy::config::core::v3::{data_source, DataSource, Http1ProtocolOptions};
+use envoy_types::pb::envoy::extensions::filters::http::lua::v3::Lua;
 use envoy_types::pb::envoy::extensions::upstreams::http::v3::{
     http_protocol_options, HttpProtocolOptions,
 };
@@ -29,13 +33,54 @@ use super::types::{GatewayResources, RebuiltHosts};
 
 /// Moves every deprecated field patches set in `out` to its replacement (see the module docs).
 pub fn upgrade(out: &mut GatewayResources, rebuilt: Option<&RebuiltHosts>) {
-    out.clusters
-        .iter_mut()
-        .for_each(upgrade_http_protocol_options);
+    for cluster in &mut out.clusters {
+        upgrade_http2_protocol_options(cluster);
+        upgrade_http_protocol_options(cluster);
+    }
     out.route_configs
         .iter_mut()
         .for_each(|config| upgrade_header_options(config, rebuilt));
-    for_each_hcm(&mut out.listeners, |_, hcm| upgrade_compressors(hcm));
+    for_each_hcm(&mut out.listeners, |_, hcm| {
+        let compressors = upgrade_compressors(hcm);
+        upgrade_lua(hcm) || compressors
+    });
+}
+
+/// Moves `cluster.http2_protocol_options` (HTTP/2 to the upstream) into its `HttpProtocolOptions` as the explicit
+/// HTTP/2 config, when the typed options choose no upstream protocol yet (created when there are none). Otherwise,
+/// or when the typed entry does not decode, the deprecated field stays for Envoy to judge.
+#[allow(deprecated)]
+fn upgrade_http2_protocol_options(cluster: &mut Cluster) {
+    let Some(http2) = cluster.http2_protocol_options.take() else {
+        return;
+    };
+    let mut options = match cluster
+        .typed_extension_protocol_options
+        .get(HTTP_PROTOCOL_OPTIONS)
+    {
+        None => HttpProtocolOptions::default(),
+        Some(typed) => match HttpProtocolOptions::decode(typed.value.as_slice()) {
+            Ok(options) if options.upstream_protocol_options.is_none() => options,
+            _ => {
+                cluster.http2_protocol_options = Some(http2);
+                return;
+            }
+        },
+    };
+    options.upstream_protocol_options = Some(
+        http_protocol_options::UpstreamProtocolOptions::ExplicitHttpConfig(
+            http_protocol_options::ExplicitHttpConfig {
+                protocol_config: Some(
+                    http_protocol_options::explicit_http_config::ProtocolConfig::Http2ProtocolOptions(
+                        http2,
+                    ),
+                ),
+            },
+        ),
+    );
+    cluster
+        .typed_extension_protocol_options
+        .insert(HTTP_PROTOCOL_OPTIONS.into(), any(options));
 }
 
 /// Moves `cluster.common_http_protocol_options` into its `HttpProtocolOptions` (created with HTTP/1.1, Envoy's
@@ -161,17 +206,7 @@ fn upgrade_compressors(hcm: &mut HttpConnectionManager) -> bool {
             .collect();
         true
     }
-    let mut changed = false;
-    for filter in &mut hcm.http_filters {
-        let Some(http_filter::ConfigType::TypedConfig(typed)) = filter.config_type.as_mut() else {
-            continue;
-        };
-        if typed.type_url != <Compressor as prost::Name>::type_url() {
-            continue;
-        }
-        let Ok(mut config) = Compressor::decode(typed.value.as_slice()) else {
-            continue;
-        };
+    each_http_filter(hcm, |config: &mut Compressor| {
         let response = upgrade(
             config
                 .response_direction_config
@@ -184,7 +219,46 @@ fn upgrade_compressors(hcm: &mut HttpConnectionManager) -> bool {
                 .as_mut()
                 .and_then(|d| d.common_config.as_mut()),
         );
-        if response || request {
+        response || request
+    })
+}
+
+/// Moves the Lua filter's deprecated `inline_code` into `default_source_code` (the same script, inline), unless
+/// that is set too (Envoy then judges); returns whether any Lua filter of `hcm` changed.
+#[allow(deprecated)]
+fn upgrade_lua(hcm: &mut HttpConnectionManager) -> bool {
+    each_http_filter(hcm, |lua: &mut Lua| {
+        if lua.inline_code.is_empty() || lua.default_source_code.is_some() {
+            return false;
+        }
+        lua.default_source_code = Some(DataSource {
+            specifier: Some(data_source::Specifier::InlineString(std::mem::take(
+                &mut lua.inline_code,
+            ))),
+            ..Default::default()
+        });
+        true
+    })
+}
+
+/// Calls `change` with the config of every HTTP filter of `hcm` whose typed config is an `M` (decoded), and stores
+/// it back when `change` returns `true`; returns whether any changed. A config that does not decode is skipped.
+fn each_http_filter<M: Message + prost::Name + Default>(
+    hcm: &mut HttpConnectionManager,
+    mut change: impl FnMut(&mut M) -> bool,
+) -> bool {
+    let mut changed = false;
+    for filter in &mut hcm.http_filters {
+        let Some(http_filter::ConfigType::TypedConfig(typed)) = filter.config_type.as_mut() else {
+            continue;
+        };
+        if typed.type_url != M::type_url() {
+            continue;
+        }
+        let Ok(mut config) = M::decode(typed.value.as_slice()) else {
+            continue;
+        };
+        if change(&mut config) {
             typed.value = config.encode_to_vec();
             changed = true;
         }
@@ -364,6 +438,75 @@ mod tests {
             ]
         );
         assert!(!upgrade_compressors(&mut hcm), "nothing left to move");
+    }
+
+    #[test]
+    fn lua_inline_code_becomes_the_default_source_code() {
+        use envoy_types::pb::envoy::extensions::filters::network::http_connection_manager::v3::HttpFilter;
+        let lua = Lua {
+            inline_code: "function envoy_on_request(h) end".into(),
+            ..Default::default()
+        };
+        let mut hcm = HttpConnectionManager {
+            http_filters: vec![HttpFilter {
+                name: "envoy.lua".into(),
+                config_type: Some(http_filter::ConfigType::TypedConfig(any(lua))),
+                ..Default::default()
+            }],
+            ..Default::default()
+        };
+        assert!(upgrade_lua(&mut hcm));
+        let Some(http_filter::ConfigType::TypedConfig(typed)) = &hcm.http_filters[0].config_type
+        else {
+            panic!("typed config");
+        };
+        let lua = Lua::decode(typed.value.as_slice()).unwrap();
+        assert!(lua.inline_code.is_empty());
+        assert_eq!(
+            lua.default_source_code.unwrap().specifier,
+            Some(data_source::Specifier::InlineString(
+                "function envoy_on_request(h) end".into()
+            ))
+        );
+        assert!(!upgrade_lua(&mut hcm), "nothing left to move");
+    }
+
+    #[test]
+    fn cluster_http2_options_become_the_explicit_http2_config() {
+        let mut cluster = Cluster {
+            http2_protocol_options: Some(Http2ProtocolOptions {
+                max_concurrent_streams: Some(envoy_types::pb::google::protobuf::UInt32Value {
+                    value: 100,
+                }),
+                ..Default::default()
+            }),
+            ..Default::default()
+        };
+        upgrade_http2_protocol_options(&mut cluster);
+        assert!(cluster.http2_protocol_options.is_none());
+        let options = HttpProtocolOptions::decode(
+            cluster.typed_extension_protocol_options[HTTP_PROTOCOL_OPTIONS]
+                .value
+                .as_slice(),
+        )
+        .unwrap();
+        let Some(http_protocol_options::UpstreamProtocolOptions::ExplicitHttpConfig(explicit)) =
+            options.upstream_protocol_options
+        else {
+            panic!("explicit config");
+        };
+        let Some(
+            http_protocol_options::explicit_http_config::ProtocolConfig::Http2ProtocolOptions(
+                http2,
+            ),
+        ) = explicit.protocol_config
+        else {
+            panic!("HTTP/2");
+        };
+        assert_eq!(
+            http2.max_concurrent_streams,
+            Some(envoy_types::pb::google::protobuf::UInt32Value { value: 100 })
+        );
     }
 
     #[test]
