@@ -370,6 +370,39 @@ async fn an_http_filter_added_behind_the_router_is_refused() {
     .await;
 }
 
+/// Found by the 10,000-object run (seed 20261126, `g4692`): a `TypedStruct` whose value Envoy cannot convert into
+/// its `type_url`'s message (a Duration given as a number) was admitted and Envoy rejected the listener. The
+/// effect check now converts it as Envoy does; the same filter with a Duration string is admitted and loads.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_typed_struct_envoy_cannot_convert_is_refused() {
+    let filter = |name: &str, fill_interval: serde_json::Value| {
+        serde_json::json!({
+            "apiVersion": "networking.istio.io/v1alpha3",
+            "kind": "EnvoyFilter",
+            "metadata": {"name": name, "namespace": "edge"},
+            "spec": {
+                "workloadSelector": {"labels": {"istio": "ingressgateway"}},
+                "configPatches": [{"applyTo": "HTTP_FILTER", "match": {"context": "GATEWAY", "listener": {
+                    "filterChain": {"filter": {"name": "envoy.filters.network.http_connection_manager",
+                        "subFilter": {"name": "envoy.filters.http.router"}}}}},
+                    "patch": {"operation": "INSERT_BEFORE", "value": {
+                        "name": "envoy.filters.http.local_ratelimit",
+                        "typed_config": {
+                            "@type": "type.googleapis.com/udpa.type.v1.TypedStruct",
+                            "type_url": "type.googleapis.com/envoy.extensions.filters.http.local_ratelimit.v3.LocalRateLimit",
+                            "value": {"stat_prefix": "local", "token_bucket": {
+                                "max_tokens": 1, "tokens_per_fill": 1, "fill_interval": fill_interval}},
+                        }}}}],
+            },
+        })
+    };
+    admitted_exactly_when_envoy_loads(vec![
+        filter("number", serde_json::json!(65536)),
+        filter("duration", serde_json::json!("60s")),
+    ])
+    .await;
+}
+
 /// Offers each of `docs` alone to the admission (validation and effect check) and loads it alone into real Envoy
 /// (undecoded past validation, so a refused one reaches Envoy too); fails on any object admitted that Envoy does
 /// not load, or refused that Envoy loads, and unless both verdicts occur.

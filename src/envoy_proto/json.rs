@@ -72,7 +72,24 @@ pub fn from_json_as(
     desc: MessageDescriptor,
     value: &serde_json::Value,
 ) -> Result<DynamicMessage, Error> {
-    let options = DeserializeOptions::new().deny_unknown_fields(true);
+    from_json_with(desc, value, true)
+}
+
+/// Converts proto-JSON into a message of the given descriptor as Envoy converts a `TypedStruct`'s value for
+/// dynamic config: unknown fields are ignored, everything else is strict.
+pub fn from_json_ignoring_unknown(
+    desc: MessageDescriptor,
+    value: &serde_json::Value,
+) -> Result<DynamicMessage, Error> {
+    from_json_with(desc, value, false)
+}
+
+fn from_json_with(
+    desc: MessageDescriptor,
+    value: &serde_json::Value,
+    deny_unknown: bool,
+) -> Result<DynamicMessage, Error> {
+    let options = DeserializeOptions::new().deny_unknown_fields(deny_unknown);
     let mut track = serde_path_to_error::Track::new();
     let deserializer = serde_path_to_error::Deserializer::new(value, &mut track);
     match DynamicMessage::deserialize_with_options(desc, deserializer, &options) {
