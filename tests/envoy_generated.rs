@@ -25,7 +25,7 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use admitpilot::model::ConfigObject;
-use gen::admission::{Admission, Outcome};
+use gen::admission::Outcome;
 use gen::oracle::{Oracle, Verdict};
 use serde_json::Value;
 
@@ -145,20 +145,12 @@ async fn generated_admitted_config_neither_crashes_nor_is_rejected_by_envoy() {
     let started = std::time::Instant::now();
     let mut rng = gen::Rng::new(seed);
     let ports: Vec<u16> = (0..8).map(|_| envoy::free_port()).collect();
-    let base = gen::base::base(ports.clone());
-    let base_snapshot = base.snapshot();
     let corpus = corpus::corpus_dir("istio/valid").map(|dir| gen::mutate::Corpus::read(&dir));
     if let Some(corpus) = &corpus {
         println!("corpus documents: {:?}", corpus.counts());
     }
-    let mut admission = Admission::new(base_snapshot.clone(), gen::base::proxy());
-    let mut oracle = Oracle::start(
-        &binary,
-        base_snapshot.clone(),
-        &gen::base::node_metadata(),
-        (ports[0], ports[1], ports[3]),
-    )
-    .await;
+    let (base, mut admission, mut oracle) = gen::base_admission_and_oracle(&binary, ports).await;
+    let base_snapshot = base.snapshot();
     assert_eq!(oracle.load(&[]).await, Verdict::Loaded, "the base config");
 
     let mut counts = Counts::default();
@@ -411,15 +403,7 @@ async fn admitted_exactly_when_envoy_loads(docs: Vec<Value>) {
         return;
     };
     let ports: Vec<u16> = (0..5).map(|_| envoy::free_port()).collect();
-    let base = gen::base::base(ports.clone());
-    let mut admission = Admission::new(base.snapshot(), gen::base::proxy());
-    let mut oracle = Oracle::start(
-        &binary,
-        base.snapshot(),
-        &gen::base::node_metadata(),
-        (ports[0], ports[1], ports[3]),
-    )
-    .await;
+    let (base, mut admission, mut oracle) = gen::base_admission_and_oracle(&binary, ports).await;
     let mut disagreements = Vec::new();
     let mut admitted_count = 0;
     let total = docs.len();

@@ -77,3 +77,21 @@ pub fn settings(default_seed: u64, default_count: usize) -> (u64, usize) {
     println!("generator: seed {seed}, {count} objects (ADMITPILOT_GEN_SEED / ADMITPILOT_GEN_COUNT to change)");
     (seed, count)
 }
+
+/// The base config on `ports` (HTTP, HTTPS, MUTUAL, TCP, TLS, …), an admission holding it as the live config, and a
+/// real Envoy (`binary`) loaded with it through admitpilot's xDS.
+pub async fn base_admission_and_oracle(
+    binary: &std::path::Path,
+    ports: Vec<u16>,
+) -> (base::Base, admission::Admission, oracle::Oracle) {
+    let config = base::base(ports.clone());
+    let admission = admission::Admission::new(config.snapshot(), base::proxy());
+    let oracle = oracle::Oracle::start(
+        binary,
+        config.snapshot(),
+        &base::node_metadata(),
+        (ports[0], ports[1], ports[3]),
+    )
+    .await;
+    (config, admission, oracle)
+}
