@@ -9,7 +9,7 @@
 
 use serde_json::{json, Value};
 
-use crate::model::gateway_api::attachment::{admits, default_kinds, intersect, names_listener};
+use crate::model::gateway_api::attachment::{default_kinds, parent_verdict, ParentVerdict};
 use crate::model::gateway_api::common::{BackendRef, ParentReference};
 use crate::model::gateway_api::gateway::Listener;
 use crate::model::gateway_api::reference_grant::granted;
@@ -348,9 +348,13 @@ fn attached_routes(snapshot: &Snapshot, gateway: &ConfigObject, listener: &Liste
             };
             let namespace = object.metadata.namespace.as_str();
             route.parent_refs.iter().any(|parent| {
-                names_listener(parent, namespace, gateway_id, listener)
-                    && admits(listener, "HTTPRoute", namespace, gateway_id.0)
-                    && !intersect(listener.hostname.as_deref(), &route.hostnames).is_empty()
+                parent_verdict(
+                    [listener],
+                    parent,
+                    ("HTTPRoute", namespace),
+                    gateway_id,
+                    &route.hostnames,
+                ) == ParentVerdict::Attached
             })
         })
         .count()
@@ -374,38 +378,30 @@ fn route_parent(
         object.metadata.namespace.as_str(),
         object.metadata.name.as_str(),
     );
-    let named: Vec<&Listener> = spec
-        .listeners
-        .iter()
-        .filter(|l| names_listener(parent, namespace, gateway_id, l))
-        .collect();
-    let allowed: Vec<&&Listener> = named
-        .iter()
-        .filter(|l| admits(l, "HTTPRoute", namespace, gateway_id.0))
-        .collect();
-    let (ok, reason, message) = if named.is_empty() {
-        (
+    let verdict = parent_verdict(
+        &spec.listeners,
+        parent,
+        ("HTTPRoute", namespace),
+        gateway_id,
+        hostnames,
+    );
+    let (ok, reason, message) = match verdict {
+        ParentVerdict::Attached => (true, "Accepted", "attached"),
+        ParentVerdict::NoMatchingParent => (
             false,
             "NoMatchingParent",
             "no listener matches the parentRef's sectionName or port",
-        )
-    } else if allowed.is_empty() {
-        (
+        ),
+        ParentVerdict::NotAllowedByListeners => (
             false,
             "NotAllowedByListeners",
             "no listener it names allows this route (kind or namespace)",
-        )
-    } else if allowed
-        .iter()
-        .all(|l| intersect(l.hostname.as_deref(), hostnames).is_empty())
-    {
-        (
+        ),
+        ParentVerdict::NoMatchingListenerHostname => (
             false,
             "NoMatchingListenerHostname",
             "no listener's host name intersects the route's",
-        )
-    } else {
-        (true, "Accepted", "attached")
+        ),
     };
     let refs = resolved_refs(snapshot, route);
     let (refs_ok, refs_reason, refs_message) = match &refs {

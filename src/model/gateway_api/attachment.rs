@@ -69,6 +69,51 @@ pub fn names_listener(
         && parent.port.is_none_or(|p| p == 0 || p == listener.port)
 }
 
+/// Whether a parent reference attaches a route to a Gateway, or the first reason it does not (the spec's route
+/// `Accepted` reasons, in the order they are decided).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ParentVerdict {
+    /// Some listener it names admits the route and shares a host name with it.
+    Attached,
+    /// No listener matches its `sectionName` or `port`.
+    NoMatchingParent,
+    /// The listeners it names do not admit the route's kind or namespace.
+    NotAllowedByListeners,
+    /// No admitting listener's host name intersects the route's (never for a TCPRoute, which has none).
+    NoMatchingListenerHostname,
+}
+
+/// Whether `parent`, in a `route_kind` of `route_namespace` with `hostnames`, attaches the route to the Gateway
+/// `gateway` (namespace, name) whose listeners are `listeners`. Translation, status and the webhook's reference
+/// warnings all decide attachment with it.
+pub fn parent_verdict<'a>(
+    listeners: impl IntoIterator<Item = &'a Listener>,
+    parent: &ParentReference,
+    (route_kind, route_namespace): (&str, &str),
+    gateway: (&str, &str),
+    hostnames: &[String],
+) -> ParentVerdict {
+    let named: Vec<&Listener> = listeners
+        .into_iter()
+        .filter(|l| names_listener(parent, route_namespace, gateway, l))
+        .collect();
+    let mut admitting = named
+        .iter()
+        .filter(|l| admits(l, route_kind, route_namespace, gateway.0))
+        .peekable();
+    if named.is_empty() {
+        ParentVerdict::NoMatchingParent
+    } else if admitting.peek().is_none() {
+        ParentVerdict::NotAllowedByListeners
+    } else if admitting.any(|l| {
+        route_kind == "TCPRoute" || !intersect(l.hostname.as_deref(), hostnames).is_empty()
+    }) {
+        ParentVerdict::Attached
+    } else {
+        ParentVerdict::NoMatchingListenerHostname
+    }
+}
+
 /// Whether `wildcard` (`*.example.com`) covers `host` (one or more labels in place of the `*`).
 fn covers(wildcard: &str, host: &str) -> bool {
     wildcard

@@ -7,9 +7,8 @@
 //! ReferenceGrant allows, a Gateway whose GatewayClass or certificate Secret is missing, and listeners that
 //! conflict on one port.
 
-use crate::model::gateway_api::attachment::{admits, intersect, names_listener};
+use crate::model::gateway_api::attachment::{parent_verdict, ParentVerdict};
 use crate::model::gateway_api::common::{BackendRef, ParentReference};
-use crate::model::gateway_api::gateway::Listener;
 use crate::model::gateway_api::reference_grant::granted;
 use crate::model::gateway_api::{Gateway, GROUP};
 use crate::model::{ConfigObject, Kind, ObjectKey, Snapshot, Spec};
@@ -141,32 +140,19 @@ fn route_refs(
             continue;
         };
         let id = (gateway_namespace, parent.name.as_str());
-        let named: Vec<&Listener> = gateway
-            .listeners
-            .iter()
-            .filter(|l| names_listener(parent, namespace, id, l))
-            .collect();
-        let message = if named.is_empty() {
-            Some("names no listener of the Gateway (sectionName/port)".to_string())
-        } else if !named
-            .iter()
-            .any(|l| admits(l, kind, namespace, gateway_namespace))
-        {
-            Some(format!(
+        let verdict = parent_verdict(&gateway.listeners, parent, (kind, namespace), id, hostnames);
+        let message = match verdict {
+            ParentVerdict::Attached => None,
+            ParentVerdict::NoMatchingParent => {
+                Some("names no listener of the Gateway (sectionName/port)".to_string())
+            }
+            ParentVerdict::NotAllowedByListeners => Some(format!(
                 "no listener it names admits {kind}s from namespace {namespace:?} (allowedRoutes: kinds, \
                  namespaces; a namespace Selector is not evaluated, so it admits only the Gateway's namespace)"
-            ))
-        } else if !named
-            .iter()
-            .filter(|l| admits(l, kind, namespace, gateway_namespace))
-            .any(|l| kind == "TCPRoute" || !intersect(l.hostname.as_deref(), hostnames).is_empty())
-        {
-            Some(
-                "no listener it names has a hostname that intersects the route's hostnames"
-                    .to_string(),
-            )
-        } else {
-            None
+            )),
+            ParentVerdict::NoMatchingListenerHostname => Some(
+                "no listener it names has a hostname that intersects the route's hostnames".to_string(),
+            ),
         };
         if let Some(why) = message {
             warn(
