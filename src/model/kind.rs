@@ -84,6 +84,18 @@ pub struct KindInfo {
     pub versions: &'static [&'static str],
 }
 
+impl KindInfo {
+    /// The resource's full name, `plural.group` (`gateways.networking.istio.io`; `services` for the core group): unlike
+    /// the `kind`, unique across groups (Istio's and the Gateway API's `Gateway`, Istio's and Higress's `WasmPlugin`).
+    pub fn resource_name(&self) -> String {
+        if self.group.is_empty() {
+            self.plural.to_string()
+        } else {
+            format!("{}.{}", self.plural, self.group)
+        }
+    }
+}
+
 const NETWORKING_VERSIONS: &[&str] = &["v1", "v1beta1", "v1alpha3"];
 /// The API group of the Kubernetes Gateway API kinds.
 const GATEWAY_API_GROUP: &str = crate::model::istio::types::GATEWAY_API_GROUP;

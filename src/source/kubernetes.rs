@@ -174,8 +174,10 @@ struct WatchSpec {
 
 impl WatchSpec {
     fn scope(&self) -> Scope {
+        // Named by the variant, not the `kind`: the two groups' `Gateway` watchers (and the two ConfigMap ones) must not
+        // replace each other's objects on a resync.
         Scope::new(format!(
-            "kube:{}/{}",
+            "kube:{:?}/{}",
             self.kind,
             self.namespace.as_deref().unwrap_or("*")
         ))
@@ -368,7 +370,10 @@ async fn run_watcher(spec: WatchSpec, shared: Arc<Shared>, sender: ScopedSender)
         while let Some(item) = stream.next().await {
             match item {
                 Ok(event) => {
-                    retry.reset();
+                    // `Init` comes before the list is even sent: only what the server answered shows it is back.
+                    if !matches!(event, Event::Init) {
+                        retry.reset();
+                    }
                     let held = state.held.len();
                     if state.handle(event, &resource, &shared, &sender).is_err() {
                         return;
@@ -380,7 +385,7 @@ async fn run_watcher(spec: WatchSpec, shared: Arc<Shared>, sender: ScopedSender)
                 Err(error) if is_gone(&error) => {
                     // A new watcher lists at once (kube's own would retry a refused watch start with the same
                     // resourceVersion); the relisted set replaces this watcher's objects at `InitDone`.
-                    tracing::info!(kind = %spec.kind, namespace = ?spec.namespace, %error,
+                    tracing::info!(resource = %spec.kind.info().resource_name(), namespace = ?spec.namespace, %error,
                         "watch expired; relisting");
                     retry.reset();
                     break;
@@ -388,12 +393,12 @@ async fn run_watcher(spec: WatchSpec, shared: Arc<Shared>, sender: ScopedSender)
                 Err(error) if is_not_found(&error) => {
                     if version + 1 < versions.len() {
                         version += 1;
-                        tracing::debug!(kind = %spec.kind, version = versions[version],
+                        tracing::debug!(resource = %spec.kind.info().resource_name(), version = versions[version],
                             "API version not served; trying an older one");
                     } else {
                         version = 0;
                         let delay = retry.take();
-                        tracing::warn!(kind = %spec.kind, namespace = ?spec.namespace,
+                        tracing::warn!(resource = %spec.kind.info().resource_name(), namespace = ?spec.namespace,
                             retry_in = ?delay, "API not served (CRD not installed?); retrying");
                         // Nothing of this kind exists (any more): count the scope as synced, holding nothing, so
                         // the rest can go live.
@@ -410,7 +415,7 @@ async fn run_watcher(spec: WatchSpec, shared: Arc<Shared>, sender: ScopedSender)
                 }
                 Err(error) => {
                     let delay = retry.take();
-                    tracing::warn!(kind = %spec.kind, namespace = ?spec.namespace, %error,
+                    tracing::warn!(resource = %spec.kind.info().resource_name(), namespace = ?spec.namespace, %error,
                         retry_in = ?delay, "watch failed; retrying");
                     retry.wait(delay).await;
                 }
@@ -744,6 +749,27 @@ mod tests {
         assert!(watches_secrets(&config));
         config.tls_secrets = false;
         assert!(!watches_secrets(&config));
+    }
+
+    /// A resync replaces every object of its scope: two watchers sharing one would delete each other's objects (the
+    /// Gateway API's `Gateway` watcher, not served, emptied Istio's `Gateway`s every retry).
+    #[tokio::test]
+    async fn every_watcher_has_a_scope_of_its_own() {
+        let url = "http://127.0.0.1:9".parse().expect("a URL");
+        let client = Client::try_from(kube::Config::new(url)).expect("a client");
+        let mut config = KubeConfig::new(client);
+        config.namespaces = vec!["a".into(), "b".into()];
+        let mut decode = crate::model::decode::DecodeOptions::default();
+        decode.mesh_namespace.clone_from(&decode.higress_namespace);
+        let options = AdmitOptions {
+            decode,
+            default_namespace: "default".into(),
+        };
+        let specs = watch_specs(&config, &options);
+        let scopes: BTreeSet<String> = specs.iter().map(|w| w.scope().to_string()).collect();
+        assert_eq!(scopes.len(), specs.len(), "{scopes:?}");
+        assert!(specs.iter().any(|w| w.kind == Kind::Gateway));
+        assert!(specs.iter().any(|w| w.kind == Kind::KubernetesGateway));
     }
 
     #[test]
