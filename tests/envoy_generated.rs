@@ -312,6 +312,10 @@ async fn generated_regexes_are_admitted_exactly_when_envoy_loads_them() {
         sources.push(source("principals", format!("*{tail}")));
         sources.push(source("namespaces", format!("{tail}-*")));
         sources.push(source("trustDomains", format!("*{tail}")));
+        sources.push(source(
+            "serviceAccounts",
+            format!("edge/{}", &tail[..length / 2]),
+        ));
     }
     let docs = sources.into_iter().enumerate().map(|(i, source)| {
         serde_json::json!({

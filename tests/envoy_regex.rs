@@ -12,7 +12,7 @@ use admitpilot::validate::regex::{check_regex, re2_program_size_bound, start_obj
 use serde_json::json;
 
 /// Patterns around Envoy's limit of 100 instructions, and ordinary ones.
-const PATTERNS: [&str; 18] = [
+const PATTERNS: &[&str] = &[
     "a{96}",
     "a{97}",
     "^a{98}",
@@ -31,6 +31,14 @@ const PATTERNS: [&str; 18] = [
     "(?:abc|abd){20}",
     "(?:abcdefghijklmnopqrstuvwxyz0123456789){2,}",
     "(?:abcdefghijklmnopqrstuvwxyz0123456789abcdefghijkl)+",
+    // Optional parts: each is a branch instruction too (found with Istio's service-account regex).
+    "spiffe://.+/ns/edge/(.+/|)sa/vvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvv(/.+)?",
+    "spiffe://.+/ns/edge/(.+/|)sa/vvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvv(/.+)?",
+    "x{0,48}",
+    "x{0,49}",
+    "(?:ab?){33}",
+    "(?:abc)*d{95}",
+    "(?:abc)*d{92}",
 ];
 
 /// Envoy's verdict: `Ok(())`, or the RE2 program size it reported, or another rejection.

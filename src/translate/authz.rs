@@ -47,6 +47,7 @@ use crate::model::istio::authorization_policy::{
     Action, AuthorizationPolicy, Condition, Operation, Rule, Source,
 };
 use crate::model::{parse_go_bool, ConfigObject, Kind, Snapshot, Spec};
+use crate::validate::peer_identity::{self, IdentityMatch};
 
 /// Name of Envoy's HTTP RBAC filter.
 pub const HTTP_RBAC: &str = "envoy.filters.http.rbac";
@@ -280,12 +281,18 @@ fn source(src: &Source, tcp: bool, namespace: &str) -> Principal {
             )));
         }
     };
-    field(&src.principals, &src.not_principals, &peer_principal);
-    field(&src.service_accounts, &src.not_service_accounts, &|sa| {
-        service_account(namespace, sa)
+    field(&src.principals, &src.not_principals, &|v| {
+        identity(peer_identity::principal(v))
     });
-    field(&src.trust_domains, &src.not_trust_domains, &trust_domain);
-    field(&src.namespaces, &src.not_namespaces, &source_namespace);
+    field(&src.service_accounts, &src.not_service_accounts, &|sa| {
+        identity(peer_identity::service_account(namespace, sa))
+    });
+    field(&src.trust_domains, &src.not_trust_domains, &|v| {
+        identity(peer_identity::trust_domain(v))
+    });
+    field(&src.namespaces, &src.not_namespaces, &|v| {
+        identity(peer_identity::namespace(v))
+    });
     field(&src.remote_ip_blocks, &src.not_remote_ip_blocks, &|ip| {
         principal(principal::Identifier::RemoteIp(cidr(ip)))
     });
@@ -367,10 +374,10 @@ fn condition_side(c: &Condition, namespace: &str) -> Side {
         match key {
             "source.ip" => principal(principal::Identifier::DirectRemoteIp(cidr(v))),
             "remote.ip" => principal(principal::Identifier::RemoteIp(cidr(v))),
-            "source.namespace" => source_namespace(v),
-            "source.serviceAccount" => service_account(namespace, v),
-            "source.trustDomain" => trust_domain(v),
-            "source.principal" => peer_principal(v),
+            "source.namespace" => identity(peer_identity::namespace(v)),
+            "source.serviceAccount" => identity(peer_identity::service_account(namespace, v)),
+            "source.trustDomain" => identity(peer_identity::trust_domain(v)),
+            "source.principal" => identity(peer_identity::principal(v)),
             "request.auth.audiences" => claim(&["aud"], v),
             "request.auth.presenter" => claim(&["azp"], v),
             // request.auth.claims[a][b]…: a (nested) claim of the validated token.
@@ -544,73 +551,14 @@ fn envoy_path_template(path: &str) -> String {
     out
 }
 
-/// A peer identity from mTLS, as `spiffe://<value>`: `*` is any identity, `x*` a prefix, `*x` a suffix, anything
-/// else exact. Mirrors `srcPrincipalGenerator` (`matcher.StringMatcherWithPrefix`). Gateways that do not ask for
-/// client certificates never have one.
-fn peer_principal(value: &str) -> Principal {
-    const SPIFFE: &str = "spiffe://";
-    let name = if value == "*" {
-        regex(".+")
-    } else if let Some(suffix) = value.strip_prefix('*') {
-        regex(&format!("{SPIFFE}.*{}", quote_meta(suffix)))
-    } else if let Some(prefix) = value.strip_suffix('*') {
-        matcher(string_matcher::MatchPattern::Prefix(format!(
-            "{SPIFFE}{prefix}"
-        )))
-    } else {
-        exact(&format!("{SPIFFE}{value}"))
-    };
-    authenticated(name)
-}
-
-/// A source namespace: the peer identity's `/ns/<namespace>/` part, each `*` in the value matching anything.
-/// Mirrors `srcNamespaceGenerator`.
-fn source_namespace(value: &str) -> Principal {
-    let pattern: Vec<String> = value.split('*').map(quote_meta).collect();
-    authenticated(regex(&format!(".*/ns/{}/.*", pattern.join(".*"))))
-}
-
-/// A service account, `<namespace>/<name>` or `<name>` in the policy's `namespace`: the identity's
-/// `/ns/<namespace>/`, then optional segments, then `sa/<name>`, at the end or before more segments. Mirrors
-/// `serviceAccountRegex`.
-fn service_account(namespace: &str, value: &str) -> Principal {
-    let (ns, name) = value.split_once('/').unwrap_or((namespace, value));
-    authenticated(regex(&format!(
-        "spiffe://.+/ns/{}/(.+/|)sa/{}(/.+)?",
-        quote_meta(ns),
-        quote_meta(name)
-    )))
-}
-
-/// A trust domain: `*` any, a value without `*` exactly that domain, one with `*` that part matching within the
-/// domain. Mirrors `srcTrustDomainGenerator`.
-fn trust_domain(value: &str) -> Principal {
-    let name = if value == "*" {
-        matcher(string_matcher::MatchPattern::Prefix("spiffe://".into()))
-    } else if let Some((before, after)) = value.split_once('*') {
-        regex(&format!(
-            "spiffe://{}[^/]*{}/.*",
-            quote_meta(before),
-            quote_meta(after)
-        ))
-    } else {
-        matcher(string_matcher::MatchPattern::Prefix(format!(
-            "spiffe://{value}/"
-        )))
-    };
-    authenticated(name)
-}
-
-/// Go's `regexp.QuoteMeta`: a backslash before each of `\.+*?()|[]{}^$`.
-fn quote_meta(text: &str) -> String {
-    let mut out = String::with_capacity(text.len());
-    for c in text.chars() {
-        if "\\.+*?()|[]{}^$".contains(c) {
-            out.push('\\');
-        }
-        out.push(c);
-    }
-    out
+/// A peer identity from mTLS, matched as Istio's generator matches the value (see [`peer_identity`]). Gateways
+/// that do not ask for client certificates never have one.
+fn identity(matched: IdentityMatch) -> Principal {
+    authenticated(match matched {
+        IdentityMatch::Regex(re) => regex(&re),
+        IdentityMatch::Prefix(prefix) => matcher(string_matcher::MatchPattern::Prefix(prefix)),
+        IdentityMatch::Exact(value) => exact(&value),
+    })
 }
 
 /// JWT principals (`<iss>/<sub>`), any of `values`. Each is split at its last `/` (an issuer may be a URL) and
@@ -819,13 +767,6 @@ fn or_principals(ids: impl Iterator<Item = Principal>) -> Principal {
 mod tests {
     use super::*;
 
-    fn string_of(p: &Principal) -> &StringMatcher {
-        match &p.identifier {
-            Some(principal::Identifier::Authenticated(a)) => a.principal_name.as_ref().unwrap(),
-            other => panic!("not an authenticated principal: {other:?}"),
-        }
-    }
-
     fn pattern(m: &StringMatcher) -> (&'static str, String) {
         match m.match_pattern.as_ref().unwrap() {
             string_matcher::MatchPattern::Exact(v) => ("exact", v.clone()),
@@ -880,41 +821,6 @@ mod tests {
         assert_eq!(
             (pattern(&m), m.ignore_case),
             (("exact", "Example.com".to_string()), true)
-        );
-    }
-
-    #[test]
-    fn peer_identities_follow_istio_generators() {
-        let peer = |v: &str| pattern(string_of(&peer_principal(v)));
-        assert_eq!(peer("*"), ("regex", ".+".into()));
-        assert_eq!(peer("*/sa/bar"), ("regex", "spiffe://.*/sa/bar".into()));
-        assert_eq!(peer("td/ns/a*"), ("prefix", "spiffe://td/ns/a".into()));
-        assert_eq!(
-            peer("td/ns/a/sa/b"),
-            ("exact", "spiffe://td/ns/a/sa/b".into())
-        );
-        assert_eq!(
-            pattern(string_of(&source_namespace("team-*.x"))),
-            ("regex", r".*/ns/team-.*\.x/.*".into())
-        );
-        assert_eq!(
-            pattern(string_of(&service_account("shop", "reader"))),
-            ("regex", "spiffe://.+/ns/shop/(.+/|)sa/reader(/.+)?".into())
-        );
-        assert_eq!(
-            pattern(string_of(&service_account("shop", "other/r.x"))),
-            ("regex", r"spiffe://.+/ns/other/(.+/|)sa/r\.x(/.+)?".into())
-        );
-        let td = |v: &str| pattern(string_of(&trust_domain(v)));
-        assert_eq!(td("*"), ("prefix", "spiffe://".into()));
-        assert_eq!(td("a.com"), ("prefix", "spiffe://a.com/".into()));
-        assert_eq!(
-            td("*.a.com"),
-            ("regex", r"spiffe://[^/]*\.a\.com/.*".into())
-        );
-        assert_eq!(
-            quote_meta(r"a.b+c*d?e(f)g|h[i]j{k}l^m$n\o-p"),
-            r"a\.b\+c\*d\?e\(f\)g\|h\[i\]j\{k\}l\^m\$n\\o-p"
         );
     }
 

@@ -9,6 +9,7 @@ use crate::model::istio::authorization_policy::{Action, Condition, Operation, Ru
 use crate::model::{istio::AuthorizationPolicy, Findings, ObjectMeta};
 
 use super::common::{go_netip, go_quote, validate_policy_attachment, DRY_RUN_ANNOTATION};
+use super::peer_identity::{self, IdentityMatch};
 
 /// Most rules (and `from` entries per rule) the CRD accepts.
 const MAX_RULES: usize = 512;
@@ -49,7 +50,13 @@ pub fn validate(spec: &AuthorizationPolicy, meta: &ObjectMeta, out: &mut Finding
         if super::deadline::expired() {
             break;
         }
-        validate_rule(rule, &format!("spec.rules[{i}]"), spec.action, out);
+        validate_rule(
+            rule,
+            &format!("spec.rules[{i}]"),
+            spec.action,
+            &meta.namespace,
+            out,
+        );
     }
 }
 
@@ -140,7 +147,8 @@ fn check_custom_rule(rule: &Rule, path: &str, out: &mut Findings) {
     }
 }
 
-fn validate_rule(rule: &Rule, path: &str, action: Action, out: &mut Findings) {
+/// `namespace` is the policy's (a service account without one is in it).
+fn validate_rule(rule: &Rule, path: &str, action: Action, namespace: &str, out: &mut Findings) {
     for (name, empty) in [
         ("from", rule.from.as_ref().is_some_and(Vec::is_empty)),
         ("to", rule.to.as_ref().is_some_and(Vec::is_empty)),
@@ -168,7 +176,7 @@ fn validate_rule(rule: &Rule, path: &str, action: Action, out: &mut Findings) {
             None => out.error(&path, "from.source is required"),
             Some(src) => {
                 from_exists = true;
-                tcp_in_from |= validate_source(src, &path, out);
+                tcp_in_from |= validate_source(src, &path, namespace, out);
             }
         }
     }
@@ -185,7 +193,7 @@ fn validate_rule(rule: &Rule, path: &str, action: Action, out: &mut Findings) {
         }
     }
     for (j, cond) in rule.when.iter().enumerate() {
-        validate_condition(cond, &format!("{path}.when[{j}]"), out);
+        validate_condition(cond, &format!("{path}.when[{j}]"), namespace, out);
     }
     // On TCP, Istio's generator drops a DENY rule's HTTP-only attributes (`Model.Generate` with `forTCP`), so the
     // rule denies more there than on HTTP.
@@ -207,7 +215,7 @@ fn validate_rule(rule: &Rule, path: &str, action: Action, out: &mut Findings) {
 }
 
 /// Validates a source; returns whether it uses attributes that also apply to TCP traffic.
-fn validate_source(src: &Source, path: &str, out: &mut Findings) -> bool {
+fn validate_source(src: &Source, path: &str, namespace: &str, out: &mut Findings) -> bool {
     let has_sa = !src.service_accounts.is_empty() || !src.not_service_accounts.is_empty();
     let has_ns_or_principal = !src.principals.is_empty()
         || !src.not_principals.is_empty()
@@ -271,6 +279,41 @@ fn validate_source(src: &Source, path: &str, out: &mut Findings) -> bool {
             }
         }
     }
+    let identities: [(&str, &[String], &dyn Fn(&str) -> IdentityMatch); 8] = [
+        ("principals", &src.principals, &peer_identity::principal),
+        (
+            "notPrincipals",
+            &src.not_principals,
+            &peer_identity::principal,
+        ),
+        ("namespaces", &src.namespaces, &peer_identity::namespace),
+        (
+            "notNamespaces",
+            &src.not_namespaces,
+            &peer_identity::namespace,
+        ),
+        ("serviceAccounts", &src.service_accounts, &|v| {
+            peer_identity::service_account(namespace, v)
+        }),
+        ("notServiceAccounts", &src.not_service_accounts, &|v| {
+            peer_identity::service_account(namespace, v)
+        }),
+        (
+            "trustDomains",
+            &src.trust_domains,
+            &peer_identity::trust_domain,
+        ),
+        (
+            "notTrustDomains",
+            &src.not_trust_domains,
+            &peer_identity::trust_domain,
+        ),
+    ];
+    for (name, values, matched) in identities {
+        for (k, v) in values.iter().enumerate() {
+            check_identity_regex(&matched(v), &format!("{path}.{name}[{k}]"), out);
+        }
+    }
     // Peer identity (principals, trust domains), namespaces, service accounts and IPs all apply to plain TCP
     // connections.
     [
@@ -330,7 +373,7 @@ fn validate_operation(op: &Operation, path: &str, out: &mut Findings) -> bool {
 
 /// One `when` condition. Mirrors the condition checks of Istio's `ValidateAuthorizationPolicy`, with its texts,
 /// then `security.ValidateAttribute` (see [`check_attribute`] and [`check_attribute_key`]).
-fn validate_condition(cond: &Condition, path: &str, out: &mut Findings) {
+fn validate_condition(cond: &Condition, path: &str, namespace: &str, out: &mut Findings) {
     if cond.key.is_empty() {
         out.error(format!("{path}.key"), "`key` must not be empty");
         return;
@@ -345,10 +388,19 @@ fn validate_condition(cond: &Condition, path: &str, out: &mut Findings) {
         );
         return;
     }
+    let identity: Option<&dyn Fn(&str) -> IdentityMatch> = match cond.key.as_str() {
+        "source.principal" => Some(&peer_identity::principal),
+        "source.namespace" => Some(&peer_identity::namespace),
+        "source.serviceAccount" => Some(&|v| peer_identity::service_account(namespace, v)),
+        "source.trustDomain" => Some(&peer_identity::trust_domain),
+        _ => None,
+    };
     for (name, values) in [("values", &cond.values), ("notValues", &cond.not_values)] {
         for (k, v) in values.iter().enumerate() {
             if let Err(e) = check_attribute(&cond.key, v) {
                 out.error(format!("{path}.{name}[{k}]"), e);
+            } else if let Some(matched) = identity {
+                check_identity_regex(&matched(v), &format!("{path}.{name}[{k}]"), out);
             }
         }
         // An unknown or retired key is reported once, whatever the values.
@@ -359,6 +411,14 @@ fn validate_condition(cond: &Condition, path: &str, out: &mut Findings) {
             out.error(format!("{path}.key"), e);
             break;
         }
+    }
+}
+
+/// A peer-identity value whose regex Envoy would refuse is an error wherever the policy applies (Envoy's RE2 limit;
+/// Istio does not check it, and its gateways NACK the listener).
+fn check_identity_regex(matched: &IdentityMatch, path: &str, out: &mut Findings) {
+    if let Some(why) = matched.envoy_refusal() {
+        out.error(path, why);
     }
 }
 
@@ -698,6 +758,25 @@ mod tests {
 
     fn error_paths(spec: serde_json::Value) -> Vec<String> {
         crate::validate::testing::error_fields(findings(spec))
+    }
+
+    /// Found by the generator (seed 20261126, g9471): admitted while no listener of the gateway took policies, and
+    /// refused by Envoy once one did.
+    #[test]
+    fn identity_values_envoy_would_refuse_as_regexes_are_errors_whatever_the_config() {
+        let long = "a".repeat(91);
+        let spec = json!({"action": "DENY", "rules": [{
+            "from": [{"source": {"notPrincipals": [format!("*{long}"), "*/sa/ok"], "namespaces": [long]}}],
+            "when": [{"key": "source.serviceAccount", "values": ["ok", format!("{long}/sa")]},
+                     {"key": "source.principal", "notValues": [format!("{long}*")]}]}]});
+        assert_eq!(
+            error_paths(spec),
+            [
+                "spec.rules[0].from[0].source.notPrincipals[0]",
+                "spec.rules[0].from[0].source.namespaces[0]",
+                "spec.rules[0].when[0].values[1]",
+            ]
+        );
     }
 
     #[test]

@@ -19,6 +19,7 @@ pub mod jwks;
 mod mcp_bridge;
 pub mod mesh_config;
 mod peer_authentication;
+pub mod peer_identity;
 mod proxy_config;
 pub mod references;
 pub mod regex;

@@ -157,8 +157,8 @@ pub fn nfa_weight(hir: &Hir) -> u64 {
 
 /// A lower bound of the RE2 program size Envoy computes for a pattern parsed as RE2 reads it (bytes, ASCII
 /// classes). Each character and each character class takes at least one instruction, a capture group two more,
-/// an optional copy in a repetition at least its body, an open-ended repetition `x{n,}` n copies and one more
-/// instruction; an alternation at least its largest branch (RE2 factors common prefixes). The program's frame adds 4 instructions, 2 when the pattern is anchored at its start.
+/// an optional copy in a repetition its body and a branch, an open-ended repetition `x{n,}` n copies and a
+/// branch (`x*` its body); an alternation at least its largest branch (RE2 factors common prefixes). The program's frame adds 4 instructions, 2 when the pattern is anchored at its start.
 pub fn re2_program_size_at_least(hir: &Hir) -> u64 {
     let anchored = matches!(hir.kind(), HirKind::Concat(parts)
         if parts.first().is_some_and(|first| matches!(first.kind(), HirKind::Look(Look::Start))))
@@ -178,9 +178,13 @@ fn instructions(hir: &Hir) -> u64 {
             let body = instructions(&rep.sub);
             let min = u64::from(rep.min);
             match rep.max {
-                // Each optional copy costs at least its body.
-                Some(max) => body.saturating_mul(u64::from(max.max(rep.min))),
-                // `x*` is one copy in a loop; `x{n,}` is n copies, the last one looping back (one instruction).
+                // `x{n,m}` is n copies, then m-n optional ones, each its body behind a branch (one instruction).
+                Some(max) => {
+                    let max = u64::from(max.max(rep.min));
+                    body.saturating_mul(max).saturating_add(max - min)
+                }
+                // `x*` is one copy in a loop (Envoy 1.40 reports no more for `(?:abc)*`); `x{n,}` is n copies, the
+                // last one looping back (one instruction).
                 None if min == 0 => body,
                 None => body.saturating_mul(min).saturating_add(1),
             }
