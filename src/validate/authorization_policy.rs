@@ -279,7 +279,7 @@ fn validate_source(src: &Source, path: &str, namespace: &str, out: &mut Findings
             }
         }
     }
-    let identities: [(&str, &[String], &IdentityOf); 8] = [
+    let identities: [(&str, &[String], &IdentityOf<'_>); 8] = [
         ("principals", &src.principals, &peer_identity::principal),
         (
             "notPrincipals",
@@ -388,7 +388,7 @@ fn validate_condition(cond: &Condition, path: &str, namespace: &str, out: &mut F
         );
         return;
     }
-    let identity: Option<&IdentityOf> = match cond.key.as_str() {
+    let identity: Option<&IdentityOf<'_>> = match cond.key.as_str() {
         "source.principal" => Some(&peer_identity::principal),
         "source.namespace" => Some(&peer_identity::namespace),
         "source.serviceAccount" => Some(&|v| peer_identity::service_account(namespace, v)),
@@ -415,7 +415,7 @@ fn validate_condition(cond: &Condition, path: &str, namespace: &str, out: &mut F
 }
 
 /// How a peer-identity field's values are matched (see [`peer_identity`]).
-type IdentityOf = dyn Fn(&str) -> IdentityMatch;
+type IdentityOf<'a> = dyn Fn(&str) -> IdentityMatch + 'a;
 
 /// A peer-identity value whose regex Envoy would refuse is an error wherever the policy applies (Envoy's RE2 limit;
 /// Istio does not check it, and its gateways NACK the listener).
