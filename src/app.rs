@@ -25,6 +25,7 @@ use crate::admission::{self, Webhook};
 use crate::model::decode::DecodeOptions;
 use crate::model::Snapshot;
 use crate::source::{self, SourceMetrics, SourceSettings};
+use crate::status_writer::{self, StatusMetrics, StatusWriterConfig};
 use crate::xds::{
     self, CallPolicy, Endpoint, KubeAuth, TlsFiles as XdsTlsFiles, TranslateFn, XdsMetrics,
     XdsServer,
@@ -144,6 +145,7 @@ pub struct App {
     sources: Option<SourceSettings>,
     snapshot_feed: Option<watch::Receiver<Arc<Snapshot>>>,
     xds: Option<XdsSetup>,
+    status_writer: Option<StatusWriterConfig>,
 }
 
 /// The xDS server to start: where, and how it translates snapshots.
@@ -183,6 +185,7 @@ impl App {
             sources: None,
             snapshot_feed: None,
             xds: None,
+            status_writer: None,
         }
     }
 
@@ -202,6 +205,13 @@ impl App {
     /// [`App::snapshots`]) publish, and adds `/debug/syncz` to the admin server.
     pub fn xds(mut self, config: XdsConfig, translate: TranslateFn) -> Self {
         self.xds = Some(XdsSetup { config, translate });
+        self
+    }
+
+    /// Writes Gateway API status as the Lease's leader (with a Kubernetes source and the xDS server; see
+    /// [`crate::status_writer`]).
+    pub fn status_writer(mut self, config: StatusWriterConfig) -> Self {
+        self.status_writer = Some(config);
         self
     }
 
@@ -225,6 +235,7 @@ impl App {
     pub async fn start(mut self) -> Result<Running, Error> {
         let (stop, stopped_rx) = watch::channel(false);
         let mut tasks = Tasks::new();
+        let mut kube_client = None;
         let snapshots = match self.sources.take() {
             Some(settings) => {
                 let started = start_sources(
@@ -236,8 +247,9 @@ impl App {
                 )
                 .await?;
                 self.admin_routes
-                    .push(source::configz::router(started.clone()));
-                Some(started)
+                    .push(source::configz::router(started.snapshots.clone()));
+                kube_client = started.kube_client;
+                Some(started.snapshots)
             }
             None => self.snapshot_feed.take(),
         };
@@ -260,6 +272,23 @@ impl App {
             xds_addr = Some(server.addr);
             xds_plaintext_addr = server.plaintext_addr;
             self.admin_routes.push(server.syncz);
+            if let (Some(config), Some(client), Some(snapshots)) =
+                (self.status_writer.take(), kube_client, &snapshots)
+            {
+                let metrics = StatusMetrics::register(&mut self.registry);
+                let writer = status_writer::run(
+                    client,
+                    config,
+                    snapshots.clone(),
+                    server.connected.status(),
+                    metrics,
+                    stopped_rx.clone(),
+                );
+                tasks.spawn(async move {
+                    writer.await;
+                    Ok(())
+                });
+            }
             // The webhook checks what a change does to the gateways this process serves.
             if let (Some(options), Some(snapshots)) = (options, &snapshots) {
                 let connected = server.connected;
@@ -446,11 +475,12 @@ async fn start_sources(
     readiness: &Readiness,
     stop: &watch::Receiver<bool>,
     tasks: &mut Tasks,
-) -> Result<watch::Receiver<Arc<Snapshot>>, Error> {
+) -> Result<StartedSources, Error> {
     let synced_condition = readiness.register("sources synced");
     let metrics = SourceMetrics::default();
     metrics.register(registry);
     let config = settings.resolve().await?;
+    let kube_client = config.kube.as_ref().map(|kube| kube.client.clone());
     let sources = source::start(config, metrics)?;
     let snapshots = sources.snapshots.clone();
     let mut synced = sources.synced.clone();
@@ -471,7 +501,16 @@ async fn start_sources(
         drop(sources);
         Ok(())
     });
-    Ok(snapshots)
+    Ok(StartedSources {
+        snapshots,
+        kube_client,
+    })
+}
+
+/// Started config sources: their snapshots, and the Kubernetes client when one of them is the API server.
+struct StartedSources {
+    snapshots: watch::Receiver<Arc<Snapshot>>,
+    kube_client: Option<kube::Client>,
 }
 
 struct StartedXds {

@@ -8,8 +8,8 @@
 //!                               └───────────── model ◄──────────┘
 //! ```
 //!
-//! Pure modules (`model`, `validate`, `translate`, `envoy_proto`, `mcp`) do no I/O; `source`, `xds`, `admission` and
-//! `admin` are the edges.
+//! Pure modules (`model`, `validate`, `translate`, `envoy_proto`, `mcp`, `status`) do no I/O; `source`, `xds`,
+//! `admission`, `admin` and `status_writer` are the edges.
 
 /// The process allocator: jemalloc, which holds idle xDS connections in less memory than glibc's malloc (it
 /// leaves the untouched pages of HTTP/2's fixed buffers unbacked) and speeds up webhook reviews (BENCHMARKS.md
@@ -28,6 +28,7 @@ pub mod metrics;
 pub mod model;
 pub mod source;
 pub mod status;
+pub mod status_writer;
 pub mod translate;
 pub mod validate;
 pub mod xds;

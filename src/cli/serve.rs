@@ -13,6 +13,7 @@ use admitpilot::app::{shutdown_signal, App, ServeConfig, WebhookConfig, XdsAuth,
 use admitpilot::model::decode::DecodeOptions;
 use admitpilot::source::mcp::{McpAddress, McpClientAuth};
 use admitpilot::source::{AdmitOptions, SourceSettings, StateLocation, StoreConfig};
+use admitpilot::status_writer::StatusWriterConfig;
 use admitpilot::xds::{TlsFiles as XdsTlsFiles, TranslateFn};
 use anyhow::Context;
 use clap::Args;
@@ -138,6 +139,16 @@ pub struct ServeArgs {
     #[arg(long, default_value = admitpilot::model::gateway_api::DEFAULT_CONTROLLER_NAME)]
     gateway_controller_name: String,
 
+    /// Do not write Gateway API status. By default, with --kube, the replica holding the Lease
+    /// admitpilot-status-leader writes the status of the GatewayClasses of --gateway-controller-name, their
+    /// Gateways (Programmed once every connected gateway of it acknowledged the config) and HTTPRoutes.
+    #[arg(long)]
+    no_status: bool,
+
+    /// Namespace of the status leader Lease (default: $POD_NAMESPACE, else `default`).
+    #[arg(long)]
+    status_lease_namespace: Option<String>,
+
     /// Quiet period that ends a burst of config changes before a snapshot is published (e.g. 20ms, 0.1s).
     #[arg(long, default_value = "20ms", value_parser = parse_duration)]
     debounce: Duration,
@@ -225,6 +236,25 @@ fn parse_duration(text: &str) -> Result<Duration, String> {
 }
 
 impl ServeArgs {
+    /// The status writer's settings: with --kube, unless --no-status.
+    fn status_writer_config(&self) -> Option<StatusWriterConfig> {
+        let kube = self.kube || self.kubeconfig.is_some();
+        (kube && !self.no_status).then(|| StatusWriterConfig {
+            controller: self.gateway_controller_name.clone(),
+            lease_namespace: self
+                .status_lease_namespace
+                .clone()
+                .or_else(|| std::env::var("POD_NAMESPACE").ok())
+                .unwrap_or_else(|| "default".into()),
+            identity: std::env::var("POD_NAME").unwrap_or_else(|_| {
+                let host = std::env::var("HOSTNAME").unwrap_or_else(|_| "admitpilot".into());
+                format!("{host}-{}", std::process::id())
+            }),
+            interval: Duration::from_millis(500),
+            max_writes: 100,
+        })
+    }
+
     /// Builds the source settings from the flags.
     fn source_settings(&self) -> SourceSettings {
         SourceSettings {
@@ -345,6 +375,7 @@ pub fn run(args: ServeArgs) -> anyhow::Result<ExitCode> {
     sources.mcp_auth.check().map_err(anyhow::Error::msg)?;
     let xds = args.xds_config()?;
     let gateway_controller = args.gateway_controller_name.clone();
+    let status = args.status_writer_config();
     let config = args.into_config();
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
@@ -355,11 +386,11 @@ pub fn run(args: ServeArgs) -> anyhow::Result<ExitCode> {
             gateway_controller,
             ..admitpilot::translate::Options::default()
         });
-        let running = App::new(config)
-            .sources(sources)
-            .xds(xds, translate)
-            .start()
-            .await?;
+        let mut app = App::new(config).sources(sources).xds(xds, translate);
+        if let Some(status) = status {
+            app = app.status_writer(status);
+        }
+        let running = app.start().await?;
         running.run_until(shutdown_signal()).await
     })?;
     tracing::info!("stopped");

@@ -4,5 +4,6 @@
 //! objects.
 
 pub mod gateway_api;
+pub mod programmed;
 
 pub use gateway_api::{gateway_api_status, Programmed, StatusUpdate};

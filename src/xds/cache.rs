@@ -344,14 +344,12 @@ impl Group {
             GroupConfig::encode(translated, snapshot.version, published, Some(&previous))
         };
         if config.same_content(&previous) && previous.is_loaded() {
-            // Record the version without waking anyone (streams held for the first load are woken).
-            self.sender.send_if_modified(|current| {
-                *current = Arc::new(GroupConfig {
-                    snapshot_version: snapshot.version,
-                    ..(**current).clone()
-                });
-                false
-            });
+            // Nothing to send, but the streams wake to record that what their proxies hold is this version's
+            // config (a Gateway is Programmed once its proxies hold the version with its generation).
+            self.sender.send_replace(Arc::new(GroupConfig {
+                snapshot_version: snapshot.version,
+                ..(*previous).clone()
+            }));
             return false;
         }
         self.sender.send_replace(Arc::new(config));
@@ -492,7 +490,7 @@ mod tests {
     }
 
     #[test]
-    fn one_translation_per_group_and_unchanged_groups_not_woken() {
+    fn one_translation_per_group_and_unchanged_groups_keep_their_content() {
         let calls = Arc::new(AtomicUsize::new(0));
         let counter = calls.clone();
         let translate = TranslateFn::stateless(move |snapshot: &Snapshot, proxy: &Proxy| {
@@ -526,7 +524,11 @@ mod tests {
         assert_eq!(cache.refresh(&next, Instant::now()), 1);
         assert_eq!(calls.load(Ordering::SeqCst), 4);
         assert!(a1.has_changed().unwrap());
-        assert!(!b.has_changed().unwrap());
+        // The unchanged group's streams wake only to record the version they now serve: same content.
+        assert!(b.has_changed().unwrap());
+        let unchanged = b.borrow_and_update().clone();
+        assert_eq!(unchanged.snapshot_version, 2);
+        assert!(!unchanged.of(ResourceType::Cluster).by_name.contains_key("c2"));
         let config = a1.borrow_and_update().clone();
         assert!(config.of(ResourceType::Cluster).by_name.contains_key("c2"));
 
@@ -558,6 +560,7 @@ mod tests {
         let second = Arc::new(loaded(2));
         tx.send_replace(second.clone());
         assert_eq!(cache.refresh(&second, Instant::now()), 0);
-        assert!(!group.has_changed().unwrap());
+        // Nothing changed: the stream only learns that what it serves is version 2's config.
+        assert_eq!(group.borrow_and_update().snapshot_version, 2);
     }
 }

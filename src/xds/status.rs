@@ -15,6 +15,7 @@ use serde::{Serialize, Serializer};
 use super::metrics::Api;
 use super::node::NodeIdentity;
 use super::resources::{version_string, Family, ResourceType};
+use crate::status::programmed::ConnectedGateway;
 
 /// A response version, kept as a number and shown as the client sees it: a SotW version is the response's
 /// content hash in 16 hex digits, a Delta version the snapshot version in decimal.
@@ -98,6 +99,31 @@ pub struct ConnectionStatus {
     pub snapshot_version: u64,
     /// Per resource type (`cds`, `eds`, `lds`, `rds`, …; an MCP collection by its name).
     pub types: BTreeMap<&'static str, TypeStatus>,
+}
+
+impl ConnectionStatus {
+    /// The config version this proxy holds all of: its snapshot version once every response sent was acknowledged
+    /// (`None` while one is in flight or was rejected, or before the first).
+    pub fn acked_snapshot(&self) -> Option<u64> {
+        let mut sent = self
+            .types
+            .values()
+            .filter(|t| t.sent_version.is_some())
+            .peekable();
+        sent.peek()?;
+        sent.all(|t| t.acked_version == t.sent_version)
+            .then_some(self.snapshot_version)
+    }
+
+    /// Envoy's error, when the last response of some type was rejected.
+    pub fn rejection(&self) -> Option<&str> {
+        self.types.values().find_map(|t| {
+            t.last_nack
+                .as_ref()
+                .filter(|nack| Some(nack.version) == t.sent_version)
+                .map(|nack| nack.message.as_str())
+        })
+    }
 }
 
 /// A live stream's status as kept: no connection name (it is built from the node id and registry id when
@@ -186,6 +212,21 @@ impl StatusRegistry {
     pub fn list(&self) -> Vec<ConnectionStatus> {
         let connections: Vec<_> = lock(&self.connections).values().cloned().collect();
         connections.iter().map(|live| lock(live).shown()).collect()
+    }
+
+    /// The connected Envoy gateways, as the status writer reads them.
+    pub fn list_gateways(&self) -> Vec<ConnectedGateway> {
+        self.list()
+            .into_iter()
+            .filter(|c| c.subscriber == Family::Envoy.as_str())
+            .map(|c| ConnectedGateway {
+                acked_version: c.acked_snapshot(),
+                rejected: c.rejection().map(str::to_string),
+                node_id: c.node_id,
+                namespace: c.namespace,
+                labels: c.labels,
+            })
+            .collect()
     }
 
     /// The `/debug/syncz` route.

@@ -359,6 +359,13 @@ impl Admitpilot {
         self.child.id()
     }
 
+    /// Stops the process as Kubernetes does (SIGTERM) and waits for it to exit.
+    pub fn terminate(&mut self) {
+        let pid = self.child.id().to_string();
+        let _ = Command::new("kill").args(["-TERM", &pid]).status();
+        let _ = self.child.wait();
+    }
+
     /// What the process logged so far.
     pub fn log(&self) -> String {
         std::fs::read_to_string(self.dir.path().join("admitpilot.log")).unwrap_or_default()

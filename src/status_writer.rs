@@ -1,0 +1,400 @@
+//! Status writer: takes the config snapshots and what the connected gateways acknowledged, and, while this replica
+//! holds the leader Lease, writes the Gateway API status [`crate::status`] computes onto the API server.
+//!
+//! * One leader: a `coordination.k8s.io` Lease (kube-lease-manager); the other replicas serve xDS and admission
+//!   and write nothing. A new leader rewrites every status once.
+//! * Coalesced and bounded: at most one pass per `interval`, each writing at most `max_writes` objects; a status
+//!   equal to the one last written (times aside) is not written again, and a condition that keeps its status keeps
+//!   its `lastTransitionTime`.
+//! * GatewayClass and Gateway status is admitpilot's alone (a merge patch of `status`); an HTTPRoute's `parents` list
+//!   is shared with other controllers, so it is read, admitpilot's entries replaced, and written back with the
+//!   read `resourceVersion` (a conflict is retried on the next pass).
+//! * `Programmed` means served: a Gateway is Programmed once every connected proxy labelled with its name has
+//!   acknowledged a config version holding its current generation ([`crate::status::programmed`]).
+
+use std::collections::{BTreeMap, HashMap};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use kube::api::{ApiResource, DynamicObject, Patch, PatchParams};
+use kube::{Api, Client};
+use kube_lease_manager::LeaseManagerBuilder;
+use prometheus_client::encoding::EncodeLabelSet;
+use prometheus_client::metrics::counter::Counter;
+use prometheus_client::metrics::family::Family;
+use prometheus_client::metrics::histogram::Histogram;
+use prometheus_client::registry::Registry;
+use serde_json::{json, Value};
+use tokio::sync::watch;
+
+use crate::model::{Kind, ObjectKey, Snapshot};
+use crate::status::programmed::{programmed, ConnectedGateway};
+use crate::status::{gateway_api_status, Programmed, StatusUpdate};
+use crate::xds::status::StatusRegistry;
+
+/// The Lease replicas compete for.
+pub const LEASE_NAME: &str = "admitpilot-status-leader";
+
+/// Settings of the status writer.
+#[derive(Debug, Clone)]
+pub struct StatusWriterConfig {
+    /// The GatewayClass controllerName admitpilot answers for.
+    pub controller: String,
+    /// Namespace of the leader Lease (admitpilot's own).
+    pub lease_namespace: String,
+    /// This replica's name in the Lease (the pod name).
+    pub identity: String,
+    /// Shortest time between two passes.
+    pub interval: Duration,
+    /// Most objects written in one pass.
+    pub max_writes: usize,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Hash, EncodeLabelSet)]
+struct WriteLabels {
+    kind: String,
+    result: &'static str,
+}
+
+/// The writer's metrics.
+#[derive(Debug, Clone)]
+pub struct StatusMetrics {
+    writes: Family<WriteLabels, Counter>,
+    write_seconds: Histogram,
+    leader: prometheus_client::metrics::gauge::Gauge,
+}
+
+impl StatusMetrics {
+    /// Registers `admitpilot_status_writes_total{kind,result}`, `admitpilot_status_write_seconds` and
+    /// `admitpilot_status_leader`.
+    pub fn register(registry: &mut Registry) -> StatusMetrics {
+        let metrics = StatusMetrics {
+            writes: Family::default(),
+            write_seconds: Histogram::new([0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5]),
+            leader: Default::default(),
+        };
+        registry.register(
+            "status_writes",
+            "Status writes to the API server, by kind and result (written, conflict, gone, failed)",
+            metrics.writes.clone(),
+        );
+        registry.register(
+            "status_write_seconds",
+            "Time one status write took",
+            metrics.write_seconds.clone(),
+        );
+        registry.register(
+            "status_leader",
+            "1 while this replica holds the status Lease and writes status",
+            metrics.leader.clone(),
+        );
+        metrics
+    }
+}
+
+/// Runs the writer until `stop` turns true (then releases the Lease, so another replica takes over at once).
+pub async fn run(
+    client: Client,
+    config: StatusWriterConfig,
+    mut snapshots: watch::Receiver<Arc<Snapshot>>,
+    connections: Arc<StatusRegistry>,
+    metrics: StatusMetrics,
+    mut stop: watch::Receiver<bool>,
+) {
+    // The Lease is set up again until it works (its namespace may not exist yet, or RBAC may be on its way).
+    let mut delay = Duration::from_secs(1);
+    let manager = loop {
+        let built = LeaseManagerBuilder::new(client.clone(), LEASE_NAME)
+            .with_namespace(&config.lease_namespace)
+            .with_identity(&config.identity)
+            .with_field_manager("admitpilot")
+            .build()
+            .await;
+        match built {
+            Ok(manager) => break manager,
+            Err(error) => {
+                tracing::warn!(%error, namespace = %config.lease_namespace, retry_in = ?delay,
+                    "cannot set up the status leader Lease; writing no status");
+                tokio::select! {
+                    _ = stop.wait_for(|stop| *stop) => return,
+                    () = tokio::time::sleep(delay) => {}
+                }
+                delay = (delay * 2).min(Duration::from_secs(30));
+            }
+        }
+    };
+    let (mut leader, lease_task) = manager.watch().await;
+    let mut writer = Writer {
+        client,
+        config,
+        metrics,
+        written: HashMap::new(),
+        first_seen: HashMap::new(),
+    };
+    let mut tick = tokio::time::interval(writer.config.interval);
+    tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    loop {
+        tokio::select! {
+            _ = stop.wait_for(|stop| *stop) => break,
+            _ = tick.tick() => {}
+        }
+        let is_leader = *leader.borrow_and_update();
+        writer.metrics.leader.set(i64::from(is_leader));
+        if !is_leader {
+            // A replica that becomes leader again rewrites everything: another may have written since.
+            writer.written.clear();
+            continue;
+        }
+        let snapshot = snapshots.borrow_and_update().clone();
+        writer.pass(&snapshot, &connections.list_gateways()).await;
+    }
+    // Closing the channel ends the Lease task, which releases the Lease for another replica.
+    drop(leader);
+    if let Ok(Ok(manager)) = lease_task.await {
+        if let Err(error) = manager.release().await {
+            tracing::warn!(%error, "could not release the status leader Lease");
+        }
+    }
+}
+
+struct Writer {
+    client: Client,
+    config: StatusWriterConfig,
+    metrics: StatusMetrics,
+    /// The status last written per object (times included), to skip unchanged ones and keep transition times.
+    written: HashMap<ObjectKey, Value>,
+    /// Per Gateway: its generation and the first config version that held it.
+    first_seen: HashMap<ObjectKey, (i64, u64)>,
+}
+
+impl Writer {
+    async fn pass(&mut self, snapshot: &Snapshot, connected: &[ConnectedGateway]) {
+        for object in snapshot.of_kind(Kind::KubernetesGateway) {
+            let generation = object.metadata.generation.unwrap_or_default();
+            let seen = self
+                .first_seen
+                .entry(object.key())
+                .or_insert((generation, snapshot.version));
+            if seen.0 != generation {
+                *seen = (generation, snapshot.version);
+            }
+        }
+        self.first_seen
+            .retain(|key, _| snapshot.objects.contains_key(key));
+        let now = k8s_openapi::jiff::Timestamp::now()
+            .strftime("%Y-%m-%dT%H:%M:%SZ")
+            .to_string();
+        let first_seen = &self.first_seen;
+        let programmed_of = |key: &ObjectKey| match first_seen.get(key) {
+            Some((_, needed)) => programmed(&key.namespace, &key.name, *needed, connected),
+            None => Programmed::Pending("not yet in the served config".into()),
+        };
+        let updates = gateway_api_status(snapshot, &self.config.controller, &programmed_of, &now);
+        let mut writes = 0;
+        for update in updates {
+            if writes >= self.config.max_writes {
+                break; // the rest on the next pass
+            }
+            let previous = self.written.get(&update.key);
+            let status = keep_transition_times(update.status.clone(), previous);
+            if previous == Some(&status) {
+                continue;
+            }
+            writes += 1;
+            if self.write(&update, &status).await {
+                self.written.insert(update.key, status);
+            }
+        }
+    }
+
+    /// Writes one object's status; true once it is on the server.
+    async fn write(&self, update: &StatusUpdate, status: &Value) -> bool {
+        let kind = update.key.kind;
+        let Some(resource) = resource(kind) else {
+            return false;
+        };
+        let api: Api<DynamicObject> = if kind.is_cluster_scoped() {
+            Api::all_with(self.client.clone(), &resource)
+        } else {
+            Api::namespaced_with(self.client.clone(), &update.key.namespace, &resource)
+        };
+        let started = Instant::now();
+        let result = match kind {
+            Kind::HttpRoute => self.write_route_parents(&api, update, status).await,
+            _ => api
+                .patch_status(
+                    &update.key.name,
+                    &PatchParams::default(),
+                    &Patch::Merge(json!({"status": status})),
+                )
+                .await
+                .map(|_| ()),
+        };
+        self.metrics
+            .write_seconds
+            .observe(started.elapsed().as_secs_f64());
+        let outcome = match &result {
+            Ok(()) => "written",
+            Err(kube::Error::Api(status)) if status.code == 409 => "conflict",
+            Err(kube::Error::Api(status)) if status.code == 404 => "gone",
+            Err(_) => "failed",
+        };
+        self.metrics
+            .writes
+            .get_or_create(&WriteLabels {
+                kind: kind.to_string(),
+                result: outcome,
+            })
+            .inc();
+        if let Err(error) = &result {
+            tracing::warn!(object = %update.key, %error, "status not written; retrying on the next pass");
+        }
+        result.is_ok()
+    }
+
+    /// Replaces admitpilot's entries of an HTTPRoute's `status.parents`, leaving other controllers' entries.
+    async fn write_route_parents(
+        &self,
+        api: &Api<DynamicObject>,
+        update: &StatusUpdate,
+        status: &Value,
+    ) -> Result<(), kube::Error> {
+        let current = api.get_status(&update.key.name).await?;
+        let controller = self.config.controller.as_str();
+        let mut parents: Vec<Value> = current.data["status"]["parents"]
+            .as_array()
+            .map(|parents| {
+                parents
+                    .iter()
+                    .filter(|p| p["controllerName"].as_str() != Some(controller))
+                    .cloned()
+                    .collect()
+            })
+            .unwrap_or_default();
+        parents.extend(status["parents"].as_array().cloned().unwrap_or_default());
+        api.patch_status(
+            &update.key.name,
+            &PatchParams::default(),
+            &Patch::Merge(json!({
+                "metadata": {"resourceVersion": current.metadata.resource_version},
+                "status": {"parents": parents},
+            })),
+        )
+        .await
+        .map(|_| ())
+    }
+}
+
+/// The API resource of a kind whose status admitpilot writes.
+fn resource(kind: Kind) -> Option<ApiResource> {
+    let info = kind.info();
+    let version = info.versions.first()?;
+    Some(ApiResource {
+        group: info.group.to_string(),
+        version: (*version).to_string(),
+        api_version: format!("{}/{version}", info.group),
+        kind: info.kind.to_string(),
+        plural: info.plural.to_string(),
+    })
+}
+
+/// `status` with each condition's `lastTransitionTime` taken from `previous` when that condition (by type, in the
+/// same place: the object, a listener, a route parent) kept its status.
+fn keep_transition_times(mut status: Value, previous: Option<&Value>) -> Value {
+    let Some(previous) = previous else {
+        return status;
+    };
+    let mut before: BTreeMap<String, (Value, Value)> = BTreeMap::new();
+    collect_conditions(previous, String::new(), &mut |place, condition| {
+        before.insert(
+            place,
+            (
+                condition["status"].clone(),
+                condition["lastTransitionTime"].clone(),
+            ),
+        );
+    });
+    visit_conditions_mut(&mut status, String::new(), &mut |place, condition| {
+        if let Some((was, time)) = before.get(&place) {
+            if *was == condition["status"] {
+                condition["lastTransitionTime"] = time.clone();
+            }
+        }
+    });
+    status
+}
+
+/// The place of a condition: its type, under the listener name or parent reference that holds it.
+fn place_of(prefix: &str, holder: &Value) -> String {
+    match holder.get("name").or_else(|| holder.get("parentRef")) {
+        Some(id) => format!("{prefix}/{id}"),
+        None => prefix.to_string(),
+    }
+}
+
+fn collect_conditions(value: &Value, prefix: String, each: &mut dyn FnMut(String, &Value)) {
+    for condition in value["conditions"].as_array().into_iter().flatten() {
+        each(format!("{prefix}:{}", condition["type"]), condition);
+    }
+    for list in ["listeners", "parents"] {
+        for holder in value[list].as_array().into_iter().flatten() {
+            collect_conditions(holder, place_of(&prefix, holder), each);
+        }
+    }
+}
+
+fn visit_conditions_mut(
+    value: &mut Value,
+    prefix: String,
+    each: &mut dyn FnMut(String, &mut Value),
+) {
+    if let Some(conditions) = value.get_mut("conditions").and_then(Value::as_array_mut) {
+        for condition in conditions {
+            let place = format!("{prefix}:{}", condition["type"]);
+            each(place, condition);
+        }
+    }
+    for list in ["listeners", "parents"] {
+        if let Some(holders) = value.get_mut(list).and_then(Value::as_array_mut) {
+            for holder in holders {
+                let place = place_of(&prefix, holder);
+                visit_conditions_mut(holder, place, each);
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_condition_that_keeps_its_status_keeps_its_transition_time() {
+        let previous = json!({"conditions": [
+                {"type": "Accepted", "status": "True", "lastTransitionTime": "T1"},
+                {"type": "Programmed", "status": "False", "lastTransitionTime": "T1"}],
+            "listeners": [{"name": "http", "conditions": [
+                {"type": "Accepted", "status": "True", "lastTransitionTime": "T1"}]}]});
+        let next = json!({"conditions": [
+                {"type": "Accepted", "status": "True", "lastTransitionTime": "T2"},
+                {"type": "Programmed", "status": "True", "lastTransitionTime": "T2"}],
+            "listeners": [{"name": "http", "conditions": [
+                {"type": "Accepted", "status": "True", "lastTransitionTime": "T2"}]},
+                {"name": "https", "conditions": [
+                {"type": "Accepted", "status": "True", "lastTransitionTime": "T2"}]}]});
+        let kept = keep_transition_times(next, Some(&previous));
+        assert_eq!(kept["conditions"][0]["lastTransitionTime"], "T1");
+        assert_eq!(kept["conditions"][1]["lastTransitionTime"], "T2");
+        assert_eq!(
+            kept["listeners"][0]["conditions"][0]["lastTransitionTime"],
+            "T1"
+        );
+        assert_eq!(
+            kept["listeners"][1]["conditions"][0]["lastTransitionTime"],
+            "T2"
+        );
+        // Unchanged apart from times: equal to what was written, so not written again.
+        let again = keep_transition_times(kept.clone(), Some(&kept));
+        assert_eq!(again, kept);
+    }
+}

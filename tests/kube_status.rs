@@ -1,0 +1,268 @@
+//! Gateway API status written to a real kube-apiserver (`support::kube_server`) by `admitpilot serve --kube`, with
+//! a real Envoy 1.40 whose node metadata names the Gateway:
+//! - before any gateway connects, the Gateway is Accepted and Programmed=False (Pending, saying none is connected);
+//!   once Envoy has acknowledged the config, Programmed=True with the Gateway's generation;
+//! - the HTTPRoute's parent entry is admitpilot's, and another controller's entry in the same list is kept;
+//! - two replicas: one holds the Lease and writes; when it stops (SIGTERM releases the Lease), the other takes over
+//!   and writes the next generation, Programmed=False until a gateway connected to it acknowledges it.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+#[path = "support/envoy.rs"]
+mod envoy;
+#[path = "support/kube_server.rs"]
+mod kube_server;
+#[path = "support/pipeline.rs"]
+mod pipeline;
+
+use std::path::Path;
+use std::time::Duration;
+
+use envoy::{AdsApi, EnvoyProcess};
+use kube_server::Kube;
+use pipeline::Admitpilot;
+use serde_json::Value;
+
+const CRDS: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/crds/gateway-api");
+const WAIT: Duration = Duration::from_secs(60);
+
+fn objects(ns: &str, class: &str, port: u16, hostname: &str) -> String {
+    format!(
+        "apiVersion: gateway.networking.k8s.io/v1
+kind: GatewayClass
+metadata: {{name: {class}}}
+spec: {{controllerName: admitpilot.io/gateway-controller}}
+---
+apiVersion: gateway.networking.k8s.io/v1
+kind: Gateway
+metadata: {{name: gw, namespace: {ns}}}
+spec:
+  gatewayClassName: {class}
+  listeners: [{{name: http, port: {port}, protocol: HTTP, hostname: \"{hostname}\"}}]
+---
+apiVersion: v1
+kind: Service
+metadata: {{name: web, namespace: {ns}}}
+spec: {{ports: [{{name: http, port: 80}}]}}
+---
+apiVersion: gateway.networking.k8s.io/v1
+kind: HTTPRoute
+metadata: {{name: web, namespace: {ns}}}
+spec:
+  parentRefs: [{{name: gw}}]
+  rules: [{{backendRefs: [{{name: web, port: 80}}]}}]
+"
+    )
+}
+
+/// Polls `kind/name`'s JSON until `ready` holds, for at most [`WAIT`]; returns it.
+async fn wait_status(
+    kube: &Kube,
+    what: &str,
+    ready: impl Fn(&Value) -> bool,
+    logs: &[&Admitpilot],
+) -> Value {
+    let deadline = tokio::time::Instant::now() + WAIT;
+    loop {
+        let out = kube
+            .kubectl(&["-n", kube.namespace(), "get", what, "-o", "json"], None)
+            .await;
+        let object: Value = serde_json::from_slice(&out.stdout).unwrap_or_default();
+        if ready(&object) {
+            return object;
+        }
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "{what} never reached the expected status; last: {}\n{}",
+            serde_json::to_string_pretty(&object["status"]).unwrap(),
+            logs.iter()
+                .map(|a| a.log())
+                .collect::<Vec<_>>()
+                .join("\n----\n")
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+}
+
+fn condition<'a>(conditions: &'a Value, kind: &str) -> &'a Value {
+    conditions
+        .as_array()
+        .and_then(|list| list.iter().find(|c| c["type"] == kind))
+        .unwrap_or(&Value::Null)
+}
+
+fn programmed(gateway: &Value, status: &str, generation: i64) -> bool {
+    let c = condition(&gateway["status"]["conditions"], "Programmed");
+    c["status"] == status && c["observedGeneration"] == generation
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn status_says_what_the_gateways_serve_and_one_leader_writes_it() {
+    let Some(envoy_bin) = envoy::envoy_binary() else {
+        return;
+    };
+    let Some(kube) = Kube::shared("kube-status").await else {
+        return;
+    };
+    kube.install_crds(Path::new(CRDS)).await;
+    let ns = kube.namespace().to_string();
+    let class = format!("admitpilot-{ns}");
+    let port = envoy::free_port();
+    kube.kubectl_ok(
+        &["apply", "-f", "-"],
+        Some(&objects(&ns, &class, port, "*.example")),
+    )
+    .await;
+    // Another controller's parent entry, already in the route's status.
+    let other = r#"{"status":{"parents":[{"parentRef":{"name":"other-gw"},"controllerName":"example.com/other",
+        "conditions":[{"type":"Accepted","status":"True","reason":"Accepted","message":"","lastTransitionTime":"2026-01-01T00:00:00Z","observedGeneration":1}]}]}}"#;
+    kube.kubectl_ok(
+        &[
+            "-n",
+            &ns,
+            "patch",
+            "httproute",
+            "web",
+            "--subresource=status",
+            "--type=merge",
+            "-p",
+            other,
+        ],
+        None,
+    )
+    .await;
+
+    let flags = |replica: &str| {
+        vec![
+            "--xds-auth=none".to_string(),
+            format!("--status-lease-namespace={ns}"),
+            format!("--watch-namespaces={ns}"),
+            format!("--higress-namespace={ns}"),
+            format!("--istio-namespace={ns}"),
+            replica.to_string(),
+        ]
+    };
+    let mut first = Admitpilot::start_kube(
+        kube.kubeconfig(),
+        None,
+        &flags("--default-namespace=default"),
+    )
+    .await;
+    // No gateway connected yet: Accepted, not Programmed.
+    let gateway = wait_status(
+        &kube,
+        "gateway/gw",
+        |g| programmed(g, "False", 1),
+        &[&first],
+    )
+    .await;
+    assert_eq!(
+        condition(&gateway["status"]["conditions"], "Accepted")["status"],
+        "True"
+    );
+    let pending = condition(&gateway["status"]["conditions"], "Programmed");
+    assert_eq!(pending["reason"], "Pending");
+    assert!(
+        pending["message"].as_str().unwrap().contains("no gateway"),
+        "{pending}"
+    );
+
+    // Envoy with the Gateway's name acknowledges the config: Programmed.
+    let bootstrap = |xds_port: u16| {
+        envoy::bootstrap(
+            AdsApi::Delta,
+            xds_port,
+            "router~127.0.0.1~gw.x~x.svc.cluster.local",
+        )
+        .replace("NAMESPACE: default", &format!("NAMESPACE: {ns}"))
+        .replace("app: e2e", "gateway.networking.k8s.io/gateway-name: gw")
+    };
+    let envoy = EnvoyProcess::start(&envoy_bin, &bootstrap(first.xds_port), 71).await;
+    let gateway = wait_status(&kube, "gateway/gw", |g| programmed(g, "True", 1), &[&first]).await;
+    let listener = &gateway["status"]["listeners"][0];
+    assert_eq!(listener["attachedRoutes"], 1, "{listener}");
+    let route = wait_status(
+        &kube,
+        "httproute/web",
+        |r| {
+            r["status"]["parents"]
+                .as_array()
+                .is_some_and(|p| p.len() == 2)
+        },
+        &[&first],
+    )
+    .await;
+    let parents = route["status"]["parents"].as_array().unwrap();
+    assert!(
+        parents
+            .iter()
+            .any(|p| p["controllerName"] == "example.com/other"),
+        "{parents:?}"
+    );
+    let ours = parents
+        .iter()
+        .find(|p| p["controllerName"] == "admitpilot.io/gateway-controller")
+        .unwrap();
+    assert_eq!(
+        condition(&ours["conditions"], "Accepted")["status"],
+        "True",
+        "{ours}"
+    );
+    assert_eq!(
+        condition(&ours["conditions"], "ResolvedRefs")["status"],
+        "True",
+        "{ours}"
+    );
+    envoy.assert_nothing_rejected("status written").await;
+
+    // A second replica; the first stops and releases the Lease; the second writes the next generation.
+    let second = Admitpilot::start_kube(
+        kube.kubeconfig(),
+        None,
+        &flags("--default-namespace=default"),
+    )
+    .await;
+    first.terminate();
+    drop(envoy);
+    kube.kubectl_ok(
+        &["apply", "-f", "-"],
+        Some(&objects(&ns, &class, port, "*.example.org")),
+    )
+    .await;
+    let gateway = wait_status(
+        &kube,
+        "gateway/gw",
+        |g| programmed(g, "False", 2),
+        &[&second],
+    )
+    .await;
+    assert_eq!(
+        condition(&gateway["status"]["conditions"], "Accepted")["observedGeneration"],
+        2
+    );
+    let envoy = EnvoyProcess::start(&envoy_bin, &bootstrap(second.xds_port), 72).await;
+    wait_status(
+        &kube,
+        "gateway/gw",
+        |g| programmed(g, "True", 2),
+        &[&second],
+    )
+    .await;
+    envoy.assert_nothing_rejected("after the failover").await;
+    let lease = kube
+        .kubectl_ok(
+            &[
+                "-n",
+                &ns,
+                "get",
+                "lease",
+                "admitpilot-status-leader",
+                "-o",
+                "jsonpath={.spec.holderIdentity}",
+            ],
+            None,
+        )
+        .await;
+    assert!(!lease.is_empty(), "the Lease has a holder");
+    kube.kubectl_ok(&["delete", "gatewayclass", &class], None)
+        .await;
+}
