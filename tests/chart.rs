@@ -223,6 +223,10 @@ fn rbac_is_least_privilege() {
     for (group, resource, verb) in &controller {
         let allowed = if resource == "events" {
             ["create", "patch"].contains(&verb.as_str())
+        } else if resource.ends_with("/status") {
+            // The status leader writes only the status subresources of the Gateway API kinds.
+            group == "gateway.networking.k8s.io"
+                && ["get", "patch", "update"].contains(&verb.as_str())
         } else {
             ["get", "list", "watch"].contains(&verb.as_str())
         };
@@ -242,6 +246,13 @@ fn rbac_is_least_privilege() {
     assert!(docs
         .iter()
         .any(|d| d["kind"] == "ClusterRoleBinding" && d["metadata"]["name"] == "ap-admitpilot"));
+
+    // The status leader's Lease: in the release namespace only.
+    let lease_role = find(&docs, "Role", "ap-admitpilot-status-leader");
+    assert_eq!(lease_role["metadata"]["namespace"], "higress-system");
+    assert!(grants(lease_role)
+        .iter()
+        .all(|(g, r, _)| g == "coordination.k8s.io" && r == "leases"));
 
     let certs = find(&docs, "ClusterRole", "ap-admitpilot-certs-gen");
     assert_eq!(
