@@ -10,13 +10,17 @@
 //!   is shared with other controllers, so it is read, admitpilot's entries replaced, and written back with the
 //!   read `resourceVersion` (a conflict is retried on the next pass).
 //! * `Programmed` means served: a Gateway is Programmed once every connected proxy labelled with its name has
-//!   acknowledged a config version holding its current generation ([`crate::status::programmed`]).
+//!   acknowledged a config version holding its current generation ([`crate::status::programmed`]). Each replica
+//!   sees only the proxies connected to it, so every replica publishes what its proxies did per Gateway in a
+//!   ConfigMap of its own (label `admitpilot.io/status-report`, refreshed every 10 s, deleted on shutdown) and the
+//!   leader combines the fresh ones (at most 30 s old) with its own.
 
 use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use kube::api::{ApiResource, DynamicObject, Patch, PatchParams};
+use k8s_openapi::api::core::v1::ConfigMap;
+use kube::api::{ApiResource, DynamicObject, ListParams, Patch, PatchParams};
 use kube::{Api, Client};
 use kube_lease_manager::LeaseManagerBuilder;
 use prometheus_client::encoding::EncodeLabelSet;
@@ -28,8 +32,8 @@ use serde_json::{json, Value};
 use tokio::sync::watch;
 
 use crate::model::{Kind, ObjectKey, Snapshot};
-use crate::status::programmed::{programmed, ConnectedGateway};
-use crate::status::{gateway_api_status, Programmed, StatusUpdate};
+use crate::status::programmed::{combine, local_report, ConnectedGateway, GatewayReport};
+use crate::status::{gateway_api_status, StatusUpdate};
 use crate::xds::status::StatusRegistry;
 
 /// The Lease replicas compete for.
@@ -130,6 +134,7 @@ pub async fn run(
         metrics,
         written: HashMap::new(),
         first_seen: HashMap::new(),
+        published: None,
     };
     let mut tick = tokio::time::interval(writer.config.interval);
     tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
@@ -138,6 +143,10 @@ pub async fn run(
             _ = stop.wait_for(|stop| *stop) => break,
             _ = tick.tick() => {}
         }
+        let snapshot = snapshots.borrow_and_update().clone();
+        writer.track_generations(&snapshot);
+        let local = writer.local_reports(&snapshot, &connections.list_gateways());
+        writer.publish(&local).await;
         let is_leader = *leader.borrow_and_update();
         writer.metrics.leader.set(i64::from(is_leader));
         if !is_leader {
@@ -145,9 +154,11 @@ pub async fn run(
             writer.written.clear();
             continue;
         }
-        let snapshot = snapshots.borrow_and_update().clone();
-        writer.pass(&snapshot, &connections.list_gateways()).await;
+        let mut reports = writer.read_reports().await;
+        reports.push(local);
+        writer.pass(&snapshot, &reports).await;
     }
+    writer.withdraw().await;
     // Closing the channel ends the Lease task, which releases the Lease for another replica.
     drop(leader);
     if let Ok(Ok(manager)) = lease_task.await {
@@ -157,6 +168,16 @@ pub async fn run(
     }
 }
 
+/// One replica's reports, by Gateway (`namespace/name`).
+type Reports = BTreeMap<String, GatewayReport>;
+
+/// A report older than this is from a replica that is gone.
+const REPORT_STALE: Duration = Duration::from_secs(30);
+/// A replica rewrites its unchanged report this often, to show it is alive.
+const REPORT_REFRESH: Duration = Duration::from_secs(10);
+/// The label of report ConfigMaps.
+const REPORT_LABEL: &str = "admitpilot.io/status-report";
+
 struct Writer {
     client: Client,
     config: StatusWriterConfig,
@@ -165,10 +186,13 @@ struct Writer {
     written: HashMap<ObjectKey, Value>,
     /// Per Gateway: its generation and the first config version that held it.
     first_seen: HashMap<ObjectKey, (i64, u64)>,
+    /// This replica's report as last published, and when.
+    published: Option<(Reports, Instant)>,
 }
 
 impl Writer {
-    async fn pass(&mut self, snapshot: &Snapshot, connected: &[ConnectedGateway]) {
+    /// Records, per Gateway, the first config version that held its current generation.
+    fn track_generations(&mut self, snapshot: &Snapshot) {
         for object in snapshot.of_kind(Kind::KubernetesGateway) {
             let generation = object.metadata.generation.unwrap_or_default();
             let seen = self
@@ -181,13 +205,122 @@ impl Writer {
         }
         self.first_seen
             .retain(|key, _| snapshot.objects.contains_key(key));
+    }
+
+    /// What the gateways connected to this replica did with each Gateway.
+    fn local_reports(&self, snapshot: &Snapshot, connected: &[ConnectedGateway]) -> Reports {
+        snapshot
+            .of_kind(Kind::KubernetesGateway)
+            .filter_map(|object| {
+                let key = object.key();
+                let (generation, needed) = self.first_seen.get(&key)?;
+                let report =
+                    local_report(&key.namespace, &key.name, *generation, *needed, connected);
+                Some((format!("{}/{}", key.namespace, key.name), report))
+            })
+            .collect()
+    }
+
+    /// The report ConfigMap's API and this replica's ConfigMap name.
+    fn report_api(&self) -> (Api<ConfigMap>, String) {
+        let name: String = format!("admitpilot-status-report-{}", self.config.identity)
+            .to_ascii_lowercase()
+            .chars()
+            .map(|c| {
+                if c.is_ascii_alphanumeric() || c == '-' || c == '.' {
+                    c
+                } else {
+                    '-'
+                }
+            })
+            .take(253)
+            .collect();
+        (
+            Api::namespaced(self.client.clone(), &self.config.lease_namespace),
+            name,
+        )
+    }
+
+    /// Publishes this replica's report (when it changed, or to refresh it) in its ConfigMap, for the leader.
+    async fn publish(&mut self, local: &Reports) {
+        if self
+            .published
+            .as_ref()
+            .is_some_and(|(last, at)| last == local && at.elapsed() < REPORT_REFRESH)
+        {
+            return;
+        }
+        let (api, name) = self.report_api();
+        let report = json!({
+            "identity": self.config.identity,
+            "updatedUnix": crate::xds::status::unix_now(),
+            "gateways": local,
+        });
+        let config_map = json!({
+            "apiVersion": "v1",
+            "kind": "ConfigMap",
+            "metadata": {"name": name, "labels": {REPORT_LABEL: "true"}},
+            "data": {"report.json": report.to_string()},
+        });
+        let params = PatchParams::apply("admitpilot").force();
+        match api.patch(&name, &params, &Patch::Apply(config_map)).await {
+            Ok(_) => self.published = Some((local.clone(), Instant::now())),
+            Err(error) => {
+                tracing::warn!(%error, config_map = %name,
+                    "cannot publish what this replica's gateways acknowledged; the leader will not count them");
+            }
+        }
+    }
+
+    /// The other replicas' fresh reports.
+    async fn read_reports(&self) -> Vec<Reports> {
+        let (api, own) = self.report_api();
+        let list = match api.list(&ListParams::default().labels(REPORT_LABEL)).await {
+            Ok(list) => list,
+            Err(error) => {
+                tracing::warn!(%error, "cannot read the other replicas' reports; counting this replica's gateways only");
+                return Vec::new();
+            }
+        };
+        let now = crate::xds::status::unix_now();
+        list.items
+            .into_iter()
+            .filter(|cm| cm.metadata.name.as_deref() != Some(own.as_str()))
+            .filter_map(|cm| {
+                let text = cm.data?.remove("report.json")?;
+                let report: Value = serde_json::from_str(&text).ok()?;
+                let updated = report["updatedUnix"].as_u64()?;
+                if now.saturating_sub(updated) > REPORT_STALE.as_secs() {
+                    return None;
+                }
+                serde_json::from_value(report["gateways"].clone()).ok()
+            })
+            .collect()
+    }
+
+    /// Deletes this replica's report (on shutdown).
+    async fn withdraw(&self) {
+        let (api, name) = self.report_api();
+        if self.published.is_some() {
+            if let Err(error) = api.delete(&name, &Default::default()).await {
+                tracing::warn!(%error, config_map = %name, "could not delete this replica's report");
+            }
+        }
+    }
+
+    async fn pass(&mut self, snapshot: &Snapshot, reports: &[Reports]) {
         let now = k8s_openapi::jiff::Timestamp::now()
             .strftime("%Y-%m-%dT%H:%M:%SZ")
             .to_string();
-        let first_seen = &self.first_seen;
-        let programmed_of = |key: &ObjectKey| match first_seen.get(key) {
-            Some((_, needed)) => programmed(&key.namespace, &key.name, *needed, connected),
-            None => Programmed::Pending("not yet in the served config".into()),
+        let programmed_of = |key: &ObjectKey| {
+            let id = format!("{}/{}", key.namespace, key.name);
+            let of_it: Vec<&GatewayReport> = reports.iter().filter_map(|r| r.get(&id)).collect();
+            let generation = snapshot
+                .objects
+                .get(key)
+                .and_then(|object| object.metadata.generation)
+                .unwrap_or_default();
+            combine(&key.namespace, &key.name, generation, &of_it)
         };
         let updates = gateway_api_status(snapshot, &self.config.controller, &programmed_of, &now);
         let mut writes = 0;

@@ -247,12 +247,13 @@ fn rbac_is_least_privilege() {
         .iter()
         .any(|d| d["kind"] == "ClusterRoleBinding" && d["metadata"]["name"] == "ap-admitpilot"));
 
-    // The status leader's Lease: in the release namespace only.
+    // The status leader's Lease and the replicas' reports (ConfigMaps): in the release namespace only.
     let lease_role = find(&docs, "Role", "ap-admitpilot-status-leader");
     assert_eq!(lease_role["metadata"]["namespace"], "higress-system");
     assert!(grants(lease_role)
         .iter()
-        .all(|(g, r, _)| g == "coordination.k8s.io" && r == "leases"));
+        .all(|(g, r, _)| (g == "coordination.k8s.io" && r == "leases")
+            || (g.is_empty() && r == "configmaps")));
 
     let certs = find(&docs, "ClusterRole", "ap-admitpilot-certs-gen");
     assert_eq!(

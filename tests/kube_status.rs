@@ -3,8 +3,9 @@
 //! - before any gateway connects, the Gateway is Accepted and Programmed=False (Pending, saying none is connected);
 //!   once Envoy has acknowledged the config, Programmed=True with the Gateway's generation;
 //! - the HTTPRoute's parent entry is admitpilot's, and another controller's entry in the same list is kept;
-//! - two replicas: one holds the Lease and writes; when it stops (SIGTERM releases the Lease), the other takes over
-//!   and writes the next generation, Programmed=False until a gateway connected to it acknowledges it.
+//! - two replicas: one holds the Lease and writes, counting the gateways connected to the other from its report;
+//!   when it stops (SIGTERM releases the Lease and withdraws its report), the other takes over and writes the next
+//!   generation.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 #[path = "support/envoy.rs"]
@@ -214,40 +215,67 @@ async fn status_says_what_the_gateways_serve_and_one_leader_writes_it() {
     );
     envoy.assert_nothing_rejected("status written").await;
 
-    // A second replica; the first stops and releases the Lease; the second writes the next generation.
+    // A second replica, with a gateway of its own; the first replica's gateway goes away. The leader (the first
+    // replica) has no gateway of `gw` left: the next generation is Programmed from the second replica's report.
     let second = Admitpilot::start_kube(
         kube.kubeconfig(),
         None,
         &flags("--default-namespace=default"),
     )
     .await;
-    first.terminate();
+    let second_envoy = EnvoyProcess::start(&envoy_bin, &bootstrap(second.xds_port), 72).await;
     drop(envoy);
     kube.kubectl_ok(
         &["apply", "-f", "-"],
         Some(&objects(&ns, &class, port, "*.example.org")),
     )
     .await;
+    wait_status(
+        &kube,
+        "gateway/gw",
+        |g| programmed(g, "True", 2),
+        &[&first, &second],
+    )
+    .await;
+
+    // The first replica stops (SIGTERM releases the Lease); the second takes over and writes the next generation.
+    first.terminate();
+    kube.kubectl_ok(
+        &["apply", "-f", "-"],
+        Some(&objects(&ns, &class, port, "*.example.net")),
+    )
+    .await;
     let gateway = wait_status(
         &kube,
         "gateway/gw",
-        |g| programmed(g, "False", 2),
+        |g| programmed(g, "True", 3),
         &[&second],
     )
     .await;
     assert_eq!(
         condition(&gateway["status"]["conditions"], "Accepted")["observedGeneration"],
-        2
+        3
     );
-    let envoy = EnvoyProcess::start(&envoy_bin, &bootstrap(second.xds_port), 72).await;
-    wait_status(
-        &kube,
-        "gateway/gw",
-        |g| programmed(g, "True", 2),
-        &[&second],
-    )
-    .await;
-    envoy.assert_nothing_rejected("after the failover").await;
+    second_envoy
+        .assert_nothing_rejected("after the failover")
+        .await;
+    // The stopped replica withdrew its report.
+    let reports = kube
+        .kubectl_ok(
+            &[
+                "-n",
+                &ns,
+                "get",
+                "configmaps",
+                "-l",
+                "admitpilot.io/status-report",
+                "-o",
+                "name",
+            ],
+            None,
+        )
+        .await;
+    assert_eq!(reports.lines().count(), 1, "{reports}");
     let lease = kube
         .kubectl_ok(
             &[

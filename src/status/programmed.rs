@@ -1,8 +1,11 @@
 //! Whether a Gateway is programmed (pure): takes the gateways connected over xDS (what each was last sent and has
 //! acknowledged) and the config version that first held the Gateway's current generation, and says whether every
-//! gateway of it serves that version ([`Programmed`]).
+//! gateway of it serves that version ([`Programmed`]). Each replica sees only the gateways connected to it: it sums
+//! that up per Gateway in a [`GatewayReport`], and the replicas' reports [`combine`] into the Gateway's status.
 
 use std::collections::BTreeMap;
+
+use serde::{Deserialize, Serialize};
 
 use super::gateway_api::Programmed;
 
@@ -33,17 +36,9 @@ pub fn programmed(
     needed: u64,
     connected: &[ConnectedGateway],
 ) -> Programmed {
-    let ours: Vec<&ConnectedGateway> = connected
-        .iter()
-        .filter(|gateway| {
-            gateway.namespace == namespace
-                && gateway.labels.get(GATEWAY_NAME_LABEL).map(String::as_str) == Some(name)
-        })
-        .collect();
+    let ours = gateways_of(namespace, name, connected);
     if ours.is_empty() {
-        return Programmed::Pending(format!(
-            "no gateway with label {GATEWAY_NAME_LABEL}={name} in namespace {namespace} is connected"
-        ));
+        return none_connected(namespace, name);
     }
     if let Some(rejecting) = ours.iter().find(|gateway| gateway.rejected.is_some()) {
         return Programmed::Rejected(format!(
@@ -64,6 +59,105 @@ pub fn programmed(
             ours.len()
         ))
     }
+}
+
+fn gateways_of<'a>(
+    namespace: &str,
+    name: &str,
+    connected: &'a [ConnectedGateway],
+) -> Vec<&'a ConnectedGateway> {
+    connected
+        .iter()
+        .filter(|gateway| {
+            gateway.namespace == namespace
+                && gateway.labels.get(GATEWAY_NAME_LABEL).map(String::as_str) == Some(name)
+        })
+        .collect()
+}
+
+fn none_connected(namespace: &str, name: &str) -> Programmed {
+    Programmed::Pending(format!(
+        "no gateway with label {GATEWAY_NAME_LABEL}={name} in namespace {namespace} is connected"
+    ))
+}
+
+/// What the gateways connected to one replica did with one Gateway.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct GatewayReport {
+    /// The Gateway's generation the replica knows.
+    pub generation: i64,
+    /// How many gateways of it are connected to the replica.
+    pub connected: usize,
+    /// What they did: `Served`, `Pending` or `Rejected`.
+    pub state: ReportState,
+    /// Why, when not served.
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub message: String,
+}
+
+/// [`Programmed`] as a report carries it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub enum ReportState {
+    /// Every connected gateway of it acknowledged the generation.
+    Served,
+    /// Not yet.
+    Pending,
+    /// One rejected it.
+    Rejected,
+}
+
+/// This replica's report on the Gateway `namespace/name` at `generation` (first held by config version `needed`).
+pub fn local_report(
+    namespace: &str,
+    name: &str,
+    generation: i64,
+    needed: u64,
+    connected: &[ConnectedGateway],
+) -> GatewayReport {
+    let (state, message) = match programmed(namespace, name, needed, connected) {
+        Programmed::Served => (ReportState::Served, String::new()),
+        Programmed::Pending(why) => (ReportState::Pending, why),
+        Programmed::Rejected(why) => (ReportState::Rejected, why),
+    };
+    GatewayReport {
+        generation,
+        connected: gateways_of(namespace, name, connected).len(),
+        state,
+        message,
+    }
+}
+
+/// The Gateway `namespace/name` at `generation`, from every replica's report on it: programmed once some gateway
+/// is connected and every replica with gateways of it reports them served at that generation.
+pub fn combine(
+    namespace: &str,
+    name: &str,
+    generation: i64,
+    reports: &[&GatewayReport],
+) -> Programmed {
+    let with_gateways: Vec<&&GatewayReport> = reports.iter().filter(|r| r.connected > 0).collect();
+    if with_gateways.is_empty() {
+        return none_connected(namespace, name);
+    }
+    if let Some(rejected) = with_gateways
+        .iter()
+        .find(|r| r.state == ReportState::Rejected)
+    {
+        return Programmed::Rejected(rejected.message.clone());
+    }
+    if let Some(behind) = with_gateways.iter().find(|r| r.generation != generation) {
+        return Programmed::Pending(format!(
+            "a replica serving {} gateways of it has not yet seen generation {generation}",
+            behind.connected
+        ));
+    }
+    if let Some(pending) = with_gateways
+        .iter()
+        .find(|r| r.state == ReportState::Pending)
+    {
+        return Programmed::Pending(pending.message.clone());
+    }
+    Programmed::Served
 }
 
 #[cfg(test)]
@@ -107,5 +201,37 @@ mod tests {
             programmed("other-ns", "web", 5, &served),
             Programmed::Pending(_)
         ));
+    }
+
+    #[test]
+    fn replicas_reports_combine_into_one_verdict() {
+        let report = |generation, connected, state, message: &str| GatewayReport {
+            generation,
+            connected,
+            state,
+            message: message.into(),
+        };
+        let served = report(2, 1, ReportState::Served, "");
+        let idle = report(1, 0, ReportState::Pending, "none here");
+        let behind = report(1, 3, ReportState::Served, "");
+        let waiting = report(2, 2, ReportState::Pending, "1 of 2 waiting");
+        let rejected = report(2, 1, ReportState::Rejected, "bad listener");
+        let combine = |reports: &[&GatewayReport]| combine("infra", "web", 2, reports);
+        assert_eq!(combine(&[&served, &idle]), Programmed::Served);
+        assert!(
+            matches!(combine(&[&idle]), Programmed::Pending(ref why) if why.contains("no gateway"))
+        );
+        assert!(matches!(combine(&[&served, &behind]),
+            Programmed::Pending(ref why) if why.contains("3 gateways") && why.contains("generation 2")));
+        assert_eq!(
+            combine(&[&served, &waiting]),
+            Programmed::Pending("1 of 2 waiting".into())
+        );
+        assert_eq!(
+            combine(&[&waiting, &rejected]),
+            Programmed::Rejected("bad listener".into())
+        );
+        let alone = local_report("infra", "web", 2, 5, &[gateway("web", Some(5), None)]);
+        assert_eq!(alone, served);
     }
 }

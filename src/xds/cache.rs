@@ -528,7 +528,10 @@ mod tests {
         assert!(b.has_changed().unwrap());
         let unchanged = b.borrow_and_update().clone();
         assert_eq!(unchanged.snapshot_version, 2);
-        assert!(!unchanged.of(ResourceType::Cluster).by_name.contains_key("c2"));
+        assert!(!unchanged
+            .of(ResourceType::Cluster)
+            .by_name
+            .contains_key("c2"));
         let config = a1.borrow_and_update().clone();
         assert!(config.of(ResourceType::Cluster).by_name.contains_key("c2"));
 
