@@ -368,7 +368,8 @@ async fn an_http_filter_added_behind_the_router_is_refused() {
 
 /// Found by the 10,000-object run (seed 20261126, `g4692`): a `TypedStruct` whose value Envoy cannot convert into
 /// its `type_url`'s message (a Duration given as a number) was admitted and Envoy rejected the listener. The
-/// effect check now converts it as Envoy does; the same filter with a Duration string is admitted and loads.
+/// effect check now converts it as Envoy does; the same filter with a Duration string is admitted and loads, with
+/// no deprecated field (its `append` becomes `append_action`, found by the same run: `g1901`).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_typed_struct_envoy_cannot_convert_is_refused() {
     let filter = |name: &str, fill_interval: serde_json::Value| {
@@ -387,7 +388,10 @@ async fn a_typed_struct_envoy_cannot_convert_is_refused() {
                             "@type": "type.googleapis.com/udpa.type.v1.TypedStruct",
                             "type_url": "type.googleapis.com/envoy.extensions.filters.http.local_ratelimit.v3.LocalRateLimit",
                             "value": {"stat_prefix": "local", "token_bucket": {
-                                "max_tokens": 1, "tokens_per_fill": 1, "fill_interval": fill_interval}},
+                                "max_tokens": 1, "tokens_per_fill": 1, "fill_interval": fill_interval},
+                                // Istio's example sets the deprecated `append`: gateways get `append_action`.
+                                "response_headers_to_add": [{"append": false,
+                                    "header": {"key": "x-local-rate-limit", "value": "true"}}]},
                         }}}}],
             },
         })
@@ -397,6 +401,32 @@ async fn a_typed_struct_envoy_cannot_convert_is_refused() {
         filter("duration", serde_json::json!("60s")),
     ])
     .await;
+}
+
+/// Found by the 10,000-object run (seed 20261126, `g3099`): an EnvoyFilter removing every cluster leaves the gateway
+/// nothing to serve, and its proxies were never told that the new version changed nothing for them (the oracle saw
+/// it as stuck). Their streams now record the version they serve.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn removing_every_cluster_is_loaded_and_acknowledged() {
+    let Some(binary) = envoy::envoy_binary() else {
+        return;
+    };
+    let ports: Vec<u16> = (0..5).map(|_| envoy::free_port()).collect();
+    let (_base, mut admission, mut oracle) = gen::base_admission_and_oracle(&binary, ports).await;
+    let doc = serde_json::json!({
+        "apiVersion": "networking.istio.io/v1alpha3",
+        "kind": "EnvoyFilter",
+        "metadata": {"name": "remove-all", "namespace": "edge"},
+        "spec": {"workloadSelector": {"labels": {"istio": "ingressgateway"}},
+            "configPatches": [{"applyTo": "CLUSTER", "match": {"context": "GATEWAY"},
+                "patch": {"operation": "REMOVE"}}]},
+    });
+    let Outcome::Admitted(object) = admission.offer(doc) else {
+        panic!("removing every cluster is admitted (the listeners that need them are left out, and reported)");
+    };
+    assert_eq!(oracle.load(&[Arc::clone(&object)]).await, Verdict::Loaded);
+    assert_eq!(oracle.load(&[object]).await, Verdict::Loaded, "and again");
+    oracle.shutdown().await;
 }
 
 /// Offers each of `docs` alone to the admission (validation and effect check) and loads it alone into real Envoy

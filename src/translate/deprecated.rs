@@ -5,8 +5,9 @@
 //! compressor's `content_type` (gzip; becomes `content_type_matcher` with one exact matcher per type, which
 //! Envoy compares with the response's content type without its parameters, as it did the list). User EnvoyFilters
 //! (corpus examples, found by tests/envoy_generated.rs) also set `Cluster.http2_protocol_options` (becomes the
-//! explicit HTTP/2 config of `HttpProtocolOptions`) and the Lua filter's `inline_code` (becomes
-//! `default_source_code`).
+//! explicit HTTP/2 config of `HttpProtocolOptions`), the Lua filter's `inline_code` (becomes
+//! `default_source_code`) and `append` in header options of HTTP filter configs, typed or in a `TypedStruct`
+//! ([`super::deprecated_filter_headers`]).
 
 use envoy_types::pb::envoy::config::cluster::v3::Cluster;
 use envoy_types::pb::envoy::config::core::v3::{data_source, DataSource, Http1ProtocolOptions};
@@ -42,7 +43,8 @@ pub fn upgrade(out: &mut GatewayResources, rebuilt: Option<&RebuiltHosts>) {
         .for_each(|config| upgrade_header_options(config, rebuilt));
     for_each_hcm(&mut out.listeners, |_, hcm| {
         let compressors = upgrade_compressors(hcm);
-        upgrade_lua(hcm) || compressors
+        let lua = upgrade_lua(hcm);
+        super::deprecated_filter_headers::upgrade(hcm) || lua || compressors
     });
 }
 

@@ -36,6 +36,7 @@ mod cache;
 pub mod cluster;
 pub mod dangling;
 pub mod deprecated;
+pub mod deprecated_filter_headers;
 pub mod effect;
 pub mod envoy;
 pub mod envoy_filter;

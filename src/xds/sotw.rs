@@ -210,6 +210,12 @@ impl Protocol for SotwStream {
         let grew = state.subscribe(kind, &request.resource_names, all);
         self.base
             .subscribed(kind, state.wildcard, state.names.len());
+        if !state.wildcard && state.names.is_empty() {
+            // The client dropped every name (its clusters or listeners went): Envoy ignores a response for a type
+            // it no longer watches, and never acknowledges it. Nothing to answer.
+            state.always_respond = false;
+            return Vec::new();
+        }
         let force = initial || grew || state.always_respond;
         if force || state.sent_version != Some(state.desired_version(all)) {
             vec![self.response(kind, config)]
@@ -230,6 +236,12 @@ impl Protocol for SotwStream {
             // A rejected response is retried, unchanged, once something it depends on was just sent.
             let retry = state.nacked && sent.contains_any(kind.depends_on());
             if !retry && state.sent_version == Some(state.desired_version(config.of(kind))) {
+                continue;
+            }
+            // None of the names asked for exists any more (their clusters or listeners went with this push): in
+            // SotW an absent EDS/RDS/SDS resource is not removed, and Envoy, which drops those watches, ignores
+            // such a response without ever acknowledging it. Nothing is sent; the client asks again if it needs.
+            if !retry && !state.wildcard && state.chosen(config.of(kind)).0.is_empty() {
                 continue;
             }
             sent.insert(kind);

@@ -156,8 +156,9 @@ impl Oracle {
             }
             if tokio::time::Instant::now() > deadline {
                 return Verdict::Stuck(format!(
-                    "version {} not settled within {SETTLE:?}: synced {synced}, stats {stats:?}",
-                    self.version
+                    "version {} not settled within {SETTLE:?}: synced {synced}, stats {stats:?}, streams {}",
+                    self.version,
+                    self.sync_summary()
                 ));
             }
             tokio::time::sleep(Duration::from_millis(25)).await;
@@ -230,6 +231,40 @@ impl Oracle {
                         .as_ref()
                         .is_some_and(|nack| Some(nack.version) == t.sent_version)
             })
+    }
+
+    /// Each Envoy stream's snapshot version and, per type, what was sent and acknowledged.
+    fn sync_summary(&self) -> String {
+        let streams: Vec<String> = self
+            .server
+            .status()
+            .list()
+            .iter()
+            .filter(|c| c.subscriber == "envoy")
+            .map(|c| {
+                let types: Vec<String> = c
+                    .types
+                    .iter()
+                    .map(|(kind, t)| {
+                        let shown = |v: &Option<admitpilot::xds::status::Version>| {
+                            v.map_or("-".to_string(), |v| v.to_string())
+                        };
+                        format!(
+                            "{kind} sent {} acked {}",
+                            shown(&t.sent_version),
+                            shown(&t.acked_version)
+                        )
+                    })
+                    .collect();
+                format!(
+                    "[{} at {}: {}]",
+                    c.connection,
+                    c.snapshot_version,
+                    types.join(", ")
+                )
+            })
+            .collect();
+        streams.join(" ")
     }
 
     fn nacked(&self) -> bool {
