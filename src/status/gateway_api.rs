@@ -15,6 +15,7 @@ use crate::model::gateway_api::gateway::Listener;
 use crate::model::gateway_api::reference_grant::granted;
 use crate::model::gateway_api::{Gateway, GROUP};
 use crate::model::{ConfigObject, Kind, ObjectKey, Snapshot, Spec};
+use crate::status::programmed::GATEWAY_NAME_LABEL;
 use crate::translate::gateway_api::backends;
 
 /// The listener protocols admitpilot serves (others are Accepted=False, UnsupportedProtocol).
@@ -219,11 +220,54 @@ fn gateway_status(
         Programmed::Pending(why) => cond("Programmed", false, "Pending", why),
         Programmed::Rejected(why) => cond("Programmed", false, "Invalid", why),
     };
+    let mut status = json!({"conditions": [accepted, programmed], "listeners": listeners});
+    let addresses = addresses(snapshot, object);
+    if !addresses.is_empty() {
+        status["addresses"] = Value::Array(addresses);
+    }
     StatusUpdate {
         key: object.key(),
         generation,
-        status: json!({"conditions": [accepted, programmed], "listeners": listeners}),
+        status,
     }
+}
+
+/// A Gateway's addresses: those of the Services in its namespace that select its proxies (selector
+/// `gateway.networking.k8s.io/gateway-name: <name>`): their external IPs and load balancer IP, else their cluster
+/// DNS name (Istio's gateway status gives the Service's host name when no IP is assigned).
+fn addresses(snapshot: &Snapshot, gateway: &ConfigObject) -> Vec<Value> {
+    let namespace = gateway.metadata.namespace.as_str();
+    let mut out = Vec::new();
+    for object in snapshot.of_kind(Kind::Service) {
+        let Spec::Service(service) = &object.spec else {
+            continue;
+        };
+        let selects = object.metadata.namespace == namespace
+            && service
+                .selector
+                .as_ref()
+                .and_then(|selector| selector.get(GATEWAY_NAME_LABEL))
+                .is_some_and(|name| *name == gateway.metadata.name);
+        if !selects {
+            continue;
+        }
+        let ips: Vec<&String> = service
+            .external_ips
+            .iter()
+            .flatten()
+            .chain(service.load_balancer_ip.iter())
+            .collect();
+        if ips.is_empty() {
+            out.push(json!({"type": "Hostname",
+                "value": format!("{}.{namespace}.svc.cluster.local", object.metadata.name)}));
+        } else {
+            out.extend(
+                ips.into_iter()
+                    .map(|ip| json!({"type": "IPAddress", "value": ip})),
+            );
+        }
+    }
+    out
 }
 
 /// The route kinds a listener takes: its protocol's, narrowed by `allowedRoutes.kinds` (only HTTPRoute is
@@ -559,6 +603,36 @@ spec:
   rules: [{{backendRefs: [{{name: {backend}, port: 8080}}]}}]
 "
         )
+    }
+
+    #[test]
+    fn addresses_come_from_the_services_selecting_the_gateway() {
+        let none = status("");
+        assert!(find(&none, Kind::KubernetesGateway, "gw")
+            .get("addresses")
+            .is_none());
+        let updates = status(
+            "apiVersion: v1
+kind: Service
+metadata: {name: gw-lb, namespace: default}
+spec: {selector: {gateway.networking.k8s.io/gateway-name: gw}, externalIPs: [203.0.113.7], ports: [{port: 80}]}
+---
+apiVersion: v1
+kind: Service
+metadata: {name: gw-internal, namespace: default}
+spec: {selector: {gateway.networking.k8s.io/gateway-name: gw}, ports: [{port: 80}]}
+---
+apiVersion: v1
+kind: Service
+metadata: {name: other, namespace: default}
+spec: {selector: {gateway.networking.k8s.io/gateway-name: other}, externalIPs: [203.0.113.8], ports: [{port: 80}]}
+",
+        );
+        assert_eq!(
+            find(&updates, Kind::KubernetesGateway, "gw")["addresses"],
+            json!([{"type": "Hostname", "value": "gw-internal.default.svc.cluster.local"},
+                   {"type": "IPAddress", "value": "203.0.113.7"}])
+        );
     }
 
     #[test]
