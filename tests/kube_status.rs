@@ -24,6 +24,7 @@ use pipeline::Admitpilot;
 use serde_json::Value;
 
 const CRDS: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/crds/gateway-api");
+const ISTIO_CRDS: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/kube/istio-crds.yaml");
 const WAIT: Duration = Duration::from_secs(60);
 
 fn objects(ns: &str, class: &str, port: u16, hostname: &str) -> String {
@@ -291,6 +292,147 @@ async fn status_says_what_the_gateways_serve_and_one_leader_writes_it() {
         )
         .await;
     assert!(!lease.is_empty(), "the Lease has a holder");
+    kube.kubectl_ok(&["delete", "gatewayclass", &class], None)
+        .await;
+}
+
+/// What the status says when things go wrong, on the real API server: a route to a missing Service is
+/// ResolvedRefs=False/BackendNotFound; a config Envoy rejects (served with the push guard off, as only a test does)
+/// turns the Gateway Programmed=False with Envoy's message, and True again once it is gone; the Gateway's address is
+/// its Service's.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn status_reports_missing_backends_and_what_envoy_rejects() {
+    let Some(envoy_bin) = envoy::envoy_binary() else {
+        return;
+    };
+    let Some(kube) = Kube::shared("kube-status-fail").await else {
+        return;
+    };
+    kube.install_crds(Path::new(CRDS)).await;
+    kube.install_crds(Path::new(ISTIO_CRDS)).await;
+    let ns = kube.namespace().to_string();
+    let class = format!("admitpilot-{ns}");
+    let port = envoy::free_port();
+    let proxies = format!(
+        "apiVersion: v1
+kind: Service
+metadata: {{name: gw-proxies, namespace: {ns}}}
+spec: {{selector: {{gateway.networking.k8s.io/gateway-name: gw}}, externalIPs: [203.0.113.7], ports: [{{port: 80}}]}}
+---
+apiVersion: gateway.networking.k8s.io/v1
+kind: HTTPRoute
+metadata: {{name: lost, namespace: {ns}}}
+spec:
+  parentRefs: [{{name: gw}}]
+  rules: [{{backendRefs: [{{name: missing, port: 80}}]}}]
+"
+    );
+    kube.kubectl_ok(
+        &["apply", "-f", "-"],
+        Some(&objects(&ns, &class, port, "*.example")),
+    )
+    .await;
+    kube.kubectl_ok(&["apply", "-f", "-"], Some(&proxies)).await;
+    let args = [
+        "--xds-auth=none".to_string(),
+        "--no-push-guard".to_string(),
+        format!("--status-lease-namespace={ns}"),
+        format!("--watch-namespaces={ns}"),
+        format!("--higress-namespace={ns}"),
+        format!("--istio-namespace={ns}"),
+    ];
+    let admitpilot = Admitpilot::start_kube(kube.kubeconfig(), None, &args).await;
+    let bootstrap = envoy::bootstrap(
+        AdsApi::Delta,
+        admitpilot.xds_port,
+        "router~127.0.0.1~gw.x~x.svc.cluster.local",
+    )
+    .replace("NAMESPACE: default", &format!("NAMESPACE: {ns}"))
+    .replace("app: e2e", "gateway.networking.k8s.io/gateway-name: gw");
+    let envoy = EnvoyProcess::start(&envoy_bin, &bootstrap, 73).await;
+    let gateway = wait_status(
+        &kube,
+        "gateway/gw",
+        |g| programmed(g, "True", 1),
+        &[&admitpilot],
+    )
+    .await;
+    assert_eq!(
+        gateway["status"]["addresses"],
+        serde_json::json!([{"type": "IPAddress", "value": "203.0.113.7"}])
+    );
+    let lost = wait_status(
+        &kube,
+        "httproute/lost",
+        |r| {
+            r["status"]["parents"]
+                .as_array()
+                .is_some_and(|p| !p.is_empty())
+        },
+        &[&admitpilot],
+    )
+    .await;
+    let refs = condition(&lost["status"]["parents"][0]["conditions"], "ResolvedRefs");
+    assert_eq!(
+        (&refs["status"], &refs["reason"]),
+        (&"False".into(), &"BackendNotFound".into()),
+        "{refs}"
+    );
+
+    // A second listener on the Gateway's address: Envoy rejects the listener update.
+    let duplicate = format!(
+        r#"apiVersion: networking.istio.io/v1alpha3
+kind: EnvoyFilter
+metadata: {{name: duplicate-listener, namespace: {ns}}}
+spec:
+  workloadSelector: {{labels: {{gateway.networking.k8s.io/gateway-name: gw}}}}
+  configPatches:
+  - applyTo: LISTENER
+    match: {{context: GATEWAY}}
+    patch:
+      operation: ADD
+      value:
+        name: extra
+        address: {{socket_address: {{address: 0.0.0.0, port_value: {port}}}}}
+        filter_chains:
+        - filters:
+          - name: envoy.filters.network.tcp_proxy
+            typed_config: {{"@type": type.googleapis.com/envoy.extensions.filters.network.tcp_proxy.v3.TcpProxy, stat_prefix: t, cluster: BlackHoleCluster}}
+"#
+    );
+    kube.kubectl_ok(&["apply", "-f", "-"], Some(&duplicate))
+        .await;
+    let gateway = wait_status(
+        &kube,
+        "gateway/gw",
+        |g| {
+            programmed(g, "False", 1)
+                && condition(&g["status"]["conditions"], "Programmed")["reason"] == "Invalid"
+        },
+        &[&admitpilot],
+    )
+    .await;
+    let rejected = condition(&gateway["status"]["conditions"], "Programmed");
+    assert!(
+        rejected["message"]
+            .as_str()
+            .unwrap()
+            .contains("rejected the config"),
+        "{rejected}"
+    );
+    kube.kubectl_ok(
+        &["-n", &ns, "delete", "envoyfilter", "duplicate-listener"],
+        None,
+    )
+    .await;
+    wait_status(
+        &kube,
+        "gateway/gw",
+        |g| programmed(g, "True", 1),
+        &[&admitpilot],
+    )
+    .await;
+    drop(envoy);
     kube.kubectl_ok(&["delete", "gatewayclass", &class], None)
         .await;
 }

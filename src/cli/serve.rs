@@ -139,6 +139,11 @@ pub struct ServeArgs {
     #[arg(long, default_value = admitpilot::model::gateway_api::DEFAULT_CONTROLLER_NAME)]
     gateway_controller_name: String,
 
+    /// Serve what Envoy would reject instead of holding it back (the push guard off): for tests and diagnosis only;
+    /// gateways then NACK such config (and a Gateway's status says so).
+    #[arg(long, hide = true)]
+    no_push_guard: bool,
+
     /// Do not write Gateway API status. By default, with --kube, the replica holding the Lease
     /// admitpilot-status-leader writes the status of the GatewayClasses of --gateway-controller-name, their
     /// Gateways (Programmed once every connected gateway of it acknowledged the config) and HTTPRoutes.
@@ -375,6 +380,7 @@ pub fn run(args: ServeArgs) -> anyhow::Result<ExitCode> {
     sources.mcp_auth.check().map_err(anyhow::Error::msg)?;
     let xds = args.xds_config()?;
     let gateway_controller = args.gateway_controller_name.clone();
+    let push_guard = !args.no_push_guard;
     let status = args.status_writer_config();
     let config = args.into_config();
     let runtime = tokio::runtime::Builder::new_multi_thread()
@@ -382,10 +388,16 @@ pub fn run(args: ServeArgs) -> anyhow::Result<ExitCode> {
         .build()
         .context("cannot start the async runtime")?;
     runtime.block_on(async {
-        let translate = TranslateFn::caching(admitpilot::translate::Options {
+        let mut translate = TranslateFn::caching(admitpilot::translate::Options {
             gateway_controller,
             ..admitpilot::translate::Options::default()
         });
+        if !push_guard {
+            tracing::warn!(
+                "--no-push-guard: config Envoy would reject is served (tests and diagnosis only)"
+            );
+            translate = translate.unguarded();
+        }
         let mut app = App::new(config).sources(sources).xds(xds, translate);
         if let Some(status) = status {
             app = app.status_writer(status);
