@@ -25,7 +25,7 @@ use crate::admission::{self, Webhook};
 use crate::model::decode::DecodeOptions;
 use crate::model::Snapshot;
 use crate::source::{self, SourceMetrics, SourceSettings};
-use crate::status_writer::{self, StatusMetrics, StatusWriterConfig};
+use crate::status_writer::{self, GatewayFeedback, StatusMetrics, StatusWriterConfig};
 use crate::xds::{
     self, CallPolicy, Endpoint, KubeAuth, TlsFiles as XdsTlsFiles, TranslateFn, XdsMetrics,
     XdsServer,
@@ -276,11 +276,16 @@ impl App {
                 (self.status_writer.take(), kube_client, &snapshots)
             {
                 let metrics = StatusMetrics::register(&mut self.registry);
+                let xds = server.connected.clone();
+                let gateways = GatewayFeedback {
+                    connections: server.connected.status(),
+                    held_back: Arc::new(move || xds.held_back()),
+                };
                 let writer = status_writer::run(
                     client,
                     config,
                     snapshots.clone(),
-                    server.connected.status(),
+                    gateways,
                     metrics,
                     stopped_rx.clone(),
                 );

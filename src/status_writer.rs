@@ -32,8 +32,11 @@ use serde_json::{json, Value};
 use tokio::sync::watch;
 
 use crate::model::{Kind, ObjectKey, Snapshot};
-use crate::status::programmed::{combine, local_report, ConnectedGateway, GatewayReport};
-use crate::status::{gateway_api_status, StatusUpdate};
+use crate::status::programmed::{
+    combine, local_report, ConnectedGateway, GatewayReport, GATEWAY_NAME_LABEL,
+};
+use crate::status::{gateway_api_status, Served, StatusUpdate};
+use crate::translate::Proxy;
 use crate::xds::status::StatusRegistry;
 
 /// The Lease replicas compete for.
@@ -101,7 +104,7 @@ pub async fn run(
     client: Client,
     config: StatusWriterConfig,
     mut snapshots: watch::Receiver<Arc<Snapshot>>,
-    connections: Arc<StatusRegistry>,
+    gateways: GatewayFeedback,
     metrics: StatusMetrics,
     mut stop: watch::Receiver<bool>,
 ) {
@@ -145,7 +148,11 @@ pub async fn run(
         }
         let snapshot = snapshots.borrow_and_update().clone();
         writer.track_generations(&snapshot);
-        let local = writer.local_reports(&snapshot, &connections.list_gateways());
+        let local = writer.local_reports(
+            &snapshot,
+            &gateways.connections.list_gateways(),
+            &(gateways.held_back)(),
+        );
         writer.publish(&local).await;
         let is_leader = *leader.borrow_and_update();
         writer.metrics.leader.set(i64::from(is_leader));
@@ -167,6 +174,17 @@ pub async fn run(
         }
     }
 }
+
+/// What the status writer reads from the xDS server: the connected gateways and what the push guard leaves out.
+pub struct GatewayFeedback {
+    /// The connected streams.
+    pub connections: Arc<StatusRegistry>,
+    /// The objects the push guard leaves out, per connected proxy group, with what Envoy would reject.
+    pub held_back: HeldBackFn,
+}
+
+/// Lists the objects the push guard leaves out: (proxy group, object, what Envoy would reject).
+pub type HeldBackFn = Arc<dyn Fn() -> Vec<(Proxy, ObjectKey, String)> + Send + Sync>;
 
 /// One replica's reports, by Gateway (`namespace/name`).
 type Reports = BTreeMap<String, GatewayReport>;
@@ -207,15 +225,38 @@ impl Writer {
             .retain(|key, _| snapshot.objects.contains_key(key));
     }
 
-    /// What the gateways connected to this replica did with each Gateway.
-    fn local_reports(&self, snapshot: &Snapshot, connected: &[ConnectedGateway]) -> Reports {
+    /// What the gateways connected to this replica did with each Gateway, and which routes the push guard leaves
+    /// out of their config.
+    fn local_reports(
+        &self,
+        snapshot: &Snapshot,
+        connected: &[ConnectedGateway],
+        held_back: &[(Proxy, ObjectKey, String)],
+    ) -> Reports {
         snapshot
             .of_kind(Kind::KubernetesGateway)
             .filter_map(|object| {
                 let key = object.key();
                 let (generation, needed) = self.first_seen.get(&key)?;
-                let report =
-                    local_report(&key.namespace, &key.name, *generation, *needed, connected);
+                let routes = held_back
+                    .iter()
+                    .filter(|(proxy, route, _)| {
+                        route.kind == Kind::HttpRoute
+                            && proxy.namespace == key.namespace
+                            && proxy.labels.get(GATEWAY_NAME_LABEL) == Some(&key.name)
+                    })
+                    .map(|(_, route, why)| {
+                        (format!("{}/{}", route.namespace, route.name), why.clone())
+                    })
+                    .collect();
+                let report = local_report(
+                    &key.namespace,
+                    &key.name,
+                    *generation,
+                    *needed,
+                    connected,
+                    routes,
+                );
                 Some((format!("{}/{}", key.namespace, key.name), report))
             })
             .collect()
@@ -322,7 +363,20 @@ impl Writer {
                 .unwrap_or_default();
             combine(&key.namespace, &key.name, generation, &of_it)
         };
-        let updates = gateway_api_status(snapshot, &self.config.controller, &programmed_of, &now);
+        let held_back_of = |route: &ObjectKey| {
+            let id = format!("{}/{}", route.namespace, route.name);
+            reports
+                .iter()
+                .flat_map(BTreeMap::values)
+                .find_map(|report| report.held_back.get(&id).cloned())
+        };
+        let updates = {
+            let served = Served {
+                programmed: &programmed_of,
+                held_back: &held_back_of,
+            };
+            gateway_api_status(snapshot, &self.config.controller, &served, &now)
+        };
         let mut writes = 0;
         for update in updates {
             if writes >= self.config.max_writes {

@@ -15,7 +15,7 @@ use admitpilot::model::decode::DecodeOptions;
 use admitpilot::model::Snapshot;
 use admitpilot::source::folder::Folder;
 use admitpilot::source::{AdmitOptions, SourceMetrics, DEFAULT_NAMESPACE};
-use admitpilot::status::{gateway_api_status, Programmed};
+use admitpilot::status::{gateway_api_status, Programmed, Served};
 use admitpilot::translate::dangling::LEFT_OUT_MESSAGE;
 use admitpilot::translate::{output, translate, Proxy};
 
@@ -127,7 +127,11 @@ fn print_status(snapshot: &Snapshot, args: &RenderArgs) -> anyhow::Result<ExitCo
             "render runs no gateway: nothing has acknowledged this configuration".into(),
         )
     };
-    let updates = gateway_api_status(snapshot, &args.gateway_controller_name, &pending, &now);
+    let served = Served {
+        programmed: &pending,
+        held_back: &|_| None,
+    };
+    let updates = gateway_api_status(snapshot, &args.gateway_controller_name, &served, &now);
     let json: Vec<serde_json::Value> = updates
         .into_iter()
         .map(|update| {

@@ -43,14 +43,23 @@ pub struct StatusUpdate {
     pub status: Value,
 }
 
+/// What the gateways did with the config, as status reports it.
+pub struct Served<'a> {
+    /// Per Gateway: whether its gateways serve its current generation.
+    pub programmed: &'a dyn Fn(&ObjectKey) -> Programmed,
+    /// Per route: why the push guard leaves it out of the gateways' config (what Envoy would reject), if it does.
+    pub held_back: &'a dyn Fn(&ObjectKey) -> Option<String>,
+}
+
 /// The status of every GatewayClass of `controller`, every Gateway of those classes and every HTTPRoute attached
-/// to one of them; `programmed` says what the gateways of a Gateway did; `now` (RFC 3339) stamps the conditions.
+/// to one of them; `served` says what the gateways did; `now` (RFC 3339) stamps the conditions.
 pub fn gateway_api_status(
     snapshot: &Snapshot,
     controller: &str,
-    programmed: &dyn Fn(&ObjectKey) -> Programmed,
+    served: &Served<'_>,
     now: &str,
 ) -> Vec<StatusUpdate> {
+    let programmed = served.programmed;
     let mut out = Vec::new();
     let ours: Vec<&str> = snapshot
         .of_kind(Kind::GatewayClass)
@@ -102,7 +111,7 @@ pub fn gateway_api_status(
                         && g.metadata.name == parent.name
                         && g.metadata.namespace == parent.namespace_or(&object.metadata.namespace)
                 })?;
-                Some(route_parent(
+                let mut entry = route_parent(
                     snapshot,
                     object,
                     gateway,
@@ -110,7 +119,11 @@ pub fn gateway_api_status(
                     &route.hostnames,
                     controller,
                     now,
-                ))
+                );
+                if let Some(why) = (served.held_back)(&object.key()) {
+                    hold_back(&mut entry, &why);
+                }
+                Some(entry)
             })
             .collect();
         if !parents.is_empty() {
@@ -467,6 +480,25 @@ fn route_parent(
     })
 }
 
+/// An attached route the push guard leaves out is not Accepted: the gateways keep its last good version, or
+/// nothing of it.
+fn hold_back(entry: &mut Value, why: &str) {
+    let Some(accepted) = entry["conditions"]
+        .as_array_mut()
+        .and_then(|conditions| conditions.iter_mut().find(|c| c["type"] == "Accepted"))
+    else {
+        return;
+    };
+    if accepted["status"] == "True" {
+        accepted["status"] = json!("False");
+        accepted["reason"] = json!("UnsupportedValue");
+        accepted["message"] = json!(format!(
+            "not served: Envoy would reject what it makes of the gateways' config ({why}); they keep its last \
+             good version, if any"
+        ));
+    }
+}
+
 /// Whether every backendRef of an HTTPRoute resolves as translation resolves it; else the first failure's reason
 /// (InvalidKind, RefNotPermitted, BackendNotFound) and message.
 fn resolved_refs(snapshot: &Snapshot, route: &ConfigObject) -> Result<(), (&'static str, String)> {
@@ -564,7 +596,10 @@ spec: {ports: [{port: 8080}]}
         gateway_api_status(
             &snapshot,
             "admitpilot.io/gateway-controller",
-            &|_| Programmed::Served,
+            &Served {
+                programmed: &|_| Programmed::Served,
+                held_back: &|_| None,
+            },
             "2026-11-26T00:00:00Z",
         )
     }
@@ -603,6 +638,32 @@ spec:
   rules: [{{backendRefs: [{{name: {backend}, port: 8080}}]}}]
 "
         )
+    }
+
+    #[test]
+    fn a_route_the_push_guard_holds_back_is_not_accepted() {
+        let snapshot = snapshot(&format!("{BASE}---\n{}", route("held", "a.example", "web")));
+        let served = Served {
+            programmed: &|_| Programmed::Served,
+            held_back: &|key| {
+                (key.name == "held").then(|| "listener x: regex too large".to_string())
+            },
+        };
+        let updates =
+            gateway_api_status(&snapshot, "admitpilot.io/gateway-controller", &served, "t");
+        let parent = &find(&updates, Kind::HttpRoute, "held")["parents"][0];
+        let accepted = &parent["conditions"][0];
+        assert_eq!(
+            (&accepted["status"], &accepted["reason"]),
+            (&json!("False"), &json!("UnsupportedValue"))
+        );
+        assert!(
+            accepted["message"]
+                .as_str()
+                .unwrap()
+                .contains("regex too large"),
+            "{accepted}"
+        );
     }
 
     #[test]
@@ -719,7 +780,10 @@ spec: {selector: {gateway.networking.k8s.io/gateway-name: other}, externalIPs: [
         let rejected = gateway_api_status(
             &snapshot,
             "admitpilot.io/gateway-controller",
-            &|_| Programmed::Rejected("lds NACK: bad listener".into()),
+            &Served {
+                programmed: &|_| Programmed::Rejected("lds NACK: bad listener".into()),
+                held_back: &|_| None,
+            },
             "2026-11-26T00:00:00Z",
         );
         let gateway = find(&rejected, Kind::KubernetesGateway, "gw");
@@ -731,7 +795,10 @@ spec: {selector: {gateway.networking.k8s.io/gateway-name: other}, externalIPs: [
         let other = gateway_api_status(
             &snapshot,
             "someone.else/controller",
-            &|_| Programmed::Served,
+            &Served {
+                programmed: &|_| Programmed::Served,
+                held_back: &|_| None,
+            },
             "t",
         );
         assert!(

@@ -6,4 +6,4 @@
 pub mod gateway_api;
 pub mod programmed;
 
-pub use gateway_api::{gateway_api_status, Programmed, StatusUpdate};
+pub use gateway_api::{gateway_api_status, Programmed, Served, StatusUpdate};

@@ -93,6 +93,9 @@ pub struct GatewayReport {
     /// Why, when not served.
     #[serde(default, skip_serializing_if = "String::is_empty")]
     pub message: String,
+    /// Routes (`namespace/name`) the push guard leaves out of these gateways' config, with what Envoy would reject.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub held_back: BTreeMap<String, String>,
 }
 
 /// [`Programmed`] as a report carries it.
@@ -106,13 +109,15 @@ pub enum ReportState {
     Rejected,
 }
 
-/// This replica's report on the Gateway `namespace/name` at `generation` (first held by config version `needed`).
+/// This replica's report on the Gateway `namespace/name` at `generation` (first held by config version `needed`);
+/// `held_back` lists the routes the push guard leaves out of its gateways' config.
 pub fn local_report(
     namespace: &str,
     name: &str,
     generation: i64,
     needed: u64,
     connected: &[ConnectedGateway],
+    held_back: BTreeMap<String, String>,
 ) -> GatewayReport {
     let (state, message) = match programmed(namespace, name, needed, connected) {
         Programmed::Served => (ReportState::Served, String::new()),
@@ -124,6 +129,7 @@ pub fn local_report(
         connected: gateways_of(namespace, name, connected).len(),
         state,
         message,
+        held_back,
     }
 }
 
@@ -210,6 +216,7 @@ mod tests {
             connected,
             state,
             message: message.into(),
+            held_back: BTreeMap::new(),
         };
         let served = report(2, 1, ReportState::Served, "");
         let idle = report(1, 0, ReportState::Pending, "none here");
@@ -231,7 +238,14 @@ mod tests {
             combine(&[&waiting, &rejected]),
             Programmed::Rejected("bad listener".into())
         );
-        let alone = local_report("infra", "web", 2, 5, &[gateway("web", Some(5), None)]);
+        let alone = local_report(
+            "infra",
+            "web",
+            2,
+            5,
+            &[gateway("web", Some(5), None)],
+            BTreeMap::new(),
+        );
         assert_eq!(alone, served);
     }
 }

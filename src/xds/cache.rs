@@ -137,7 +137,7 @@ struct Group {
     /// The snapshot last served (without the objects the guard left out).
     served: Option<Snapshot>,
     /// The objects the guard left out last time (reported when it changes).
-    excluded: Vec<ObjectKey>,
+    excluded: Vec<(ObjectKey, String)>,
 }
 
 /// At most this many objects changed since the last push are checked one by one to find those Envoy would reject;
@@ -266,6 +266,20 @@ impl ConfigCache {
             .collect()
     }
 
+    /// The objects the push guard leaves out for each connected group, with what Envoy would reject.
+    pub fn held_back(&self) -> Vec<(Proxy, ObjectKey, String)> {
+        self.lock()
+            .iter()
+            .filter(|(_, group)| group.sender.receiver_count() > 0)
+            .flat_map(|(proxy, group)| {
+                group
+                    .excluded
+                    .iter()
+                    .map(|(key, why)| (proxy.clone(), key.clone(), why.clone()))
+            })
+            .collect()
+    }
+
     /// Follows snapshot changes until the snapshot sender goes away or `shutdown` fires, re-translating every
     /// live group (off the async workers) and publishing the groups whose content changed.
     pub async fn run(self: Arc<Self>, mut shutdown: watch::Receiver<bool>) {
@@ -385,10 +399,11 @@ impl Group {
                                 false
                             }
                         };
-                        if !self.excluded.contains(&key) {
+                        if !self.excluded.iter().any(|(k, _)| *k == key) {
                             report_excluded(&key, &why, kept, proxy, metrics);
                         }
-                        excluded.push(key);
+                        let reasons: Vec<String> = why.iter().map(ToString::to_string).collect();
+                        excluded.push((key, reasons.join("; ")));
                     }
                     rejections =
                         check_changed(&self.last, self.translator.translate(&served, proxy));
@@ -399,7 +414,11 @@ impl Group {
                      rejected resources instead"),
             }
         }
-        for key in self.excluded.iter().filter(|key| !excluded.contains(key)) {
+        for (key, _) in self
+            .excluded
+            .iter()
+            .filter(|(key, _)| !excluded.iter().any(|(k, _)| k == key))
+        {
             tracing::info!(namespace = %proxy.namespace, kind = %key.kind, object_namespace = %key.namespace,
                 name = %key.name, "object served again: Envoy accepts it now");
         }

@@ -124,6 +124,11 @@ impl XdsServer {
         self.cache.connected_groups()
     }
 
+    /// The objects the push guard leaves out, per connected proxy group, with what Envoy would reject.
+    pub fn held_back(&self) -> Vec<(crate::translate::Proxy, crate::model::ObjectKey, String)> {
+        self.cache.held_back()
+    }
+
     /// The `/debug/syncz` router, to be merged into the admin server.
     pub fn router(&self) -> axum::Router {
         self.status.router()
