@@ -22,6 +22,7 @@ use crate::admission::metrics::WebhookMetrics;
 use crate::admission::server::{serve_https, ServerLimits};
 use crate::admission::tls::{self, CertSource, CertStore};
 use crate::admission::{self, Webhook};
+use crate::leader::LeaderConfig;
 use crate::model::decode::DecodeOptions;
 use crate::model::Snapshot;
 use crate::source::{self, SourceMetrics, SourceSettings};
@@ -146,6 +147,7 @@ pub struct App {
     snapshot_feed: Option<watch::Receiver<Arc<Snapshot>>>,
     xds: Option<XdsSetup>,
     status_writer: Option<StatusWriterConfig>,
+    leader: Option<LeaderConfig>,
 }
 
 /// The xDS server to start: where, and how it translates snapshots.
@@ -186,6 +188,7 @@ impl App {
             snapshot_feed: None,
             xds: None,
             status_writer: None,
+            leader: None,
         }
     }
 
@@ -205,6 +208,13 @@ impl App {
     /// [`App::snapshots`]) publish, and adds `/debug/syncz` to the admin server.
     pub fn xds(mut self, config: XdsConfig, translate: TranslateFn) -> Self {
         self.xds = Some(XdsSetup { config, translate });
+        self
+    }
+
+    /// Competes for the leader Lease with a Kubernetes source ([`crate::leader`]): only the leader writes status and
+    /// the last-good ConfigMap.
+    pub fn leader(mut self, config: LeaderConfig) -> Self {
+        self.leader = Some(config);
         self
     }
 
@@ -236,10 +246,12 @@ impl App {
         let (stop, stopped_rx) = watch::channel(false);
         let mut tasks = Tasks::new();
         let mut kube_client = None;
+        let mut leader = None;
         let snapshots = match self.sources.take() {
             Some(settings) => {
                 let started = start_sources(
                     settings,
+                    self.leader.take(),
                     &mut self.registry,
                     &self.readiness,
                     &stopped_rx,
@@ -249,6 +261,7 @@ impl App {
                 self.admin_routes
                     .push(source::configz::router(started.snapshots.clone()));
                 kube_client = started.kube_client;
+                leader = started.leader;
                 Some(started.snapshots)
             }
             None => self.snapshot_feed.take(),
@@ -272,8 +285,8 @@ impl App {
             xds_addr = Some(server.addr);
             xds_plaintext_addr = server.plaintext_addr;
             self.admin_routes.push(server.syncz);
-            if let (Some(config), Some(client), Some(snapshots)) =
-                (self.status_writer.take(), kube_client, &snapshots)
+            if let (Some(config), Some(client), Some(snapshots), Some(leader)) =
+                (self.status_writer.take(), kube_client, &snapshots, leader)
             {
                 let metrics = StatusMetrics::register(&mut self.registry);
                 let xds = server.connected.clone();
@@ -287,6 +300,7 @@ impl App {
                     snapshots.clone(),
                     gateways,
                     metrics,
+                    leader,
                     stopped_rx.clone(),
                 );
                 tasks.spawn(async move {
@@ -476,6 +490,7 @@ fn load_certificate(
 /// Starts the config sources; the "sources synced" readiness condition turns true after their initial sync.
 async fn start_sources(
     settings: SourceSettings,
+    leader_config: Option<LeaderConfig>,
     registry: &mut Registry,
     readiness: &Readiness,
     stop: &watch::Receiver<bool>,
@@ -484,8 +499,19 @@ async fn start_sources(
     let synced_condition = readiness.register("sources synced");
     let metrics = SourceMetrics::default();
     metrics.register(registry);
-    let config = settings.resolve().await?;
+    let mut config = settings.resolve().await?;
     let kube_client = config.kube.as_ref().map(|kube| kube.client.clone());
+    let mut leader = None;
+    if let (Some(leader_config), Some(client)) = (leader_config, &kube_client) {
+        let (sender, receiver) = watch::channel(false);
+        let election = crate::leader::run(client.clone(), leader_config, sender, stop.clone());
+        tasks.spawn(async move {
+            election.await;
+            Ok(())
+        });
+        config.leader = Some(receiver.clone());
+        leader = Some(receiver);
+    }
     let sources = source::start(config, metrics)?;
     let snapshots = sources.snapshots.clone();
     let mut synced = sources.synced.clone();
@@ -509,6 +535,7 @@ async fn start_sources(
     Ok(StartedSources {
         snapshots,
         kube_client,
+        leader,
     })
 }
 
@@ -516,6 +543,8 @@ async fn start_sources(
 struct StartedSources {
     snapshots: watch::Receiver<Arc<Snapshot>>,
     kube_client: Option<kube::Client>,
+    /// True while this replica holds the leader Lease (with a Kubernetes source and [`App::leader`]).
+    leader: Option<watch::Receiver<bool>>,
 }
 
 struct StartedXds {

@@ -9,7 +9,7 @@
 //! ```
 //!
 //! Pure modules (`model`, `validate`, `translate`, `envoy_proto`, `mcp`, `status`) do no I/O; `source`, `xds`,
-//! `admission`, `admin` and `status_writer` are the edges.
+//! `admission`, `admin`, `leader` and `status_writer` are the edges.
 
 /// The process allocator: jemalloc, which holds idle xDS connections in less memory than glibc's malloc (it
 /// leaves the untouched pages of HTTP/2's fixed buffers unbacked) and speeds up webhook reviews (BENCHMARKS.md
@@ -23,6 +23,7 @@ pub mod admin;
 pub mod admission;
 pub mod app;
 pub mod envoy_proto;
+pub mod leader;
 pub mod mcp;
 pub mod metrics;
 pub mod model;

@@ -1,8 +1,9 @@
 //! Status writer: takes the config snapshots and what the connected gateways acknowledged, and, while this replica
-//! holds the leader Lease, writes the Gateway API status [`crate::status`] computes onto the API server.
+//! holds the leader Lease ([`crate::leader`]), writes the Gateway API status [`crate::status`] computes onto the API
+//! server.
 //!
-//! * One leader: a `coordination.k8s.io` Lease (kube-lease-manager); the other replicas serve xDS and admission
-//!   and write nothing. A new leader rewrites every status once.
+//! * One leader; the other replicas serve xDS and admission and only publish their reports (below). A new leader
+//!   rewrites every status once.
 //! * Coalesced and bounded: at most one pass per `interval`, each writing at most `max_writes` objects; a status
 //!   equal to the one last written (times aside) is not written again, and a condition that keeps its status keeps
 //!   its `lastTransitionTime`.
@@ -22,7 +23,6 @@ use std::time::{Duration, Instant};
 use k8s_openapi::api::core::v1::ConfigMap;
 use kube::api::{ApiResource, DynamicObject, ListParams, Patch, PatchParams};
 use kube::{Api, Client};
-use kube_lease_manager::LeaseManagerBuilder;
 use prometheus_client::encoding::EncodeLabelSet;
 use prometheus_client::metrics::counter::Counter;
 use prometheus_client::metrics::family::Family;
@@ -39,17 +39,14 @@ use crate::status::{gateway_api_status, Served, StatusUpdate};
 use crate::translate::Proxy;
 use crate::xds::status::StatusRegistry;
 
-/// The Lease replicas compete for.
-pub const LEASE_NAME: &str = "admitpilot-status-leader";
-
 /// Settings of the status writer.
 #[derive(Debug, Clone)]
 pub struct StatusWriterConfig {
     /// The GatewayClass controllerName admitpilot answers for.
     pub controller: String,
-    /// Namespace of the leader Lease (admitpilot's own).
-    pub lease_namespace: String,
-    /// This replica's name in the Lease (the pod name).
+    /// Namespace of the replicas' reports (admitpilot's own, as the leader Lease's).
+    pub namespace: String,
+    /// This replica's name (the pod name), in its report's name.
     pub identity: String,
     /// Shortest time between two passes.
     pub interval: Duration,
@@ -99,38 +96,16 @@ impl StatusMetrics {
     }
 }
 
-/// Runs the writer until `stop` turns true (then releases the Lease, so another replica takes over at once).
+/// Runs the writer until `stop` turns true, writing while `leader` is true (see [`crate::leader`]).
 pub async fn run(
     client: Client,
     config: StatusWriterConfig,
     mut snapshots: watch::Receiver<Arc<Snapshot>>,
     gateways: GatewayFeedback,
     metrics: StatusMetrics,
+    mut leader: watch::Receiver<bool>,
     mut stop: watch::Receiver<bool>,
 ) {
-    // The Lease is set up again until it works (its namespace may not exist yet, or RBAC may be on its way).
-    let mut delay = Duration::from_secs(1);
-    let manager = loop {
-        let built = LeaseManagerBuilder::new(client.clone(), LEASE_NAME)
-            .with_namespace(&config.lease_namespace)
-            .with_identity(&config.identity)
-            .with_field_manager("admitpilot")
-            .build()
-            .await;
-        match built {
-            Ok(manager) => break manager,
-            Err(error) => {
-                tracing::warn!(%error, namespace = %config.lease_namespace, retry_in = ?delay,
-                    "cannot set up the status leader Lease; writing no status");
-                tokio::select! {
-                    _ = stop.wait_for(|stop| *stop) => return,
-                    () = tokio::time::sleep(delay) => {}
-                }
-                delay = (delay * 2).min(Duration::from_secs(30));
-            }
-        }
-    };
-    let (mut leader, lease_task) = manager.watch().await;
     let mut writer = Writer {
         client,
         config,
@@ -166,13 +141,6 @@ pub async fn run(
         writer.pass(&snapshot, &reports).await;
     }
     writer.withdraw().await;
-    // Closing the channel ends the Lease task, which releases the Lease for another replica.
-    drop(leader);
-    if let Ok(Ok(manager)) = lease_task.await {
-        if let Err(error) = manager.release().await {
-            tracing::warn!(%error, "could not release the status leader Lease");
-        }
-    }
 }
 
 /// What the status writer reads from the xDS server: the connected gateways and what the push guard leaves out.
@@ -277,7 +245,7 @@ impl Writer {
             .take(253)
             .collect();
         (
-            Api::namespaced(self.client.clone(), &self.config.lease_namespace),
+            Api::namespaced(self.client.clone(), &self.config.namespace),
             name,
         )
     }

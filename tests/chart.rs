@@ -247,8 +247,8 @@ fn rbac_is_least_privilege() {
         .iter()
         .any(|d| d["kind"] == "ClusterRoleBinding" && d["metadata"]["name"] == "ap-admitpilot"));
 
-    // The status leader's Lease and the replicas' reports (ConfigMaps): in the release namespace only.
-    let lease_role = find(&docs, "Role", "ap-admitpilot-status-leader");
+    // The leader Lease and the replicas' status reports (ConfigMaps): in the release namespace only.
+    let lease_role = find(&docs, "Role", "ap-admitpilot-leader");
     assert_eq!(lease_role["metadata"]["namespace"], "higress-system");
     assert!(grants(lease_role)
         .iter()

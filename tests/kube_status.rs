@@ -136,7 +136,7 @@ async fn status_says_what_the_gateways_serve_and_one_leader_writes_it() {
     let flags = |replica: &str| {
         vec![
             "--xds-auth=none".to_string(),
-            format!("--status-lease-namespace={ns}"),
+            format!("--lease-namespace={ns}"),
             format!("--watch-namespaces={ns}"),
             format!("--higress-namespace={ns}"),
             format!("--istio-namespace={ns}"),
@@ -284,7 +284,7 @@ async fn status_says_what_the_gateways_serve_and_one_leader_writes_it() {
                 &ns,
                 "get",
                 "lease",
-                "admitpilot-status-leader",
+                "admitpilot-leader",
                 "-o",
                 "jsonpath={.spec.holderIdentity}",
             ],
@@ -336,7 +336,7 @@ spec:
     let args = [
         "--xds-auth=none".to_string(),
         "--no-push-guard".to_string(),
-        format!("--status-lease-namespace={ns}"),
+        format!("--lease-namespace={ns}"),
         format!("--watch-namespaces={ns}"),
         format!("--higress-namespace={ns}"),
         format!("--istio-namespace={ns}"),

@@ -10,6 +10,7 @@ use admitpilot::admission::effects::ReferenceCheck;
 use admitpilot::admission::server::ServerLimits;
 use admitpilot::admission::tls::{CertSource, TlsFiles};
 use admitpilot::app::{shutdown_signal, App, ServeConfig, WebhookConfig, XdsAuth, XdsConfig};
+use admitpilot::leader::LeaderConfig;
 use admitpilot::model::decode::DecodeOptions;
 use admitpilot::source::mcp::{McpAddress, McpClientAuth};
 use admitpilot::source::{AdmitOptions, SourceSettings, StateLocation, StoreConfig};
@@ -126,7 +127,7 @@ pub struct ServeArgs {
     state_dir: Option<PathBuf>,
 
     /// Like --state-dir, in the key last-good.json of this ConfigMap (NAMESPACE/NAME, e.g. admitpilot's own
-    /// namespace); needs --kube. Replicas may share it.
+    /// namespace); needs --kube. Replicas share it; only the holder of the leader Lease writes it.
     #[arg(long, value_name = "NAMESPACE/NAME")]
     state_configmap: Option<StateLocation>,
 
@@ -145,14 +146,15 @@ pub struct ServeArgs {
     no_push_guard: bool,
 
     /// Do not write Gateway API status. By default, with --kube, the replica holding the Lease
-    /// admitpilot-status-leader writes the status of the GatewayClasses of --gateway-controller-name, their
+    /// admitpilot-leader writes the status of the GatewayClasses of --gateway-controller-name, their
     /// Gateways (Programmed once every connected gateway of it acknowledged the config) and HTTPRoutes.
     #[arg(long)]
     no_status: bool,
 
-    /// Namespace of the status leader Lease (default: $POD_NAMESPACE, else `default`).
+    /// Namespace of the leader Lease admitpilot-leader, whose holder alone writes status and the --state-configmap,
+    /// and of the replicas' status reports (default: $POD_NAMESPACE, else `default`).
     #[arg(long)]
-    status_lease_namespace: Option<String>,
+    lease_namespace: Option<String>,
 
     /// Quiet period that ends a burst of config changes before a snapshot is published (e.g. 20ms, 0.1s).
     #[arg(long, default_value = "20ms", value_parser = parse_duration)]
@@ -241,13 +243,12 @@ fn parse_duration(text: &str) -> Result<Duration, String> {
 }
 
 impl ServeArgs {
-    /// The status writer's settings: with --kube, unless --no-status.
-    fn status_writer_config(&self) -> Option<StatusWriterConfig> {
-        let kube = self.kube || self.kubeconfig.is_some();
-        (kube && !self.no_status).then(|| StatusWriterConfig {
-            controller: self.gateway_controller_name.clone(),
-            lease_namespace: self
-                .status_lease_namespace
+    /// With --kube: this replica's place in the leader election (the leader writes status and the last-good
+    /// ConfigMap).
+    fn leader_config(&self) -> Option<LeaderConfig> {
+        (self.kube || self.kubeconfig.is_some()).then(|| LeaderConfig {
+            namespace: self
+                .lease_namespace
                 .clone()
                 .or_else(|| std::env::var("POD_NAMESPACE").ok())
                 .unwrap_or_else(|| "default".into()),
@@ -255,6 +256,16 @@ impl ServeArgs {
                 let host = std::env::var("HOSTNAME").unwrap_or_else(|_| "admitpilot".into());
                 format!("{host}-{}", std::process::id())
             }),
+        })
+    }
+
+    /// The status writer's settings: with --kube, unless --no-status.
+    fn status_writer_config(&self, leader: Option<&LeaderConfig>) -> Option<StatusWriterConfig> {
+        let leader = leader?;
+        (!self.no_status).then(|| StatusWriterConfig {
+            controller: self.gateway_controller_name.clone(),
+            namespace: leader.namespace.clone(),
+            identity: leader.identity.clone(),
             interval: Duration::from_millis(500),
             max_writes: 100,
         })
@@ -381,7 +392,8 @@ pub fn run(args: ServeArgs) -> anyhow::Result<ExitCode> {
     let xds = args.xds_config()?;
     let gateway_controller = args.gateway_controller_name.clone();
     let push_guard = !args.no_push_guard;
-    let status = args.status_writer_config();
+    let leader = args.leader_config();
+    let status = args.status_writer_config(leader.as_ref());
     let config = args.into_config();
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
@@ -399,6 +411,9 @@ pub fn run(args: ServeArgs) -> anyhow::Result<ExitCode> {
             translate = translate.unguarded();
         }
         let mut app = App::new(config).sources(sources).xds(xds, translate);
+        if let Some(leader) = leader {
+            app = app.leader(leader);
+        }
         if let Some(status) = status {
             app = app.status_writer(status);
         }

@@ -118,6 +118,8 @@ pub struct SourceConfig {
     pub store: StoreConfig,
     /// Where last good versions of invalid objects are persisted; `None` keeps them in memory only.
     pub state: Option<StateLocation>,
+    /// True while this replica leads ([`crate::leader`]): only then is the state written. `None`: always.
+    pub leader: Option<tokio::sync::watch::Receiver<bool>>,
 }
 
 impl Default for SourceConfig {
@@ -133,6 +135,7 @@ impl Default for SourceConfig {
             },
             store: StoreConfig::default(),
             state: None,
+            leader: None,
         }
     }
 }
@@ -196,6 +199,7 @@ impl SourceSettings {
             admit: self.admit.unwrap_or(defaults.admit),
             store: self.store,
             state: self.state,
+            leader: None,
         })
     }
 }
@@ -272,7 +276,7 @@ pub fn start(config: SourceConfig, metrics: SourceMetrics) -> Result<Sources, Er
             held.clone(),
         ));
     }
-    tasks.push(state.spawn_writer(held, store.synced(), metrics.clone()));
+    tasks.push(state.spawn_writer(held, store.synced(), metrics.clone(), config.leader.clone()));
     Ok(Sources {
         snapshots: store.subscribe(),
         synced: store.synced(),

@@ -5,11 +5,11 @@
 //! Rules:
 //! * The writer starts saving once every source has synced, so a half-listed view never overwrites the state; it
 //!   waits [`WRITE_QUIET`] after a change so a burst is one write.
-//! * Several replicas may share one ConfigMap. Each writes its own view only when it differs from what is stored
-//!   (read, compare, replace with the read `resourceVersion`; a conflict reads again). Replicas watch the same
-//!   objects, so their views agree once they are caught up; an entry left by a lagging replica is harmless (a
-//!   persisted version is only used for an object that is invalid when admitpilot starts, and only when its
-//!   `uid` is the same) and the next write of a caught-up replica removes it.
+//! * Several replicas may share one ConfigMap; with `serve --kube` only the holder of the leader Lease writes it
+//!   ([`crate::leader`]). A write happens only when the view differs from what is stored (read, compare, replace
+//!   with the read `resourceVersion`; a conflict reads again), so a new leader's first write is a no-op when the
+//!   views agree. An entry left by a lagging writer is harmless (a persisted version is only used for an object
+//!   that is invalid when admitpilot starts, and only when its `uid` is the same) and the next write removes it.
 //! * A state that cannot be read at start is logged and treated as empty, except that a Kubernetes API that does
 //!   not answer is retried (the watchers cannot sync without it either).
 
@@ -145,13 +145,21 @@ impl State {
 
     /// Starts the writer: once `synced` is true, keeps the `last_good_*` gauges current and, with a location,
     /// saves the held set whenever it changes (a failed write is retried with backoff).
+    /// With `leader`, only saves while it is true (the replica holds the leader Lease, see [`crate::leader`]).
     pub fn spawn_writer(
         &self,
         held: HeldObjects,
         synced: watch::Receiver<bool>,
         metrics: SourceMetrics,
+        leader: Option<watch::Receiver<bool>>,
     ) -> JoinHandle<()> {
-        tokio::spawn(write_changes(self.location.clone(), held, synced, metrics))
+        tokio::spawn(write_changes(
+            self.location.clone(),
+            held,
+            synced,
+            metrics,
+            leader,
+        ))
     }
 }
 
@@ -160,6 +168,7 @@ async fn write_changes(
     held: HeldObjects,
     mut synced: watch::Receiver<bool>,
     metrics: SourceMetrics,
+    mut leader: Option<watch::Receiver<bool>>,
 ) {
     if synced.wait_for(|synced| *synced).await.is_err() {
         return;
@@ -171,7 +180,10 @@ async fn write_changes(
         let all = held.all();
         metrics.last_good_held.set(gauge(all.len()));
         let mut failed = None;
-        if let Some(backend) = &backend {
+        let leads = leader
+            .as_mut()
+            .is_none_or(|leader| *leader.borrow_and_update());
+        if let (Some(backend), true) = (&backend, leads) {
             let encoded = encode(&all, MAX_STATE_BYTES);
             metrics.last_good_unsaved.set(gauge(encoded.left_out.len()));
             if !encoded.left_out.is_empty() {
@@ -206,8 +218,16 @@ async fn write_changes(
                 }
             }
             None => {
-                if changed.changed().await.is_err() {
-                    return;
+                let leadership = async {
+                    match leader.as_mut() {
+                        Some(leader) => leader.changed().await.is_ok(),
+                        None => std::future::pending().await,
+                    }
+                };
+                tokio::select! {
+                    result = changed.changed() => if result.is_err() { return },
+                    // Becoming leader: write what is held now (another replica may have written before).
+                    running = leadership => if !running { return } else { written = None },
                 }
             }
         }
@@ -350,6 +370,51 @@ fn transient(error: &kube::Error) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::model::decode::test_object;
+    use crate::source::last_good::HeldObject;
+    use crate::source::Scope;
+
+    /// With a leader channel, the state is written only while this replica leads, and at once when it starts to.
+    #[tokio::test]
+    async fn only_the_leader_writes_the_state() {
+        let dir = tempfile::tempdir().expect("a temporary folder");
+        let options = AdmitOptions {
+            decode: Default::default(),
+            default_namespace: "default".into(),
+        };
+        let state = State::new(StateLocation::Dir(dir.path().into()), None, options);
+        let held = HeldObjects::default();
+        let (leader_tx, leader) = watch::channel(false);
+        let (_synced_tx, synced) = watch::channel(true);
+        let writer =
+            state.spawn_writer(held.clone(), synced, SourceMetrics::default(), Some(leader));
+        let object = test_object(serde_json::json!({"apiVersion": "networking.istio.io/v1",
+            "kind": "VirtualService", "metadata": {"name": "vs", "namespace": "default"},
+            "spec": {"hosts": ["a.example"]}}));
+        let mut objects = Held::new();
+        objects.insert(
+            object.key(),
+            HeldObject {
+                origin: String::new(),
+                object,
+            },
+        );
+        held.set(&Scope::new("s"), objects);
+        let file = dir.path().join(STATE_KEY);
+        // Past the writer's quiet time and more: a follower writes nothing.
+        tokio::time::sleep(WRITE_QUIET * 3).await;
+        assert!(!file.exists(), "a follower wrote the state");
+        leader_tx.send_replace(true);
+        let deadline = tokio::time::Instant::now() + Duration::from_secs(10);
+        while !file.exists() {
+            assert!(
+                tokio::time::Instant::now() < deadline,
+                "the new leader never wrote the state"
+            );
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+        writer.abort();
+    }
 
     #[test]
     fn configmap_locations_parse() {
