@@ -1,8 +1,8 @@
 //! Leader election (I/O): takes a Kubernetes client, a namespace and this replica's name, and competes for the Lease
 //! [`LEASE_NAME`] there (kube-lease-manager, server-side apply); yields a channel that is true while this replica
 //! holds it. The leader alone writes Gateway API status ([`crate::status_writer`]) and the last-good ConfigMap
-//! (`--state-configmap`); every replica serves the webhook and xDS. On shutdown the Lease is released, so another
-//! replica takes over at once instead of after the Lease expires.
+//! (`--state-configmap`); every replica serves the webhook and xDS. On shutdown the Lease is released; another
+//! replica takes it at its next attempt, within the Lease duration (30 s).
 
 use std::time::Duration;
 
@@ -36,7 +36,8 @@ pub async fn run(
         let built = LeaseManagerBuilder::new(client.clone(), LEASE_NAME)
             .with_namespace(&config.namespace)
             .with_identity(&config.identity)
-            .with_field_manager("admitpilot")
+            // The library's field manager names the replica: a shared one would let two replicas apply the same
+            // free Lease without a conflict and both believe they hold it.
             .build()
             .await;
         match built {
@@ -65,11 +66,9 @@ pub async fn run(
         }
     }
     leader.send_replace(false);
-    // Closing the channel ends the Lease task, which hands the manager back to release the Lease.
+    // Closing the channel ends the Lease task, which releases the Lease.
     drop(held);
-    if let Ok(Ok(manager)) = lease_task.await {
-        if let Err(error) = manager.release().await {
-            tracing::warn!(%error, "could not release the leader Lease");
-        }
+    if let Ok(Err(error)) = lease_task.await {
+        tracing::warn!(%error, "could not release the leader Lease");
     }
 }

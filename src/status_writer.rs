@@ -6,15 +6,16 @@
 //!   rewrites every status once.
 //! * Coalesced and bounded: at most one pass per `interval`, each writing at most `max_writes` objects; a status
 //!   equal to the one last written (times aside) is not written again, and a condition that keeps its status keeps
-//!   its `lastTransitionTime`.
+//!   its `lastTransitionTime` while the same replica leads (a new leader stamps the conditions it writes anew).
 //! * GatewayClass and Gateway status is admitpilot's alone (a merge patch of `status`); an HTTPRoute's `parents` list
 //!   is shared with other controllers, so it is read, admitpilot's entries replaced, and written back with the
 //!   read `resourceVersion` (a conflict is retried on the next pass).
 //! * `Programmed` means served: a Gateway is Programmed once every connected proxy labelled with its name has
 //!   acknowledged a config version holding its current generation ([`crate::status::programmed`]). Each replica
 //!   sees only the proxies connected to it, so every replica publishes what its proxies did per Gateway in a
-//!   ConfigMap of its own (label `admitpilot.io/status-report`, refreshed every 10 s, deleted on shutdown) and the
-//!   leader combines the fresh ones (at most 30 s old) with its own.
+//!   ConfigMap of its own (label `admitpilot.io/status-report`, refreshed every 10 s, deleted on shutdown; the
+//!   leader deletes any older than 5 minutes) and the leader combines the fresh ones (at most 30 s old) with its
+//!   own. A Gateway whose own change the push guard holds back for its proxies is not Programmed.
 
 use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
@@ -33,7 +34,7 @@ use tokio::sync::watch;
 
 use crate::model::{Kind, ObjectKey, Snapshot};
 use crate::status::programmed::{
-    combine, local_report, ConnectedGateway, GatewayReport, GATEWAY_NAME_LABEL,
+    combine, local_report, ConnectedGateway, GatewayReport, ReportState, GATEWAY_NAME_LABEL,
 };
 use crate::status::{gateway_api_status, Served, StatusUpdate};
 use crate::translate::Proxy;
@@ -159,6 +160,8 @@ type Reports = BTreeMap<String, GatewayReport>;
 
 /// A report older than this is from a replica that is gone.
 const REPORT_STALE: Duration = Duration::from_secs(30);
+/// A report older than this is deleted by the leader.
+const REPORT_GONE: Duration = Duration::from_secs(300);
 /// A replica rewrites its unchanged report this often, to show it is alive.
 const REPORT_REFRESH: Duration = Duration::from_secs(10);
 /// The label of report ConfigMaps.
@@ -217,14 +220,20 @@ impl Writer {
                         (format!("{}/{}", route.namespace, route.name), why.clone())
                     })
                     .collect();
-                let report = local_report(
-                    &key.namespace,
-                    &key.name,
-                    *generation,
-                    *needed,
-                    connected,
-                    routes,
-                );
+                let mut report =
+                    local_report(&key.namespace, &key.name, *generation, *needed, connected, routes);
+                // The Gateway itself held back by the push guard: its proxies serve an older version of it.
+                if let Some((_, _, why)) = held_back.iter().find(|(proxy, object, _)| {
+                    *object == key
+                        && proxy.namespace == key.namespace
+                        && proxy.labels.get(GATEWAY_NAME_LABEL) == Some(&key.name)
+                }) {
+                    report.state = ReportState::Rejected;
+                    report.message = format!(
+                        "not served: Envoy would reject what this Gateway makes of its gateways' config ({why}); \
+                         they keep its last good version, if any"
+                    );
+                }
                 Some((format!("{}/{}", key.namespace, key.name), report))
             })
             .collect()
@@ -292,19 +301,39 @@ impl Writer {
             }
         };
         let now = crate::xds::status::unix_now();
-        list.items
-            .into_iter()
-            .filter(|cm| cm.metadata.name.as_deref() != Some(own.as_str()))
-            .filter_map(|cm| {
-                let text = cm.data?.remove("report.json")?;
-                let report: Value = serde_json::from_str(&text).ok()?;
-                let updated = report["updatedUnix"].as_u64()?;
-                if now.saturating_sub(updated) > REPORT_STALE.as_secs() {
-                    return None;
+        let mut reports = Vec::new();
+        for cm in list.items {
+            let Some(name) = cm.metadata.name.clone() else {
+                continue;
+            };
+            if name == own {
+                continue;
+            }
+            let report: Option<Value> = cm
+                .data
+                .and_then(|mut data| data.remove("report.json"))
+                .and_then(|text| serde_json::from_str(&text).ok());
+            let age = report
+                .as_ref()
+                .and_then(|r| r["updatedUnix"].as_u64())
+                .map_or(u64::MAX, |updated| now.saturating_sub(updated));
+            if age > REPORT_GONE.as_secs() {
+                // A replica that ended without withdrawing its report (killed): the leader removes it.
+                if let Err(error) = api.delete(&name, &Default::default()).await {
+                    tracing::warn!(%error, config_map = %name, "could not delete a stale status report");
                 }
-                serde_json::from_value(report["gateways"].clone()).ok()
-            })
-            .collect()
+                continue;
+            }
+            if age > REPORT_STALE.as_secs() {
+                continue;
+            }
+            if let Some(gateways) =
+                report.and_then(|r| serde_json::from_value(r["gateways"].clone()).ok())
+            {
+                reports.push(gateways);
+            }
+        }
+        reports
     }
 
     /// Deletes this replica's report (on shutdown).
@@ -331,12 +360,13 @@ impl Writer {
                 .unwrap_or_default();
             combine(&key.namespace, &key.name, generation, &of_it)
         };
-        let held_back_of = |route: &ObjectKey| {
-            let id = format!("{}/{}", route.namespace, route.name);
+        let held_back_of = |route: &ObjectKey, gateway: &ObjectKey| {
+            let route = format!("{}/{}", route.namespace, route.name);
+            let gateway = format!("{}/{}", gateway.namespace, gateway.name);
             reports
                 .iter()
-                .flat_map(BTreeMap::values)
-                .find_map(|report| report.held_back.get(&id).cloned())
+                .filter_map(|r| r.get(&gateway))
+                .find_map(|report| report.held_back.get(&route).cloned())
         };
         let updates = {
             let served = Served {
@@ -345,6 +375,22 @@ impl Writer {
             };
             gateway_api_status(snapshot, &self.config.controller, &served, &now)
         };
+        // Routes whose parent entries admitpilot wrote but that no longer attach to a Gateway of its classes: their
+        // entries are removed (`parents: []` of ours; other controllers' stay).
+        let mut updates = updates;
+        let current: std::collections::HashSet<ObjectKey> =
+            updates.iter().map(|u| u.key.clone()).collect();
+        let gone: Vec<ObjectKey> = self
+            .written
+            .keys()
+            .filter(|key| key.kind == Kind::HttpRoute && !current.contains(*key))
+            .cloned()
+            .collect();
+        updates.extend(gone.into_iter().map(|key| StatusUpdate {
+            key,
+            generation: 0,
+            status: json!({"parents": []}),
+        }));
         let mut writes = 0;
         for update in updates {
             if writes >= self.config.max_writes {
@@ -356,8 +402,13 @@ impl Writer {
                 continue;
             }
             writes += 1;
+            let detached = status["parents"].as_array().is_some_and(Vec::is_empty);
             if self.write(&update, &status).await {
-                self.written.insert(update.key, status);
+                if detached {
+                    self.written.remove(&update.key);
+                } else {
+                    self.written.insert(update.key, status);
+                }
             }
         }
     }

@@ -297,7 +297,7 @@ async fn status_says_what_the_gateways_serve_and_one_leader_writes_it() {
 }
 
 /// What the status says when things go wrong, on the real API server: a route to a missing Service is
-/// ResolvedRefs=False/BackendNotFound; a config Envoy rejects (served with the push guard off, as only a test does)
+/// ResolvedRefs=False/BackendNotFound, and admitpilot's parent entry goes when the route moves elsewhere; a config Envoy rejects (served with the push guard off, as only a test does)
 /// turns the Gateway Programmed=False with Envoy's message, and True again once it is gone; the Gateway's address is
 /// its Service's.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -378,6 +378,25 @@ spec:
         (&"False".into(), &"BackendNotFound".into()),
         "{refs}"
     );
+
+    // The route moves to a Gateway admitpilot does not serve: admitpilot's parent entry goes.
+    let moved = format!(
+        "apiVersion: gateway.networking.k8s.io/v1
+kind: HTTPRoute
+metadata: {{name: lost, namespace: {ns}}}
+spec:
+  parentRefs: [{{name: elsewhere}}]
+  rules: [{{backendRefs: [{{name: missing, port: 80}}]}}]
+"
+    );
+    kube.kubectl_ok(&["apply", "-f", "-"], Some(&moved)).await;
+    wait_status(
+        &kube,
+        "httproute/lost",
+        |r| r["status"]["parents"].as_array().is_none_or(Vec::is_empty),
+        &[&admitpilot],
+    )
+    .await;
 
     // A second listener on the Gateway's address: Envoy rejects the listener update.
     let duplicate = format!(

@@ -129,7 +129,7 @@ fn print_status(snapshot: &Snapshot, args: &RenderArgs) -> anyhow::Result<ExitCo
     };
     let served = Served {
         programmed: &pending,
-        held_back: &|_| None,
+        held_back: &|_, _| None,
     };
     let updates = gateway_api_status(snapshot, &args.gateway_controller_name, &served, &now);
     let json: Vec<serde_json::Value> = updates

@@ -47,8 +47,9 @@ pub struct StatusUpdate {
 pub struct Served<'a> {
     /// Per Gateway: whether its gateways serve its current generation.
     pub programmed: &'a dyn Fn(&ObjectKey) -> Programmed,
-    /// Per route: why the push guard leaves it out of the gateways' config (what Envoy would reject), if it does.
-    pub held_back: &'a dyn Fn(&ObjectKey) -> Option<String>,
+    /// Per route and Gateway: why the push guard leaves the route out of that Gateway's config (what Envoy would
+    /// reject), if it does.
+    pub held_back: &'a dyn Fn(&ObjectKey, &ObjectKey) -> Option<String>,
 }
 
 /// The status of every GatewayClass of `controller`, every Gateway of those classes and every HTTPRoute attached
@@ -120,7 +121,7 @@ pub fn gateway_api_status(
                     controller,
                     now,
                 );
-                if let Some(why) = (served.held_back)(&object.key()) {
+                if let Some(why) = (served.held_back)(&object.key(), &gateway.0.key()) {
                     hold_back(&mut entry, &why);
                 }
                 Some(entry)
@@ -154,10 +155,21 @@ fn condition(
         "type": kind,
         "status": if ok { "True" } else { "False" },
         "reason": reason,
-        "message": message,
+        "message": bounded(message),
         "observedGeneration": generation,
         "lastTransitionTime": now,
     })
+}
+
+/// The longest condition message written (the CRDs allow 32,768 characters; Envoy's rejections can be longer).
+const MESSAGE_MAX_CHARS: usize = 4096;
+
+/// `message`, cut to [`MESSAGE_MAX_CHARS`] characters.
+fn bounded(message: &str) -> String {
+    match message.char_indices().nth(MESSAGE_MAX_CHARS) {
+        Some((at, _)) => format!("{}…", &message[..at]),
+        None => message.to_string(),
+    }
 }
 
 /// A Gateway's conditions and listeners.
@@ -233,11 +245,9 @@ fn gateway_status(
         Programmed::Pending(why) => cond("Programmed", false, "Pending", why),
         Programmed::Rejected(why) => cond("Programmed", false, "Invalid", why),
     };
-    let mut status = json!({"conditions": [accepted, programmed], "listeners": listeners});
-    let addresses = addresses(snapshot, object);
-    if !addresses.is_empty() {
-        status["addresses"] = Value::Array(addresses);
-    }
+    // Written even when empty, so a merge patch clears addresses whose Service is gone.
+    let status = json!({"conditions": [accepted, programmed], "listeners": listeners,
+        "addresses": addresses(snapshot, object)});
     StatusUpdate {
         key: object.key(),
         generation,
@@ -246,8 +256,9 @@ fn gateway_status(
 }
 
 /// A Gateway's addresses: those of the Services in its namespace that select its proxies (selector
-/// `gateway.networking.k8s.io/gateway-name: <name>`): their external IPs and load balancer IP, else their cluster
-/// DNS name (Istio's gateway status gives the Service's host name when no IP is assigned).
+/// `gateway.networking.k8s.io/gateway-name: <name>`): their `externalIPs` and `loadBalancerIP`, else their cluster
+/// DNS name (Istio's gateway status gives the Service's host name when no IP is assigned). A LoadBalancer's
+/// `status.loadBalancer.ingress` is not read (the model keeps Services' specs only).
 fn addresses(snapshot: &Snapshot, gateway: &ConfigObject) -> Vec<Value> {
     let namespace = gateway.metadata.namespace.as_str();
     let mut out = Vec::new();
@@ -598,7 +609,7 @@ spec: {ports: [{port: 8080}]}
             "admitpilot.io/gateway-controller",
             &Served {
                 programmed: &|_| Programmed::Served,
-                held_back: &|_| None,
+                held_back: &|_, _| None,
             },
             "2026-11-26T00:00:00Z",
         )
@@ -645,7 +656,7 @@ spec:
         let snapshot = snapshot(&format!("{BASE}---\n{}", route("held", "a.example", "web")));
         let served = Served {
             programmed: &|_| Programmed::Served,
-            held_back: &|key| {
+            held_back: &|key, _| {
                 (key.name == "held").then(|| "listener x: regex too large".to_string())
             },
         };
@@ -669,9 +680,10 @@ spec:
     #[test]
     fn addresses_come_from_the_services_selecting_the_gateway() {
         let none = status("");
-        assert!(find(&none, Kind::KubernetesGateway, "gw")
-            .get("addresses")
-            .is_none());
+        assert_eq!(
+            find(&none, Kind::KubernetesGateway, "gw")["addresses"],
+            json!([])
+        );
         let updates = status(
             "apiVersion: v1
 kind: Service
@@ -782,7 +794,7 @@ spec: {selector: {gateway.networking.k8s.io/gateway-name: other}, externalIPs: [
             "admitpilot.io/gateway-controller",
             &Served {
                 programmed: &|_| Programmed::Rejected("lds NACK: bad listener".into()),
-                held_back: &|_| None,
+                held_back: &|_, _| None,
             },
             "2026-11-26T00:00:00Z",
         );
@@ -797,7 +809,7 @@ spec: {selector: {gateway.networking.k8s.io/gateway-name: other}, externalIPs: [
             "someone.else/controller",
             &Served {
                 programmed: &|_| Programmed::Served,
-                held_back: &|_| None,
+                held_back: &|_, _| None,
             },
             "t",
         );
