@@ -75,6 +75,30 @@ pub fn from_json_as(
     from_json_with(desc, value, true)
 }
 
+/// The two `TypedStruct`s, whose `value` Envoy converts into the message `type_url` names.
+pub const TYPED_STRUCTS: [&str; 2] = ["udpa.type.v1.TypedStruct", "xds.type.v3.TypedStruct"];
+
+/// The message a `TypedStruct`'s value converts into: the type its `type_url` names, when the descriptors know it
+/// (a Wasm or Go plugin's own config type they do not).
+pub fn typed_struct_target(typed_struct: &DynamicMessage) -> Option<MessageDescriptor> {
+    let type_url = typed_struct.get_field_by_name("type_url")?;
+    pool().get_message_by_name(type_url.as_str()?.rsplit('/').next()?)
+}
+
+/// A `TypedStruct`'s value converted into `target` as Envoy converts it ([`from_json_ignoring_unknown`]); `None`
+/// when it has no value.
+pub fn typed_struct_value(
+    typed_struct: &DynamicMessage,
+    target: MessageDescriptor,
+) -> Option<Result<DynamicMessage, Error>> {
+    match typed_struct.get_field_by_name("value").as_deref() {
+        Some(prost_reflect::Value::Message(value)) => {
+            Some(from_json_ignoring_unknown(target, &to_json(value)))
+        }
+        _ => None,
+    }
+}
+
 /// Converts proto-JSON into a message of the given descriptor as Envoy converts a `TypedStruct`'s value for
 /// dynamic config: unknown fields are ignored, everything else is strict.
 pub fn from_json_ignoring_unknown(

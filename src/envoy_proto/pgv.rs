@@ -109,9 +109,6 @@ struct Extensions {
 const URI_TEMPLATE_MATCH: &str =
     "envoy.extensions.path.match.uri_template.v3.UriTemplateMatchConfig";
 
-/// The two `TypedStruct`s, whose `value` Envoy converts into the message `type_url` names.
-const TYPED_STRUCTS: [&str; 2] = ["udpa.type.v1.TypedStruct", "xds.type.v3.TypedStruct"];
-
 /// The regex matcher, whose pattern Envoy compiles with RE2 under a program size limit.
 const REGEX_MATCHER: &str = "envoy.type.matcher.v3.RegexMatcher";
 
@@ -307,7 +304,7 @@ impl Walker {
         match desc.full_name() {
             URI_TEMPLATE_MATCH => self.uri_template(message),
             REGEX_MATCHER => self.re2_program_size(message),
-            name if TYPED_STRUCTS.contains(&name) => self.typed_struct(message),
+            name if super::json::TYPED_STRUCTS.contains(&name) => self.typed_struct(message),
             _ => {}
         }
         let required_oneofs = if self.partial {
@@ -384,19 +381,11 @@ impl Walker {
     /// rejects the resource when that fails, e.g. a Duration given as a number (found by tests/envoy_generated.rs).
     /// Types the descriptors do not know (a Wasm or Go plugin's own config) are left to the gateway.
     fn typed_struct(&mut self, message: &DynamicMessage) {
-        let type_url = message
-            .get_field_by_name("type_url")
-            .and_then(|v| v.as_str().map(str::to_string))
-            .unwrap_or_default();
-        let name = type_url.rsplit('/').next().unwrap_or_default();
-        let Some(desc) = pool().get_message_by_name(name) else {
+        let Some(desc) = super::json::typed_struct_target(message) else {
             return;
         };
-        let value = match message.get_field_by_name("value").as_deref() {
-            Some(Value::Message(value)) => super::json::to_json(value),
-            _ => return,
-        };
-        if let Err(error) = super::json::from_json_ignoring_unknown(desc, &value) {
+        let name = desc.full_name().to_string();
+        if let Some(Err(error)) = super::json::typed_struct_value(message, desc) {
             self.at(Segment::Field("value"), |w| {
                 w.violation(
                     "typed_struct.value",

@@ -17,7 +17,6 @@ use prost_reflect::{DynamicMessage, Kind, MessageDescriptor, ReflectMessage, Val
 use crate::envoy_proto::{json, pool};
 
 const HEADER_VALUE_OPTION: &str = "envoy.config.core.v3.HeaderValueOption";
-const TYPED_STRUCTS: [&str; 2] = ["udpa.type.v1.TypedStruct", "xds.type.v3.TypedStruct"];
 
 /// Upgrades the header options of every HTTP filter config of `hcm`; returns whether any changed.
 pub fn upgrade(hcm: &mut HttpConnectionManager) -> bool {
@@ -27,7 +26,7 @@ pub fn upgrade(hcm: &mut HttpConnectionManager) -> bool {
             continue;
         };
         let name = typed.type_url.rsplit('/').next().unwrap_or_default();
-        let upgraded = if TYPED_STRUCTS.contains(&name) {
+        let upgraded = if json::TYPED_STRUCTS.contains(&name) {
             upgrade_typed_struct(name, &typed.value)
         } else {
             upgrade_typed(name, &typed.value)
@@ -54,19 +53,11 @@ fn upgrade_typed(name: &str, bytes: &[u8]) -> Option<Vec<u8>> {
 /// upgraded, and written back as a `Struct`; its new bytes when a header option changed.
 fn upgrade_typed_struct(name: &str, bytes: &[u8]) -> Option<Vec<u8>> {
     let mut typed_struct = DynamicMessage::decode(pool().get_message_by_name(name)?, bytes).ok()?;
-    let type_url = typed_struct
-        .get_field_by_name("type_url")?
-        .as_str()?
-        .to_string();
-    let desc = pool().get_message_by_name(type_url.rsplit('/').next()?)?;
+    let desc = json::typed_struct_target(&typed_struct)?;
     if !can_hold_header_option(&desc) {
         return None;
     }
-    let value = match typed_struct.get_field_by_name("value").as_deref() {
-        Some(Value::Message(value)) => json::to_json(value),
-        _ => return None,
-    };
-    let mut message = json::from_json_ignoring_unknown(desc, &value).ok()?;
+    let mut message = json::typed_struct_value(&typed_struct, desc)?.ok()?;
     if !upgrade_message(&mut message) {
         return None;
     }
