@@ -160,19 +160,6 @@ async fn crd_status_subresource_and_leases() {
          spec: {{holderIdentity: replica-a, leaseDurationSeconds: 15}}\n"
     );
     kube.kubectl_ok(&["apply", "-f", "-"], Some(&lease)).await;
-    let holder = kube
-        .kubectl_ok(
-            &[
-                "-n",
-                ns,
-                "get",
-                "lease",
-                "admitpilot-leader",
-                "-o",
-                "jsonpath={.spec.holderIdentity}",
-            ],
-            None,
-        )
-        .await;
+    let holder = kube.lease_holder(ns, "admitpilot-leader").await;
     assert_eq!(holder, "replica-a");
 }

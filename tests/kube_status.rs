@@ -56,6 +56,31 @@ spec:
     )
 }
 
+/// `serve --kube` flags for a test in namespace `ns` (its Lease, config and mesh settings there; xDS without
+/// tokens), then `extra`.
+fn serve_flags(ns: &str, extra: &[&str]) -> Vec<String> {
+    let mut flags = vec![
+        "--xds-auth=none".to_string(),
+        format!("--lease-namespace={ns}"),
+        format!("--watch-namespaces={ns}"),
+        format!("--higress-namespace={ns}"),
+        format!("--istio-namespace={ns}"),
+    ];
+    flags.extend(extra.iter().map(ToString::to_string));
+    flags
+}
+
+/// A Delta ADS bootstrap for a gateway of the Gateway `gw` in namespace `ns`.
+fn gateway_bootstrap(xds_port: u16, ns: &str) -> String {
+    envoy::bootstrap(
+        AdsApi::Delta,
+        xds_port,
+        "router~127.0.0.1~gw.x~x.svc.cluster.local",
+    )
+    .replace("NAMESPACE: default", &format!("NAMESPACE: {ns}"))
+    .replace("app: e2e", "gateway.networking.k8s.io/gateway-name: gw")
+}
+
 /// Polls `kind/name`'s JSON until `ready` holds, for at most [`WAIT`]; returns it.
 async fn wait_status(
     kube: &Kube,
@@ -133,22 +158,7 @@ async fn status_says_what_the_gateways_serve_and_one_leader_writes_it() {
     )
     .await;
 
-    let flags = |replica: &str| {
-        vec![
-            "--xds-auth=none".to_string(),
-            format!("--lease-namespace={ns}"),
-            format!("--watch-namespaces={ns}"),
-            format!("--higress-namespace={ns}"),
-            format!("--istio-namespace={ns}"),
-            replica.to_string(),
-        ]
-    };
-    let mut first = Admitpilot::start_kube(
-        kube.kubeconfig(),
-        None,
-        &flags("--default-namespace=default"),
-    )
-    .await;
+    let mut first = Admitpilot::start_kube(kube.kubeconfig(), None, &serve_flags(&ns, &[])).await;
     // No gateway connected yet: Accepted, not Programmed.
     let gateway = wait_status(
         &kube,
@@ -169,16 +179,7 @@ async fn status_says_what_the_gateways_serve_and_one_leader_writes_it() {
     );
 
     // Envoy with the Gateway's name acknowledges the config: Programmed.
-    let bootstrap = |xds_port: u16| {
-        envoy::bootstrap(
-            AdsApi::Delta,
-            xds_port,
-            "router~127.0.0.1~gw.x~x.svc.cluster.local",
-        )
-        .replace("NAMESPACE: default", &format!("NAMESPACE: {ns}"))
-        .replace("app: e2e", "gateway.networking.k8s.io/gateway-name: gw")
-    };
-    let envoy = EnvoyProcess::start(&envoy_bin, &bootstrap(first.xds_port), 71).await;
+    let envoy = EnvoyProcess::start(&envoy_bin, &gateway_bootstrap(first.xds_port, &ns), 71).await;
     let gateway = wait_status(&kube, "gateway/gw", |g| programmed(g, "True", 1), &[&first]).await;
     let listener = &gateway["status"]["listeners"][0];
     assert_eq!(listener["attachedRoutes"], 1, "{listener}");
@@ -218,13 +219,9 @@ async fn status_says_what_the_gateways_serve_and_one_leader_writes_it() {
 
     // A second replica, with a gateway of its own; the first replica's gateway goes away. The leader (the first
     // replica) has no gateway of `gw` left: the next generation is Programmed from the second replica's report.
-    let second = Admitpilot::start_kube(
-        kube.kubeconfig(),
-        None,
-        &flags("--default-namespace=default"),
-    )
-    .await;
-    let second_envoy = EnvoyProcess::start(&envoy_bin, &bootstrap(second.xds_port), 72).await;
+    let second = Admitpilot::start_kube(kube.kubeconfig(), None, &serve_flags(&ns, &[])).await;
+    let second_envoy =
+        EnvoyProcess::start(&envoy_bin, &gateway_bootstrap(second.xds_port, &ns), 72).await;
     drop(envoy);
     kube.kubectl_ok(
         &["apply", "-f", "-"],
@@ -277,20 +274,7 @@ async fn status_says_what_the_gateways_serve_and_one_leader_writes_it() {
         )
         .await;
     assert_eq!(reports.lines().count(), 1, "{reports}");
-    let lease = kube
-        .kubectl_ok(
-            &[
-                "-n",
-                &ns,
-                "get",
-                "lease",
-                "admitpilot-leader",
-                "-o",
-                "jsonpath={.spec.holderIdentity}",
-            ],
-            None,
-        )
-        .await;
+    let lease = kube.lease_holder(&ns, "admitpilot-leader").await;
     assert!(!lease.is_empty(), "the Lease has a holder");
     kube.kubectl_ok(&["delete", "gatewayclass", &class], None)
         .await;
@@ -333,23 +317,14 @@ spec:
     )
     .await;
     kube.kubectl_ok(&["apply", "-f", "-"], Some(&proxies)).await;
-    let args = [
-        "--xds-auth=none".to_string(),
-        "--no-push-guard".to_string(),
-        format!("--lease-namespace={ns}"),
-        format!("--watch-namespaces={ns}"),
-        format!("--higress-namespace={ns}"),
-        format!("--istio-namespace={ns}"),
-    ];
-    let admitpilot = Admitpilot::start_kube(kube.kubeconfig(), None, &args).await;
-    let bootstrap = envoy::bootstrap(
-        AdsApi::Delta,
-        admitpilot.xds_port,
-        "router~127.0.0.1~gw.x~x.svc.cluster.local",
+    let admitpilot = Admitpilot::start_kube(
+        kube.kubeconfig(),
+        None,
+        &serve_flags(&ns, &["--no-push-guard"]),
     )
-    .replace("NAMESPACE: default", &format!("NAMESPACE: {ns}"))
-    .replace("app: e2e", "gateway.networking.k8s.io/gateway-name: gw");
-    let envoy = EnvoyProcess::start(&envoy_bin, &bootstrap, 73).await;
+    .await;
+    let envoy =
+        EnvoyProcess::start(&envoy_bin, &gateway_bootstrap(admitpilot.xds_port, &ns), 73).await;
     let gateway = wait_status(
         &kube,
         "gateway/gw",

@@ -105,6 +105,20 @@ impl Kube {
         String::from_utf8(output.stdout).unwrap()
     }
 
+    /// The `holderIdentity` of the Lease `namespace/name` (empty when it has none).
+    pub async fn lease_holder(&self, namespace: &str, name: &str) -> String {
+        let args = [
+            "-n",
+            namespace,
+            "get",
+            "lease",
+            name,
+            "-o",
+            "jsonpath={.spec.holderIdentity}",
+        ];
+        self.kubectl_ok(&args, None).await
+    }
+
     /// `kubectl apply -f -` of `yaml`; returns its output whatever the exit (denials are in stderr).
     pub async fn apply(&self, yaml: &str) -> Output {
         self.kubectl(&["apply", "-f", "-"], Some(yaml)).await
