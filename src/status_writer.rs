@@ -22,7 +22,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use k8s_openapi::api::core::v1::ConfigMap;
-use kube::api::{ApiResource, DynamicObject, ListParams, Patch, PatchParams};
+use kube::api::{DynamicObject, ListParams, Patch, PatchParams};
 use kube::{Api, Client};
 use prometheus_client::encoding::EncodeLabelSet;
 use prometheus_client::metrics::counter::Counter;
@@ -33,6 +33,7 @@ use serde_json::{json, Value};
 use tokio::sync::watch;
 
 use crate::model::{Kind, ObjectKey, Snapshot};
+use crate::source::kubernetes::api_resource;
 use crate::status::programmed::{
     combine, local_report, ConnectedGateway, GatewayReport, ReportState, GATEWAY_NAME_LABEL,
 };
@@ -416,9 +417,11 @@ impl Writer {
     /// Writes one object's status; true once it is on the server.
     async fn write(&self, update: &StatusUpdate, status: &Value) -> bool {
         let kind = update.key.kind;
-        let Some(resource) = resource(kind) else {
+        // Its newest served version, as the watchers try first.
+        let Some(version) = kind.info().versions.first() else {
             return false;
         };
+        let resource = api_resource(kind, version);
         let api: Api<DynamicObject> = if kind.is_cluster_scoped() {
             Api::all_with(self.client.clone(), &resource)
         } else {
@@ -489,19 +492,6 @@ impl Writer {
         .await
         .map(|_| ())
     }
-}
-
-/// The API resource of a kind whose status admitpilot writes.
-fn resource(kind: Kind) -> Option<ApiResource> {
-    let info = kind.info();
-    let version = info.versions.first()?;
-    Some(ApiResource {
-        group: info.group.to_string(),
-        version: (*version).to_string(),
-        api_version: format!("{}/{version}", info.group),
-        kind: info.kind.to_string(),
-        plural: info.plural.to_string(),
-    })
 }
 
 /// `status` with each condition's `lastTransitionTime` taken from `previous` when that condition (by type, in the

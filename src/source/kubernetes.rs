@@ -270,7 +270,8 @@ struct Shared {
     held: HeldObjects,
 }
 
-fn api_resource(kind: Kind, version: &str) -> ApiResource {
+/// Where `kind` at `version` lives in the API (the watchers' and the status writer's).
+pub(crate) fn api_resource(kind: Kind, version: &str) -> ApiResource {
     let info = kind.info();
     ApiResource {
         group: info.group.to_string(),
