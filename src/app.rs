@@ -26,6 +26,7 @@ use crate::leader::LeaderConfig;
 use crate::model::decode::DecodeOptions;
 use crate::model::Snapshot;
 use crate::source::{self, SourceMetrics, SourceSettings};
+use crate::status::StatusScope;
 use crate::status_writer::{self, GatewayFeedback, StatusMetrics, StatusWriterConfig};
 use crate::xds::{
     self, CallPolicy, Endpoint, KubeAuth, TlsFiles as XdsTlsFiles, TranslateFn, XdsMetrics,
@@ -147,6 +148,7 @@ pub struct App {
     snapshot_feed: Option<watch::Receiver<Arc<Snapshot>>>,
     xds: Option<XdsSetup>,
     status_writer: Option<StatusWriterConfig>,
+    status_scope: Option<StatusScope>,
     leader: Option<LeaderConfig>,
 }
 
@@ -188,6 +190,7 @@ impl App {
             snapshot_feed: None,
             xds: None,
             status_writer: None,
+            status_scope: None,
             leader: None,
         }
     }
@@ -225,6 +228,13 @@ impl App {
         self
     }
 
+    /// Shows, with the xDS server and config sources, the status of `scope`'s objects in `/debug/configz` as the
+    /// gateways connected to this process give it ([`status_writer::local_view`]).
+    pub fn status_view(mut self, scope: StatusScope) -> Self {
+        self.status_scope = Some(scope);
+        self
+    }
+
     /// Gives access to the shared metrics registry, for subsystems to register into before [`App::start`].
     pub fn registry_mut(&mut self) -> &mut Registry {
         &mut self.registry
@@ -258,18 +268,18 @@ impl App {
                     &mut tasks,
                 )
                 .await?;
-                self.admin_routes
-                    .push(source::configz::router(started.snapshots.clone()));
                 kube_client = started.kube_client;
                 leader = started.leader;
                 Some(started.snapshots)
             }
-            None => self.snapshot_feed.take(),
+            None => self.snapshot_feed.clone(),
         };
         let webhook_metrics = WebhookMetrics::register(&mut self.registry);
         let mut xds_addr = None;
         let mut xds_plaintext_addr = None;
         let mut gateway_check = None;
+        let mut configz_status = None;
+        let configz_snapshots = snapshots.clone().filter(|_| self.snapshot_feed.is_none());
         if let Some(setup) = self.xds.take() {
             // Without sources the xDS server serves an empty (loaded) snapshot until the process stops.
             let feed = snapshots.clone().unwrap_or_else(|| {
@@ -285,6 +295,17 @@ impl App {
             xds_addr = Some(server.addr);
             xds_plaintext_addr = server.plaintext_addr;
             self.admin_routes.push(server.syncz);
+            if let Some(scope) = self.status_scope.clone() {
+                let xds = server.connected.clone();
+                let view = status_writer::local_view(
+                    scope,
+                    GatewayFeedback {
+                        connections: server.connected.status(),
+                        held_back: Arc::new(move || xds.held_back()),
+                    },
+                );
+                configz_status = Some(view);
+            }
             if let (Some(config), Some(client), Some(snapshots), Some(leader)) =
                 (self.status_writer.take(), kube_client, &snapshots, leader)
             {
@@ -319,6 +340,10 @@ impl App {
                     webhook_metrics.clone(),
                 )) as Arc<dyn GatewayCheck>);
             }
+        }
+        if let Some(snapshots) = configz_snapshots {
+            self.admin_routes
+                .push(admin::configz::router(snapshots, configz_status));
         }
         let webhook = start_webhook(
             &self.config.webhook,

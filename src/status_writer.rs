@@ -34,18 +34,15 @@ use tokio::sync::watch;
 
 use crate::model::{Kind, ObjectKey, Snapshot};
 use crate::source::kubernetes::api_resource;
-use crate::status::programmed::{
-    combine, local_report, ConnectedGateway, GatewayReport, ReportState, GATEWAY_NAME_LABEL,
-};
-use crate::status::{gateway_api_status, Served, StatusUpdate};
-use crate::translate::Proxy;
+use crate::status::programmed::{GenerationTracker, HeldBack, ReplicaReport};
+use crate::status::{from_reports, StatusScope, StatusUpdate};
 use crate::xds::status::StatusRegistry;
 
 /// Settings of the status writer.
 #[derive(Debug, Clone)]
 pub struct StatusWriterConfig {
-    /// The GatewayClass controllerName admitpilot answers for.
-    pub controller: String,
+    /// What status to write: the Gateway API objects of a controller, and Istio objects when asked to.
+    pub scope: StatusScope,
     /// Namespace of the replicas' reports (admitpilot's own, as the leader Lease's).
     pub namespace: String,
     /// This replica's name (the pod name), in its report's name.
@@ -108,12 +105,13 @@ pub async fn run(
     mut leader: watch::Receiver<bool>,
     mut stop: watch::Receiver<bool>,
 ) {
+    let tracker = GenerationTracker::new(config.scope.istio_domain_suffix.is_some());
     let mut writer = Writer {
         client,
         config,
         metrics,
         written: HashMap::new(),
-        first_seen: HashMap::new(),
+        tracker,
         published: None,
     };
     let mut tick = tokio::time::interval(writer.config.interval);
@@ -124,8 +122,8 @@ pub async fn run(
             _ = tick.tick() => {}
         }
         let snapshot = snapshots.borrow_and_update().clone();
-        writer.track_generations(&snapshot);
-        let local = writer.local_reports(
+        writer.tracker.track(&snapshot);
+        let local = writer.tracker.report(
             &snapshot,
             &gateways.connections.list_gateways(),
             &(gateways.held_back)(),
@@ -153,11 +151,39 @@ pub struct GatewayFeedback {
     pub held_back: HeldBackFn,
 }
 
-/// Lists the objects the push guard leaves out: (proxy group, object, what Envoy would reject).
-pub type HeldBackFn = Arc<dyn Fn() -> Vec<(Proxy, ObjectKey, String)> + Send + Sync>;
+/// The status of a snapshot's objects as the gateways connected to this process give it (what `/debug/configz`
+/// shows; in folder mode, the only status there is): this replica's report alone, as a leader would combine it.
+pub fn local_view(
+    scope: StatusScope,
+    gateways: GatewayFeedback,
+) -> crate::admin::configz::StatusView {
+    let tracker =
+        std::sync::Mutex::new(GenerationTracker::new(scope.istio_domain_suffix.is_some()));
+    Arc::new(move |snapshot: &Snapshot| {
+        let report = {
+            let mut tracker = tracker
+                .lock()
+                .unwrap_or_else(|poisoned| poisoned.into_inner());
+            tracker.track(snapshot);
+            tracker.report(
+                snapshot,
+                &gateways.connections.list_gateways(),
+                &(gateways.held_back)(),
+            )
+        };
+        from_reports(snapshot, &scope, &[report], &now())
+    })
+}
 
-/// One replica's reports, by Gateway (`namespace/name`).
-type Reports = BTreeMap<String, GatewayReport>;
+/// The time conditions are stamped with (RFC 3339, seconds).
+fn now() -> String {
+    k8s_openapi::jiff::Timestamp::now()
+        .strftime("%Y-%m-%dT%H:%M:%SZ")
+        .to_string()
+}
+
+/// Lists the objects the push guard leaves out: (proxy group, object, what Envoy would reject).
+pub type HeldBackFn = Arc<dyn Fn() -> Vec<HeldBack> + Send + Sync>;
 
 /// A report older than this is from a replica that is gone.
 const REPORT_STALE: Duration = Duration::from_secs(30);
@@ -165,6 +191,8 @@ const REPORT_STALE: Duration = Duration::from_secs(30);
 const REPORT_GONE: Duration = Duration::from_secs(300);
 /// A replica rewrites its unchanged report this often, to show it is alive.
 const REPORT_REFRESH: Duration = Duration::from_secs(10);
+/// The largest report written (a ConfigMap holds at most 1 MiB).
+const REPORT_MAX_BYTES: usize = 900 * 1024;
 /// The label of report ConfigMaps.
 const REPORT_LABEL: &str = "admitpilot.io/status-report";
 
@@ -174,72 +202,13 @@ struct Writer {
     metrics: StatusMetrics,
     /// The status last written per object (times included), to skip unchanged ones and keep transition times.
     written: HashMap<ObjectKey, Value>,
-    /// Per Gateway: its generation and the first config version that held it.
-    first_seen: HashMap<ObjectKey, (i64, u64)>,
+    /// Per object reported on: its generation and the first config version that held it.
+    tracker: GenerationTracker,
     /// This replica's report as last published, and when.
-    published: Option<(Reports, Instant)>,
+    published: Option<(ReplicaReport, Instant)>,
 }
 
 impl Writer {
-    /// Records, per Gateway, the first config version that held its current generation.
-    fn track_generations(&mut self, snapshot: &Snapshot) {
-        for object in snapshot.of_kind(Kind::KubernetesGateway) {
-            let generation = object.metadata.generation.unwrap_or_default();
-            let seen = self
-                .first_seen
-                .entry(object.key())
-                .or_insert((generation, snapshot.version));
-            if seen.0 != generation {
-                *seen = (generation, snapshot.version);
-            }
-        }
-        self.first_seen
-            .retain(|key, _| snapshot.objects.contains_key(key));
-    }
-
-    /// What the gateways connected to this replica did with each Gateway, and which routes the push guard leaves
-    /// out of their config.
-    fn local_reports(
-        &self,
-        snapshot: &Snapshot,
-        connected: &[ConnectedGateway],
-        held_back: &[(Proxy, ObjectKey, String)],
-    ) -> Reports {
-        snapshot
-            .of_kind(Kind::KubernetesGateway)
-            .filter_map(|object| {
-                let key = object.key();
-                let (generation, needed) = self.first_seen.get(&key)?;
-                let routes = held_back
-                    .iter()
-                    .filter(|(proxy, route, _)| {
-                        route.kind == Kind::HttpRoute
-                            && proxy.namespace == key.namespace
-                            && proxy.labels.get(GATEWAY_NAME_LABEL) == Some(&key.name)
-                    })
-                    .map(|(_, route, why)| {
-                        (format!("{}/{}", route.namespace, route.name), why.clone())
-                    })
-                    .collect();
-                let mut report =
-                    local_report(&key.namespace, &key.name, *generation, *needed, connected, routes);
-                // The Gateway itself held back by the push guard: its proxies serve an older version of it.
-                if let Some((_, _, why)) = held_back.iter().find(|(proxy, object, _)| {
-                    *object == key
-                        && proxy.namespace == key.namespace
-                        && proxy.labels.get(GATEWAY_NAME_LABEL) == Some(&key.name)
-                }) {
-                    report.state = ReportState::Rejected;
-                    report.message = format!(
-                        "not served: Envoy would reject what this Gateway makes of its gateways' config ({why}); \
-                         they keep its last good version, if any"
-                    );
-                }
-                Some((format!("{}/{}", key.namespace, key.name), report))
-            })
-            .collect()
-    }
-
     /// The report ConfigMap's API and this replica's ConfigMap name.
     fn report_api(&self) -> (Api<ConfigMap>, String) {
         let name: String = format!("admitpilot-status-report-{}", self.config.identity)
@@ -261,7 +230,7 @@ impl Writer {
     }
 
     /// Publishes this replica's report (when it changed, or to refresh it) in its ConfigMap, for the leader.
-    async fn publish(&mut self, local: &Reports) {
+    async fn publish(&mut self, local: &ReplicaReport) {
         if self
             .published
             .as_ref()
@@ -270,11 +239,18 @@ impl Writer {
             return;
         }
         let (api, name) = self.report_api();
-        let report = json!({
+        let mut report = json!({
             "identity": self.config.identity,
             "updatedUnix": crate::xds::status::unix_now(),
-            "gateways": local,
+            "gateways": local.gateways,
+            "istio": local.istio,
         });
+        if report.to_string().len() > REPORT_MAX_BYTES {
+            tracing::warn!(objects = local.istio.len(), max_bytes = REPORT_MAX_BYTES,
+                "this replica's report on its Istio objects is too large for a ConfigMap; their Reconciled stays Pending");
+            report["istio"] = json!({});
+            report["istio_truncated"] = json!(true);
+        }
         let config_map = json!({
             "apiVersion": "v1",
             "kind": "ConfigMap",
@@ -292,7 +268,7 @@ impl Writer {
     }
 
     /// The other replicas' fresh reports.
-    async fn read_reports(&self) -> Vec<Reports> {
+    async fn read_reports(&self) -> Vec<ReplicaReport> {
         let (api, own) = self.report_api();
         let list = match api.list(&ListParams::default().labels(REPORT_LABEL)).await {
             Ok(list) => list,
@@ -328,10 +304,8 @@ impl Writer {
             if age > REPORT_STALE.as_secs() {
                 continue;
             }
-            if let Some(gateways) =
-                report.and_then(|r| serde_json::from_value(r["gateways"].clone()).ok())
-            {
-                reports.push(gateways);
+            if let Some(report) = report.and_then(|r| serde_json::from_value(r).ok()) {
+                reports.push(report);
             }
         }
         reports
@@ -347,35 +321,8 @@ impl Writer {
         }
     }
 
-    async fn pass(&mut self, snapshot: &Snapshot, reports: &[Reports]) {
-        let now = k8s_openapi::jiff::Timestamp::now()
-            .strftime("%Y-%m-%dT%H:%M:%SZ")
-            .to_string();
-        let programmed_of = |key: &ObjectKey| {
-            let id = format!("{}/{}", key.namespace, key.name);
-            let of_it: Vec<&GatewayReport> = reports.iter().filter_map(|r| r.get(&id)).collect();
-            let generation = snapshot
-                .objects
-                .get(key)
-                .and_then(|object| object.metadata.generation)
-                .unwrap_or_default();
-            combine(&key.namespace, &key.name, generation, &of_it)
-        };
-        let held_back_of = |route: &ObjectKey, gateway: &ObjectKey| {
-            let route = format!("{}/{}", route.namespace, route.name);
-            let gateway = format!("{}/{}", gateway.namespace, gateway.name);
-            reports
-                .iter()
-                .filter_map(|r| r.get(&gateway))
-                .find_map(|report| report.held_back.get(&route).cloned())
-        };
-        let updates = {
-            let served = Served {
-                programmed: &programmed_of,
-                held_back: &held_back_of,
-            };
-            gateway_api_status(snapshot, &self.config.controller, &served, &now)
-        };
+    async fn pass(&mut self, snapshot: &Snapshot, reports: &[ReplicaReport]) {
+        let updates = from_reports(snapshot, &self.config.scope, reports, &now());
         // Routes whose parent entries admitpilot wrote but that no longer attach to a Gateway of its classes: their
         // entries are removed (`parents: []` of ours; other controllers' stay).
         let mut updates = updates;
@@ -469,7 +416,7 @@ impl Writer {
         status: &Value,
     ) -> Result<(), kube::Error> {
         let current = api.get_status(&update.key.name).await?;
-        let controller = self.config.controller.as_str();
+        let controller = self.config.scope.controller.as_str();
         let mut parents: Vec<Value> = current.data["status"]["parents"]
             .as_array()
             .map(|parents| {

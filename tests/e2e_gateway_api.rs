@@ -484,6 +484,23 @@ async fn gateway_api_routes_are_served_by_envoy() {
     );
 
     envoy.assert_nothing_rejected("gateway api").await;
+    // Folder mode shows the status a leader would write: the Gateway is Programmed once its gateway acknowledged it.
+    admitpilot
+        .wait_for_admin("/debug/configz", "the Gateway Programmed", |text| {
+            let configz: Value = serde_json::from_str(text).unwrap();
+            configz["objects"].as_array().unwrap().iter().any(|o| {
+                o["kind"] == "KubernetesGateway"
+                    && o["name"] == "gw"
+                    && o["status"]["conditions"]
+                        .as_array()
+                        .is_some_and(|conditions| {
+                            conditions
+                                .iter()
+                                .any(|c| c["type"] == "Programmed" && c["status"] == "True")
+                        })
+            })
+        })
+        .await;
 
     // The webhook denies an invalid HTTPRoute with the API server's message and field path.
     let review = admitpilot

@@ -1,10 +1,12 @@
 //! The plain-HTTP admin server: takes the shared metrics registry, the readiness conditions and extra routes
-//! from other subsystems (`/debug/...`), and serves `/metrics`, `/healthz` and `/readyz`.
+//! from other subsystems (`/debug/...`), and serves `/metrics`, `/healthz` and `/readyz`; [`configz`] serves the
+//! config and its status.
 //!
 //! Subsystems plug in by registering their metrics into the [`Registry`] (each under its own prefix) and their
 //! readiness conditions into [`Readiness`] before the server starts, and by handing extra routers to
 //! [`router`].
 
+pub mod configz;
 mod readiness;
 
 use std::future::Future;

@@ -1,6 +1,6 @@
 //! `admitpilot render`: loads a config folder (with the folder source's loader and validation), translates it
 //! for one gateway (labels + namespace) and prints the Envoy resources as YAML or JSON; with `--status`, prints
-//! the status admitpilot gives the folder's Gateway API objects instead.
+//! the status admitpilot gives the folder's Gateway API (and, with `--istio-status`, Istio) objects instead.
 
 use std::collections::BTreeMap;
 use std::io::Write;
@@ -15,7 +15,7 @@ use admitpilot::model::decode::DecodeOptions;
 use admitpilot::model::Snapshot;
 use admitpilot::source::folder::Folder;
 use admitpilot::source::{AdmitOptions, SourceMetrics, DEFAULT_NAMESPACE};
-use admitpilot::status::{gateway_api_status, Programmed, Served};
+use admitpilot::status::{from_reports, StatusScope};
 use admitpilot::translate::dangling::LEFT_OUT_MESSAGE;
 use admitpilot::translate::{output, translate, Proxy};
 
@@ -51,6 +51,10 @@ pub struct RenderArgs {
     /// Programmed=False, reason Pending.
     #[arg(long)]
     status: bool,
+    /// With --status, also the status of Istio objects as `serve --istio-status` writes it (validationMessages
+    /// with Istio's analyzer codes; Reconciled=False, as no gateway runs here).
+    #[arg(long)]
+    istio_status: bool,
     /// The GatewayClass controllerName whose objects --status reports on.
     #[arg(long, default_value = admitpilot::model::gateway_api::DEFAULT_CONTROLLER_NAME)]
     gateway_controller_name: String,
@@ -117,21 +121,19 @@ pub fn run(args: RenderArgs) -> anyhow::Result<ExitCode> {
     Ok(ExitCode::SUCCESS)
 }
 
-/// Prints each Gateway API object's status as `{kind, namespace, name, status}`.
+/// Prints each object's status as `{kind, namespace, name, status}`.
 fn print_status(snapshot: &Snapshot, args: &RenderArgs) -> anyhow::Result<ExitCode> {
     let now = k8s_openapi::jiff::Timestamp::now()
         .strftime("%Y-%m-%dT%H:%M:%SZ")
         .to_string();
-    let pending = |_: &admitpilot::model::ObjectKey| {
-        Programmed::Pending(
-            "render runs no gateway: nothing has acknowledged this configuration".into(),
-        )
+    let scope = StatusScope {
+        controller: args.gateway_controller_name.clone(),
+        istio_domain_suffix: args
+            .istio_status
+            .then(|| admitpilot::translate::Options::default().domain_suffix),
     };
-    let served = Served {
-        programmed: &pending,
-        held_back: &|_, _| None,
-    };
-    let updates = gateway_api_status(snapshot, &args.gateway_controller_name, &served, &now);
+    // No replica reports: nothing has acknowledged this configuration.
+    let updates = from_reports(snapshot, &scope, &[], &now);
     let json: Vec<serde_json::Value> = updates
         .into_iter()
         .map(|update| {

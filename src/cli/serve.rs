@@ -14,6 +14,7 @@ use admitpilot::leader::LeaderConfig;
 use admitpilot::model::decode::DecodeOptions;
 use admitpilot::source::mcp::{McpAddress, McpClientAuth};
 use admitpilot::source::{AdmitOptions, SourceSettings, StateLocation, StoreConfig};
+use admitpilot::status::StatusScope;
 use admitpilot::status_writer::StatusWriterConfig;
 use admitpilot::xds::{TlsFiles as XdsTlsFiles, TranslateFn};
 use anyhow::Context;
@@ -151,6 +152,14 @@ pub struct ServeArgs {
     #[arg(long)]
     no_status: bool,
 
+    /// Also give Istio objects a status, as istiod does when asked to: on Gateways, VirtualServices,
+    /// DestinationRules, ServiceEntries, EnvoyFilters, AuthorizationPolicies, RequestAuthentications and
+    /// Telemetries, a Reconciled condition (True once every connected gateway that selects the object serves its
+    /// current generation) and validationMessages with Istio's analyzer codes (IST0101, IST0109, IST0132). Written
+    /// by the leader with --kube (unless --no-status); shown in /debug/configz in every mode.
+    #[arg(long)]
+    istio_status: bool,
+
     /// Namespace of the leader Lease admitpilot-leader, whose holder alone writes status and the --state-configmap,
     /// and of the replicas' status reports (default: $POD_NAMESPACE, else `default`).
     #[arg(long)]
@@ -263,12 +272,23 @@ impl ServeArgs {
     fn status_writer_config(&self, leader: Option<&LeaderConfig>) -> Option<StatusWriterConfig> {
         let leader = leader?;
         (!self.no_status).then(|| StatusWriterConfig {
-            controller: self.gateway_controller_name.clone(),
+            scope: self.status_scope(),
             namespace: leader.namespace.clone(),
             identity: leader.identity.clone(),
             interval: Duration::from_millis(500),
             max_writes: 100,
         })
+    }
+
+    /// Which objects get a status: the Gateway API objects of --gateway-controller-name and, with --istio-status,
+    /// Istio objects.
+    fn status_scope(&self) -> StatusScope {
+        StatusScope {
+            controller: self.gateway_controller_name.clone(),
+            istio_domain_suffix: self
+                .istio_status
+                .then(|| admitpilot::translate::Options::default().domain_suffix),
+        }
     }
 
     /// Builds the source settings from the flags.
@@ -394,6 +414,7 @@ pub fn run(args: ServeArgs) -> anyhow::Result<ExitCode> {
     let push_guard = !args.no_push_guard;
     let leader = args.leader_config();
     let status = args.status_writer_config(leader.as_ref());
+    let status_scope = args.status_scope();
     let config = args.into_config();
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
@@ -410,7 +431,10 @@ pub fn run(args: ServeArgs) -> anyhow::Result<ExitCode> {
             );
             translate = translate.unguarded();
         }
-        let mut app = App::new(config).sources(sources).xds(xds, translate);
+        let mut app = App::new(config)
+            .sources(sources)
+            .xds(xds, translate)
+            .status_view(status_scope);
         if let Some(leader) = leader {
             app = app.leader(leader);
         }

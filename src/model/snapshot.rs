@@ -73,6 +73,26 @@ impl Snapshot {
     }
 }
 
+/// A version-1 snapshot of every document of `yaml` (for tests; panics on a document that does not decode).
+#[cfg(test)]
+pub fn snapshot_from_yaml(yaml: &str) -> Snapshot {
+    use crate::model::decode::{decode, DecodeOptions, Decoded};
+    let objects = crate::model::document::parse_documents(yaml)
+        .into_iter()
+        .map(|doc| {
+            let value = doc.value.expect("a YAML document");
+            let Decoded::Object { object, .. } = decode(&value, &DecodeOptions::default()) else {
+                panic!("{value} does not decode");
+            };
+            (object.key(), Arc::new(object))
+        })
+        .collect();
+    Snapshot {
+        version: 1,
+        objects,
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

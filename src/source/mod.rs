@@ -19,7 +19,6 @@
 //! consumers. No snapshot is published before every source has finished its initial sync.
 
 pub mod admit;
-pub mod configz;
 pub mod folder;
 pub mod kubernetes;
 pub mod last_good;

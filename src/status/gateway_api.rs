@@ -138,12 +138,12 @@ pub fn gateway_api_status(
     out
 }
 
-fn generation(object: &ConfigObject) -> i64 {
+pub(super) fn generation(object: &ConfigObject) -> i64 {
     object.metadata.generation.unwrap_or(0)
 }
 
 /// A `metav1.Condition`.
-fn condition(
+pub(super) fn condition(
     kind: &str,
     ok: bool,
     reason: &str,
@@ -561,26 +561,7 @@ fn resolved_refs(snapshot: &Snapshot, route: &ConfigObject) -> Result<(), (&'sta
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::model::decode::{decode, DecodeOptions, Decoded};
-    use std::sync::Arc;
-
-    fn snapshot(yaml: &str) -> Snapshot {
-        let objects = crate::model::document::parse_documents(yaml)
-            .into_iter()
-            .map(|doc| {
-                let value = doc.value.unwrap();
-                let Decoded::Object { object, .. } = decode(&value, &DecodeOptions::default())
-                else {
-                    panic!("{value} does not decode");
-                };
-                (object.key(), Arc::new(object))
-            })
-            .collect();
-        Snapshot {
-            version: 1,
-            objects,
-        }
-    }
+    use crate::model::snapshot::snapshot_from_yaml as snapshot;
 
     const BASE: &str = "apiVersion: gateway.networking.k8s.io/v1
 kind: GatewayClass

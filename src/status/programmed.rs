@@ -1,13 +1,17 @@
-//! Whether a Gateway is programmed (pure): takes the gateways connected over xDS (what each was last sent and has
-//! acknowledged) and the config version that first held the Gateway's current generation, and says whether every
-//! gateway of it serves that version ([`Programmed`]). Each replica sees only the gateways connected to it: it sums
-//! that up per Gateway in a [`GatewayReport`], and the replicas' reports [`combine`] into the Gateway's status.
+//! Whether an object is served (pure): takes the gateways connected over xDS (what each was last sent and has
+//! acknowledged) and the config version that first held the object's current generation, and says whether every
+//! gateway it applies to serves that version ([`Programmed`]). Each replica sees only the gateways connected to it:
+//! a [`GenerationTracker`] sums that up per object in the replica's [`ReplicaReport`], and the replicas' reports
+//! [`combine`] into the object's status (a Gateway API Gateway's `Programmed`, an Istio object's `Reconciled`).
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
 
 use serde::{Deserialize, Serialize};
 
 use super::gateway_api::Programmed;
+use crate::model::{Kind, ObjectKey, Snapshot};
+use crate::translate::selection::selects;
+use crate::translate::Proxy;
 
 /// The node label that names the Gateway API Gateway a proxy serves (Istio's convention).
 pub const GATEWAY_NAME_LABEL: &str = "gateway.networking.k8s.io/gateway-name";
@@ -28,17 +32,21 @@ pub struct ConnectedGateway {
     pub rejected: Option<String>,
 }
 
-/// What the gateways of the Gateway `namespace/name` did with config version `needed` (the first that held its
-/// current generation).
-pub fn programmed(
-    namespace: &str,
-    name: &str,
-    needed: u64,
-    connected: &[ConnectedGateway],
-) -> Programmed {
-    let ours = gateways_of(namespace, name, connected);
+impl ConnectedGateway {
+    fn proxy(&self) -> Proxy {
+        Proxy {
+            namespace: self.namespace.clone(),
+            labels: self.labels.clone(),
+            ..Proxy::default()
+        }
+    }
+}
+
+/// What `ours` (the connected gateways an object applies to) did with config version `needed` (the first that
+/// held the object's current generation); `none` says why nothing serves it when `ours` is empty.
+fn served_by(needed: u64, ours: &[&ConnectedGateway], none: String) -> Programmed {
     if ours.is_empty() {
-        return none_connected(namespace, name);
+        return Programmed::Pending(none);
     }
     if let Some(rejecting) = ours.iter().find(|gateway| gateway.rejected.is_some()) {
         return Programmed::Rejected(format!(
@@ -61,6 +69,20 @@ pub fn programmed(
     }
 }
 
+/// What the gateways of the Gateway API Gateway `namespace/name` did with config version `needed`.
+pub fn programmed(
+    namespace: &str,
+    name: &str,
+    needed: u64,
+    connected: &[ConnectedGateway],
+) -> Programmed {
+    served_by(
+        needed,
+        &gateways_of(namespace, name, connected),
+        no_gateway_of(namespace, name),
+    )
+}
+
 fn gateways_of<'a>(
     namespace: &str,
     name: &str,
@@ -75,18 +97,22 @@ fn gateways_of<'a>(
         .collect()
 }
 
-fn none_connected(namespace: &str, name: &str) -> Programmed {
-    Programmed::Pending(format!(
+/// Why a Gateway API Gateway is not programmed when none of its gateways is connected.
+pub fn no_gateway_of(namespace: &str, name: &str) -> String {
+    format!(
         "no gateway with label {GATEWAY_NAME_LABEL}={name} in namespace {namespace} is connected"
-    ))
+    )
 }
 
-/// What the gateways connected to one replica did with one Gateway.
+/// Why an Istio object is not reconciled when no connected gateway selects it.
+pub const NO_GATEWAY_SELECTS: &str = "no connected gateway selects it";
+
+/// What the gateways connected to one replica did with one object.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct GatewayReport {
-    /// The Gateway's generation the replica knows.
+    /// The object's generation the replica knows.
     pub generation: i64,
-    /// How many gateways of it are connected to the replica.
+    /// How many gateways it applies to are connected to the replica.
     pub connected: usize,
     /// What they did: `Served`, `Pending` or `Rejected`.
     pub state: ReportState,
@@ -109,6 +135,27 @@ pub enum ReportState {
     Rejected,
 }
 
+fn report(
+    generation: i64,
+    needed: u64,
+    ours: &[&ConnectedGateway],
+    none: String,
+    held_back: BTreeMap<String, String>,
+) -> GatewayReport {
+    let (state, message) = match served_by(needed, ours, none) {
+        Programmed::Served => (ReportState::Served, String::new()),
+        Programmed::Pending(why) => (ReportState::Pending, why),
+        Programmed::Rejected(why) => (ReportState::Rejected, why),
+    };
+    GatewayReport {
+        generation,
+        connected: ours.len(),
+        state,
+        message,
+        held_back,
+    }
+}
+
 /// This replica's report on the Gateway `namespace/name` at `generation` (first held by config version `needed`);
 /// `held_back` lists the routes the push guard leaves out of its gateways' config.
 pub fn local_report(
@@ -119,31 +166,22 @@ pub fn local_report(
     connected: &[ConnectedGateway],
     held_back: BTreeMap<String, String>,
 ) -> GatewayReport {
-    let (state, message) = match programmed(namespace, name, needed, connected) {
-        Programmed::Served => (ReportState::Served, String::new()),
-        Programmed::Pending(why) => (ReportState::Pending, why),
-        Programmed::Rejected(why) => (ReportState::Rejected, why),
-    };
-    GatewayReport {
+    report(
         generation,
-        connected: gateways_of(namespace, name, connected).len(),
-        state,
-        message,
+        needed,
+        &gateways_of(namespace, name, connected),
+        no_gateway_of(namespace, name),
         held_back,
-    }
+    )
 }
 
-/// The Gateway `namespace/name` at `generation`, from every replica's report on it: programmed once some gateway
-/// is connected and every replica with gateways of it reports them served at that generation.
-pub fn combine(
-    namespace: &str,
-    name: &str,
-    generation: i64,
-    reports: &[&GatewayReport],
-) -> Programmed {
+/// An object at `generation`, from every replica's report on it: served once some gateway it applies to is
+/// connected and every replica with such gateways reports them served at that generation; `none` says why not
+/// when no replica has one.
+pub fn combine(generation: i64, reports: &[&GatewayReport], none: String) -> Programmed {
     let with_gateways: Vec<&&GatewayReport> = reports.iter().filter(|r| r.connected > 0).collect();
     if with_gateways.is_empty() {
-        return none_connected(namespace, name);
+        return Programmed::Pending(none);
     }
     if let Some(rejected) = with_gateways
         .iter()
@@ -165,6 +203,170 @@ pub fn combine(
     }
     Programmed::Served
 }
+
+/// One replica's reports: per Gateway API Gateway (`namespace/name`) and, when Istio status is on, per Istio
+/// object (`Kind/namespace/name`).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ReplicaReport {
+    /// Per Gateway API Gateway.
+    #[serde(default)]
+    pub gateways: BTreeMap<String, GatewayReport>,
+    /// Per Istio object whose status admitpilot writes.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub istio: BTreeMap<String, GatewayReport>,
+    /// Whether `istio` was left out to keep the report within a ConfigMap's size.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub istio_truncated: bool,
+}
+
+/// The report id of an Istio object.
+pub fn istio_id(key: &ObjectKey) -> String {
+    format!("{}/{}/{}", key.kind, key.namespace, key.name)
+}
+
+/// A gateway the push guard leaves an object out of: (its proxy group, the object, what Envoy would reject).
+pub type HeldBack = (Proxy, ObjectKey, String);
+
+/// Remembers, per object whose status is reported, its generation and the first config version that held it, and
+/// makes this replica's [`ReplicaReport`] from what its connected gateways acknowledged.
+#[derive(Debug, Default)]
+pub struct GenerationTracker {
+    first_seen: HashMap<ObjectKey, (i64, u64)>,
+    /// Whether Istio objects are reported too.
+    istio: bool,
+}
+
+impl GenerationTracker {
+    /// A tracker of Gateway API Gateways and, with `istio`, of the Istio objects of [`ISTIO_STATUS_KINDS`].
+    pub fn new(istio: bool) -> Self {
+        GenerationTracker {
+            first_seen: HashMap::new(),
+            istio,
+        }
+    }
+
+    fn tracked_kinds(&self) -> impl Iterator<Item = Kind> + '_ {
+        std::iter::once(Kind::KubernetesGateway)
+            .chain(ISTIO_STATUS_KINDS.iter().copied().filter(|_| self.istio))
+    }
+
+    /// Records, per tracked object of `snapshot`, the first config version that held its current generation.
+    pub fn track(&mut self, snapshot: &Snapshot) {
+        let kinds: Vec<Kind> = self.tracked_kinds().collect();
+        for kind in kinds {
+            for object in snapshot.of_kind(kind) {
+                let generation = object.metadata.generation.unwrap_or_default();
+                let seen = self
+                    .first_seen
+                    .entry(object.key())
+                    .or_insert((generation, snapshot.version));
+                if seen.0 != generation {
+                    *seen = (generation, snapshot.version);
+                }
+            }
+        }
+        self.first_seen
+            .retain(|key, _| snapshot.objects.contains_key(key));
+    }
+
+    /// What the gateways `connected` to this replica did with each tracked object of `snapshot`, and which
+    /// routes (and Gateways) the push guard leaves out of their config (`held_back`).
+    pub fn report(
+        &self,
+        snapshot: &Snapshot,
+        connected: &[ConnectedGateway],
+        held_back: &[HeldBack],
+    ) -> ReplicaReport {
+        let mut out = ReplicaReport::default();
+        for object in snapshot.of_kind(Kind::KubernetesGateway) {
+            let key = object.key();
+            let Some((generation, needed)) = self.first_seen.get(&key) else {
+                continue;
+            };
+            let of_it = |proxy: &Proxy| {
+                proxy.namespace == key.namespace
+                    && proxy.labels.get(GATEWAY_NAME_LABEL) == Some(&key.name)
+            };
+            let routes = held_back
+                .iter()
+                .filter(|(proxy, route, _)| route.kind == Kind::HttpRoute && of_it(proxy))
+                .map(|(_, route, why)| (format!("{}/{}", route.namespace, route.name), why.clone()))
+                .collect();
+            let mut report = local_report(
+                &key.namespace,
+                &key.name,
+                *generation,
+                *needed,
+                connected,
+                routes,
+            );
+            // The Gateway itself held back by the push guard: its proxies serve an older version of it.
+            if let Some((_, _, why)) = held_back
+                .iter()
+                .find(|(proxy, object, _)| *object == key && of_it(proxy))
+            {
+                report.state = ReportState::Rejected;
+                report.message = format!(
+                    "not served: Envoy would reject what this Gateway makes of its gateways' config ({why}); \
+                     they keep its last good version, if any"
+                );
+            }
+            out.gateways
+                .insert(format!("{}/{}", key.namespace, key.name), report);
+        }
+        if !self.istio {
+            return out;
+        }
+        let proxies: Vec<(Proxy, &ConnectedGateway)> = connected
+            .iter()
+            .map(|gateway| (gateway.proxy(), gateway))
+            .collect();
+        for kind in ISTIO_STATUS_KINDS {
+            for object in snapshot.of_kind(kind) {
+                let key = object.key();
+                let Some((generation, needed)) = self.first_seen.get(&key) else {
+                    continue;
+                };
+                let ours: Vec<&ConnectedGateway> = proxies
+                    .iter()
+                    .filter(|(proxy, _)| selects(snapshot, object, proxy))
+                    .map(|(_, gateway)| *gateway)
+                    .collect();
+                let mut report = report(
+                    *generation,
+                    *needed,
+                    &ours,
+                    NO_GATEWAY_SELECTS.to_string(),
+                    BTreeMap::new(),
+                );
+                if let Some((proxy, _, why)) = held_back.iter().find(|(proxy, object, _)| {
+                    *object == key && ours.iter().any(|gateway| gateway.proxy() == *proxy)
+                }) {
+                    report.state = ReportState::Rejected;
+                    report.message = format!(
+                        "not served to the gateways in {} labelled {:?}: Envoy would reject what it makes of their \
+                         config ({why}); they keep its last good version, if any",
+                        proxy.namespace, proxy.labels
+                    );
+                }
+                out.istio.insert(istio_id(&key), report);
+            }
+        }
+        out
+    }
+}
+
+/// The Istio kinds whose `status` admitpilot writes when asked to (those it translates for gateways).
+pub const ISTIO_STATUS_KINDS: [Kind; 8] = [
+    Kind::Gateway,
+    Kind::VirtualService,
+    Kind::DestinationRule,
+    Kind::ServiceEntry,
+    Kind::EnvoyFilter,
+    Kind::AuthorizationPolicy,
+    Kind::RequestAuthentication,
+    Kind::Telemetry,
+];
 
 #[cfg(test)]
 mod tests {
@@ -223,7 +425,8 @@ mod tests {
         let behind = report(1, 3, ReportState::Served, "");
         let waiting = report(2, 2, ReportState::Pending, "1 of 2 waiting");
         let rejected = report(2, 1, ReportState::Rejected, "bad listener");
-        let combine = |reports: &[&GatewayReport]| combine("infra", "web", 2, reports);
+        let combine =
+            |reports: &[&GatewayReport]| combine(2, reports, no_gateway_of("infra", "web"));
         assert_eq!(combine(&[&served, &idle]), Programmed::Served);
         assert!(
             matches!(combine(&[&idle]), Programmed::Pending(ref why) if why.contains("no gateway"))

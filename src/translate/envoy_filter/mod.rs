@@ -252,7 +252,12 @@ fn normalize(apply_to: ApplyTo, operation: Operation) -> Operation {
 }
 
 /// Tells whether a filter in `object`'s namespace selects `proxy`.
-fn selects(object: &ConfigObject, spec: &EnvoyFilter, root: bool, proxy: &Proxy) -> bool {
+pub(crate) fn selects(
+    object: &ConfigObject,
+    spec: &EnvoyFilter,
+    root: bool,
+    proxy: &Proxy,
+) -> bool {
     let same_namespace = object.metadata.namespace == proxy.namespace;
     if !root && !same_namespace {
         return false;

@@ -1,6 +1,9 @@
-//! `/debug/configz`: takes the snapshot channel, yields an axum [`Router`] that serves the current valid snapshot
-//! (version and every object) as JSON; an object admitpilot does not enforce on gateways carries `notEnforced`,
-//! saying why. Secret data is never shown: only each Secret's type and data keys.
+//! `/debug/configz`: takes the snapshot channel and, with the xDS server, a view of the status, yields an axum
+//! [`Router`] that serves the current valid snapshot (version and every object) as JSON; an object admitpilot does
+//! not enforce on gateways carries `notEnforced`, saying why, and each object admitpilot writes status for carries
+//! the `status` its gateways connected to this process give it (the status writer writes the same, combined over
+//! replicas, onto the API server; in folder mode this is the only place it shows). Secret data is never shown:
+//! only each Secret's type and data keys.
 
 use std::sync::Arc;
 
@@ -10,23 +13,40 @@ use axum::{Json, Router};
 use serde_json::{json, Value};
 use tokio::sync::watch;
 
-use crate::model::{ConfigObject, Snapshot, Spec};
+use std::collections::HashMap;
+
+use crate::model::{ConfigObject, ObjectKey, Snapshot, Spec};
+use crate::status::StatusUpdate;
 use crate::validate::enforcement::unenforced;
 
-/// Builds the router serving `GET /debug/configz` from the latest snapshot.
-pub fn router(snapshots: watch::Receiver<Arc<Snapshot>>) -> Router {
+/// Computes the status of a snapshot's objects (see [`crate::status_writer::local_view`]).
+pub type StatusView = Arc<dyn Fn(&Snapshot) -> Vec<StatusUpdate> + Send + Sync>;
+
+#[derive(Clone)]
+struct Configz {
+    snapshots: watch::Receiver<Arc<Snapshot>>,
+    status: Option<StatusView>,
+}
+
+/// Builds the router serving `GET /debug/configz` from the latest snapshot and, when given, its `status`.
+pub fn router(snapshots: watch::Receiver<Arc<Snapshot>>, status: Option<StatusView>) -> Router {
     Router::new()
         .route("/debug/configz", get(configz))
-        .with_state(snapshots)
+        .with_state(Configz { snapshots, status })
 }
 
-async fn configz(State(snapshots): State<watch::Receiver<Arc<Snapshot>>>) -> Json<Value> {
-    let snapshot = snapshots.borrow().clone();
-    Json(render(&snapshot))
+async fn configz(State(state): State<Configz>) -> Json<Value> {
+    let snapshot = state.snapshots.borrow().clone();
+    let status = state.status.map(|view| view(&snapshot)).unwrap_or_default();
+    Json(render(&snapshot, &status))
 }
 
-/// Renders a snapshot as the `/debug/configz` JSON document.
-pub fn render(snapshot: &Snapshot) -> Value {
+/// Renders a snapshot, and the status of its objects, as the `/debug/configz` JSON document.
+pub fn render(snapshot: &Snapshot, status: &[StatusUpdate]) -> Value {
+    let status: HashMap<&ObjectKey, &Value> = status
+        .iter()
+        .map(|update| (&update.key, &update.status))
+        .collect();
     let objects: Vec<Value> = snapshot
         .objects
         .iter()
@@ -39,6 +59,9 @@ pub fn render(snapshot: &Snapshot) -> Value {
             });
             if let Some(part) = unenforced(object) {
                 entry["notEnforced"] = json!(part.to_string());
+            }
+            if let Some(status) = status.get(key) {
+                entry["status"] = (*status).clone();
             }
             entry
         })
@@ -130,7 +153,7 @@ mod tests {
     #[tokio::test]
     async fn serves_the_snapshot_without_secret_data() {
         let (_tx, rx) = watch::channel(Arc::new(snapshot()));
-        let response = router(rx)
+        let response = router(rx, None)
             .oneshot(Request::get("/debug/configz").body(Body::empty()).unwrap())
             .await
             .unwrap();
