@@ -79,7 +79,7 @@ fn every_value_combination_passes_kubernetes_validate() {
     ) else {
         return;
     };
-    let combinations: [&[&str]; 8] = [
+    let combinations: [&[&str]; 9] = [
         &[],
         &[
             "gateway.enabled=true",
@@ -108,6 +108,7 @@ fn every_value_combination_passes_kubernetes_validate() {
         ],
         &["xds.plaintext.enabled=true", "gateway.enabled=true"],
         &["xds.auth=none", "gateway.enabled=true", "tlsGateways=true"],
+        &["istioStatus=true", "gatewayApi.writeStatus=false"],
     ];
     let dir = tempfile::tempdir().unwrap();
     for (i, sets) in combinations.iter().enumerate() {
@@ -246,6 +247,33 @@ fn rbac_is_least_privilege() {
     assert!(docs
         .iter()
         .any(|d| d["kind"] == "ClusterRoleBinding" && d["metadata"]["name"] == "ap-admitpilot"));
+
+    // With istioStatus: the status subresources of the Istio kinds admitpilot serves, nothing more.
+    let istio_groups = [
+        "networking.istio.io",
+        "security.istio.io",
+        "telemetry.istio.io",
+    ];
+    let default_status: Vec<_> = controller
+        .iter()
+        .filter(|(_, r, _)| r.ends_with("/status"))
+        .cloned()
+        .collect();
+    assert!(default_status
+        .iter()
+        .all(|(g, _, _)| !istio_groups.contains(&g.as_str())));
+    let with_istio = render(&helm, &["istioStatus=true"]);
+    let istio_status: Vec<_> = grants(find(&with_istio, "ClusterRole", "ap-admitpilot"))
+        .into_iter()
+        .filter(|(g, r, _)| r.ends_with("/status") && istio_groups.contains(&g.as_str()))
+        .collect();
+    assert!(istio_status
+        .iter()
+        .any(|(_, r, _)| r == "virtualservices/status"));
+    assert!(istio_status
+        .iter()
+        .all(|(_, _, v)| ["get", "patch", "update"].contains(&v.as_str())));
+    assert!(serve_args(&with_istio).contains(&"--istio-status".to_string()));
 
     // The leader Lease and the replicas' status reports (ConfigMaps): in the release namespace only.
     let lease_role = find(&docs, "Role", "ap-admitpilot-leader");

@@ -5,7 +5,9 @@
 //! - the HTTPRoute's parent entry is admitpilot's, and another controller's entry in the same list is kept;
 //! - two replicas: one holds the Lease and writes, counting the gateways connected to the other from its report;
 //!   when it stops (SIGTERM releases the Lease and withdraws its report), the other takes over and writes the next
-//!   generation.
+//!   generation;
+//! - with `--istio-status`, Istio objects get the status istiod writes: `Reconciled` once the gateway that selects
+//!   them acknowledged their generation, `validationMessages` with Istio's analyzer codes.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 #[path = "support/envoy.rs"]
@@ -429,4 +431,129 @@ spec:
     drop(envoy);
     kube.kubectl_ok(&["delete", "gatewayclass", &class], None)
         .await;
+}
+
+/// `Reconciled` of an Istio object's status, when it says `status` at `generation`.
+fn reconciled(object: &Value, status: &str, generation: i64) -> bool {
+    let c = condition(&object["status"]["conditions"], "Reconciled");
+    c["status"] == status && c["observedGeneration"] == generation
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn istio_status_says_which_objects_the_gateways_serve() {
+    let Some(envoy_bin) = envoy::envoy_binary() else {
+        return;
+    };
+    let Some(kube) = Kube::shared("kube-status-istio").await else {
+        return;
+    };
+    kube.install_crds(Path::new(ISTIO_CRDS)).await;
+    let ns = kube.namespace().to_string();
+    let port = envoy::free_port();
+    let config = |prefix: &str| {
+        format!(
+            "apiVersion: networking.istio.io/v1
+kind: Gateway
+metadata: {{name: edge, namespace: {ns}}}
+spec:
+  selector: {{istio: edge}}
+  servers: [{{port: {{number: {port}, name: http, protocol: HTTP}}, hosts: [\"*\"]}}]
+---
+apiVersion: v1
+kind: Service
+metadata: {{name: web, namespace: {ns}}}
+spec: {{ports: [{{name: http, port: 80}}]}}
+---
+apiVersion: networking.istio.io/v1
+kind: VirtualService
+metadata: {{name: web, namespace: {ns}}}
+spec:
+  hosts: [\"*\"]
+  gateways: [edge]
+  http: [{{match: [{{uri: {{prefix: {prefix}}}}}], route: [{{destination: {{host: web}}}}]}}]
+---
+apiVersion: networking.istio.io/v1
+kind: VirtualService
+metadata: {{name: orphan, namespace: {ns}}}
+spec:
+  hosts: [orphan.example]
+  gateways: [missing]
+  http: [{{route: [{{destination: {{host: web}}}}]}}]
+"
+        )
+    };
+    kube.kubectl_ok(&["apply", "-f", "-"], Some(&config("/web")))
+        .await;
+    // Istio status only: Gateway API status off.
+    let admitpilot = Admitpilot::start_kube(
+        kube.kubeconfig(),
+        None,
+        &serve_flags(&ns, &["--istio-status", "--no-status"]),
+    )
+    .await;
+    let gateway = wait_status(
+        &kube,
+        "gateways.networking.istio.io/edge",
+        |g| reconciled(g, "False", 1),
+        &[&admitpilot],
+    )
+    .await;
+    let pending = condition(&gateway["status"]["conditions"], "Reconciled");
+    assert!(
+        pending["message"]
+            .as_str()
+            .unwrap()
+            .contains("no connected gateway selects it"),
+        "{pending}"
+    );
+
+    let bootstrap = envoy::bootstrap(
+        AdsApi::Delta,
+        admitpilot.xds_port,
+        "router~127.0.0.1~edge.x~x.svc.cluster.local",
+    )
+    .replace("NAMESPACE: default", &format!("NAMESPACE: {ns}"))
+    .replace("app: e2e", "istio: edge");
+    let envoy = EnvoyProcess::start(&envoy_bin, &bootstrap, 74).await;
+    for served in [
+        "gateways.networking.istio.io/edge",
+        "virtualservices.networking.istio.io/web",
+    ] {
+        wait_status(&kube, served, |o| reconciled(o, "True", 1), &[&admitpilot]).await;
+    }
+    let orphan = wait_status(
+        &kube,
+        "virtualservices.networking.istio.io/orphan",
+        |o| reconciled(o, "False", 1) && o["status"]["validationMessages"].is_array(),
+        &[&admitpilot],
+    )
+    .await;
+    let message = &orphan["status"]["validationMessages"][0];
+    assert_eq!(
+        (&message["type"]["code"], &message["level"]),
+        (&"IST0101".into(), &"ERROR".into()),
+        "{orphan}"
+    );
+    assert_eq!(orphan["status"]["observedGeneration"], 1);
+
+    // A new generation is Reconciled once the gateway acknowledged it.
+    kube.kubectl_ok(&["apply", "-f", "-"], Some(&config("/v2")))
+        .await;
+    wait_status(
+        &kube,
+        "virtualservices.networking.istio.io/web",
+        |o| reconciled(o, "True", 2),
+        &[&admitpilot],
+    )
+    .await;
+    envoy.assert_nothing_rejected("istio status").await;
+    // Gateway API status was not asked for: no report says otherwise, and nothing else was written.
+    let web = wait_status(
+        &kube,
+        "virtualservices.networking.istio.io/web",
+        |o| o["status"]["validationMessages"] == serde_json::json!([]),
+        &[&admitpilot],
+    )
+    .await;
+    assert_eq!(web["status"]["observedGeneration"], 2);
 }

@@ -128,6 +128,7 @@ fn print_status(snapshot: &Snapshot, args: &RenderArgs) -> anyhow::Result<ExitCo
         .to_string();
     let scope = StatusScope {
         controller: args.gateway_controller_name.clone(),
+        gateway_api: true,
         istio_domain_suffix: args
             .istio_status
             .then(|| admitpilot::translate::Options::default().domain_suffix),

@@ -149,6 +149,7 @@ pub struct ServeArgs {
     /// Do not write Gateway API status. By default, with --kube, the replica holding the Lease
     /// admitpilot-leader writes the status of the GatewayClasses of --gateway-controller-name, their
     /// Gateways (Programmed once every connected gateway of it acknowledged the config) and HTTPRoutes.
+    /// (--istio-status is separate.)
     #[arg(long)]
     no_status: bool,
 
@@ -156,7 +157,7 @@ pub struct ServeArgs {
     /// DestinationRules, ServiceEntries, EnvoyFilters, AuthorizationPolicies, RequestAuthentications and
     /// Telemetries, a Reconciled condition (True once every connected gateway that selects the object serves its
     /// current generation) and validationMessages with Istio's analyzer codes (IST0101, IST0109, IST0132). Written
-    /// by the leader with --kube (unless --no-status); shown in /debug/configz in every mode.
+    /// by the leader with --kube; shown in /debug/configz in every mode.
     #[arg(long)]
     istio_status: bool,
 
@@ -268,11 +269,15 @@ impl ServeArgs {
         })
     }
 
-    /// The status writer's settings: with --kube, unless --no-status.
+    /// The status writer's settings: with --kube, unless there is no status to write (--no-status without
+    /// --istio-status).
     fn status_writer_config(&self, leader: Option<&LeaderConfig>) -> Option<StatusWriterConfig> {
         let leader = leader?;
-        (!self.no_status).then(|| StatusWriterConfig {
-            scope: self.status_scope(),
+        (!self.no_status || self.istio_status).then(|| StatusWriterConfig {
+            scope: StatusScope {
+                gateway_api: !self.no_status,
+                ..self.status_scope()
+            },
             namespace: leader.namespace.clone(),
             identity: leader.identity.clone(),
             interval: Duration::from_millis(500),
@@ -280,11 +285,12 @@ impl ServeArgs {
         })
     }
 
-    /// Which objects get a status: the Gateway API objects of --gateway-controller-name and, with --istio-status,
-    /// Istio objects.
+    /// Which objects get a status (in /debug/configz): the Gateway API objects of --gateway-controller-name and,
+    /// with --istio-status, Istio objects.
     fn status_scope(&self) -> StatusScope {
         StatusScope {
             controller: self.gateway_controller_name.clone(),
+            gateway_api: true,
             istio_domain_suffix: self
                 .istio_status
                 .then(|| admitpilot::translate::Options::default().domain_suffix),

@@ -18,6 +18,8 @@ use programmed::{combine, istio_id, no_gateway_of, ReplicaReport, NO_GATEWAY_SEL
 pub struct StatusScope {
     /// The GatewayClass controllerName admitpilot answers for.
     pub controller: String,
+    /// Whether the Gateway API objects of `controller` get a status.
+    pub gateway_api: bool,
     /// With Istio objects' status: the DNS suffix of Services, for the reference analysis.
     pub istio_domain_suffix: Option<String>,
 }
@@ -58,7 +60,11 @@ pub fn from_reports(
         programmed: &programmed_of,
         held_back: &held_back_of,
     };
-    let mut updates = gateway_api_status(snapshot, &scope.controller, &served, now);
+    let mut updates = if scope.gateway_api {
+        gateway_api_status(snapshot, &scope.controller, &served, now)
+    } else {
+        Vec::new()
+    };
     if let Some(domain_suffix) = &scope.istio_domain_suffix {
         let reconciled_of = |key: &ObjectKey| {
             if reports.iter().any(|r| r.istio_truncated) {
