@@ -22,6 +22,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use k8s_openapi::api::core::v1::ConfigMap;
+use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
 use kube::api::{DynamicObject, ListParams, Patch, PatchParams};
 use kube::{Api, Client};
 use prometheus_client::encoding::EncodeLabelSet;
@@ -113,6 +114,7 @@ pub async fn run(
         written: HashMap::new(),
         tracker,
         published: None,
+        bundle: None,
     };
     let mut tick = tokio::time::interval(writer.config.interval);
     tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
@@ -171,7 +173,7 @@ pub fn local_view(
                 &(gateways.held_back)(),
             )
         };
-        from_reports(snapshot, &scope, &[report], &now())
+        from_reports(snapshot, &scope, &[report], None, &now())
     })
 }
 
@@ -191,6 +193,12 @@ const REPORT_STALE: Duration = Duration::from_secs(30);
 const REPORT_GONE: Duration = Duration::from_secs(300);
 /// A replica rewrites its unchanged report this often, to show it is alive.
 const REPORT_REFRESH: Duration = Duration::from_secs(10);
+/// The CRD whose bundle version GatewayClasses' `SupportedVersion` reports on.
+const GATEWAY_CLASS_CRD: &str = "gatewayclasses.gateway.networking.k8s.io";
+/// The annotation the Gateway API puts its release on every CRD with.
+const BUNDLE_VERSION_ANNOTATION: &str = "gateway.networking.k8s.io/bundle-version";
+/// How often the bundle version is read again.
+const BUNDLE_REFRESH: Duration = Duration::from_secs(60);
 /// The largest report written (a ConfigMap holds at most 1 MiB).
 const REPORT_MAX_BYTES: usize = 900 * 1024;
 /// The label of report ConfigMaps.
@@ -206,6 +214,8 @@ struct Writer {
     tracker: GenerationTracker,
     /// This replica's report as last published, and when.
     published: Option<(ReplicaReport, Instant)>,
+    /// The installed Gateway API CRDs' bundle version as last read (none when unreadable), and when.
+    bundle: Option<(Option<String>, Instant)>,
 }
 
 impl Writer {
@@ -311,6 +321,33 @@ impl Writer {
         reports
     }
 
+    /// The `gateway.networking.k8s.io/bundle-version` annotation of the installed GatewayClass CRD, read at most once
+    /// a minute; none when Gateway API status is off or the CRD cannot be read (then no `SupportedVersion`).
+    async fn bundle_version(&mut self) -> Option<String> {
+        if !self.config.scope.gateway_api {
+            return None;
+        }
+        if let Some((bundle, at)) = &self.bundle {
+            if at.elapsed() < BUNDLE_REFRESH {
+                return bundle.clone();
+            }
+        }
+        let api: Api<CustomResourceDefinition> = Api::all(self.client.clone());
+        let bundle = match api.get_metadata(GATEWAY_CLASS_CRD).await {
+            Ok(crd) => crd
+                .metadata
+                .annotations
+                .and_then(|mut annotations| annotations.remove(BUNDLE_VERSION_ANNOTATION)),
+            Err(error) => {
+                tracing::warn!(%error, crd = GATEWAY_CLASS_CRD,
+                    "cannot read the Gateway API CRDs' bundle version; GatewayClasses get no SupportedVersion condition");
+                None
+            }
+        };
+        self.bundle = Some((bundle.clone(), Instant::now()));
+        bundle
+    }
+
     /// Deletes this replica's report (on shutdown).
     async fn withdraw(&self) {
         let (api, name) = self.report_api();
@@ -322,7 +359,14 @@ impl Writer {
     }
 
     async fn pass(&mut self, snapshot: &Snapshot, reports: &[ReplicaReport]) {
-        let updates = from_reports(snapshot, &self.config.scope, reports, &now());
+        let bundle = self.bundle_version().await;
+        let updates = from_reports(
+            snapshot,
+            &self.config.scope,
+            reports,
+            bundle.as_deref(),
+            &now(),
+        );
         // Routes whose parent entries admitpilot wrote but that no longer attach to a Gateway of its classes: their
         // entries are removed (`parents: []` of ours; other controllers' stay).
         let mut updates = updates;

@@ -338,6 +338,16 @@ spec:
         gateway["status"]["addresses"],
         serde_json::json!([{"type": "IPAddress", "value": "203.0.113.7"}])
     );
+    // The installed CRDs (`crds/gateway-api`, bundle v1.6.3) are a version admitpilot supports.
+    let gateway_class = wait_status(
+        &kube,
+        &format!("gatewayclass/{class}"),
+        |c| condition(&c["status"]["conditions"], "SupportedVersion")["status"] == "True",
+        &[&admitpilot],
+    )
+    .await;
+    let supported = condition(&gateway_class["status"]["conditions"], "SupportedVersion");
+    assert_eq!(supported["reason"], "SupportedVersion", "{supported}");
     let lost = wait_status(
         &kube,
         "httproute/lost",

@@ -134,7 +134,7 @@ fn print_status(snapshot: &Snapshot, args: &RenderArgs) -> anyhow::Result<ExitCo
             .then(|| admitpilot::translate::Options::default().domain_suffix),
     };
     // No replica reports: nothing has acknowledged this configuration.
-    let updates = from_reports(snapshot, &scope, &[], &now);
+    let updates = from_reports(snapshot, &scope, &[], None, &now);
     let json: Vec<serde_json::Value> = updates
         .into_iter()
         .map(|update| {

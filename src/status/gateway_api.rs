@@ -50,6 +50,43 @@ pub struct Served<'a> {
     /// Per route and Gateway: why the push guard leaves the route out of that Gateway's config (what Envoy would
     /// reject), if it does.
     pub held_back: &'a dyn Fn(&ObjectKey, &ObjectKey) -> Option<String>,
+    /// The bundle version of the Gateway API CRDs installed (their `gateway.networking.k8s.io/bundle-version`
+    /// annotation), when known: a GatewayClass's `SupportedVersion` says whether admitpilot supports it.
+    pub bundle_version: Option<&'a str>,
+}
+
+/// The newest Gateway API minor version admitpilot is built and tested against (its `crds/gateway-api` bundle).
+pub const NEWEST_SUPPORTED_MINOR: u64 = 6;
+
+/// The `SupportedVersion` condition of a GatewayClass for the installed CRDs' bundle version (`v1.<minor>.<patch>`):
+/// True for v1.0 up to [`NEWEST_SUPPORTED_MINOR`]; False, reason `UnsupportedVersion`, for anything else (as the spec
+/// asks of an implementation that does not support the installed version; the class stays Accepted, as Istio
+/// keeps it).
+fn supported_version(bundle: &str, generation: i64, now: &str) -> Value {
+    let minor = bundle
+        .strip_prefix("v1.")
+        .and_then(|rest| rest.split(['.', '-']).next())
+        .and_then(|minor| minor.parse::<u64>().ok());
+    match minor {
+        Some(minor) if minor <= NEWEST_SUPPORTED_MINOR => condition(
+            "SupportedVersion",
+            true,
+            "SupportedVersion",
+            &format!("Gateway API CRDs {bundle} are supported"),
+            generation,
+            now,
+        ),
+        _ => condition(
+            "SupportedVersion",
+            false,
+            "UnsupportedVersion",
+            &format!(
+                "Gateway API CRDs {bundle} are not supported: admitpilot supports v1.0 to v1.{NEWEST_SUPPORTED_MINOR}"
+            ),
+            generation,
+            now,
+        ),
+    }
 }
 
 /// The status of every GatewayClass of `controller`, every Gateway of those classes and every HTTPRoute attached
@@ -67,11 +104,23 @@ pub fn gateway_api_status(
         .filter_map(|object| match &object.spec {
             Spec::GatewayClass(class) if class.controller_name == controller => {
                 let generation = generation(object);
+                let mut conditions = vec![condition(
+                    "Accepted",
+                    true,
+                    "Accepted",
+                    "handled by admitpilot",
+                    generation,
+                    now,
+                )];
+                conditions.extend(
+                    served
+                        .bundle_version
+                        .map(|bundle| supported_version(bundle, generation, now)),
+                );
                 out.push(StatusUpdate {
                     key: object.key(),
                     generation,
-                    status: json!({"conditions": [condition(
-                        "Accepted", true, "Accepted", "handled by admitpilot", generation, now)]}),
+                    status: json!({ "conditions": conditions }),
                 });
                 Some(object.metadata.name.as_str())
             }
@@ -591,6 +640,7 @@ spec: {ports: [{port: 8080}]}
             &Served {
                 programmed: &|_| Programmed::Served,
                 held_back: &|_, _| None,
+                bundle_version: None,
             },
             "2026-11-26T00:00:00Z",
         )
@@ -640,6 +690,7 @@ spec:
             held_back: &|key, _| {
                 (key.name == "held").then(|| "listener x: regex too large".to_string())
             },
+            bundle_version: None,
         };
         let updates =
             gateway_api_status(&snapshot, "admitpilot.io/gateway-controller", &served, "t");
@@ -768,6 +819,22 @@ spec: {selector: {gateway.networking.k8s.io/gateway-name: other}, externalIPs: [
     }
 
     #[test]
+    fn supported_version_follows_the_installed_bundle() {
+        let status = |bundle| supported_version(bundle, 1, "t");
+        for bundle in ["v1.0.0", "v1.6.3", "v1.2.0-rc1"] {
+            assert_eq!(status(bundle)["status"], "True", "{bundle}");
+        }
+        for bundle in ["v1.7.0", "v2.0.0", "v0.8.1", "main"] {
+            let condition = status(bundle);
+            assert_eq!(
+                (&condition["status"], &condition["reason"]),
+                (&json!("False"), &json!("UnsupportedVersion")),
+                "{bundle}"
+            );
+        }
+    }
+
+    #[test]
     fn programmed_follows_what_the_gateways_did() {
         let snapshot = snapshot(BASE);
         let rejected = gateway_api_status(
@@ -776,6 +843,7 @@ spec: {selector: {gateway.networking.k8s.io/gateway-name: other}, externalIPs: [
             &Served {
                 programmed: &|_| Programmed::Rejected("lds NACK: bad listener".into()),
                 held_back: &|_, _| None,
+                bundle_version: None,
             },
             "2026-11-26T00:00:00Z",
         );
@@ -791,6 +859,7 @@ spec: {selector: {gateway.networking.k8s.io/gateway-name: other}, externalIPs: [
             &Served {
                 programmed: &|_| Programmed::Served,
                 held_back: &|_, _| None,
+                bundle_version: None,
             },
             "t",
         );

@@ -25,11 +25,13 @@ pub struct StatusScope {
 }
 
 /// The status of every object in `scope`, from every replica's report on what its gateways did (this replica's
-/// included); `now` (RFC 3339) stamps the conditions.
+/// included) and the installed Gateway API CRDs' `bundle_version` (when known); `now` (RFC 3339) stamps the
+/// conditions.
 pub fn from_reports(
     snapshot: &Snapshot,
     scope: &StatusScope,
     reports: &[ReplicaReport],
+    bundle_version: Option<&str>,
     now: &str,
 ) -> Vec<StatusUpdate> {
     let generation_of = |key: &ObjectKey| {
@@ -59,6 +61,7 @@ pub fn from_reports(
     let served = Served {
         programmed: &programmed_of,
         held_back: &held_back_of,
+        bundle_version,
     };
     let mut updates = if scope.gateway_api {
         gateway_api_status(snapshot, &scope.controller, &served, now)
