@@ -2,11 +2,14 @@
 //! [`LEASE_NAME`] there (kube-lease-manager, server-side apply); yields a channel that is true while this replica
 //! holds it. The leader alone writes Gateway API status ([`crate::status_writer`]) and the last-good ConfigMap
 //! (`--state-configmap`); every replica serves the webhook and xDS. On shutdown the Lease is released; another
-//! replica takes it at its next attempt, within the Lease duration (30 s).
+//! replica takes it at its next attempt, within the Lease duration (30 s). The election library does not say when
+//! renewing fails, so a writer checks [`still_holds`] before it writes: a leader cut off from the API server stops
+//! writing once its Lease has run out, when another may have taken it.
 
 use std::time::Duration;
 
-use kube::Client;
+use k8s_openapi::api::coordination::v1::Lease;
+use kube::{Api, Client};
 use kube_lease_manager::LeaseManagerBuilder;
 use tokio::sync::watch;
 
@@ -71,4 +74,29 @@ pub async fn run(
     if let Ok(Err(error)) = lease_task.await {
         tracing::warn!(%error, "could not release the leader Lease");
     }
+}
+
+/// Whether `config.identity` holds the Lease and its last renewal is still within the Lease duration, read from the
+/// API server now (false when it cannot be read).
+pub async fn still_holds(client: &Client, config: &LeaderConfig) -> bool {
+    let api: Api<Lease> = Api::namespaced(client.clone(), &config.namespace);
+    let lease = match api.get(LEASE_NAME).await {
+        Ok(lease) => lease,
+        Err(error) => {
+            tracing::warn!(%error, lease = LEASE_NAME, "cannot read the leader Lease; not writing until it can be");
+            return false;
+        }
+    };
+    let Some(spec) = lease.spec else {
+        return false;
+    };
+    let holds = spec.holder_identity.as_deref() == Some(config.identity.as_str());
+    let fresh = match (spec.renew_time, spec.lease_duration_seconds) {
+        (Some(renewed), Some(seconds)) => {
+            let expires = renewed.0 + k8s_openapi::jiff::SignedDuration::from_secs(i64::from(seconds));
+            expires > k8s_openapi::jiff::Timestamp::now()
+        }
+        _ => false,
+    };
+    holds && fresh
 }

@@ -6,7 +6,9 @@
 //!   rewrites every status once.
 //! * Coalesced and bounded: at most one pass per `interval`, each writing at most `max_writes` objects; a status
 //!   equal to the one last written (times aside) is not written again, and a condition that keeps its status keeps
-//!   its `lastTransitionTime` while the same replica leads (a new leader stamps the conditions it writes anew).
+//!   its `lastTransitionTime` (a new leader first reads what is on the server, so it keeps those times too and does
+//!   not rewrite an unchanged status; reads count against `max_writes`). Before a pass writes, the leader checks
+//!   that its Lease is still its own and fresh ([`crate::leader::still_holds`]).
 //! * GatewayClass and Gateway status is admitpilot's alone (a merge patch of `status`); an HTTPRoute's `parents` list
 //!   is shared with other controllers, so it is read, admitpilot's entries replaced, and written back with the
 //!   read `resourceVersion` (a conflict is retried on the next pass).
@@ -33,6 +35,7 @@ use prometheus_client::registry::Registry;
 use serde_json::{json, Value};
 use tokio::sync::watch;
 
+use crate::leader::{still_holds, LeaderConfig};
 use crate::model::{Kind, ObjectKey, Snapshot};
 use crate::source::kubernetes::api_resource;
 use crate::status::programmed::{GenerationTracker, HeldBack, ReplicaReport};
@@ -383,17 +386,39 @@ impl Writer {
             generation: 0,
             status: json!({"parents": []}),
         }));
-        let mut writes = 0;
+        // Requests (reads of what is on the server, and writes) this pass.
+        let mut requests = 0;
+        let mut lease_checked = false;
         for update in updates {
-            if writes >= self.config.max_writes {
+            if requests >= self.config.max_writes {
                 break; // the rest on the next pass
+            }
+            if !self.written.contains_key(&update.key) {
+                // Not yet written by this leader: what is on the server is the previous status (its transition
+                // times are kept, and an equal status is not written again).
+                requests += 1;
+                if let Some(on_server) = self.server_status(&update.key).await {
+                    self.written.insert(update.key.clone(), on_server);
+                }
             }
             let previous = self.written.get(&update.key);
             let status = keep_transition_times(update.status.clone(), previous);
             if previous == Some(&status) {
                 continue;
             }
-            writes += 1;
+            if !lease_checked {
+                let leader = LeaderConfig {
+                    namespace: self.config.namespace.clone(),
+                    identity: self.config.identity.clone(),
+                };
+                if !still_holds(&self.client, &leader).await {
+                    tracing::warn!("the leader Lease is not renewed (or held by another replica): not writing status");
+                    self.written.clear();
+                    return;
+                }
+                lease_checked = true;
+            }
+            requests += 1;
             let detached = status["parents"].as_array().is_some_and(Vec::is_empty);
             if self.write(&update, &status).await {
                 if detached {
@@ -405,18 +430,38 @@ impl Writer {
         }
     }
 
+    /// The API of `key`'s kind, at its newest served version (as the watchers try first).
+    fn api(&self, key: &ObjectKey) -> Option<Api<DynamicObject>> {
+        let version = key.kind.info().versions.first()?;
+        let resource = api_resource(key.kind, version);
+        Some(if key.kind.is_cluster_scoped() {
+            Api::all_with(self.client.clone(), &resource)
+        } else {
+            Api::namespaced_with(self.client.clone(), &key.namespace, &resource)
+        })
+    }
+
+    /// The status `key` has on the server, as admitpilot writes it (of an HTTPRoute, admitpilot's parent entries).
+    async fn server_status(&self, key: &ObjectKey) -> Option<Value> {
+        let object = self.api(key)?.get_status(&key.name).await.ok()?;
+        let status = object.data.get("status")?.clone();
+        if key.kind != Kind::HttpRoute {
+            return Some(status);
+        }
+        let ours: Vec<Value> = status["parents"]
+            .as_array()?
+            .iter()
+            .filter(|p| p["controllerName"].as_str() == Some(self.config.scope.controller.as_str()))
+            .cloned()
+            .collect();
+        Some(json!({ "parents": ours }))
+    }
+
     /// Writes one object's status; true once it is on the server.
     async fn write(&self, update: &StatusUpdate, status: &Value) -> bool {
         let kind = update.key.kind;
-        // Its newest served version, as the watchers try first.
-        let Some(version) = kind.info().versions.first() else {
+        let Some(api) = self.api(&update.key) else {
             return false;
-        };
-        let resource = api_resource(kind, version);
-        let api: Api<DynamicObject> = if kind.is_cluster_scoped() {
-            Api::all_with(self.client.clone(), &resource)
-        } else {
-            Api::namespaced_with(self.client.clone(), &update.key.namespace, &resource)
         };
         let started = Instant::now();
         let result = match kind {

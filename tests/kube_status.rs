@@ -230,13 +230,15 @@ async fn status_says_what_the_gateways_serve_and_one_leader_writes_it() {
         Some(&objects(&ns, &class, port, "*.example.org")),
     )
     .await;
-    wait_status(
+    let before = wait_status(
         &kube,
         "gateway/gw",
         |g| programmed(g, "True", 2),
         &[&first, &second],
     )
     .await;
+    let accepted_since =
+        condition(&before["status"]["conditions"], "Accepted")["lastTransitionTime"].clone();
 
     // The first replica stops (SIGTERM releases the Lease); the second takes over and writes the next generation.
     first.terminate();
@@ -255,6 +257,11 @@ async fn status_says_what_the_gateways_serve_and_one_leader_writes_it() {
     assert_eq!(
         condition(&gateway["status"]["conditions"], "Accepted")["observedGeneration"],
         3
+    );
+    // The new leader read what was on the server: Accepted stayed True, so its transition time is kept.
+    assert_eq!(
+        condition(&gateway["status"]["conditions"], "Accepted")["lastTransitionTime"],
+        accepted_since
     );
     second_envoy
         .assert_nothing_rejected("after the failover")
