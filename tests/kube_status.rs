@@ -345,6 +345,43 @@ spec:
         gateway["status"]["addresses"],
         serde_json::json!([{"type": "IPAddress", "value": "203.0.113.7"}])
     );
+    // A LoadBalancer Service for the gateway: once its load balancer has an address (written here as a cloud
+    // controller would, on the status subresource), the Gateway reports it too.
+    let balancer = format!(
+        "apiVersion: v1
+kind: Service
+metadata: {{name: gw-public, namespace: {ns}}}
+spec: {{type: LoadBalancer, selector: {{gateway.networking.k8s.io/gateway-name: gw}}, ports: [{{port: 80}}]}}
+"
+    );
+    kube.kubectl_ok(&["apply", "-f", "-"], Some(&balancer))
+        .await;
+    kube.kubectl_ok(
+        &[
+            "-n",
+            &ns,
+            "patch",
+            "service",
+            "gw-public",
+            "--subresource=status",
+            "--type=merge",
+            "-p",
+            r#"{"status":{"loadBalancer":{"ingress":[{"ip":"198.51.100.4"}]}}}"#,
+        ],
+        None,
+    )
+    .await;
+    wait_status(
+        &kube,
+        "gateway/gw",
+        |g| {
+            g["status"]["addresses"]
+                == serde_json::json!([{"type": "IPAddress", "value": "203.0.113.7"},
+                    {"type": "IPAddress", "value": "198.51.100.4"}])
+        },
+        &[&admitpilot],
+    )
+    .await;
     // The installed CRDs (`crds/gateway-api`, bundle v1.6.3) are a version admitpilot supports.
     let gateway_class = wait_status(
         &kube,

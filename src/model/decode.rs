@@ -9,6 +9,7 @@
 use serde::de::DeserializeOwned;
 use serde_json::Value;
 
+use super::service::Service;
 use super::value_de::{self, Outcome};
 use super::{higress_config, ConfigObject, Finding, Kind, ObjectMeta, Spec};
 
@@ -157,9 +158,8 @@ pub fn decode(doc: &Value, options: &DecodeOptions) -> Decoded {
             findings.extend(decoded.findings);
             Some(Spec::MeshConfig(Box::new(decoded.config)))
         }
-        Kind::Service => {
-            decode_part(&doc["spec"], "spec", &mut findings).map(|s| Spec::Service(Box::new(s)))
-        }
+        Kind::Service => decode_part(&doc["spec"], "spec", &mut findings)
+            .map(|spec| Spec::Service(Box::new(Service::new(spec, &doc["status"])))),
         Kind::EndpointSlice => {
             decode_part(doc, "", &mut findings).map(|s| Spec::EndpointSlice(Box::new(s)))
         }

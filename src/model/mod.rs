@@ -13,6 +13,7 @@ pub mod istio;
 pub mod kind;
 pub mod mesh_config;
 pub mod object;
+pub mod service;
 pub mod snapshot;
 pub mod value_de;
 

@@ -109,8 +109,8 @@ pub enum Spec {
     HigressConfig(Box<HigressConfig>),
     /// What admitpilot reads of Istio's mesh config (the `istio` ConfigMap).
     MeshConfig(Box<MeshConfig>),
-    /// A Kubernetes Service (spec only).
-    Service(Box<k8s_openapi::api::core::v1::ServiceSpec>),
+    /// A Kubernetes Service (its spec, and its load balancer addresses).
+    Service(Box<super::service::Service>),
     /// A Kubernetes EndpointSlice (the whole object minus metadata).
     EndpointSlice(Box<k8s_openapi::api::discovery::v1::EndpointSlice>),
     /// A Kubernetes Secret: its type and base64-decoded data.

@@ -305,12 +305,12 @@ fn gateway_status(
 }
 
 /// A Gateway's addresses: those of the Services in its namespace that select its proxies (selector
-/// `gateway.networking.k8s.io/gateway-name: <name>`): their `externalIPs` and `loadBalancerIP`, else their cluster
-/// DNS name (Istio's gateway status gives the Service's host name when no IP is assigned). A LoadBalancer's
-/// `status.loadBalancer.ingress` is not read (the model keeps Services' specs only).
+/// `gateway.networking.k8s.io/gateway-name: <name>`): their `externalIPs`, `loadBalancerIP` and the load balancer
+/// addresses of their status (`status.loadBalancer.ingress`, IPs and host names), else their cluster DNS name
+/// (Istio's gateway status gives the Service's host name when no address is assigned); each address once.
 fn addresses(snapshot: &Snapshot, gateway: &ConfigObject) -> Vec<Value> {
     let namespace = gateway.metadata.namespace.as_str();
-    let mut out = Vec::new();
+    let mut out: Vec<Value> = Vec::new();
     for object in snapshot.of_kind(Kind::Service) {
         let Spec::Service(service) = &object.spec else {
             continue;
@@ -324,20 +324,29 @@ fn addresses(snapshot: &Snapshot, gateway: &ConfigObject) -> Vec<Value> {
         if !selects {
             continue;
         }
-        let ips: Vec<&String> = service
+        let ip = |value: &String| json!({"type": "IPAddress", "value": value});
+        let hostname = |value: &String| json!({"type": "Hostname", "value": value});
+        let mut assigned: Vec<Value> = service
             .external_ips
             .iter()
             .flatten()
             .chain(service.load_balancer_ip.iter())
+            .map(ip)
             .collect();
-        if ips.is_empty() {
-            out.push(json!({"type": "Hostname",
-                "value": format!("{}.{namespace}.svc.cluster.local", object.metadata.name)}));
-        } else {
-            out.extend(
-                ips.into_iter()
-                    .map(|ip| json!({"type": "IPAddress", "value": ip})),
-            );
+        for ingress in &service.load_balancer_ingress {
+            assigned.extend(ingress.ip.iter().map(ip));
+            assigned.extend(ingress.hostname.iter().map(hostname));
+        }
+        if assigned.is_empty() {
+            assigned.push(hostname(&format!(
+                "{}.{namespace}.svc.cluster.local",
+                object.metadata.name
+            )));
+        }
+        for address in assigned {
+            if !out.contains(&address) {
+                out.push(address);
+            }
         }
     }
     out
@@ -731,12 +740,20 @@ apiVersion: v1
 kind: Service
 metadata: {name: other, namespace: default}
 spec: {selector: {gateway.networking.k8s.io/gateway-name: other}, externalIPs: [203.0.113.8], ports: [{port: 80}]}
+---
+apiVersion: v1
+kind: Service
+metadata: {name: gw-public, namespace: default}
+spec: {type: LoadBalancer, selector: {gateway.networking.k8s.io/gateway-name: gw}, ports: [{port: 80}]}
+status: {loadBalancer: {ingress: [{ip: 198.51.100.4}, {hostname: lb.example}, {ip: 203.0.113.7}]}}
 ",
         );
         assert_eq!(
             find(&updates, Kind::KubernetesGateway, "gw")["addresses"],
             json!([{"type": "Hostname", "value": "gw-internal.default.svc.cluster.local"},
-                   {"type": "IPAddress", "value": "203.0.113.7"}])
+                   {"type": "IPAddress", "value": "203.0.113.7"},
+                   {"type": "IPAddress", "value": "198.51.100.4"},
+                   {"type": "Hostname", "value": "lb.example"}])
         );
     }
 
