@@ -4,6 +4,11 @@
 //! of one changed VirtualService against that config (`effect_check_one_vs`; includes decoding nothing, but
 //! building the candidate, translating it and comparing with the live output).
 //!
+//! The same for the Gateway API (`gateway_api_full`, `gateway_api_incremental_one_route_changed`): one Gateway of
+//! admitpilot's class with an HTTP listener, N HTTPRoutes (ten per host name, each one rule with a path prefix and a
+//! header match, a 90/10 split over two Services, a request timeout and a retry), the same Services and
+//! EndpointSlices, translated for the proxy labelled with the Gateway's name.
+//!
 //! Run: `cargo bench --bench translate`. Before the timings it prints, per size, the resident-memory growth
 //! of one full translation (Linux `/proc/self/statm`) and the encoded size of the output.
 
@@ -89,6 +94,76 @@ fn snapshot(routes: usize) -> Snapshot {
     Snapshot {
         version: 1,
         objects: objects.into_iter().map(|o| (o.key(), o)).collect(),
+    }
+}
+
+/// The Gateway API config: GatewayClass `ap`, Gateway `infra/gw` (HTTP :80), the Services and EndpointSlices of
+/// [`snapshot`] and `routes` HTTPRoutes ([`http_route`]).
+fn gateway_api_snapshot(routes: usize) -> Snapshot {
+    let mut objects: Vec<Arc<ConfigObject>> = vec![
+        object(json!({
+            "apiVersion": "gateway.networking.k8s.io/v1", "kind": "GatewayClass",
+            "metadata": {"name": "ap"}, "spec": {"controllerName": "admitpilot.io/gateway-controller"}
+        })),
+        object(json!({
+            "apiVersion": "gateway.networking.k8s.io/v1", "kind": "Gateway",
+            "metadata": {"name": "gw", "namespace": "infra"},
+            "spec": {"gatewayClassName": "ap", "listeners": [
+                {"name": "http", "port": 80, "protocol": "HTTP", "allowedRoutes": {"namespaces": {"from": "All"}}}]}
+        })),
+    ];
+    let services = snapshot(0);
+    objects.extend(
+        services
+            .objects
+            .values()
+            .filter(|o| {
+                matches!(
+                    o.kind(),
+                    admitpilot::model::Kind::Service | admitpilot::model::Kind::EndpointSlice
+                )
+            })
+            .cloned(),
+    );
+    objects.extend((0..routes).map(|i| http_route(i, 0)));
+    Snapshot {
+        version: 1,
+        objects: objects.into_iter().map(|o| (o.key(), o)).collect(),
+    }
+}
+
+/// HTTPRoute `apps/route-<index>` on `infra/gw`, host `host-<index / 10>.example.com`, path `/api/v<variant>/r<index>`.
+fn http_route(index: usize, variant: usize) -> Arc<ConfigObject> {
+    let service = index % SERVICES;
+    object(json!({
+        "apiVersion": "gateway.networking.k8s.io/v1", "kind": "HTTPRoute",
+        "metadata": {"name": format!("route-{index}"), "namespace": "apps"},
+        "spec": {
+            "parentRefs": [{"name": "gw", "namespace": "infra"}],
+            "hostnames": [format!("host-{}.example.com", index / ROUTES_PER_VS)],
+            "rules": [{
+                "matches": [{"path": {"type": "PathPrefix", "value": format!("/api/v{variant}/r{index}")},
+                             "headers": [{"name": "x-tenant", "value": format!("t{}", index % ROUTES_PER_VS)}]}],
+                "backendRefs": [
+                    {"name": format!("svc-{service}"), "port": 8080, "weight": 90},
+                    {"name": format!("svc-{}", (service + 1) % SERVICES), "port": 8080, "weight": 10}
+                ],
+                "timeouts": {"request": "5s"},
+                "retry": {"attempts": 2}
+            }]
+        }
+    }))
+}
+
+fn gateway_api_proxy() -> Proxy {
+    Proxy {
+        namespace: "infra".into(),
+        labels: [(
+            "gateway.networking.k8s.io/gateway-name".to_string(),
+            "gw".to_string(),
+        )]
+        .into(),
+        ..Default::default()
     }
 }
 
@@ -210,6 +285,46 @@ fn bench(c: &mut Criterion) {
         });
     }
     effect.finish();
+
+    let proxy = gateway_api_proxy();
+    let mut full = c.benchmark_group("gateway_api_full");
+    full.sample_size(10);
+    for routes in [1_000, 10_000] {
+        let snap = gateway_api_snapshot(routes);
+        let resources = translate(&snap, &proxy);
+        assert_eq!(route_count(&resources), routes, "every HTTPRoute is served");
+        full.bench_with_input(BenchmarkId::from_parameter(routes), &snap, |b, snap| {
+            b.iter(|| translate(snap, &proxy));
+        });
+    }
+    full.finish();
+
+    let mut incremental = c.benchmark_group("gateway_api_incremental_one_route_changed");
+    incremental.sample_size(20);
+    for routes in [1_000, 10_000] {
+        let base = gateway_api_snapshot(routes);
+        let mut changed = base.clone();
+        let edited = http_route(0, 1);
+        changed.objects.insert(edited.key(), edited);
+        let mut translator = Translator::new(Options::default());
+        translator.translate(&base, &proxy);
+        assert_eq!(
+            translator.translate(&changed, &proxy),
+            &translate(&changed, &proxy),
+            "the incremental output equals a fresh translation"
+        );
+        let mut flip = false;
+        incremental.bench_with_input(BenchmarkId::from_parameter(routes), &routes, |b, _| {
+            b.iter(|| {
+                flip = !flip;
+                translator
+                    .translate(if flip { &base } else { &changed }, &proxy)
+                    .route_configs
+                    .len()
+            });
+        });
+    }
+    incremental.finish();
 }
 
 criterion_group!(benches, bench);

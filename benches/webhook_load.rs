@@ -14,7 +14,9 @@
 //! With `--config-vs N` the server also holds a config folder (`serve --config-dir`): a Gateway selecting the
 //! gateway the reviewed VirtualService names, and N VirtualServices of 10 routes each on it, so every review runs
 //! the whole-config check (translation for that gateway with the reviewed object in place, Envoy's load checks,
-//! references). `--review configmap` sends an unrelated ConfigMap's review instead. `--hostile N` adds N
+//! references). `--config-routes N` holds the Gateway API instead: a GatewayClass of admitpilot's, a Gateway
+//! `higress-system/gw` with an HTTP listener, the Service `bookinfo/reviews` and N HTTPRoutes on it (ten per host
+//! name); `--review httproute` then sends an HTTPRoute attached to that Gateway. `--review configmap` sends an unrelated ConfigMap's review instead. `--hostile N` adds N
 //! connections that send a 1.3 MB VirtualService of 60,000 hosts back to back during the fixed-rate runs (their
 //! row is `/validate (hostile)`), to see what large reviews do to ordinary ones.
 //!
@@ -23,6 +25,7 @@
 //! cargo bench --bench webhook_load                          # 10 s per run, rates 1000 and 5000, then peak
 //! cargo bench --bench webhook_load -- --seconds 5 --rates 1000 --peak-threads 16
 //! cargo bench --bench webhook_load -- --config-vs 1000 --rates 1000 --peak-threads 4
+//! cargo bench --bench webhook_load -- --config-routes 1000 --review httproute --rates 1000 --peak-threads 4
 //! cargo bench --bench webhook_load -- --seconds 5 --rates 500 --hostile 4
 //! ```
 //! `ADMITPILOT_BIN` names another server binary (default `target/release/admitpilot`).
@@ -51,6 +54,8 @@ struct Options {
     peak_threads: usize,
     /// VirtualServices in the server's config folder (0: no folder, so no whole-config check).
     config_vs: usize,
+    /// HTTPRoutes in the server's config folder (instead of VirtualServices).
+    config_routes: usize,
     /// Which review is sent: `virtualservice` or `configmap`.
     review: String,
     /// Connections sending a 1.3 MB VirtualService of 60,000 hosts back to back during the fixed-rate runs.
@@ -64,6 +69,7 @@ fn options() -> Options {
         rates: vec![1000, 5000],
         peak_threads: 16,
         config_vs: 0,
+        config_routes: 0,
         review: "virtualservice".into(),
         hostile: 0,
     };
@@ -77,6 +83,7 @@ fn options() -> Options {
             "--rates" => options.rates = value().split(',').map(|r| r.parse().unwrap()).collect(),
             "--peak-threads" => options.peak_threads = value().parse().unwrap(),
             "--config-vs" => options.config_vs = value().parse().unwrap(),
+            "--config-routes" => options.config_routes = value().parse().unwrap(),
             "--review" => options.review = value(),
             "--hostile" => options.hostile = value().parse().unwrap(),
             _ => {}
@@ -147,6 +154,69 @@ spec:
     std::fs::write(dir.join("config.yaml"), text).unwrap();
 }
 
+/// Writes a Gateway API config of `count` HTTPRoutes (one rule each, ten per host name `route<i / 10>.example.com`)
+/// attached to the Gateway `higress-system/gw` of admitpilot's class, plus the Service `bookinfo/reviews` they (and
+/// the reviewed HTTPRoute) send to.
+fn write_routes_config(dir: &Path, count: usize) {
+    let mut text = String::from(
+        r#"apiVersion: gateway.networking.k8s.io/v1
+kind: GatewayClass
+metadata: {name: admitpilot}
+spec: {controllerName: admitpilot.io/gateway-controller}
+---
+apiVersion: gateway.networking.k8s.io/v1
+kind: Gateway
+metadata: {name: gw, namespace: higress-system}
+spec:
+  gatewayClassName: admitpilot
+  listeners: [{name: http, port: 80, protocol: HTTP, allowedRoutes: {namespaces: {from: All}}}]
+---
+apiVersion: v1
+kind: Service
+metadata: {name: reviews, namespace: bookinfo}
+spec: {ports: [{name: http, port: 9080}]}
+"#,
+    );
+    for i in 0..count {
+        text.push_str(&format!(
+            "---\napiVersion: gateway.networking.k8s.io/v1\nkind: HTTPRoute\nmetadata: {{name: route{i}, namespace: bookinfo}}\n\
+             spec:\n  parentRefs: [{{name: gw, namespace: higress-system}}]\n  hostnames: [route{}.example.com]\n\
+             \x20 rules: [{{matches: [{{path: {{type: PathPrefix, value: /r{i}}}}}], backendRefs: [{{name: reviews, port: 9080}}]}}]\n",
+            i / 10
+        ));
+    }
+    std::fs::write(dir.join("config.yaml"), text).unwrap();
+}
+
+/// An AdmissionReview of an HTTPRoute `bookinfo/reviews` attached to `higress-system/gw`: a path prefix and a
+/// header match, a 90/10 split, a request header modifier, a timeout.
+fn http_route_review() -> Vec<u8> {
+    let route = serde_json::json!({
+        "apiVersion": "gateway.networking.k8s.io/v1", "kind": "HTTPRoute",
+        "metadata": {"name": "reviews", "namespace": "bookinfo"},
+        "spec": {
+            "parentRefs": [{"name": "gw", "namespace": "higress-system"}],
+            "hostnames": ["reviews.example.com"],
+            "rules": [{
+                "matches": [{"path": {"type": "PathPrefix", "value": "/reviews"},
+                             "headers": [{"name": "x-canary", "value": "true"}]}],
+                "filters": [{"type": "RequestHeaderModifier",
+                             "requestHeaderModifier": {"set": [{"name": "x-route", "value": "reviews"}]}}],
+                "backendRefs": [{"name": "reviews", "port": 9080, "weight": 90},
+                                {"name": "reviews", "port": 9080, "weight": 10}],
+                "timeouts": {"request": "5s"}
+            }]
+        }
+    });
+    serde_json::to_vec(&serde_json::json!({
+        "apiVersion": "admission.k8s.io/v1", "kind": "AdmissionReview",
+        "request": {"uid": "bench", "kind": {"group": "gateway.networking.k8s.io", "version": "v1", "kind": "HTTPRoute"},
+            "resource": {"group": "gateway.networking.k8s.io", "version": "v1", "resource": "httproutes"},
+            "operation": "UPDATE", "namespace": "bookinfo", "name": "reviews", "object": route}
+    }))
+    .unwrap()
+}
+
 /// An AdmissionReview of a ConfigMap admitpilot does not validate.
 fn config_map_review() -> Vec<u8> {
     serde_json::to_vec(&serde_json::json!({
@@ -160,7 +230,7 @@ fn config_map_review() -> Vec<u8> {
 }
 
 impl Server {
-    fn start(config_vs: usize) -> Server {
+    fn start(config_vs: usize, config_routes: usize) -> Server {
         let bin = std::env::var("ADMITPILOT_BIN").unwrap_or_else(|_| {
             concat!(env!("CARGO_MANIFEST_DIR"), "/target/release/admitpilot").to_string()
         });
@@ -174,10 +244,14 @@ impl Server {
         let admin: SocketAddr = format!("127.0.0.1:{}", free_port()).parse().unwrap();
         let mut command = Command::new(&bin);
         command.args(["serve", "--bench-noop"]);
-        if config_vs > 0 {
+        if config_vs > 0 || config_routes > 0 {
             let config = dir.path().join("config");
             std::fs::create_dir(&config).unwrap();
-            write_config(&config, config_vs);
+            if config_routes > 0 {
+                write_routes_config(&config, config_routes);
+            } else {
+                write_config(&config, config_vs);
+            }
             command.arg("--config-dir").arg(config);
             command.args(["--xds-addr", &format!("127.0.0.1:{}", free_port())]);
         }
@@ -444,9 +518,10 @@ fn main() {
         eprintln!("webhook_load measures only under `cargo bench --bench webhook_load`");
         return;
     }
-    let server = Server::start(options.config_vs);
+    let server = Server::start(options.config_vs, options.config_routes);
     let body = match options.review.as_str() {
         "configmap" => config_map_review(),
+        "httproute" => http_route_review(),
         _ => std::fs::read(concat!(
             env!("CARGO_MANIFEST_DIR"),
             "/benches/data/virtualservice-review.json"
@@ -461,11 +536,12 @@ fn main() {
         Vec::new()
     };
     println!(
-        "HTTPS keep-alive (HTTP/1.1, TLS 1.3), {}s per run after a 1 s warm-up, {} cores; review: {}; config: {} VirtualServices; hostile connections: {}",
+        "HTTPS keep-alive (HTTP/1.1, TLS 1.3), {}s per run after a 1 s warm-up, {} cores; review: {}; config: {} VirtualServices, {} HTTPRoutes; hostile connections: {}",
         options.seconds,
         std::thread::available_parallelism().map_or(0, |n| n.get()),
         options.review,
         options.config_vs,
+        options.config_routes,
         options.hostile
     );
     println!("\n| path | offered req/s | achieved req/s | p50 µs | p90 µs | p99 µs | p99.9 µs | max µs | non-200 | late sends |");

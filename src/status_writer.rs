@@ -36,6 +36,7 @@ use serde_json::{json, Value};
 use tokio::sync::watch;
 
 use crate::leader::{still_holds, LeaderConfig};
+use crate::model::gateway_api::HTTP_LIKE_ROUTE_KINDS;
 use crate::model::{Kind, ObjectKey, Snapshot};
 use crate::source::kubernetes::api_resource;
 use crate::status::programmed::{GenerationTracker, HeldBack, ReplicaReport};
@@ -378,7 +379,7 @@ impl Writer {
         let gone: Vec<ObjectKey> = self
             .written
             .keys()
-            .filter(|key| key.kind == Kind::HttpRoute && !current.contains(*key))
+            .filter(|key| HTTP_LIKE_ROUTE_KINDS.contains(&key.kind) && !current.contains(*key))
             .cloned()
             .collect();
         updates.extend(gone.into_iter().map(|key| StatusUpdate {
@@ -445,7 +446,7 @@ impl Writer {
     async fn server_status(&self, key: &ObjectKey) -> Option<Value> {
         let object = self.api(key)?.get_status(&key.name).await.ok()?;
         let status = object.data.get("status")?.clone();
-        if key.kind != Kind::HttpRoute {
+        if !HTTP_LIKE_ROUTE_KINDS.contains(&key.kind) {
             return Some(status);
         }
         let ours: Vec<Value> = status["parents"]
@@ -465,7 +466,9 @@ impl Writer {
         };
         let started = Instant::now();
         let result = match kind {
-            Kind::HttpRoute => self.write_route_parents(&api, update, status).await,
+            Kind::HttpRoute | Kind::GrpcRoute => {
+                self.write_route_parents(&api, update, status).await
+            }
             _ => api
                 .patch_status(
                     &update.key.name,
@@ -497,7 +500,7 @@ impl Writer {
         result.is_ok()
     }
 
-    /// Replaces admitpilot's entries of an HTTPRoute's `status.parents`, leaving other controllers' entries.
+    /// Replaces admitpilot's entries of a route's `status.parents`, leaving other controllers' entries.
     async fn write_route_parents(
         &self,
         api: &Api<DynamicObject>,

@@ -22,7 +22,8 @@ use serde_json::{json, Value};
 
 const NODE_ID: &str = "router~127.0.0.1~gw.default~default.svc.cluster.local";
 
-/// An echo backend: answers `{"backend", "path", "host", "headers"}` as JSON; a path starting `/slow` answers
+/// An echo backend (HTTP/1.1, and HTTP/2 without TLS): answers `{"backend", "path", "host", "headers", "version"}`
+/// as JSON; a path starting `/slow` answers
 /// after 2 s, one starting `/flaky` answers 503 every other time. Records how many requests it got.
 struct Echo {
     port: u16,
@@ -38,7 +39,7 @@ impl Echo {
         let seen = Arc::clone(&requests);
         let flaky = Arc::new(Mutex::new(0u32));
         let app = axum::Router::new().fallback(
-            move |uri: axum::http::Uri, headers: axum::http::HeaderMap| {
+            move |version: axum::http::Version, uri: axum::http::Uri, headers: axum::http::HeaderMap| {
                 let seen = Arc::clone(&seen);
                 let flaky = Arc::clone(&flaky);
                 async move {
@@ -62,7 +63,7 @@ impl Echo {
                         .map(|(k, v)| (k.to_string(), json!(v.to_str().unwrap_or_default())))
                         .collect();
                     let body = json!({"backend": name, "path": uri.path(), "host": headers.get("host"),
-                        "headers": headers});
+                        "headers": headers, "version": format!("{version:?}")});
                     (
                         axum::http::StatusCode::from_u16(status).unwrap(),
                         body.to_string(),
@@ -85,6 +86,16 @@ impl Drop for Echo {
     fn drop(&mut self) {
         self.task.abort();
     }
+}
+
+/// [`service`] whose port says it speaks HTTP/2 without TLS (`appProtocol: kubernetes.io/h2c`), as gRPC backends do.
+fn h2c_service(name: &str, namespace: &str, port: u16) -> String {
+    service(name, namespace, port)
+        .replace(
+            "{name: http, port: 80}",
+            "{name: grpc, port: 80, appProtocol: kubernetes.io/h2c}",
+        )
+        .replace("ports: [{name: http, port:", "ports: [{name: grpc, port:")
 }
 
 fn service(name: &str, namespace: &str, port: u16) -> String {
@@ -519,4 +530,125 @@ async fn gateway_api_routes_are_served_by_envoy() {
          absolute path and start with '/' when type one of ['Exact', 'PathPrefix']"
     );
     drop(admitpilot);
+}
+
+/// GRPCRoutes: the real binary translates their method and header matches and filters, and Envoy sends gRPC calls
+/// (HTTP/2 without TLS, as gRPC clients speak to a plain-text gateway) to the backends over HTTP/2.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn grpc_routes_are_served_by_envoy_over_http2() {
+    let Some(binary) = envoy_binary() else {
+        return;
+    };
+    let (say, other) = (Echo::start("say").await, Echo::start("other").await);
+    let port = free_port();
+    let dir = tempfile::tempdir().unwrap();
+    let config = format!(
+        r#"apiVersion: gateway.networking.k8s.io/v1
+kind: GatewayClass
+metadata: {{name: admitpilot}}
+spec: {{controllerName: admitpilot.io/gateway-controller}}
+---
+apiVersion: gateway.networking.k8s.io/v1
+kind: Gateway
+metadata: {{name: gw, namespace: default}}
+spec:
+  gatewayClassName: admitpilot
+  listeners: [{{name: grpc, port: {port}, protocol: HTTP}}]
+---
+apiVersion: gateway.networking.k8s.io/v1
+kind: GRPCRoute
+metadata: {{name: echo, namespace: default}}
+spec:
+  parentRefs: [{{name: gw}}]
+  rules:
+  - matches: [{{method: {{service: pkg.Echo, method: Say}}}}]
+    filters:
+    - type: RequestHeaderModifier
+      requestHeaderModifier: {{set: [{{name: x-grpc-route, value: say}}]}}
+    backendRefs: [{{name: say, port: 80}}]
+  - matches: [{{method: {{service: pkg.Echo}}, headers: [{{name: x-tenant, value: b}}]}}]
+    backendRefs: [{{name: other, port: 80}}]
+  - matches: [{{method: {{type: RegularExpression, method: "Ping.*"}}}}]
+    backendRefs: [{{name: other, port: 80}}]
+"#
+    );
+    write(dir.path(), "grpc.yaml", &config);
+    let services = [
+        h2c_service("say", "default", say.port),
+        h2c_service("other", "default", other.port),
+    ]
+    .join("---\n");
+    write(dir.path(), "services.yaml", &services);
+    let admitpilot = Admitpilot::start(dir.path()).await;
+    let bootstrap = bootstrap(AdsApi::Sotw, admitpilot.xds_port, NODE_ID).replace(
+        "LABELS: { app: e2e }",
+        "LABELS: { gateway.networking.k8s.io/gateway-name: gw }",
+    );
+    let envoy = EnvoyProcess::start(&binary, &bootstrap, 53_600).await;
+    let grpc = reqwest::Client::builder()
+        .http2_prior_knowledge()
+        .no_proxy()
+        .timeout(Duration::from_secs(10))
+        .build()
+        .unwrap();
+    let call = |path: &str, tenant: Option<&str>| {
+        let mut request = grpc
+            .post(format!("http://127.0.0.1:{port}{path}"))
+            .header("content-type", "application/grpc")
+            .header("te", "trailers")
+            .body(vec![0u8, 0, 0, 0, 0]);
+        if let Some(tenant) = tenant {
+            request = request.header("x-tenant", tenant);
+        }
+        request
+    };
+    let deadline = tokio::time::Instant::now() + CONVERGE;
+    let said = loop {
+        if let Ok(reply) = call("/pkg.Echo/Say", None).send().await {
+            if reply.status() == 200 {
+                break reply.json::<Value>().await.unwrap();
+            }
+        }
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "never converged:\n{}",
+            admitpilot.log()
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    };
+    assert_eq!(said["backend"], "say");
+    assert_eq!(
+        said["version"], "HTTP/2.0",
+        "the backend is called over HTTP/2"
+    );
+    assert_eq!(said["headers"]["x-grpc-route"], "say");
+    let reply = |path: &'static str, tenant: Option<&'static str>| {
+        let request = call(path, tenant);
+        async move {
+            let reply = request.send().await.unwrap();
+            let status = reply.status().as_u16();
+            let grpc_status = reply
+                .headers()
+                .get("grpc-status")
+                .map(|v| v.to_str().unwrap_or_default().to_string());
+            (
+                status,
+                grpc_status,
+                reply.json::<Value>().await.unwrap_or_default(),
+            )
+        }
+    };
+    let (status, _, body) = reply("/pkg.Echo/Other", Some("b")).await;
+    assert_eq!((status, body["backend"].as_str()), (200, Some("other")));
+    let (status, _, body) = reply("/any.Service/PingNow", None).await;
+    assert_eq!((status, body["backend"].as_str()), (200, Some("other")));
+    // Same service, no tenant header and not the Say method: no rule matches, which Envoy answers to a gRPC
+    // client as gRPC does (HTTP 200, grpc-status 12 UNIMPLEMENTED, for its 404).
+    let (status, grpc_status, body) = reply("/pkg.Echo/Other", None).await;
+    assert_eq!(
+        (status, grpc_status.as_deref()),
+        (200, Some("12")),
+        "{body}"
+    );
+    envoy.assert_nothing_rejected("grpc routes").await;
 }

@@ -1,6 +1,7 @@
 //! Kubernetes Services as admitpilot reads them (pure): takes a Service document's `spec` and its
 //! `status.loadBalancer.ingress`, yields a [`Service`] that reads like its spec (it dereferences to it) and keeps the
-//! addresses a load balancer was given, which a Gateway's `status.addresses` reports.
+//! addresses a load balancer was given, which a Gateway's `status.addresses` reports; and the protocol a Service
+//! port speaks, as Istio infers it ([`infer_protocol`]).
 
 use std::ops::Deref;
 
@@ -40,10 +41,32 @@ impl Deref for Service {
     }
 }
 
+/// Infers a port's protocol the way Istio does: `appProtocol`, else the name's prefix before `-`, else TCP.
+pub fn infer_protocol(name: &str, app_protocol: Option<&str>) -> String {
+    let candidate = app_protocol
+        .filter(|p| !p.is_empty())
+        .unwrap_or_else(|| name.split('-').next().unwrap_or_default());
+    let upper = candidate.to_ascii_uppercase();
+    match upper.as_str() {
+        "HTTP" | "HTTPS" | "HTTP2" | "GRPC" | "GRPC-WEB" | "TLS" | "MONGO" | "REDIS" | "MYSQL"
+        | "TCP" => upper,
+        "KUBERNETES.IO/H2C" => "HTTP2".into(),
+        _ => "TCP".into(),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
     use serde_json::json;
+
+    #[test]
+    fn protocols_follow_istio_naming() {
+        assert_eq!(infer_protocol("http-web", None), "HTTP");
+        assert_eq!(infer_protocol("grpc", None), "GRPC");
+        assert_eq!(infer_protocol("web", Some("https")), "HTTPS");
+        assert_eq!(infer_protocol("metrics", None), "TCP");
+    }
 
     #[test]
     fn keeps_the_load_balancer_addresses_and_serializes_as_its_spec() {

@@ -1,6 +1,6 @@
 //! Gateway API status (pure): takes a snapshot, the controller name admitpilot answers for and, per Gateway, what
-//! its gateways did with the config ([`Programmed`]), and yields the `status` of every GatewayClass, Gateway and
-//! HTTPRoute of that controller ([`StatusUpdate`]), with the spec's conditions and reasons (gateway-api
+//! its gateways did with the config ([`Programmed`]), and yields the `status` of every GatewayClass, Gateway,
+//! HTTPRoute and GRPCRoute of that controller ([`StatusUpdate`]), with the spec's conditions and reasons (gateway-api
 //! `apis/v1/{gatewayclass,gateway,shared}_types.go`) and `observedGeneration` on each condition.
 //!
 //! It reads attachment and references exactly as translation does ([`attachment`], [`backends::destination`],
@@ -10,10 +10,12 @@
 use serde_json::{json, Value};
 
 use crate::model::gateway_api::attachment::{default_kinds, parent_verdict, ParentVerdict};
-use crate::model::gateway_api::common::{BackendRef, ParentReference};
+use crate::model::gateway_api::common::ParentReference;
 use crate::model::gateway_api::gateway::Listener;
 use crate::model::gateway_api::reference_grant::granted;
-use crate::model::gateway_api::{Gateway, GROUP};
+use crate::model::gateway_api::{
+    http_like_route, Gateway, HttpLikeRoute, GROUP, HTTP_LIKE_ROUTE_KINDS,
+};
 use crate::model::{ConfigObject, Kind, ObjectKey, Snapshot, Spec};
 use crate::status::programmed::GATEWAY_NAME_LABEL;
 use crate::translate::gateway_api::backends;
@@ -147,8 +149,11 @@ pub fn gateway_api_status(
             now,
         ));
     }
-    for object in snapshot.of_kind(Kind::HttpRoute) {
-        let Spec::HttpRoute(route) = &object.spec else {
+    let routes = HTTP_LIKE_ROUTE_KINDS
+        .iter()
+        .flat_map(|kind| snapshot.of_kind(*kind));
+    for object in routes {
+        let Some(route) = http_like_route(object) else {
             continue;
         };
         let parents: Vec<Value> = route
@@ -161,15 +166,8 @@ pub fn gateway_api_status(
                         && g.metadata.name == parent.name
                         && g.metadata.namespace == parent.namespace_or(&object.metadata.namespace)
                 })?;
-                let mut entry = route_parent(
-                    snapshot,
-                    object,
-                    gateway,
-                    parent,
-                    &route.hostnames,
-                    controller,
-                    now,
-                );
+                let mut entry =
+                    route_parent(snapshot, object, &route, gateway, parent, controller, now);
                 if let Some(why) = (served.held_back)(&object.key(), &gateway.0.key()) {
                     hold_back(&mut entry, &why);
                 }
@@ -352,8 +350,8 @@ fn addresses(snapshot: &Snapshot, gateway: &ConfigObject) -> Vec<Value> {
     out
 }
 
-/// The route kinds a listener takes: its protocol's, narrowed by `allowedRoutes.kinds` (only HTTPRoute is
-/// translated today, so that is what HTTP and HTTPS listeners support).
+/// The route kinds a listener takes: its protocol's (HTTPRoute and GRPCRoute for HTTP and HTTPS), narrowed by
+/// `allowedRoutes.kinds`.
 fn supported_kinds(listener: &Listener) -> Vec<Value> {
     let wanted = listener
         .allowed_routes
@@ -362,7 +360,7 @@ fn supported_kinds(listener: &Listener) -> Vec<Value> {
         .unwrap_or_default();
     default_kinds(&listener.protocol)
         .iter()
-        .filter(|kind| **kind == "HTTPRoute")
+        .filter(|kind| ["HTTPRoute", "GRPCRoute"].contains(*kind))
         .filter(|kind| {
             wanted.is_empty()
                 || wanted
@@ -460,16 +458,17 @@ fn both_http(a: &str, b: &str) -> bool {
     a == b && SERVED_PROTOCOLS.contains(&a)
 }
 
-/// How many HTTPRoutes attach to `listener` (named it, allowed by it, host names intersecting).
+/// How many HTTPRoutes and GRPCRoutes attach to `listener` (named it, allowed by it, host names intersecting).
 fn attached_routes(snapshot: &Snapshot, gateway: &ConfigObject, listener: &Listener) -> usize {
     let gateway_id = (
         gateway.metadata.namespace.as_str(),
         gateway.metadata.name.as_str(),
     );
-    snapshot
-        .of_kind(Kind::HttpRoute)
+    HTTP_LIKE_ROUTE_KINDS
+        .iter()
+        .flat_map(|kind| snapshot.of_kind(*kind))
         .filter(|object| {
-            let Spec::HttpRoute(route) = &object.spec else {
+            let Some(route) = http_like_route(object) else {
                 return false;
             };
             let namespace = object.metadata.namespace.as_str();
@@ -477,9 +476,9 @@ fn attached_routes(snapshot: &Snapshot, gateway: &ConfigObject, listener: &Liste
                 parent_verdict(
                     [listener],
                     parent,
-                    ("HTTPRoute", namespace),
+                    (route.kind, namespace),
                     gateway_id,
-                    &route.hostnames,
+                    route.hostnames,
                 ) == ParentVerdict::Attached
             })
         })
@@ -490,15 +489,15 @@ fn attached_routes(snapshot: &Snapshot, gateway: &ConfigObject, listener: &Liste
 /// backends resolve.
 fn route_parent(
     snapshot: &Snapshot,
-    route: &ConfigObject,
+    object: &ConfigObject,
+    route: &HttpLikeRoute<'_>,
     gateway: &(&ConfigObject, &Gateway),
     parent: &ParentReference,
-    hostnames: &[String],
     controller: &str,
     now: &str,
 ) -> Value {
-    let generation = generation(route);
-    let namespace = route.metadata.namespace.as_str();
+    let generation = generation(object);
+    let namespace = object.metadata.namespace.as_str();
     let (object, spec) = gateway;
     let gateway_id = (
         object.metadata.namespace.as_str(),
@@ -507,9 +506,9 @@ fn route_parent(
     let verdict = parent_verdict(
         &spec.listeners,
         parent,
-        ("HTTPRoute", namespace),
+        (route.kind, namespace),
         gateway_id,
-        hostnames,
+        route.hostnames,
     );
     let (ok, reason, message) = match verdict {
         ParentVerdict::Attached => (true, "Accepted", "attached"),
@@ -529,7 +528,7 @@ fn route_parent(
             "no listener's host name intersects the route's",
         ),
     };
-    let refs = resolved_refs(snapshot, route);
+    let refs = resolved_refs(snapshot, route, namespace);
     let (refs_ok, refs_reason, refs_message) = match &refs {
         Ok(()) => (true, "ResolvedRefs", "every backend resolves".to_string()),
         Err((reason, message)) => (false, *reason, message.clone()),
@@ -568,18 +567,14 @@ fn hold_back(entry: &mut Value, why: &str) {
     }
 }
 
-/// Whether every backendRef of an HTTPRoute resolves as translation resolves it; else the first failure's reason
-/// (InvalidKind, RefNotPermitted, BackendNotFound) and message.
-fn resolved_refs(snapshot: &Snapshot, route: &ConfigObject) -> Result<(), (&'static str, String)> {
-    let Spec::HttpRoute(spec) = &route.spec else {
-        return Ok(());
-    };
-    let namespace = route.metadata.namespace.as_str();
-    let refs: Vec<&BackendRef> = spec
-        .rules
-        .iter()
-        .flat_map(|rule| &rule.backend_refs)
-        .collect();
+/// Whether every backendRef of a route in `namespace` resolves as translation resolves it; else the first failure's
+/// reason (InvalidKind, RefNotPermitted, BackendNotFound) and message.
+fn resolved_refs(
+    snapshot: &Snapshot,
+    route: &HttpLikeRoute<'_>,
+    namespace: &str,
+) -> Result<(), (&'static str, String)> {
+    let refs = &route.backend_refs;
     for backend in refs {
         let target = backend.namespace_or(namespace);
         if !backend.is_service() {
@@ -591,7 +586,7 @@ fn resolved_refs(snapshot: &Snapshot, route: &ConfigObject) -> Result<(), (&'sta
         if target != namespace
             && !granted(
                 snapshot,
-                ("HTTPRoute", namespace),
+                (route.kind, namespace),
                 ("", "Service", target, &backend.name),
             )
         {
@@ -600,7 +595,7 @@ fn resolved_refs(snapshot: &Snapshot, route: &ConfigObject) -> Result<(), (&'sta
                 format!("Service {target}/{} is in another namespace and no ReferenceGrant there allows it", backend.name),
             ));
         }
-        if backends::destination(snapshot, backend, ("HTTPRoute", namespace), "cluster.local")
+        if backends::destination(snapshot, backend, (route.kind, namespace), "cluster.local")
             .is_none()
         {
             return Err((
@@ -778,7 +773,7 @@ status: {loadBalancer: {ingress: [{ip: 198.51.100.4}, {hostname: lb.example}, {i
         assert_eq!(http["attachedRoutes"], 1);
         assert_eq!(
             http["supportedKinds"],
-            json!([{"group": GROUP, "kind": "HTTPRoute"}])
+            json!([{"group": GROUP, "kind": "HTTPRoute"}, {"group": GROUP, "kind": "GRPCRoute"}])
         );
         let tcp = &gateway["listeners"][1];
         assert_eq!(

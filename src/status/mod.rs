@@ -11,7 +11,9 @@ pub mod programmed;
 pub use gateway_api::{gateway_api_status, Programmed, Served, StatusUpdate};
 
 use crate::model::{ObjectKey, Snapshot};
-use programmed::{combine, istio_id, no_gateway_of, ReplicaReport, NO_GATEWAY_SELECTS};
+use programmed::{
+    combine, held_back_id, istio_id, no_gateway_of, ReplicaReport, NO_GATEWAY_SELECTS,
+};
 
 /// Which status to compute.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -51,7 +53,7 @@ pub fn from_reports(
         )
     };
     let held_back_of = |route: &ObjectKey, gateway: &ObjectKey| {
-        let route = format!("{}/{}", route.namespace, route.name);
+        let route = held_back_id(route);
         let gateway = format!("{}/{}", gateway.namespace, gateway.name);
         reports
             .iter()

@@ -9,6 +9,7 @@ use std::collections::{BTreeMap, HashMap};
 use serde::{Deserialize, Serialize};
 
 use super::gateway_api::Programmed;
+use crate::model::gateway_api::HTTP_LIKE_ROUTE_KINDS;
 use crate::model::{Kind, ObjectKey, Snapshot};
 use crate::translate::selection::selects;
 use crate::translate::Proxy;
@@ -119,7 +120,7 @@ pub struct GatewayReport {
     /// Why, when not served.
     #[serde(default, skip_serializing_if = "String::is_empty")]
     pub message: String,
-    /// Routes (`namespace/name`) the push guard leaves out of these gateways' config, with what Envoy would reject.
+    /// Routes ([`held_back_id`]) the push guard leaves out of these gateways' config, with what Envoy would reject.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub held_back: BTreeMap<String, String>,
 }
@@ -219,6 +220,15 @@ pub struct ReplicaReport {
     pub istio_truncated: bool,
 }
 
+/// The id of a route in a report's `held_back`: `namespace/name` for an HTTPRoute, `Kind/namespace/name` for
+/// others.
+pub fn held_back_id(route: &ObjectKey) -> String {
+    match route.kind {
+        Kind::HttpRoute => format!("{}/{}", route.namespace, route.name),
+        _ => istio_id(route),
+    }
+}
+
 /// The report id of an Istio object.
 pub fn istio_id(key: &ObjectKey) -> String {
     format!("{}/{}/{}", key.kind, key.namespace, key.name)
@@ -289,8 +299,10 @@ impl GenerationTracker {
             };
             let routes = held_back
                 .iter()
-                .filter(|(proxy, route, _)| route.kind == Kind::HttpRoute && of_it(proxy))
-                .map(|(_, route, why)| (format!("{}/{}", route.namespace, route.name), why.clone()))
+                .filter(|(proxy, route, _)| {
+                    HTTP_LIKE_ROUTE_KINDS.contains(&route.kind) && of_it(proxy)
+                })
+                .map(|(_, route, why)| (held_back_id(route), why.clone()))
                 .collect();
             let mut report = local_report(
                 &key.namespace,

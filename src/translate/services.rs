@@ -8,6 +8,8 @@
 use std::collections::BTreeMap;
 
 use k8s_openapi::api::core::v1::ServiceSpec;
+
+use crate::model::service::infer_protocol;
 use k8s_openapi::api::discovery::v1::EndpointSlice;
 
 use super::naming;
@@ -140,20 +142,6 @@ impl Registry {
             Some(s) if s.port(port).is_none() => Err(format!("service {host} has no port {port}")),
             Some(_) => Ok((naming::cluster(port, "", host), host.to_string())),
         }
-    }
-}
-
-/// Infers a port's protocol the way Istio does: `appProtocol`, else the name's prefix before `-`, else TCP.
-pub fn infer_protocol(name: &str, app_protocol: Option<&str>) -> String {
-    let candidate = app_protocol
-        .filter(|p| !p.is_empty())
-        .unwrap_or_else(|| name.split('-').next().unwrap_or_default());
-    let upper = candidate.to_ascii_uppercase();
-    match upper.as_str() {
-        "HTTP" | "HTTPS" | "HTTP2" | "GRPC" | "GRPC-WEB" | "TLS" | "MONGO" | "REDIS" | "MYSQL"
-        | "TCP" => upper,
-        "KUBERNETES.IO/H2C" => "HTTP2".into(),
-        _ => "TCP".into(),
     }
 }
 
@@ -389,14 +377,6 @@ fn kube_service(
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn protocols_follow_istio_naming() {
-        assert_eq!(infer_protocol("http-web", None), "HTTP");
-        assert_eq!(infer_protocol("grpc", None), "GRPC");
-        assert_eq!(infer_protocol("web", Some("https")), "HTTPS");
-        assert_eq!(infer_protocol("metrics", None), "TCP");
-    }
 
     #[test]
     fn export_to_dot_means_own_namespace() {

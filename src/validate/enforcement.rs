@@ -186,13 +186,12 @@ fn unenforced_kind(kind: Kind) -> Option<&'static str> {
         Kind::WorkloadGroup => {
             "WorkloadGroup is not enforced on gateways by admitpilot: only WorkloadEntry objects become endpoints"
         }
-        Kind::GrpcRoute
-        | Kind::TlsRoute
+        Kind::TlsRoute
         | Kind::TcpRoute
         | Kind::BackendTlsPolicy
         | Kind::ListenerSet => {
             "This Gateway API kind is not enforced on gateways by admitpilot yet: it is validated but not \
-             translated (Gateway, HTTPRoute and ReferenceGrant are)"
+             translated (Gateway, HTTPRoute, GRPCRoute and ReferenceGrant are)"
         }
         Kind::AuthorizationPolicy
         | Kind::RequestAuthentication
@@ -211,6 +210,7 @@ fn unenforced_kind(kind: Kind) -> Option<&'static str> {
         | Kind::GatewayClass
         | Kind::KubernetesGateway
         | Kind::HttpRoute
+        | Kind::GrpcRoute
         | Kind::ReferenceGrant => return None,
     };
     Some(why)
@@ -229,7 +229,7 @@ mod tests {
             .copied()
             .filter(|kind| unenforced_kind(*kind).is_some())
             .collect();
-        assert_eq!(kinds.len(), 14, "{kinds:?}");
+        assert_eq!(kinds.len(), 13, "{kinds:?}");
         for kind in kinds {
             let why = unenforced_kind(kind).unwrap_or_default();
             assert!(

@@ -27,3 +27,40 @@ pub const GROUP: &str = crate::model::istio::types::GATEWAY_API_GROUP;
 
 /// The controller name admitpilot answers to by default (a GatewayClass naming it is admitpilot's).
 pub const DEFAULT_CONTROLLER_NAME: &str = "admitpilot.io/gateway-controller";
+
+/// What attachment and status read of an HTTP-like route (HTTPRoute or GRPCRoute), whatever its kind.
+#[derive(Debug, Clone)]
+pub struct HttpLikeRoute<'a> {
+    /// `HTTPRoute` or `GRPCRoute`.
+    pub kind: &'static str,
+    /// Its parent references.
+    pub parent_refs: &'a [common::ParentReference],
+    /// Its host names.
+    pub hostnames: &'a [String],
+    /// The backendRefs of every rule, in order.
+    pub backend_refs: Vec<&'a common::BackendRef>,
+}
+
+/// `object` read as an HTTP-like route, when it is an HTTPRoute or a GRPCRoute.
+pub fn http_like_route(object: &crate::model::ConfigObject) -> Option<HttpLikeRoute<'_>> {
+    use crate::model::Spec;
+    match &object.spec {
+        Spec::HttpRoute(route) => Some(HttpLikeRoute {
+            kind: "HTTPRoute",
+            parent_refs: &route.parent_refs,
+            hostnames: &route.hostnames,
+            backend_refs: route.rules.iter().flat_map(|r| &r.backend_refs).collect(),
+        }),
+        Spec::GrpcRoute(route) => Some(HttpLikeRoute {
+            kind: "GRPCRoute",
+            parent_refs: &route.parent_refs,
+            hostnames: &route.hostnames,
+            backend_refs: route.rules.iter().flat_map(|r| &r.backend_refs).collect(),
+        }),
+        _ => None,
+    }
+}
+
+/// The HTTP-like route kinds ([`http_like_route`]).
+pub const HTTP_LIKE_ROUTE_KINDS: [crate::model::Kind; 2] =
+    [crate::model::Kind::HttpRoute, crate::model::Kind::GrpcRoute];

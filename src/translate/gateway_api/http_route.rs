@@ -370,12 +370,13 @@ fn actions(
 pub fn routes(
     snapshot: &Snapshot,
     mut attached: Vec<Attached<'_>>,
-    route_kind: &str,
     domain_suffix: &str,
 ) -> Vec<HttpRoute> {
     attached.sort_by(precedence);
     let mut out = Vec::new();
     for a in &attached {
+        // The kind a ReferenceGrant must name as `from` for the route's cross-namespace backends.
+        let route_kind = a.route.kind().info().kind;
         let matches = istio_matches(a.matched.map(|(_, m)| m));
         let name = format!(
             "{}.{}.{}.{}",

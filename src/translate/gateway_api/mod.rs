@@ -9,10 +9,12 @@
 //! listener becomes one Istio Gateway (`gateway-api~<gateway>~<listener>`, one server, selecting that label); the
 //! routes attached to it become one VirtualService per listener host name
 //! (`gateway-api~<gateway>~<listener>~<host>`; `model::gateway_api::attachment` decides attachment and host names,
-//! [`http_route`] the routes and their order, [`backends`] the destinations). Synthesized objects equal to the
+//! [`http_route`] the routes and their order, [`backends`] the destinations). GRPCRoutes join HTTPRoutes on the
+//! same host names, their rules first rewritten as HTTPRoute rules ([`grpc_route`]). Synthesized objects equal to the
 //! previous call's are the previous call's `Arc`s, so the translator's per-object caches keep working.
 
 pub mod backends;
+pub mod grpc_route;
 pub mod http_route;
 
 use std::collections::{BTreeMap, HashMap};
@@ -149,31 +151,66 @@ fn server(listener: &Listener, namespace: &str) -> Option<Server> {
     })
 }
 
-/// The HTTP rules (HTTPRoutes) attached to `listener`, by host name.
+/// A route whose rules are HTTPRoute rules: an HTTPRoute's own, or a GRPCRoute's rewritten ([`grpc_route`]).
+struct HttpRules<'a> {
+    object: &'a Arc<ConfigObject>,
+    kind: &'static str,
+    parent_refs: &'a [crate::model::gateway_api::common::ParentReference],
+    hostnames: &'a [String],
+    rules: std::borrow::Cow<'a, [HttpRouteRule]>,
+}
+
+/// Every HTTPRoute and GRPCRoute of `snapshot`, with HTTPRoute rules.
+fn http_rules(snapshot: &Snapshot) -> Vec<HttpRules<'_>> {
+    let http = snapshot
+        .of_kind(Kind::HttpRoute)
+        .filter_map(|object| match &object.spec {
+            Spec::HttpRoute(route) => Some(HttpRules {
+                object,
+                kind: "HTTPRoute",
+                parent_refs: &route.parent_refs,
+                hostnames: &route.hostnames,
+                rules: std::borrow::Cow::Borrowed(&route.rules),
+            }),
+            _ => None,
+        });
+    let grpc = snapshot
+        .of_kind(Kind::GrpcRoute)
+        .filter_map(|object| match &object.spec {
+            Spec::GrpcRoute(route) => Some(HttpRules {
+                object,
+                kind: "GRPCRoute",
+                parent_refs: &route.parent_refs,
+                hostnames: &route.hostnames,
+                rules: std::borrow::Cow::Owned(grpc_route::as_http_rules(route)),
+            }),
+            _ => None,
+        });
+    http.chain(grpc).collect()
+}
+
+/// The HTTP rules (HTTPRoutes and GRPCRoutes) attached to `listener`, by host name.
 fn attached_http<'a>(
-    snapshot: &'a Snapshot,
+    routes: &'a [HttpRules<'a>],
     gateway: &ConfigObject,
     listener: &Listener,
 ) -> BTreeMap<String, Vec<http_route::Attached<'a>>> {
     let gateway_namespace = gateway.metadata.namespace.as_str();
     let id = (gateway_namespace, gateway.metadata.name.as_str());
     let mut by_host: BTreeMap<String, Vec<http_route::Attached<'a>>> = BTreeMap::new();
-    for object in snapshot.of_kind(Kind::HttpRoute) {
-        let Spec::HttpRoute(route) = &object.spec else {
-            continue;
-        };
-        let namespace = object.metadata.namespace.as_str();
+    for route in routes {
+        let namespace = route.object.metadata.namespace.as_str();
         let attaches = route
             .parent_refs
             .iter()
             .any(|p| attachment::names_listener(p, namespace, id, listener));
-        if !attaches || !attachment::admits(listener, "HTTPRoute", namespace, gateway_namespace) {
+        if !attaches || !attachment::admits(listener, route.kind, namespace, gateway_namespace) {
             continue;
         }
-        for host in attachment::intersect(listener.hostname.as_deref(), &route.hostnames) {
+        for host in attachment::intersect(listener.hostname.as_deref(), route.hostnames) {
             let list = by_host.entry(host).or_default();
             for (rule_index, rule) in route.rules.iter().enumerate() {
-                push_rule(list, object, rule, rule_index);
+                push_rule(list, route.object, rule, rule_index);
             }
         }
     }
@@ -212,6 +249,7 @@ fn synthesize(snapshot: &Snapshot, proxy: &Proxy, options: &Options) -> Vec<Conf
     let selector: BTreeMap<String, String> =
         [(GATEWAY_NAME_LABEL.to_string(), object.metadata.name.clone())].into();
     let mut out = Vec::new();
+    let routes = http_rules(snapshot);
     for listener in &gateway.listeners {
         let Some(server) = server(listener, &object.metadata.namespace) else {
             continue;
@@ -225,8 +263,8 @@ fn synthesize(snapshot: &Snapshot, proxy: &Proxy, options: &Options) -> Vec<Conf
                 selector: selector.clone(),
             }),
         });
-        for (host, attached) in attached_http(snapshot, object, listener) {
-            let http = http_route::routes(snapshot, attached, "HTTPRoute", &options.domain_suffix);
+        for (host, attached) in attached_http(&routes, object, listener) {
+            let http = http_route::routes(snapshot, attached, &options.domain_suffix);
             if http.is_empty() {
                 continue;
             }

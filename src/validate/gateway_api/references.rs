@@ -11,6 +11,7 @@ use crate::model::gateway_api::attachment::{parent_verdict, ParentVerdict};
 use crate::model::gateway_api::common::{BackendRef, ParentReference};
 use crate::model::gateway_api::reference_grant::granted;
 use crate::model::gateway_api::{Gateway, GROUP};
+use crate::model::service::infer_protocol;
 use crate::model::{ConfigObject, Kind, ObjectKey, Snapshot, Spec};
 use crate::validate::references::Reference;
 
@@ -220,20 +221,44 @@ fn backends(
             continue;
         };
         if let Some(port) = backend.port {
-            let has = service
+            let found = service
                 .ports
                 .iter()
                 .flatten()
-                .any(|p| u32::try_from(p.port).ok() == Some(port));
-            if !has {
-                warn(
+                .find(|p| u32::try_from(p.port).ok() == Some(port));
+            match found {
+                None => warn(
                     out,
                     format!("{field}.port"),
                     format!(
                         "Service {target}/{} has no port {port}: requests for it get 500",
                         backend.name
                     ),
-                );
+                ),
+                // gRPC needs HTTP/2 to the backend; the gateway speaks what the port says (as Istio's do).
+                Some(p)
+                    if kind == "GRPCRoute"
+                        && !matches!(
+                            infer_protocol(
+                                &p.name.clone().unwrap_or_default(),
+                                p.app_protocol.as_deref()
+                            )
+                            .as_str(),
+                            "GRPC" | "HTTP2"
+                        ) =>
+                {
+                    warn(
+                        out,
+                        format!("{field}.port"),
+                        format!(
+                            "port {port} of Service {target}/{} does not say it speaks HTTP/2 (appProtocol \
+                             kubernetes.io/h2c or grpc, or a name starting grpc- or http2-): the gateway calls it \
+                             over HTTP/1.1 and gRPC calls fail",
+                            backend.name
+                        ),
+                    );
+                }
+                Some(_) => {}
             }
         }
     }
@@ -313,5 +338,44 @@ fn gateway_refs(config: &Snapshot, namespace: &str, gateway: &Gateway, out: &mut
                 );
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::model::snapshot::snapshot_from_yaml;
+
+    #[test]
+    fn a_grpc_backend_port_must_say_it_speaks_http2() {
+        let config = snapshot_from_yaml(
+            "apiVersion: v1
+kind: Service
+metadata: {name: plain, namespace: default}
+spec: {ports: [{name: http, port: 80}]}
+---
+apiVersion: v1
+kind: Service
+metadata: {name: h2c, namespace: default}
+spec: {ports: [{name: web, port: 80, appProtocol: kubernetes.io/h2c}]}
+---
+apiVersion: gateway.networking.k8s.io/v1
+kind: GRPCRoute
+metadata: {name: echo, namespace: default}
+spec:
+  rules:
+  - backendRefs: [{name: plain, port: 80}]
+  - backendRefs: [{name: h2c, port: 80}]
+",
+        );
+        let route = &config.objects[&ObjectKey::new(Kind::GrpcRoute, "default", "echo")];
+        let mut out = Vec::new();
+        check(&config, route, &mut out);
+        let fields: Vec<&str> = out
+            .iter()
+            .filter(|r| r.message.contains("HTTP/2"))
+            .map(|r| r.field.as_str())
+            .collect();
+        assert_eq!(fields, ["spec.rules[0].backendRefs[0].port"], "{out:?}");
     }
 }
