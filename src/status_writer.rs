@@ -394,11 +394,18 @@ impl Writer {
             if requests >= self.config.max_writes {
                 break; // the rest on the next pass
             }
+            // The version the object was read at: the API server serves its status there (the newest one may
+            // not be installed).
+            let version = snapshot
+                .objects
+                .get(&update.key)
+                .map(|object| Kind::split_api_version(&object.api_version).1.to_string())
+                .filter(|version| !version.is_empty());
             if !self.written.contains_key(&update.key) {
                 // Not yet written by this leader: what is on the server is the previous status (its transition
                 // times are kept, and an equal status is not written again).
                 requests += 1;
-                if let Some(on_server) = self.server_status(&update.key).await {
+                if let Some(on_server) = self.server_status(&update.key, version.as_deref()).await {
                     self.written.insert(update.key.clone(), on_server);
                 }
             }
@@ -421,7 +428,7 @@ impl Writer {
             }
             requests += 1;
             let detached = status["parents"].as_array().is_some_and(Vec::is_empty);
-            if self.write(&update, &status).await {
+            if self.write(&update, &status, version.as_deref()).await {
                 if detached {
                     self.written.remove(&update.key);
                 } else {
@@ -431,9 +438,9 @@ impl Writer {
         }
     }
 
-    /// The API of `key`'s kind, at its newest served version (as the watchers try first).
-    fn api(&self, key: &ObjectKey) -> Option<Api<DynamicObject>> {
-        let version = key.kind.info().versions.first()?;
+    /// The API of `key`'s kind at `version` (the one its watcher reads it at), else at its newest version.
+    fn api(&self, key: &ObjectKey, version: Option<&str>) -> Option<Api<DynamicObject>> {
+        let version = version.or_else(|| key.kind.info().versions.first().copied())?;
         let resource = api_resource(key.kind, version);
         Some(if key.kind.is_cluster_scoped() {
             Api::all_with(self.client.clone(), &resource)
@@ -443,8 +450,8 @@ impl Writer {
     }
 
     /// The status `key` has on the server, as admitpilot writes it (of an HTTPRoute, admitpilot's parent entries).
-    async fn server_status(&self, key: &ObjectKey) -> Option<Value> {
-        let object = self.api(key)?.get_status(&key.name).await.ok()?;
+    async fn server_status(&self, key: &ObjectKey, version: Option<&str>) -> Option<Value> {
+        let object = self.api(key, version)?.get_status(&key.name).await.ok()?;
         let status = object.data.get("status")?.clone();
         if !HTTP_LIKE_ROUTE_KINDS.contains(&key.kind) {
             return Some(status);
@@ -459,9 +466,9 @@ impl Writer {
     }
 
     /// Writes one object's status; true once it is on the server.
-    async fn write(&self, update: &StatusUpdate, status: &Value) -> bool {
+    async fn write(&self, update: &StatusUpdate, status: &Value, version: Option<&str>) -> bool {
         let kind = update.key.kind;
-        let Some(api) = self.api(&update.key) else {
+        let Some(api) = self.api(&update.key, version) else {
             return false;
         };
         let started = Instant::now();
