@@ -32,10 +32,40 @@ use crate::translate::types::{Options, Proxy, GATEWAY_NAME_LABEL};
 /// Prefix of the names of every object synthesized from Gateway API objects.
 pub const SYNTHESIZED: &str = "gateway-api~";
 
-/// The objects a previous call synthesized, by key, to hand back the same `Arc` for an equal object.
+/// The objects a previous call synthesized, by key, to hand back the same `Arc` for an equal object; and what each
+/// synthesized VirtualService was built from, so one whose inputs are the same objects (compared by pointer) is not
+/// built again: a change converts only the host names whose routes, Gateway or Services changed.
 #[derive(Debug, Default)]
 pub struct Converted {
     previous: HashMap<ObjectKey, Arc<ConfigObject>>,
+    inputs: HashMap<ObjectKey, HostInputs>,
+}
+
+/// What one synthesized VirtualService was built from: the Gateway, every Service and ReferenceGrant (backends
+/// resolve against them) and the attached matches in order (route, rule index, match index).
+#[derive(Debug, Clone)]
+struct HostInputs {
+    gateway: Arc<ConfigObject>,
+    backends: Arc<Vec<Arc<ConfigObject>>>,
+    attached: Vec<(Arc<ConfigObject>, usize, usize)>,
+}
+
+impl HostInputs {
+    /// The same objects (by pointer; the `Arc`s held here keep their addresses from being reused).
+    fn same(&self, other: &HostInputs) -> bool {
+        let same_list = |a: &[Arc<ConfigObject>], b: &[Arc<ConfigObject>]| {
+            a.len() == b.len() && a.iter().zip(b).all(|(x, y)| Arc::ptr_eq(x, y))
+        };
+        Arc::ptr_eq(&self.gateway, &other.gateway)
+            && (Arc::ptr_eq(&self.backends, &other.backends)
+                || same_list(&self.backends, &other.backends))
+            && self.attached.len() == other.attached.len()
+            && self
+                .attached
+                .iter()
+                .zip(&other.attached)
+                .all(|((a, ai, am), (b, bi, bm))| Arc::ptr_eq(a, b) && ai == bi && am == bm)
+    }
 }
 
 impl Converted {
@@ -47,7 +77,7 @@ impl Converted {
         proxy: &Proxy,
         options: &Options,
     ) -> Option<Snapshot> {
-        let objects = synthesize(snapshot, proxy, options);
+        let objects = self.synthesize(snapshot, proxy, options);
         if objects.is_empty() && self.previous.is_empty() {
             return None;
         }
@@ -56,8 +86,8 @@ impl Converted {
         for object in objects {
             let key = object.key();
             let object = match previous.remove(&key) {
-                Some(old) if *old == object => old,
-                _ => Arc::new(object),
+                Some(old) if Arc::ptr_eq(&old, &object) || *old == *object => old,
+                _ => object,
             };
             self.previous.insert(key.clone(), Arc::clone(&object));
             out.objects.insert(key, object);
@@ -241,47 +271,111 @@ fn push_rule<'a>(
     }
 }
 
-/// Every Istio object `proxy` gets from its Gateway API Gateway.
-fn synthesize(snapshot: &Snapshot, proxy: &Proxy, options: &Options) -> Vec<ConfigObject> {
-    let Some((object, gateway)) = served_gateway(snapshot, proxy, options) else {
-        return Vec::new();
-    };
-    let selector: BTreeMap<String, String> =
-        [(GATEWAY_NAME_LABEL.to_string(), object.metadata.name.clone())].into();
-    let mut out = Vec::new();
-    let routes = http_rules(snapshot);
-    for listener in &gateway.listeners {
-        let Some(server) = server(listener, &object.metadata.namespace) else {
-            continue;
-        };
-        let gateway_name = format!("{SYNTHESIZED}{}~{}", object.metadata.name, listener.name);
-        out.push(ConfigObject {
-            api_version: Kind::Gateway.api_version(),
-            metadata: synthesized_meta(object, gateway_name.clone()),
-            spec: Spec::Gateway(Gateway {
-                servers: vec![server],
-                selector: selector.clone(),
-            }),
-        });
-        for (host, attached) in attached_http(&routes, object, listener) {
-            let http = http_route::routes(snapshot, attached, &options.domain_suffix);
-            if http.is_empty() {
-                continue;
-            }
-            let name = format!("{gateway_name}~{}", host.replace('*', "wildcard"));
-            out.push(ConfigObject {
-                api_version: Kind::VirtualService.api_version(),
-                metadata: synthesized_meta(object, name),
-                spec: Spec::VirtualService(VirtualService {
-                    hosts: vec![host],
-                    gateways: vec![format!("{}/{gateway_name}", object.metadata.namespace)],
-                    http,
-                    ..VirtualService::default()
-                }),
-            });
-        }
+impl Converted {
+    /// Every Istio object `proxy` gets from its Gateway API Gateway; a VirtualService whose inputs are the previous
+    /// call's is the previous call's `Arc`, not built again.
+    fn synthesize(
+        &mut self,
+        snapshot: &Snapshot,
+        proxy: &Proxy,
+        options: &Options,
+    ) -> Vec<Arc<ConfigObject>> {
+        let mut inputs = HashMap::new();
+        let out = self.synthesize_with(snapshot, proxy, options, &mut inputs);
+        self.inputs = inputs;
+        out
     }
-    out
+
+    fn synthesize_with(
+        &self,
+        snapshot: &Snapshot,
+        proxy: &Proxy,
+        options: &Options,
+        inputs: &mut HashMap<ObjectKey, HostInputs>,
+    ) -> Vec<Arc<ConfigObject>> {
+        let Some((object, gateway)) = served_gateway(snapshot, proxy, options) else {
+            return Vec::new();
+        };
+        let selector: BTreeMap<String, String> =
+            [(GATEWAY_NAME_LABEL.to_string(), object.metadata.name.clone())].into();
+        let backends: Arc<Vec<Arc<ConfigObject>>> = Arc::new(
+            snapshot
+                .of_kind(Kind::Service)
+                .chain(snapshot.of_kind(Kind::ReferenceGrant))
+                .cloned()
+                .collect(),
+        );
+        let mut out = Vec::new();
+        let routes = http_rules(snapshot);
+        for listener in &gateway.listeners {
+            let Some(server) = server(listener, &object.metadata.namespace) else {
+                continue;
+            };
+            let gateway_name = format!("{SYNTHESIZED}{}~{}", object.metadata.name, listener.name);
+            out.push(Arc::new(ConfigObject {
+                api_version: Kind::Gateway.api_version(),
+                metadata: synthesized_meta(object, gateway_name.clone()),
+                spec: Spec::Gateway(Gateway {
+                    servers: vec![server],
+                    selector: selector.clone(),
+                }),
+            }));
+            for (host, attached) in attached_http(&routes, object, listener) {
+                let name = format!("{gateway_name}~{}", host.replace('*', "wildcard"));
+                let key = ObjectKey::new(
+                    Kind::VirtualService,
+                    object.metadata.namespace.clone(),
+                    name.clone(),
+                );
+                let these = HostInputs {
+                    gateway: Arc::clone(object),
+                    backends: Arc::clone(&backends),
+                    attached: attached
+                        .iter()
+                        .map(|a| {
+                            (
+                                Arc::clone(a.route),
+                                a.rule_index,
+                                a.matched.map_or(usize::MAX, |(i, _)| i),
+                            )
+                        })
+                        .collect(),
+                };
+                let unchanged = self
+                    .inputs
+                    .get(&key)
+                    .filter(|before| before.same(&these))
+                    .and_then(|_| self.previous.get(&key));
+                if let Some(previous) = unchanged {
+                    out.push(Arc::clone(previous));
+                    inputs.insert(key, these);
+                    continue;
+                }
+                let http = http_route::routes(snapshot, attached, &options.domain_suffix);
+                if http.is_empty() {
+                    continue;
+                }
+                inputs.insert(key, these);
+                out.push(Arc::new(ConfigObject {
+                    api_version: Kind::VirtualService.api_version(),
+                    metadata: synthesized_meta(object, name),
+                    spec: Spec::VirtualService(VirtualService {
+                        hosts: vec![host],
+                        gateways: vec![format!("{}/{gateway_name}", object.metadata.namespace)],
+                        http,
+                        ..VirtualService::default()
+                    }),
+                }));
+            }
+        }
+        out
+    }
+}
+
+/// Every Istio object `proxy` gets from its Gateway API Gateway, built anew.
+#[cfg(test)]
+fn synthesize(snapshot: &Snapshot, proxy: &Proxy, options: &Options) -> Vec<Arc<ConfigObject>> {
+    Converted::default().synthesize(snapshot, proxy, options)
 }
 
 #[cfg(test)]
@@ -348,6 +442,68 @@ mod tests {
             ..Options::default()
         };
         assert_eq!(synthesize(&theirs, &proxy("ns"), &istio).len(), 2);
+    }
+
+    #[test]
+    fn only_the_host_names_whose_inputs_changed_are_converted_again() {
+        let options = Options::default();
+        let on_host = |name: &str, host: &str, port: u16| {
+            json!({"apiVersion": "gateway.networking.k8s.io/v1", "kind": "HTTPRoute",
+                "metadata": {"name": name, "namespace": "ns"},
+                "spec": {"parentRefs": [{"name": "gw"}], "hostnames": [host],
+                    "rules": [{"backendRefs": [{"name": "s", "port": port}]}]}})
+        };
+        let service = json!({"apiVersion": "v1", "kind": "Service", "metadata": {"name": "s", "namespace": "ns"},
+            "spec": {"ports": [{"port": 80}]}});
+        let controller = crate::model::gateway_api::DEFAULT_CONTROLLER_NAME;
+        let before = snapshot(
+            controller,
+            &[
+                on_host("a", "a.example", 80),
+                on_host("b", "b.example", 80),
+                service.clone(),
+            ],
+        );
+        let mut converted = Converted::default();
+        let first = converted.apply(&before, &proxy("ns"), &options).unwrap();
+        let vs = |snapshot: &Snapshot, host: &str| {
+            Arc::clone(
+                snapshot
+                    .get(&ObjectKey::new(
+                        Kind::VirtualService,
+                        "ns",
+                        format!("gateway-api~gw~http~{host}"),
+                    ))
+                    .unwrap(),
+            )
+        };
+        // Route `a` now points at a port the Service lacks: only a.example's VirtualService is built again.
+        let mut after = before.clone();
+        let changed = test_object(on_host("a", "a.example", 81));
+        after.objects.insert(changed.key(), changed);
+        let second = converted.apply(&after, &proxy("ns"), &options).unwrap();
+        assert!(Arc::ptr_eq(
+            &vs(&first, "b.example"),
+            &vs(&second, "b.example")
+        ));
+        assert!(!Arc::ptr_eq(
+            &vs(&first, "a.example"),
+            &vs(&second, "a.example")
+        ));
+        assert_ne!(vs(&first, "a.example"), vs(&second, "a.example"));
+        // The Service gains port 81: the routes resolve differently, so both are looked at again (b's is equal, so
+        // it keeps its Arc through the equality check).
+        let mut wider = after.clone();
+        let mut service = service;
+        service["spec"]["ports"] = json!([{"port": 80}, {"port": 81}]);
+        let service = test_object(service);
+        wider.objects.insert(service.key(), service);
+        let third = converted.apply(&wider, &proxy("ns"), &options).unwrap();
+        assert_ne!(vs(&second, "a.example"), vs(&third, "a.example"));
+        assert!(Arc::ptr_eq(
+            &vs(&second, "b.example"),
+            &vs(&third, "b.example")
+        ));
     }
 
     #[test]
