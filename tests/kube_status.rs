@@ -119,9 +119,14 @@ fn condition<'a>(conditions: &'a Value, kind: &str) -> &'a Value {
         .unwrap_or(&Value::Null)
 }
 
-fn programmed(gateway: &Value, status: &str, generation: i64) -> bool {
-    let c = condition(&gateway["status"]["conditions"], "Programmed");
+/// Whether `object`'s status condition `kind` says `status` at `generation`.
+fn says(object: &Value, kind: &str, status: &str, generation: i64) -> bool {
+    let c = condition(&object["status"]["conditions"], kind);
     c["status"] == status && c["observedGeneration"] == generation
+}
+
+fn programmed(gateway: &Value, status: &str, generation: i64) -> bool {
+    says(gateway, "Programmed", status, generation)
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -487,10 +492,9 @@ spec:
         .await;
 }
 
-/// `Reconciled` of an Istio object's status, when it says `status` at `generation`.
+/// Whether an Istio object's `Reconciled` says `status` at `generation`.
 fn reconciled(object: &Value, status: &str, generation: i64) -> bool {
-    let c = condition(&object["status"]["conditions"], "Reconciled");
-    c["status"] == status && c["observedGeneration"] == generation
+    says(object, "Reconciled", status, generation)
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
