@@ -93,9 +93,13 @@ pub async fn still_holds(client: &Client, config: &LeaderConfig) -> bool {
     let holds = spec.holder_identity.as_deref() == Some(config.identity.as_str());
     let fresh = match (spec.renew_time, spec.lease_duration_seconds) {
         (Some(renewed), Some(seconds)) => {
-            let expires =
-                renewed.0 + k8s_openapi::jiff::SignedDuration::from_secs(i64::from(seconds));
-            expires > k8s_openapi::jiff::Timestamp::now()
+            // `checked_add`: a Lease renewed near the end of time is not a panic.
+            renewed
+                .0
+                .checked_add(k8s_openapi::jiff::SignedDuration::from_secs(i64::from(
+                    seconds,
+                )))
+                .is_ok_and(|expires| expires > k8s_openapi::jiff::Timestamp::now())
         }
         _ => false,
     };

@@ -344,8 +344,8 @@ impl Writer {
                 .and_then(|mut annotations| annotations.remove(BUNDLE_VERSION_ANNOTATION)),
             Err(error) => {
                 tracing::warn!(%error, crd = GATEWAY_CLASS_CRD,
-                    "cannot read the Gateway API CRDs' bundle version; GatewayClasses get no SupportedVersion condition");
-                None
+                    "cannot read the Gateway API CRDs' bundle version; keeping the last one read, if any");
+                self.bundle.as_ref().and_then(|(last, _)| last.clone())
             }
         };
         self.bundle = Some((bundle.clone(), Instant::now()));
@@ -363,6 +363,9 @@ impl Writer {
     }
 
     async fn pass(&mut self, snapshot: &Snapshot, reports: &[ReplicaReport]) {
+        // Objects gone from the config: nothing to remember (a route that only moved away is still here).
+        self.written
+            .retain(|key, _| snapshot.objects.contains_key(key));
         let bundle = self.bundle_version().await;
         let updates = from_reports(
             snapshot,

@@ -305,7 +305,8 @@ fn gateway_status(
 /// A Gateway's addresses: those of the Services in its namespace that select its proxies (selector
 /// `gateway.networking.k8s.io/gateway-name: <name>`): their `externalIPs`, `loadBalancerIP` and the load balancer
 /// addresses of their status (`status.loadBalancer.ingress`, IPs and host names), else their cluster DNS name
-/// (Istio's gateway status gives the Service's host name when no address is assigned); each address once.
+/// (Istio's gateway status gives the Service's host name when no address is assigned); each address once, at most
+/// [`MAX_ADDRESSES`].
 fn addresses(snapshot: &Snapshot, gateway: &ConfigObject) -> Vec<Value> {
     let namespace = gateway.metadata.namespace.as_str();
     let mut out: Vec<Value> = Vec::new();
@@ -342,13 +343,16 @@ fn addresses(snapshot: &Snapshot, gateway: &ConfigObject) -> Vec<Value> {
             )));
         }
         for address in assigned {
-            if !out.contains(&address) {
+            if !out.contains(&address) && out.len() < MAX_ADDRESSES {
                 out.push(address);
             }
         }
     }
     out
 }
+
+/// The most addresses a Gateway's status holds (the CRD's `maxItems`).
+const MAX_ADDRESSES: usize = 16;
 
 /// The route kinds a listener takes: its protocol's (HTTPRoute and GRPCRoute for HTTP and HTTPS), narrowed by
 /// `allowedRoutes.kinds`.

@@ -329,9 +329,18 @@ impl GenerationTracker {
         if !self.istio {
             return out;
         }
-        let proxies: Vec<(Proxy, &ConnectedGateway)> = connected
-            .iter()
-            .map(|gateway| (gateway.proxy(), gateway))
+        // Selection depends on a gateway's namespace and labels only: decided once per group of them.
+        let mut groups: BTreeMap<(&str, &BTreeMap<String, String>), Vec<&ConnectedGateway>> =
+            BTreeMap::new();
+        for gateway in connected {
+            groups
+                .entry((gateway.namespace.as_str(), &gateway.labels))
+                .or_default()
+                .push(gateway);
+        }
+        let groups: Vec<(Proxy, Vec<&ConnectedGateway>)> = groups
+            .into_values()
+            .filter_map(|gateways| Some((gateways.first()?.proxy(), gateways)))
             .collect();
         for kind in ISTIO_STATUS_KINDS {
             for object in snapshot.of_kind(kind) {
@@ -339,10 +348,15 @@ impl GenerationTracker {
                 let Some((generation, needed)) = self.first_seen.get(&key) else {
                     continue;
                 };
-                let ours: Vec<&ConnectedGateway> = proxies
+                let selecting: Vec<&Proxy> = groups
                     .iter()
                     .filter(|(proxy, _)| selects(snapshot, object, proxy))
-                    .map(|(_, gateway)| *gateway)
+                    .map(|(proxy, _)| proxy)
+                    .collect();
+                let ours: Vec<&ConnectedGateway> = groups
+                    .iter()
+                    .filter(|(proxy, _)| selecting.contains(&proxy))
+                    .flat_map(|(_, gateways)| gateways.iter().copied())
                     .collect();
                 let mut report = report(
                     *generation,
@@ -351,8 +365,13 @@ impl GenerationTracker {
                     NO_GATEWAY_SELECTS.to_string(),
                     BTreeMap::new(),
                 );
+                // A proxy group is its namespace and labels here (and its trusted proxies count in the xDS server,
+                // which does not change what an object selects).
                 if let Some((proxy, _, why)) = held_back.iter().find(|(proxy, object, _)| {
-                    *object == key && ours.iter().any(|gateway| gateway.proxy() == *proxy)
+                    *object == key
+                        && selecting
+                            .iter()
+                            .any(|p| p.namespace == proxy.namespace && p.labels == proxy.labels)
                 }) {
                     report.state = ReportState::Rejected;
                     report.message = format!(
@@ -421,6 +440,44 @@ mod tests {
             programmed("other-ns", "web", 5, &served),
             Programmed::Pending(_)
         ));
+    }
+
+    #[test]
+    fn an_istio_object_the_push_guard_holds_back_is_not_reconciled() {
+        let config = crate::model::snapshot::snapshot_from_yaml(
+            "apiVersion: networking.istio.io/v1
+kind: Gateway
+metadata: {name: edge, namespace: infra, generation: 1}
+spec:
+  selector: {istio: edge}
+  servers: [{port: {number: 80, name: http, protocol: HTTP}, hosts: ['*']}]
+",
+        );
+        let mut tracker = GenerationTracker::new(true);
+        tracker.track(&config);
+        let connected = [ConnectedGateway {
+            node_id: "edge-1".into(),
+            namespace: "infra".into(),
+            labels: [("istio".to_string(), "edge".to_string())].into(),
+            acked_version: Some(1),
+            rejected: None,
+        }];
+        let id = istio_id(&ObjectKey::new(Kind::Gateway, "infra", "edge"));
+        let served = tracker.report(&config, &connected, &[]);
+        assert_eq!(served.istio[&id].state, ReportState::Served);
+        // The xDS server's proxy group also counts trusted proxies; the object is still held back for it.
+        let group = Proxy {
+            trusted_proxies: 1,
+            ..connected[0].proxy()
+        };
+        let held = [(
+            group,
+            ObjectKey::new(Kind::Gateway, "infra", "edge"),
+            "bad".to_string(),
+        )];
+        let report = tracker.report(&config, &connected, &held);
+        assert_eq!(report.istio[&id].state, ReportState::Rejected);
+        assert!(report.istio[&id].message.contains("bad"));
     }
 
     #[test]
