@@ -181,8 +181,8 @@ pub fn local_view(
     })
 }
 
-/// The time conditions are stamped with (RFC 3339, seconds).
-fn now() -> String {
+/// The time conditions are stamped with: now, RFC 3339 to the second (also `render --status`'s).
+pub fn now() -> String {
     k8s_openapi::jiff::Timestamp::now()
         .strftime("%Y-%m-%dT%H:%M:%SZ")
         .to_string()

@@ -123,9 +123,7 @@ pub fn run(args: RenderArgs) -> anyhow::Result<ExitCode> {
 
 /// Prints each object's status as `{kind, namespace, name, status}`.
 fn print_status(snapshot: &Snapshot, args: &RenderArgs) -> anyhow::Result<ExitCode> {
-    let now = k8s_openapi::jiff::Timestamp::now()
-        .strftime("%Y-%m-%dT%H:%M:%SZ")
-        .to_string();
+    let now = admitpilot::status_writer::now();
     let scope = StatusScope {
         controller: args.gateway_controller_name.clone(),
         gateway_api: true,
