@@ -36,7 +36,7 @@ use serde_json::{json, Value};
 use tokio::sync::watch;
 
 use crate::leader::{still_holds, LeaderConfig};
-use crate::model::gateway_api::HTTP_LIKE_ROUTE_KINDS;
+use crate::model::gateway_api::ROUTE_KINDS;
 use crate::model::{Kind, ObjectKey, Snapshot};
 use crate::source::kubernetes::api_resource;
 use crate::status::programmed::{GenerationTracker, HeldBack, ReplicaReport};
@@ -382,7 +382,7 @@ impl Writer {
         let gone: Vec<ObjectKey> = self
             .written
             .keys()
-            .filter(|key| HTTP_LIKE_ROUTE_KINDS.contains(&key.kind) && !current.contains(*key))
+            .filter(|key| ROUTE_KINDS.contains(&key.kind) && !current.contains(*key))
             .cloned()
             .collect();
         updates.extend(gone.into_iter().map(|key| StatusUpdate {
@@ -456,7 +456,7 @@ impl Writer {
     async fn server_status(&self, key: &ObjectKey, version: Option<&str>) -> Option<Value> {
         let object = self.api(key, version)?.get_status(&key.name).await.ok()?;
         let status = object.data.get("status")?.clone();
-        if !HTTP_LIKE_ROUTE_KINDS.contains(&key.kind) {
+        if !ROUTE_KINDS.contains(&key.kind) {
             return Some(status);
         }
         let ours: Vec<Value> = status["parents"]

@@ -13,15 +13,13 @@ use crate::model::gateway_api::attachment::{default_kinds, parent_verdict, Paren
 use crate::model::gateway_api::common::ParentReference;
 use crate::model::gateway_api::gateway::Listener;
 use crate::model::gateway_api::reference_grant::granted;
-use crate::model::gateway_api::{
-    http_like_route, Gateway, HttpLikeRoute, GROUP, HTTP_LIKE_ROUTE_KINDS,
-};
+use crate::model::gateway_api::{route_view, Gateway, RouteView, GROUP, ROUTE_KINDS};
 use crate::model::{ConfigObject, Kind, ObjectKey, Snapshot, Spec};
 use crate::status::programmed::GATEWAY_NAME_LABEL;
 use crate::translate::gateway_api::backends;
 
 /// The listener protocols admitpilot serves (others are Accepted=False, UnsupportedProtocol).
-const SERVED_PROTOCOLS: [&str; 2] = ["HTTP", "HTTPS"];
+const SERVED_PROTOCOLS: [&str; 4] = ["HTTP", "HTTPS", "TLS", "TCP"];
 
 /// What the gateways of one Gateway did with the config version holding its current generation.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -149,11 +147,9 @@ pub fn gateway_api_status(
             now,
         ));
     }
-    let routes = HTTP_LIKE_ROUTE_KINDS
-        .iter()
-        .flat_map(|kind| snapshot.of_kind(*kind));
+    let routes = ROUTE_KINDS.iter().flat_map(|kind| snapshot.of_kind(*kind));
     for object in routes {
-        let Some(route) = http_like_route(object) else {
+        let Some(route) = route_view(object) else {
             continue;
         };
         let parents: Vec<Value> = route
@@ -354,17 +350,15 @@ fn addresses(snapshot: &Snapshot, gateway: &ConfigObject) -> Vec<Value> {
 /// The most addresses a Gateway's status holds (the CRD's `maxItems`).
 const MAX_ADDRESSES: usize = 16;
 
-/// The route kinds a listener takes: its protocol's (HTTPRoute and GRPCRoute for HTTP and HTTPS), narrowed by
-/// `allowedRoutes.kinds`.
+/// The route kinds a listener takes: its protocol's ([`default_kinds`]), narrowed by `allowedRoutes.kinds`.
 fn supported_kinds(listener: &Listener) -> Vec<Value> {
     let wanted = listener
         .allowed_routes
         .as_ref()
         .map(|a| a.kinds.as_slice())
         .unwrap_or_default();
-    default_kinds(&listener.protocol)
+    default_kinds(listener)
         .iter()
-        .filter(|kind| ["HTTPRoute", "GRPCRoute"].contains(*kind))
         .filter(|kind| {
             wanted.is_empty()
                 || wanted
@@ -436,8 +430,7 @@ fn conflict(
         .chain(after)
         .filter(|other| other.port == listener.port)
         .find_map(|other| {
-            if other.protocol != listener.protocol
-                && !both_http(&other.protocol, &listener.protocol)
+            if other.protocol != listener.protocol && !both_sni(&other.protocol, &listener.protocol)
             {
                 Some((
                     "ProtocolConflict",
@@ -457,22 +450,22 @@ fn conflict(
         })
 }
 
-/// HTTP and HTTPS never share a port as the same protocol; two HTTP or two HTTPS listeners may (by host name).
-fn both_http(a: &str, b: &str) -> bool {
-    a == b && SERVED_PROTOCOLS.contains(&a)
+/// HTTPS and TLS listeners share a port: the gateway tells their connections apart by SNI.
+fn both_sni(a: &str, b: &str) -> bool {
+    ["HTTPS", "TLS"].contains(&a) && ["HTTPS", "TLS"].contains(&b)
 }
 
-/// How many HTTPRoutes and GRPCRoutes attach to `listener` (named it, allowed by it, host names intersecting).
+/// How many routes attach to `listener` (named it, allowed by it, host names intersecting).
 fn attached_routes(snapshot: &Snapshot, gateway: &ConfigObject, listener: &Listener) -> usize {
     let gateway_id = (
         gateway.metadata.namespace.as_str(),
         gateway.metadata.name.as_str(),
     );
-    HTTP_LIKE_ROUTE_KINDS
+    ROUTE_KINDS
         .iter()
         .flat_map(|kind| snapshot.of_kind(*kind))
         .filter(|object| {
-            let Some(route) = http_like_route(object) else {
+            let Some(route) = route_view(object) else {
                 return false;
             };
             let namespace = object.metadata.namespace.as_str();
@@ -494,7 +487,7 @@ fn attached_routes(snapshot: &Snapshot, gateway: &ConfigObject, listener: &Liste
 fn route_parent(
     snapshot: &Snapshot,
     object: &ConfigObject,
-    route: &HttpLikeRoute<'_>,
+    route: &RouteView<'_>,
     gateway: &(&ConfigObject, &Gateway),
     parent: &ParentReference,
     controller: &str,
@@ -575,7 +568,7 @@ fn hold_back(entry: &mut Value, why: &str) {
 /// reason (InvalidKind, RefNotPermitted, BackendNotFound) and message.
 fn resolved_refs(
     snapshot: &Snapshot,
-    route: &HttpLikeRoute<'_>,
+    route: &RouteView<'_>,
     namespace: &str,
 ) -> Result<(), (&'static str, String)> {
     let refs = &route.backend_refs;
@@ -633,6 +626,7 @@ spec:
   listeners:
   - {name: http, port: 80, protocol: HTTP, hostname: '*.example'}
   - {name: tcp, port: 9000, protocol: TCP}
+  - {name: udp, port: 9001, protocol: UDP}
 ---
 apiVersion: v1
 kind: Service
@@ -758,7 +752,15 @@ status: {loadBalancer: {ingress: [{ip: 198.51.100.4}, {hostname: lb.example}, {i
 
     #[test]
     fn a_served_gateway_is_accepted_and_programmed_with_its_attached_routes() {
-        let updates = status(&route("web", "shop.example", "web"));
+        let tcp_route = "apiVersion: gateway.networking.k8s.io/v1alpha2
+kind: TCPRoute
+metadata: {name: db, namespace: default}
+spec: {parentRefs: [{name: gw, sectionName: tcp}], rules: [{backendRefs: [{name: web, port: 8080}]}]}
+";
+        let updates = status(&format!(
+            "{}---\n{tcp_route}",
+            route("web", "shop.example", "web")
+        ));
         let class = find(&updates, Kind::GatewayClass, "ap");
         assert_eq!(
             conditions(class),
@@ -780,8 +782,23 @@ status: {loadBalancer: {ingress: [{ip: 198.51.100.4}, {hostname: lb.example}, {i
             json!([{"group": GROUP, "kind": "HTTPRoute"}, {"group": GROUP, "kind": "GRPCRoute"}])
         );
         let tcp = &gateway["listeners"][1];
+        assert_eq!(tcp["attachedRoutes"], 1);
+        assert_eq!(
+            tcp["supportedKinds"],
+            json!([{"group": GROUP, "kind": "TCPRoute"}])
+        );
         assert_eq!(
             conditions(tcp)[0],
+            ("Accepted".into(), "True".into(), "Accepted".into())
+        );
+        let tcp_parent = &find(&updates, Kind::TcpRoute, "db")["parents"][0];
+        assert_eq!(
+            conditions(tcp_parent)[0],
+            ("Accepted".into(), "True".into(), "Accepted".into())
+        );
+        let udp = &gateway["listeners"][2];
+        assert_eq!(
+            conditions(udp)[0],
             (
                 "Accepted".into(),
                 "False".into(),
@@ -789,7 +806,7 @@ status: {loadBalancer: {ingress: [{ip: 198.51.100.4}, {hostname: lb.example}, {i
             )
         );
         assert_eq!(
-            conditions(tcp)[3],
+            conditions(udp)[3],
             ("Programmed".into(), "False".into(), "Invalid".into())
         );
         let route = find(&updates, Kind::HttpRoute, "web");

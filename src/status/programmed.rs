@@ -9,7 +9,7 @@ use std::collections::{BTreeMap, HashMap};
 use serde::{Deserialize, Serialize};
 
 use super::gateway_api::Programmed;
-use crate::model::gateway_api::HTTP_LIKE_ROUTE_KINDS;
+use crate::model::gateway_api::ROUTE_KINDS;
 use crate::model::{Kind, ObjectKey, Snapshot};
 use crate::translate::selection::selects;
 use crate::translate::Proxy;
@@ -299,9 +299,7 @@ impl GenerationTracker {
             };
             let routes = held_back
                 .iter()
-                .filter(|(proxy, route, _)| {
-                    HTTP_LIKE_ROUTE_KINDS.contains(&route.kind) && of_it(proxy)
-                })
+                .filter(|(proxy, route, _)| ROUTE_KINDS.contains(&route.kind) && of_it(proxy))
                 .map(|(_, route, why)| (held_back_id(route), why.clone()))
                 .collect();
             let mut report = local_report(

@@ -100,18 +100,18 @@ pub fn unenforced(object: &ConfigObject) -> Option<Unenforced> {
     })
 }
 
-/// What of a translated Gateway API object gateways do not get: listeners other than HTTP and HTTPS, session
+/// What of a translated Gateway API object gateways do not get: UDP and domain-prefixed listeners, session
 /// persistence and filters that name extensions.
 fn unenforced_gateway_api(spec: &Spec) -> Option<(&'static str, &'static str)> {
     match spec {
         Spec::KubernetesGateway(gateway) => gateway
             .listeners
             .iter()
-            .any(|l| !matches!(l.protocol.as_str(), "HTTP" | "HTTPS"))
+            .any(|l| !matches!(l.protocol.as_str(), "HTTP" | "HTTPS" | "TLS" | "TCP"))
             .then_some((
                 "spec.listeners",
-                "a TLS, TCP or UDP listener is not enforced on gateways by admitpilot yet: only HTTP and HTTPS \
-                 listeners are served",
+                "a UDP or implementation-specific listener is not enforced on gateways by admitpilot: only HTTP, \
+                 HTTPS, TLS and TCP listeners are served",
             )),
         Spec::HttpRoute(route) => route
             .rules
@@ -186,14 +186,13 @@ fn unenforced_kind(kind: Kind) -> Option<&'static str> {
         Kind::WorkloadGroup => {
             "WorkloadGroup is not enforced on gateways by admitpilot: only WorkloadEntry objects become endpoints"
         }
+        Kind::BackendTlsPolicy | Kind::ListenerSet => {
+            "This Gateway API kind is not enforced on gateways by admitpilot yet: it is validated but not \
+             translated (Gateway, HTTPRoute, GRPCRoute, TLSRoute, TCPRoute and ReferenceGrant are)"
+        }
         Kind::TlsRoute
         | Kind::TcpRoute
-        | Kind::BackendTlsPolicy
-        | Kind::ListenerSet => {
-            "This Gateway API kind is not enforced on gateways by admitpilot yet: it is validated but not \
-             translated (Gateway, HTTPRoute, GRPCRoute and ReferenceGrant are)"
-        }
-        Kind::AuthorizationPolicy
+        | Kind::AuthorizationPolicy
         | Kind::RequestAuthentication
         | Kind::Telemetry
         | Kind::VirtualService
@@ -229,7 +228,7 @@ mod tests {
             .copied()
             .filter(|kind| unenforced_kind(*kind).is_some())
             .collect();
-        assert_eq!(kinds.len(), 13, "{kinds:?}");
+        assert_eq!(kinds.len(), 11, "{kinds:?}");
         for kind in kinds {
             let why = unenforced_kind(kind).unwrap_or_default();
             assert!(

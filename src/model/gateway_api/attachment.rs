@@ -10,10 +10,13 @@ use super::common::ParentReference;
 use super::gateway::Listener;
 use super::GROUP;
 
-/// The route kinds a listener protocol carries when `allowedRoutes.kinds` is empty.
-pub fn default_kinds(protocol: &str) -> &'static [&'static str] {
-    match protocol {
+/// The route kinds a listener carries: HTTPRoute and GRPCRoute on HTTP and HTTPS; TLSRoute on TLS, and also
+/// TCPRoute when the TLS listener terminates (the connection is then opaque bytes, as on TCP); TCPRoute on TCP.
+/// `allowedRoutes.kinds` narrows these; when it is empty they are the listener's kinds.
+pub fn default_kinds(listener: &Listener) -> &'static [&'static str] {
+    match listener.protocol.as_str() {
         "HTTP" | "HTTPS" => &["HTTPRoute", "GRPCRoute"],
+        "TLS" if listener.terminates() => &["TLSRoute", "TCPRoute"],
         "TLS" => &["TLSRoute"],
         "TCP" => &["TCPRoute"],
         _ => &[],
@@ -29,7 +32,7 @@ pub fn admits(
     route_namespace: &str,
     gateway_namespace: &str,
 ) -> bool {
-    let supported = default_kinds(&listener.protocol);
+    let supported = default_kinds(listener);
     let allowed = listener.allowed_routes.as_ref();
     let kinds = allowed.map(|a| a.kinds.as_slice()).unwrap_or_default();
     let kind_ok = if kinds.is_empty() {

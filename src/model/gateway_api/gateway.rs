@@ -43,6 +43,17 @@ pub struct Listener {
     pub allowed_routes: Option<AllowedRoutes>,
 }
 
+impl Listener {
+    /// Whether the listener terminates TLS (HTTPS, or TLS in `Terminate` mode, the default).
+    pub fn terminates(&self) -> bool {
+        match self.protocol.as_str() {
+            "HTTPS" => true,
+            "TLS" => self.tls.as_ref().is_some_and(|t| !t.is_passthrough()),
+            _ => false,
+        }
+    }
+}
+
 /// `ListenerTLSConfig` (`GatewayTLSConfig` in older versions).
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase", default)]

@@ -28,39 +28,61 @@ pub const GROUP: &str = crate::model::istio::types::GATEWAY_API_GROUP;
 /// The controller name admitpilot answers to by default (a GatewayClass naming it is admitpilot's).
 pub const DEFAULT_CONTROLLER_NAME: &str = "admitpilot.io/gateway-controller";
 
-/// What attachment and status read of an HTTP-like route (HTTPRoute or GRPCRoute), whatever its kind.
+/// What attachment and status read of a route, whatever its kind.
 #[derive(Debug, Clone)]
-pub struct HttpLikeRoute<'a> {
-    /// `HTTPRoute` or `GRPCRoute`.
+pub struct RouteView<'a> {
+    /// `HTTPRoute`, `GRPCRoute`, `TLSRoute` or `TCPRoute`.
     pub kind: &'static str,
     /// Its parent references.
     pub parent_refs: &'a [common::ParentReference],
-    /// Its host names.
+    /// Its host names (none for a TCPRoute).
     pub hostnames: &'a [String],
     /// The backendRefs of every rule, in order.
     pub backend_refs: Vec<&'a common::BackendRef>,
 }
 
-/// `object` read as an HTTP-like route, when it is an HTTPRoute or a GRPCRoute.
-pub fn http_like_route(object: &crate::model::ConfigObject) -> Option<HttpLikeRoute<'_>> {
+/// `object` read as a route, when it is one of the [`ROUTE_KINDS`].
+pub fn route_view(object: &crate::model::ConfigObject) -> Option<RouteView<'_>> {
     use crate::model::Spec;
-    match &object.spec {
-        Spec::HttpRoute(route) => Some(HttpLikeRoute {
-            kind: "HTTPRoute",
-            parent_refs: &route.parent_refs,
-            hostnames: &route.hostnames,
-            backend_refs: route.rules.iter().flat_map(|r| &r.backend_refs).collect(),
-        }),
-        Spec::GrpcRoute(route) => Some(HttpLikeRoute {
-            kind: "GRPCRoute",
-            parent_refs: &route.parent_refs,
-            hostnames: &route.hostnames,
-            backend_refs: route.rules.iter().flat_map(|r| &r.backend_refs).collect(),
-        }),
-        _ => None,
-    }
+    let (kind, parent_refs, hostnames, backend_refs) = match &object.spec {
+        Spec::HttpRoute(r) => (
+            "HTTPRoute",
+            &r.parent_refs,
+            &r.hostnames,
+            r.rules.iter().flat_map(|r| &r.backend_refs).collect(),
+        ),
+        Spec::GrpcRoute(r) => (
+            "GRPCRoute",
+            &r.parent_refs,
+            &r.hostnames,
+            r.rules.iter().flat_map(|r| &r.backend_refs).collect(),
+        ),
+        Spec::TlsRoute(r) => (
+            "TLSRoute",
+            &r.parent_refs,
+            &r.hostnames,
+            r.rules.iter().flat_map(|r| &r.backend_refs).collect(),
+        ),
+        Spec::TcpRoute(r) => (
+            "TCPRoute",
+            &r.parent_refs,
+            &r.hostnames,
+            r.rules.iter().flat_map(|r| &r.backend_refs).collect(),
+        ),
+        _ => return None,
+    };
+    Some(RouteView {
+        kind,
+        parent_refs,
+        hostnames,
+        backend_refs,
+    })
 }
 
-/// The HTTP-like route kinds ([`http_like_route`]).
-pub const HTTP_LIKE_ROUTE_KINDS: [crate::model::Kind; 2] =
-    [crate::model::Kind::HttpRoute, crate::model::Kind::GrpcRoute];
+/// The route kinds admitpilot serves ([`route_view`]).
+pub const ROUTE_KINDS: [crate::model::Kind; 4] = [
+    crate::model::Kind::HttpRoute,
+    crate::model::Kind::GrpcRoute,
+    crate::model::Kind::TlsRoute,
+    crate::model::Kind::TcpRoute,
+];

@@ -10,12 +10,15 @@
 //! routes attached to it become one VirtualService per listener host name
 //! (`gateway-api~<gateway>~<listener>~<host>`; `model::gateway_api::attachment` decides attachment and host names,
 //! [`http_route`] the routes and their order, [`backends`] the destinations). GRPCRoutes join HTTPRoutes on the
-//! same host names, their rules first rewritten as HTTPRoute rules ([`grpc_route`]). Synthesized objects equal to the
+//! same host names, their rules first rewritten as HTTPRoute rules ([`grpc_route`]). A TLS or TCP listener gets
+//! one VirtualService (`gateway-api~<gateway>~<listener>~stream`) with its TLSRoutes and TCPRoutes
+//! ([`stream_route`]). Synthesized objects equal to the
 //! previous call's are the previous call's `Arc`s, so the translator's per-object caches keep working.
 
 pub mod backends;
 pub mod grpc_route;
 pub mod http_route;
+pub mod stream_route;
 
 use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
@@ -136,36 +139,24 @@ fn synthesized_meta(gateway: &ConfigObject, name: String) -> ObjectMeta {
     }
 }
 
-/// The Istio server of a listener of a Gateway in `namespace`, or `None` for a protocol not translated yet. A
-/// certificate in another namespace becomes the credential `kubernetes-gateway://<namespace>/<name>` (Istio's
-/// name for it), which the gateway gets only when a ReferenceGrant there allows it (`translate::secret`).
+/// The Istio server of a listener of a Gateway in `namespace`, or `None` for a protocol admitpilot does not
+/// serve (UDP, or a domain-prefixed one) or a terminating listener without a usable certificate. HTTP and HTTPS
+/// become HTTP and HTTPS servers; TLS becomes a TLS server, passing the connection through or terminating it
+/// ([`terminating_tls`]); TCP a TCP server.
 fn server(listener: &Listener, namespace: &str) -> Option<Server> {
-    let host = format!("*/{}", listener.hostname.as_deref().unwrap_or("*"));
+    let hostname = listener.hostname.as_deref().filter(|h| !h.is_empty());
     let (protocol, tls) = match listener.protocol.as_str() {
         "HTTP" => ("HTTP", None),
-        "HTTPS" => {
-            let tls = listener.tls.as_ref()?;
-            let certificate = tls.certificate_refs.first()?;
-            let secret = certificate.group.as_deref().unwrap_or("").is_empty()
-                && certificate.kind.as_deref().unwrap_or("Secret") == "Secret";
-            if !secret {
-                return None;
-            }
-            let credential_name = match certificate.namespace.as_deref() {
-                Some(other) if !other.is_empty() && other != namespace => {
-                    naming::gateway_credential(other, &certificate.name)
-                }
-                _ => certificate.name.clone(),
-            };
-            (
-                "HTTPS",
-                Some(ServerTlsSettings {
-                    mode: Some(ServerTlsMode::Simple),
-                    credential_name,
-                    ..ServerTlsSettings::default()
-                }),
-            )
-        }
+        "HTTPS" => ("HTTPS", Some(terminating_tls(listener, namespace)?)),
+        "TLS" if listener.terminates() => ("TLS", Some(terminating_tls(listener, namespace)?)),
+        "TLS" => (
+            "TLS",
+            Some(ServerTlsSettings {
+                mode: Some(ServerTlsMode::Passthrough),
+                ..ServerTlsSettings::default()
+            }),
+        ),
+        "TCP" => ("TCP", None),
         _ => return None,
     };
     Some(Server {
@@ -175,10 +166,107 @@ fn server(listener: &Listener, namespace: &str) -> Option<Server> {
             name: listener.name.clone(),
             target_port: None,
         }),
-        hosts: vec![host],
+        hosts: vec![format!("*/{}", hostname.unwrap_or("*"))],
         tls,
         ..Server::default()
     })
+}
+
+/// The TLS settings of a listener that terminates TLS with its first certificate, a core Secret. One in another
+/// namespace becomes the credential `kubernetes-gateway://<namespace>/<name>` (Istio's name for it), which the
+/// gateway gets only when a ReferenceGrant there allows it (`translate::secret`).
+fn terminating_tls(listener: &Listener, namespace: &str) -> Option<ServerTlsSettings> {
+    let certificate = listener.tls.as_ref()?.certificate_refs.first()?;
+    let secret = certificate.group.as_deref().unwrap_or("").is_empty()
+        && certificate.kind.as_deref().unwrap_or("Secret") == "Secret";
+    if !secret {
+        return None;
+    }
+    let credential_name = match certificate.namespace.as_deref() {
+        Some(other) if !other.is_empty() && other != namespace => {
+            naming::gateway_credential(other, &certificate.name)
+        }
+        _ => certificate.name.clone(),
+    };
+    Some(ServerTlsSettings {
+        mode: Some(ServerTlsMode::Simple),
+        credential_name,
+        ..ServerTlsSettings::default()
+    })
+}
+
+/// The TLSRoutes and TCPRoutes attached to `listener`, with the host names each serves there.
+fn attached_stream<'a>(
+    snapshot: &'a Snapshot,
+    gateway: &ConfigObject,
+    listener: &Listener,
+) -> Vec<stream_route::AttachedStream<'a>> {
+    let gateway_namespace = gateway.metadata.namespace.as_str();
+    let id = (gateway_namespace, gateway.metadata.name.as_str());
+    let routes = snapshot
+        .of_kind(Kind::TlsRoute)
+        .chain(snapshot.of_kind(Kind::TcpRoute));
+    let mut out = Vec::new();
+    for object in routes {
+        let (Spec::TlsRoute(route) | Spec::TcpRoute(route)) = &object.spec else {
+            continue;
+        };
+        let kind = object.kind().info().kind;
+        let namespace = object.metadata.namespace.as_str();
+        let attaches = route
+            .parent_refs
+            .iter()
+            .any(|p| attachment::names_listener(p, namespace, id, listener));
+        if !attaches || !attachment::admits(listener, kind, namespace, gateway_namespace) {
+            continue;
+        }
+        let hosts = if object.kind() == Kind::TcpRoute {
+            vec!["*".to_string()]
+        } else {
+            attachment::intersect(listener.hostname.as_deref(), &route.hostnames)
+        };
+        if !hosts.is_empty() {
+            out.push(stream_route::AttachedStream {
+                object,
+                route,
+                hosts,
+            });
+        }
+    }
+    out
+}
+
+/// The VirtualService of a TLS or TCP listener (`<gateway name>~stream`), binding its TLSRoutes and TCPRoutes to
+/// the listener's Istio Gateway `gateway_name`; `None` when no route has a valid backend.
+fn stream_virtual_service(
+    snapshot: &Snapshot,
+    gateway: &ConfigObject,
+    listener: &Listener,
+    gateway_name: &str,
+    domain_suffix: &str,
+) -> Option<Arc<ConfigObject>> {
+    let attached = attached_stream(snapshot, gateway, listener);
+    let mut hosts: Vec<String> = attached.iter().flat_map(|a| a.hosts.clone()).collect();
+    hosts.sort();
+    hosts.dedup();
+    let mut spec = VirtualService {
+        hosts,
+        gateways: vec![format!("{}/{gateway_name}", gateway.metadata.namespace)],
+        ..VirtualService::default()
+    };
+    if listener.protocol == "TLS" && !listener.terminates() {
+        spec.tls = stream_route::tls_routes(snapshot, attached, listener.port, domain_suffix);
+    } else {
+        spec.tcp = stream_route::tcp_routes(snapshot, attached, listener.port, domain_suffix);
+    }
+    if spec.tls.is_empty() && spec.tcp.is_empty() {
+        return None;
+    }
+    Some(Arc::new(ConfigObject {
+        api_version: Kind::VirtualService.api_version(),
+        metadata: synthesized_meta(gateway, format!("{gateway_name}~stream")),
+        spec: Spec::VirtualService(spec),
+    }))
 }
 
 /// A route whose rules are HTTPRoute rules: an HTTPRoute's own, or a GRPCRoute's rewritten ([`grpc_route`]).
@@ -320,6 +408,16 @@ impl Converted {
                     selector: selector.clone(),
                 }),
             }));
+            if matches!(listener.protocol.as_str(), "TLS" | "TCP") {
+                out.extend(stream_virtual_service(
+                    snapshot,
+                    object,
+                    listener,
+                    &gateway_name,
+                    &options.domain_suffix,
+                ));
+                continue;
+            }
             for (host, attached) in attached_http(&routes, object, listener) {
                 let name = format!("{gateway_name}~{}", host.replace('*', "wildcard"));
                 let key = ObjectKey::new(

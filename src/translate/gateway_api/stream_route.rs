@@ -1,0 +1,119 @@
+//! TLSRoutes and TCPRoutes as Istio TLS and TCP routes (pure): takes the stream routes attached to one TLS or
+//! TCP listener and yields the routes of the VirtualService that serves them. On a TLS `Passthrough` listener each
+//! TLSRoute rule becomes a TLS route matching the route's host names as SNI (the connection goes on encrypted,
+//! as istiod converts TLSRoute); on a TCP listener, or a TLS listener that terminates, each rule becomes a TCP
+//! route and the first with a valid backend takes the connections (the spec leaves several TCPRoutes on one
+//! listener to implementations; istiod also takes the first). Routes go oldest first, then by namespace/name.
+//! A rule without a valid backend is left out, so its connections are refused (the spec: "the connection
+//! MUST be rejected").
+
+use std::sync::Arc;
+
+use super::backends;
+use crate::model::gateway_api::common::BackendRef;
+use crate::model::gateway_api::StreamRoute;
+use crate::model::istio::virtual_service::{
+    L4MatchAttributes, RouteDestination, TcpRoute, TlsMatchAttributes, TlsRoute,
+};
+use crate::model::{ConfigObject, Snapshot};
+
+/// A TLSRoute or TCPRoute attached to a listener, with the host names it serves there.
+#[derive(Debug, Clone)]
+pub struct AttachedStream<'a> {
+    /// The route object.
+    pub object: &'a Arc<ConfigObject>,
+    /// Its spec.
+    pub route: &'a StreamRoute,
+    /// The SNI names it serves on the listener (the hostname intersection; `*` for every name).
+    pub hosts: Vec<String>,
+}
+
+/// Oldest first, then namespace/name (the spec's tie-break between routes).
+fn sort(attached: &mut [AttachedStream<'_>]) {
+    attached.sort_by(|a, b| {
+        let key = |x: &AttachedStream<'_>| {
+            let meta = &x.object.metadata;
+            (
+                meta.creation_timestamp.clone(),
+                meta.namespace.clone(),
+                meta.name.clone(),
+            )
+        };
+        key(a).cmp(&key(b))
+    });
+}
+
+/// The weighted destinations of a rule's valid backends (weight 0 ones left out).
+fn destinations(
+    snapshot: &Snapshot,
+    attached: &AttachedStream<'_>,
+    backend_refs: &[BackendRef],
+    domain_suffix: &str,
+) -> Vec<RouteDestination> {
+    let kind = attached.object.kind().info().kind;
+    let namespace = attached.object.metadata.namespace.as_str();
+    backend_refs
+        .iter()
+        .filter(|b| b.weight() > 0)
+        .filter_map(|b| {
+            let destination = backends::destination(snapshot, b, (kind, namespace), domain_suffix)?;
+            Some(RouteDestination {
+                destination: Some(destination),
+                weight: Some(b.weight()),
+            })
+        })
+        .collect()
+}
+
+/// One `T` per rule with a valid backend, routes in order, built by `make` from the route and the destinations.
+fn per_rule<T>(
+    snapshot: &Snapshot,
+    mut attached: Vec<AttachedStream<'_>>,
+    domain_suffix: &str,
+    make: impl Fn(&AttachedStream<'_>, Vec<RouteDestination>) -> T,
+) -> Vec<T> {
+    sort(&mut attached);
+    let mut out = Vec::new();
+    for a in &attached {
+        for rule in &a.route.rules {
+            let route = destinations(snapshot, a, &rule.backend_refs, domain_suffix);
+            if !route.is_empty() {
+                out.push(make(a, route));
+            }
+        }
+    }
+    out
+}
+
+/// The TLS routes of a `Passthrough` listener on `port`: one per rule, matching the route's SNI names.
+pub fn tls_routes(
+    snapshot: &Snapshot,
+    attached: Vec<AttachedStream<'_>>,
+    port: u32,
+    domain_suffix: &str,
+) -> Vec<TlsRoute> {
+    per_rule(snapshot, attached, domain_suffix, |a, route| TlsRoute {
+        matches: vec![TlsMatchAttributes {
+            sni_hosts: a.hosts.clone(),
+            port: Some(port),
+            ..TlsMatchAttributes::default()
+        }],
+        route,
+    })
+}
+
+/// The TCP routes of a TCP listener, or a TLS listener that terminates, on `port`: one per rule.
+pub fn tcp_routes(
+    snapshot: &Snapshot,
+    attached: Vec<AttachedStream<'_>>,
+    port: u32,
+    domain_suffix: &str,
+) -> Vec<TcpRoute> {
+    per_rule(snapshot, attached, domain_suffix, |_, route| TcpRoute {
+        matches: vec![L4MatchAttributes {
+            port: Some(port),
+            ..L4MatchAttributes::default()
+        }],
+        route,
+    })
+}

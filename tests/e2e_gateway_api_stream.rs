@@ -1,0 +1,321 @@
+//! Gateway API TLS and TCP listeners end to end: the real `admitpilot serve --config-dir` binary, a real Envoy 1.40
+//! (SotW, default `initial_fetch_timeout`) serving the Gateway `default/gw`, and backends on 127.0.0.1. A TLS
+//! `Passthrough` listener sends each connection, still encrypted, to the TLSRoute whose host names match its SNI (the
+//! client verifies the backend's own certificate); a TLS listener that terminates hands the decrypted bytes to a
+//! TCPRoute's backend; a TCP listener sends bytes to its TCPRoute's. Every `*update_rejected` stat stays 0.
+//!
+//! Skips with a message when Envoy is not installed.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+#[path = "support/envoy.rs"]
+mod envoy;
+#[path = "support/pipeline.rs"]
+mod pipeline;
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use envoy::*;
+use pipeline::*;
+use rcgen::{BasicConstraints, CertificateParams, IsCa, Issuer, KeyPair};
+use rustls::pki_types::pem::PemObject;
+use rustls::pki_types::{CertificateDer, PrivateKeyDer};
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+
+const NODE_ID: &str = "router~127.0.0.1~gw.default~default.svc.cluster.local";
+
+/// A CA that signs leaf certificates for the test's host names.
+struct Ca {
+    pem: String,
+    issuer: Issuer<'static, KeyPair>,
+}
+
+impl Ca {
+    fn new() -> Ca {
+        let mut params = CertificateParams::new(Vec::new()).unwrap();
+        params.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
+        let key = KeyPair::generate().unwrap();
+        let pem = params.self_signed(&key).unwrap().pem();
+        Ca {
+            pem,
+            issuer: Issuer::new(params, key),
+        }
+    }
+
+    /// A certificate for `host` and its key, as PEM.
+    fn leaf(&self, host: &str) -> (String, String) {
+        let key = KeyPair::generate().unwrap();
+        let cert = CertificateParams::new(vec![host.to_string()])
+            .unwrap()
+            .signed_by(&key, &self.issuer)
+            .unwrap();
+        (cert.pem(), key.serialize_pem())
+    }
+
+    fn client(&self) -> tokio_rustls::TlsConnector {
+        let mut roots = rustls::RootCertStore::empty();
+        for cert in CertificateDer::pem_slice_iter(self.pem.as_bytes()) {
+            roots.add(cert.unwrap()).unwrap();
+        }
+        let config = rustls::ClientConfig::builder_with_provider(Arc::new(
+            rustls::crypto::ring::default_provider(),
+        ))
+        .with_safe_default_protocol_versions()
+        .unwrap()
+        .with_root_certificates(roots)
+        .with_no_client_auth();
+        tokio_rustls::TlsConnector::from(Arc::new(config))
+    }
+}
+
+/// A backend on 127.0.0.1 that answers each connection's first bytes with `<name>:<bytes>`, in TLS with a
+/// certificate for `tls.0` when `tls` is set.
+struct StreamBackend {
+    port: u16,
+    task: tokio::task::JoinHandle<()>,
+}
+
+impl StreamBackend {
+    async fn start(name: &'static str, tls: Option<(String, String)>) -> StreamBackend {
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let port = listener.local_addr().unwrap().port();
+        let acceptor = tls.map(|(cert, key)| {
+            let certs = CertificateDer::pem_slice_iter(cert.as_bytes())
+                .collect::<Result<Vec<_>, _>>()
+                .unwrap();
+            let key = PrivateKeyDer::from_pem_slice(key.as_bytes()).unwrap();
+            let config = rustls::ServerConfig::builder_with_provider(Arc::new(
+                rustls::crypto::ring::default_provider(),
+            ))
+            .with_safe_default_protocol_versions()
+            .unwrap()
+            .with_no_client_auth()
+            .with_single_cert(certs, key)
+            .unwrap();
+            tokio_rustls::TlsAcceptor::from(Arc::new(config))
+        });
+        let task = tokio::spawn(async move {
+            loop {
+                let Ok((stream, _)) = listener.accept().await else {
+                    return;
+                };
+                let acceptor = acceptor.clone();
+                tokio::spawn(async move {
+                    match acceptor {
+                        Some(acceptor) => {
+                            if let Ok(stream) = acceptor.accept(stream).await {
+                                answer(name, stream).await;
+                            }
+                        }
+                        None => answer(name, stream).await,
+                    }
+                });
+            }
+        });
+        StreamBackend { port, task }
+    }
+}
+
+impl Drop for StreamBackend {
+    fn drop(&mut self) {
+        self.task.abort();
+    }
+}
+
+async fn answer(name: &str, mut stream: impl tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin) {
+    let mut buf = [0u8; 256];
+    if let Ok(n) = stream.read(&mut buf).await {
+        let reply = format!("{name}:{}", String::from_utf8_lossy(&buf[..n]));
+        let _ = stream.write_all(reply.as_bytes()).await;
+        let _ = stream.shutdown().await;
+    }
+}
+
+/// Sends `bytes` over `stream` and reads the reply to the end.
+async fn exchange(
+    mut stream: impl tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin,
+    bytes: &str,
+) -> String {
+    stream.write_all(bytes.as_bytes()).await.ok();
+    let mut reply = Vec::new();
+    let _ = tokio::time::timeout(Duration::from_secs(5), stream.read_to_end(&mut reply)).await;
+    String::from_utf8_lossy(&reply).into_owned()
+}
+
+/// What a TLS client verifying against `ca` with SNI `sni` gets back through 127.0.0.1:`port`, or the error.
+async fn over_tls(ca: &Ca, port: u16, sni: &str, bytes: &str) -> Result<String, String> {
+    let tcp = tokio::net::TcpStream::connect(("127.0.0.1", port))
+        .await
+        .map_err(|e| e.to_string())?;
+    let name = rustls::pki_types::ServerName::try_from(sni.to_string()).unwrap();
+    let tls = tokio::time::timeout(Duration::from_secs(5), ca.client().connect(name, tcp))
+        .await
+        .map_err(|_| "handshake timed out".to_string())?
+        .map_err(|e| e.to_string())?;
+    Ok(exchange(tls, bytes).await)
+}
+
+/// What a plain TCP client gets back through 127.0.0.1:`port`.
+async fn over_tcp(port: u16, bytes: &str) -> String {
+    match tokio::net::TcpStream::connect(("127.0.0.1", port)).await {
+        Ok(tcp) => exchange(tcp, bytes).await,
+        Err(e) => e.to_string(),
+    }
+}
+
+fn service(name: &str, port: u16) -> String {
+    format!(
+        "apiVersion: v1\nkind: Service\nmetadata: {{name: {name}, namespace: default}}\nspec: {{ports: [{{name: tcp, port: 9000}}]}}\n---\napiVersion: discovery.k8s.io/v1\nkind: EndpointSlice\nmetadata: {{name: {name}-1, namespace: default, labels: {{kubernetes.io/service-name: {name}}}}}\naddressType: IPv4\nports: [{{name: tcp, port: {port}, protocol: TCP}}]\nendpoints: [{{addresses: [127.0.0.1], conditions: {{ready: true}}}}]\n"
+    )
+}
+
+/// Polls `check` until it returns `Some`, failing with the admitpilot log after the deadline.
+async fn eventually<T, F: std::future::Future<Output = Option<T>>>(
+    what: &str,
+    admitpilot: &Admitpilot,
+    mut check: impl FnMut() -> F,
+) -> T {
+    let deadline = tokio::time::Instant::now() + CONVERGE;
+    loop {
+        if let Some(value) = check().await {
+            return value;
+        }
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "{what}: never converged\n{}",
+            admitpilot.log()
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn tls_and_tcp_routes_are_served_by_envoy() {
+    let Some(binary) = envoy_binary() else {
+        return;
+    };
+    let ca = Ca::new();
+    let a = StreamBackend::start("a", Some(ca.leaf("a.example"))).await;
+    let b = StreamBackend::start("b", Some(ca.leaf("b.example"))).await;
+    let db = StreamBackend::start("db", None).await;
+    let (passthrough, terminate, tcp) = (free_port(), free_port(), free_port());
+    let (cert, key) = ca.leaf("shop.example");
+    let b64 = |text: &str| {
+        use base64::Engine;
+        base64::engine::general_purpose::STANDARD.encode(text)
+    };
+    let config = format!(
+        r#"apiVersion: gateway.networking.k8s.io/v1
+kind: GatewayClass
+metadata: {{name: admitpilot}}
+spec: {{controllerName: admitpilot.io/gateway-controller}}
+---
+apiVersion: v1
+kind: Secret
+metadata: {{name: shop-cert, namespace: default}}
+type: kubernetes.io/tls
+data: {{tls.crt: {}, tls.key: {}}}
+---
+apiVersion: gateway.networking.k8s.io/v1
+kind: Gateway
+metadata: {{name: gw, namespace: default}}
+spec:
+  gatewayClassName: admitpilot
+  listeners:
+  - {{name: passthrough, port: {passthrough}, protocol: TLS, hostname: "*.example", tls: {{mode: Passthrough}}}}
+  - name: terminate
+    port: {terminate}
+    protocol: TLS
+    hostname: shop.example
+    tls: {{mode: Terminate, certificateRefs: [{{name: shop-cert}}]}}
+    allowedRoutes: {{kinds: [{{kind: TCPRoute}}]}}
+  - {{name: tcp, port: {tcp}, protocol: TCP}}
+---
+apiVersion: gateway.networking.k8s.io/v1alpha2
+kind: TLSRoute
+metadata: {{name: a, namespace: default}}
+spec:
+  parentRefs: [{{name: gw, sectionName: passthrough}}]
+  hostnames: [a.example]
+  rules: [{{backendRefs: [{{name: a, port: 9000}}]}}]
+---
+apiVersion: gateway.networking.k8s.io/v1alpha2
+kind: TLSRoute
+metadata: {{name: b, namespace: default}}
+spec:
+  parentRefs: [{{name: gw, sectionName: passthrough}}]
+  hostnames: [b.example]
+  rules: [{{backendRefs: [{{name: b, port: 9000}}]}}]
+---
+apiVersion: gateway.networking.k8s.io/v1alpha2
+kind: TCPRoute
+metadata: {{name: behind-tls, namespace: default}}
+spec:
+  parentRefs: [{{name: gw, sectionName: terminate}}]
+  rules: [{{backendRefs: [{{name: db, port: 9000}}]}}]
+---
+apiVersion: gateway.networking.k8s.io/v1alpha2
+kind: TCPRoute
+metadata: {{name: db, namespace: default}}
+spec:
+  parentRefs: [{{name: gw, sectionName: tcp}}]
+  rules: [{{backendRefs: [{{name: db, port: 9000}}]}}]
+"#,
+        b64(&cert),
+        b64(&key)
+    );
+    let dir = tempfile::tempdir().unwrap();
+    write(dir.path(), "gateway.yaml", &config);
+    let services = [
+        service("a", a.port),
+        service("b", b.port),
+        service("db", db.port),
+    ]
+    .join("---\n");
+    write(dir.path(), "services.yaml", &services);
+    // Folder mode serves the terminating listener's certificate only when asked.
+    let admitpilot =
+        Admitpilot::start_with_args(dir.path(), &["--xds-unauthenticated-secrets"]).await;
+    let bootstrap = bootstrap(AdsApi::Sotw, admitpilot.xds_port, NODE_ID).replace(
+        "LABELS: { app: e2e }",
+        "LABELS: { gateway.networking.k8s.io/gateway-name: gw }",
+    );
+    let envoy = EnvoyProcess::start(&binary, &bootstrap, 53_700).await;
+
+    // Passthrough: the client's TLS session ends at the backend its SNI names (it verifies that backend's own
+    // certificate), so Envoy never decrypts it.
+    for (sni, expected) in [("a.example", "a:hello"), ("b.example", "b:hello")] {
+        let reply = eventually(sni, &admitpilot, || async {
+            over_tls(&ca, passthrough, sni, "hello")
+                .await
+                .ok()
+                .filter(|r| !r.is_empty())
+        })
+        .await;
+        assert_eq!(reply, expected, "SNI {sni}");
+    }
+    // No TLSRoute names c.example: no filter chain matches and the connection is closed.
+    let unrouted = over_tls(&ca, passthrough, "c.example", "hello").await;
+    assert!(
+        unrouted.as_ref().map_or(true, String::is_empty),
+        "{unrouted:?}"
+    );
+
+    // Terminate: Envoy ends TLS with the listener's certificate and the TCPRoute's backend gets the plain bytes.
+    let reply = eventually("terminate", &admitpilot, || async {
+        over_tls(&ca, terminate, "shop.example", "ping")
+            .await
+            .ok()
+            .filter(|r| !r.is_empty())
+    })
+    .await;
+    assert_eq!(reply, "db:ping");
+
+    // TCP: bytes in, bytes out.
+    let reply = eventually("tcp", &admitpilot, || async {
+        Some(over_tcp(tcp, "raw").await).filter(|r| r.starts_with("db:"))
+    })
+    .await;
+    assert_eq!(reply, "db:raw");
+    envoy.assert_nothing_rejected("tls and tcp routes").await;
+}
