@@ -233,11 +233,17 @@ fn rbac_is_least_privilege() {
         };
         assert!(allowed, "controller may {verb} {group}/{resource}");
         assert_ne!(resource, "secrets", "secrets only with tlsGateways");
-        assert_ne!(
-            resource, "configmaps",
-            "configmaps only in the Higress namespace"
-        );
     }
+    // ConfigMaps are read (BackendTLSPolicy CAs) unless gatewayApi.caConfigMaps is off.
+    assert!(controller.iter().any(|(_, r, _)| r == "configmaps"));
+    let no_ca = render(&helm, &["gatewayApi.caConfigMaps=false"]);
+    let without = grants(find(&no_ca, "ClusterRole", "ap-admitpilot"));
+    assert!(
+        without.iter().all(|(_, r, _)| r != "configmaps"),
+        "{without:?}"
+    );
+    let args = serde_json::to_string(&find(&no_ca, "Deployment", "ap-admitpilot")["spec"]).unwrap();
+    assert!(args.contains("--no-ca-configmaps"));
     let config_role = find(&docs, "Role", "ap-admitpilot-higress-config");
     assert_eq!(config_role["metadata"]["namespace"], "higress-system");
     assert_eq!(

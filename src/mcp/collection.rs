@@ -94,6 +94,7 @@ pub fn body_message(kind: Kind) -> Option<&'static str> {
         | Kind::Service
         | Kind::EndpointSlice
         | Kind::Secret
+        | Kind::CaConfigMap
         | Kind::GatewayClass => return None,
     })
 }

@@ -139,6 +139,7 @@ pub fn decode(doc: &Value, options: &DecodeOptions) -> Decoded {
     if kind == Kind::HigressConfig {
         match options.configmap_kind(&header.namespace, &header.name) {
             Some(configmap) => kind = configmap,
+            None if doc.pointer("/data/ca.crt").is_some() => kind = Kind::CaConfigMap,
             None => return Decoded::Unrecognized { header },
         }
     }
@@ -164,6 +165,9 @@ pub fn decode(doc: &Value, options: &DecodeOptions) -> Decoded {
             decode_part(doc, "", &mut findings).map(|s| Spec::EndpointSlice(Box::new(s)))
         }
         Kind::Secret => decode_part(doc, "", &mut findings).map(|s| Spec::Secret(Box::new(s))),
+        Kind::CaConfigMap => {
+            decode_part(doc, "", &mut findings).map(|c| Spec::CaConfigMap(Box::new(c)))
+        }
         kind if kind.is_gateway_api() => {
             check_top_level_fields(fields, &header, &mut findings);
             let spec = doc.get("spec").unwrap_or(&Value::Null);

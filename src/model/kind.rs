@@ -45,6 +45,9 @@ pub enum Kind {
     HigressConfig,
     /// The core/v1 ConfigMap `istio` of Istio's namespace: the mesh config (its `mesh` key).
     MeshConfig,
+    /// A core/v1 ConfigMap holding a CA bundle under `ca.crt` (what BackendTLSPolicy `caCertificateRefs` name;
+    /// other ConfigMaps are not admitpilot's business).
+    CaConfigMap,
     /// core/v1 Service.
     Service,
     /// discovery.k8s.io/v1 EndpointSlice.
@@ -102,7 +105,7 @@ const GATEWAY_API_GROUP: &str = crate::model::istio::types::GATEWAY_API_GROUP;
 
 impl Kind {
     /// Lists every kind, in a stable order.
-    pub const ALL: [Kind; 32] = [
+    pub const ALL: [Kind; 33] = [
         Kind::VirtualService,
         Kind::DestinationRule,
         Kind::Gateway,
@@ -123,6 +126,7 @@ impl Kind {
         Kind::HigressWasmPlugin,
         Kind::HigressConfig,
         Kind::MeshConfig,
+        Kind::CaConfigMap,
         Kind::Service,
         Kind::EndpointSlice,
         Kind::Secret,
@@ -280,6 +284,7 @@ impl Kind {
                 &["v1"],
             ),
             Kind::Secret => info("", "Secret", "secrets", &["v1"]),
+            Kind::CaConfigMap => info("", "ConfigMap", "configmaps", &["v1"]),
             Kind::GatewayClass => gateway_api("GatewayClass", "gatewayclasses", &["v1", "v1beta1"]),
             Kind::KubernetesGateway => gateway_api("Gateway", "gateways", &["v1", "v1beta1"]),
             Kind::HttpRoute => gateway_api("HTTPRoute", "httproutes", &["v1", "v1beta1"]),
@@ -352,7 +357,7 @@ mod tests {
             let info = kind.info();
             // Both ConfigMap kinds read as HigressConfig; decoding tells them apart by name.
             let expected = match kind {
-                Kind::MeshConfig => Kind::HigressConfig,
+                Kind::MeshConfig | Kind::CaConfigMap => Kind::HigressConfig,
                 kind => kind,
             };
             assert_eq!(Kind::from_group_kind(info.group, info.kind), Some(expected));

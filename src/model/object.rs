@@ -115,6 +115,8 @@ pub enum Spec {
     EndpointSlice(Box<k8s_openapi::api::discovery::v1::EndpointSlice>),
     /// A Kubernetes Secret: its type and base64-decoded data.
     Secret(Box<k8s_openapi::api::core::v1::Secret>),
+    /// A Kubernetes ConfigMap holding a CA bundle under `ca.crt`.
+    CaConfigMap(Box<k8s_openapi::api::core::v1::ConfigMap>),
     /// Gateway API GatewayClass spec.
     GatewayClass(gateway_api::GatewayClass),
     /// Gateway API Gateway spec.
@@ -162,6 +164,7 @@ impl Spec {
             Spec::Service(_) => Kind::Service,
             Spec::EndpointSlice(_) => Kind::EndpointSlice,
             Spec::Secret(_) => Kind::Secret,
+            Spec::CaConfigMap(_) => Kind::CaConfigMap,
             Spec::GatewayClass(_) => Kind::GatewayClass,
             Spec::KubernetesGateway(_) => Kind::KubernetesGateway,
             Spec::HttpRoute(_) => Kind::HttpRoute,

@@ -96,6 +96,15 @@ pub enum Admission {
 }
 
 impl Verdict {
+    /// The kind of the document, when recognised.
+    pub fn kind(&self) -> Option<Kind> {
+        match self {
+            Verdict::Accept { object, .. } => Some(object.kind()),
+            Verdict::Reject { kind, .. } => *kind,
+            Verdict::Ignore => None,
+        }
+    }
+
     /// Logs an accepted object's warnings through `log_warning` and counts a rejection (of the whole document, or of
     /// some of its parts) in `metrics`, the same way for every source.
     pub fn settle(

@@ -138,6 +138,9 @@ pub struct KubeConfig {
     pub instance: Option<String>,
     /// Watch TLS Secrets (for Gateways' `credentialName`); off where RBAC grants no Secret reads.
     pub tls_secrets: bool,
+    /// Watch ConfigMaps holding a CA bundle (`ca.crt`, for BackendTLSPolicy `caCertificateRefs`); off where RBAC
+    /// grants no ConfigMap reads.
+    pub ca_configmaps: bool,
 }
 
 impl std::fmt::Debug for KubeConfig {
@@ -160,6 +163,7 @@ impl KubeConfig {
             backoff: Backoff::default(),
             instance: None,
             tls_secrets: true,
+            ca_configmaps: true,
         }
     }
 }
@@ -209,7 +213,8 @@ fn watch_specs(config: &KubeConfig, options: &AdmitOptions) -> Vec<WatchSpec> {
         .copied()
         .filter(|k| !matches!(k, Kind::HigressConfig | Kind::MeshConfig))
         .chain([Kind::Service, Kind::EndpointSlice])
-        .chain(config.tls_secrets.then_some(Kind::Secret));
+        .chain(config.tls_secrets.then_some(Kind::Secret))
+        .chain(config.ca_configmaps.then_some(Kind::CaConfigMap));
     for kind in kinds {
         // A cluster-scoped kind (GatewayClass) has one watcher, whatever the namespaces.
         let namespaces = if kind.is_cluster_scoped() {
@@ -348,6 +353,7 @@ impl RetryDelay {
 async fn run_watcher(spec: WatchSpec, shared: Arc<Shared>, sender: ScopedSender) {
     let versions = spec.kind.info().versions;
     let mut state = WatchState {
+        kind: spec.kind,
         scope: spec.scope(),
         persisted: shared.state.loaded().await,
         last_good: HashMap::new(),
@@ -427,6 +433,9 @@ async fn run_watcher(spec: WatchSpec, shared: Arc<Shared>, sender: ScopedSender)
 
 /// Per-watcher state: last good objects and the relist buffer.
 struct WatchState {
+    /// The kind it watches: objects of another kind are not its business (the ConfigMap watchers see one
+    /// resource, told apart by name and content).
+    kind: Kind,
     /// The watcher's store scope.
     scope: Scope,
     /// Last good versions an earlier run persisted (the fallback for objects invalid since before this start).
@@ -469,17 +478,27 @@ impl WatchState {
                 self.held.retain(|key| self.last_good.contains_key(key));
                 self.resync(sender)
             }
-            Event::Apply(object) => match self.admit(object, resource, shared) {
-                Some(object) => {
-                    self.last_good.insert(object.key(), object.clone());
-                    sender.send(SourceEvent::Apply(object))
+            Event::Apply(object) => {
+                let key = key_of(&object, resource, &shared.options);
+                match self.admit(object, resource, shared) {
+                    Some(object) => {
+                        self.last_good.insert(object.key(), object.clone());
+                        sender.send(SourceEvent::Apply(object))
+                    }
+                    // No longer this watcher's business (a ConfigMap that lost its `ca.crt`): gone from the config.
+                    None => match key.filter(|key| self.last_good.remove(key).is_some()) {
+                        Some(key) => sender.send(SourceEvent::Delete(key)),
+                        None => Ok(()),
+                    },
                 }
-                None => Ok(()),
-            },
+            }
             Event::Delete(object) => {
                 let Some(key) = key_of(&object, resource, &shared.options) else {
                     return Ok(());
                 };
+                if key.kind != self.kind {
+                    return Ok(());
+                }
                 self.last_good.remove(&key);
                 self.reported.remove(&key);
                 self.held.remove(&key);
@@ -514,6 +533,9 @@ impl WatchState {
         prepare(&mut value, resource);
         let uid = reference.uid.as_deref();
         let verdict = admit(value, &shared.options, &|key| self.last_good_of(key, uid));
+        if verdict.kind().is_some_and(|kind| kind != self.kind) {
+            return None;
+        }
         let log_warning = |key: &ObjectKey, warning: &Finding| {
             tracing::debug!(object = %key, field = %warning.field, warning = %warning.message,
                 "config warning");
@@ -620,13 +642,20 @@ fn key_of(
     resource: &ApiResource,
     options: &AdmitOptions,
 ) -> Option<ObjectKey> {
-    let kind = Kind::from_group_kind(&resource.group, &resource.kind)?;
+    let mut kind = Kind::from_group_kind(&resource.group, &resource.kind)?;
     let name = object.metadata.name.clone()?;
     let namespace = match &object.metadata.namespace {
         _ if kind.is_cluster_scoped() => String::new(),
         Some(namespace) => namespace.clone(),
         None => options.default_namespace.clone(),
     };
+    if kind == Kind::HigressConfig {
+        // Every ConfigMap reads as HigressConfig; its name says which kind it is.
+        kind = options
+            .decode
+            .configmap_kind(&namespace, &name)
+            .unwrap_or(Kind::CaConfigMap);
+    }
     Some(ObjectKey::new(kind, namespace, name))
 }
 
@@ -771,6 +800,31 @@ mod tests {
         assert_eq!(scopes.len(), specs.len(), "{scopes:?}");
         assert!(specs.iter().any(|w| w.kind == Kind::Gateway));
         assert!(specs.iter().any(|w| w.kind == Kind::KubernetesGateway));
+        assert!(specs.iter().any(|w| w.kind == Kind::CaConfigMap));
+    }
+
+    #[test]
+    fn a_configmap_is_keyed_by_what_its_name_makes_it() {
+        let options = AdmitOptions {
+            decode: crate::model::decode::DecodeOptions::default(),
+            default_namespace: "default".into(),
+        };
+        let resource = api_resource(Kind::CaConfigMap, "v1");
+        let key = |namespace: &str, name: &str| {
+            let mut object = DynamicObject::new(name, &resource);
+            object.metadata.namespace = Some(namespace.into());
+            key_of(&object, &resource, &options).map(|k| k.kind)
+        };
+        let higress = &options.decode;
+        assert_eq!(
+            key(&higress.higress_namespace, &higress.higress_name),
+            Some(Kind::HigressConfig)
+        );
+        assert_eq!(
+            key(&higress.mesh_namespace, &higress.mesh_name),
+            Some(Kind::MeshConfig)
+        );
+        assert_eq!(key("apps", "backend-ca"), Some(Kind::CaConfigMap));
     }
 
     #[test]

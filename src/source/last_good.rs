@@ -71,7 +71,10 @@ pub fn held_without_origin<'a>(
 
 /// Tells whether objects of `kind` are persisted.
 pub fn persisted_kind(kind: Kind) -> bool {
-    !matches!(kind, Kind::Secret | Kind::Service | Kind::EndpointSlice)
+    !matches!(
+        kind,
+        Kind::Secret | Kind::CaConfigMap | Kind::Service | Kind::EndpointSlice
+    )
 }
 
 /// The held objects of every scope, shared by the sources (which set them) and the state writer (which saves them).

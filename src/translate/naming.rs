@@ -45,10 +45,23 @@ pub fn parse_gateway_credential(credential_name: &str) -> Option<(&str, &str)> {
         .split_once('/')
 }
 
-/// Returns the SDS name of a gateway credential: `kubernetes://<credentialName>`, or a `kubernetes-gateway://`
-/// credential as it is (Istio's `credentials.ToResourceName`).
+/// Prefix of the credential name of a CA bundle held in a ConfigMap (Istio's `configmap://<ns>/<name>`, what
+/// BackendTLSPolicy `caCertificateRefs` become).
+pub const CONFIGMAP_CREDENTIAL_PREFIX: &str = "configmap://";
+
+/// The namespace and name of a `configmap://<ns>/<name>` credential; `None` for any other.
+pub fn parse_configmap_credential(credential_name: &str) -> Option<(&str, &str)> {
+    credential_name
+        .strip_prefix(CONFIGMAP_CREDENTIAL_PREFIX)?
+        .split_once('/')
+}
+
+/// Returns the SDS name of a gateway credential: `kubernetes://<credentialName>`, or a `kubernetes-gateway://` or
+/// `configmap://` credential as it is (Istio's `credentials.ToResourceName`).
 pub fn credential_secret(credential_name: &str) -> String {
-    if credential_name.starts_with(GATEWAY_CREDENTIAL_PREFIX) {
+    if credential_name.starts_with(GATEWAY_CREDENTIAL_PREFIX)
+        || credential_name.starts_with(CONFIGMAP_CREDENTIAL_PREFIX)
+    {
         credential_name.to_string()
     } else {
         format!("kubernetes://{credential_name}")

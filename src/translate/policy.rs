@@ -474,6 +474,23 @@ pub fn apply_tls(out: &mut Cluster, tls: &ClientTlsSettings) -> Vec<String> {
     let mut credentials = Vec::new();
     let mut common = CommonTlsContext::default();
     let skip_verify = tls.insecure_skip_verify == Some(true);
+    // A name with a scheme (`spiffe://…`) is a URI SAN; any other a DNS one.
+    let sans: Vec<SubjectAltNameMatcher> = tls
+        .subject_alt_names
+        .iter()
+        .map(|san| SubjectAltNameMatcher {
+            san_type: if san.contains("://") {
+                subject_alt_name_matcher::SanType::Uri
+            } else {
+                subject_alt_name_matcher::SanType::Dns
+            } as i32,
+            r#matcher: Some(StringMatcher {
+                match_pattern: Some(string_matcher::MatchPattern::Exact(san.clone())),
+                ..Default::default()
+            }),
+            ..Default::default()
+        })
+        .collect();
     if !tls.credential_name.is_empty() {
         credentials.push(tls.credential_name.clone());
         if mutual {
@@ -482,11 +499,22 @@ pub fn apply_tls(out: &mut Cluster, tls: &ClientTlsSettings) -> Vec<String> {
                 .push(sds(naming::credential_secret(&tls.credential_name)));
         }
         if !skip_verify {
-            common.validation_context_type = Some(
-                common_tls_context::ValidationContextType::ValidationContextSdsSecretConfig(sds(
-                    naming::credential_ca_secret(&tls.credential_name),
-                )),
-            );
+            let ca = sds(naming::credential_ca_secret(&tls.credential_name));
+            // The names are checked too, as istiod's `ApplyCustomSDSToClientCommonTLSContext` does.
+            common.validation_context_type = Some(if sans.is_empty() {
+                common_tls_context::ValidationContextType::ValidationContextSdsSecretConfig(ca)
+            } else {
+                common_tls_context::ValidationContextType::CombinedValidationContext(
+                    common_tls_context::CombinedCertificateValidationContext {
+                        default_validation_context: Some(CertificateValidationContext {
+                            match_typed_subject_alt_names: sans,
+                            ..Default::default()
+                        }),
+                        validation_context_sds_secret_config: Some(ca),
+                        ..Default::default()
+                    },
+                )
+            });
         }
     } else {
         // Files on the gateway are read through SDS (`file-cert:`/`file-root:`), so a missing file fails that
@@ -499,18 +527,6 @@ pub fn apply_tls(out: &mut Cluster, tls: &ClientTlsSettings) -> Vec<String> {
             credentials.push(name);
         }
         if !skip_verify {
-            let sans: Vec<SubjectAltNameMatcher> = tls
-                .subject_alt_names
-                .iter()
-                .map(|san| SubjectAltNameMatcher {
-                    san_type: subject_alt_name_matcher::SanType::Dns as i32,
-                    r#matcher: Some(StringMatcher {
-                        match_pattern: Some(string_matcher::MatchPattern::Exact(san.clone())),
-                        ..Default::default()
-                    }),
-                    ..Default::default()
-                })
-                .collect();
             // Envoy refuses name checks against its built-in system roots, so those read the system bundle.
             let ca = match tls.ca_certificates.as_str() {
                 "" if sans.is_empty() && tls.ca_crl.is_empty() => None,

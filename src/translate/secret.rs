@@ -3,7 +3,9 @@
 //! bundle); takes a `file-cert:`/`file-root:` name (DestinationRule TLS from files) and yields the Secret that has
 //! the gateway's Envoy read those files, so a missing file fails that secret (and the clusters using it) alone.
 //! Also looks those Secrets up in a snapshot for one namespace (`SecretsOf`): whether a server's credentials
-//! are all there, and the SDS secrets for every credential in use.
+//! are all there, and the SDS secrets for every credential in use. A `configmap://<ns>/<name>` credential (a
+//! BackendTLSPolicy's CA) yields `configmap://<ns>/<name>-cacert` from that ConfigMap's `ca.crt` (public data, as
+//! istiod serves it to any proxy).
 
 use envoy_types::pb::envoy::config::core::v3::{data_source, DataSource};
 use envoy_types::pb::envoy::extensions::transport_sockets::tls::v3::{
@@ -176,6 +178,25 @@ fn ca_secret(secrets: SecretsOf<'_>, name: &str) -> Option<Secret> {
     }
 }
 
+/// The CA bundle of a `configmap://<ns>/<name>` credential: the ConfigMap's `ca.crt`.
+fn configmap_ca(snapshot: &Snapshot, credential: &str) -> Option<Secret> {
+    let (namespace, name) = naming::parse_configmap_credential(credential)?;
+    let object = snapshot.get(&ObjectKey::new(Kind::CaConfigMap, namespace, name))?;
+    let Spec::CaConfigMap(configmap) = &object.spec else {
+        return None;
+    };
+    let ca = configmap.data.as_ref()?.get("ca.crt")?;
+    Some(Secret {
+        name: naming::credential_ca_secret(credential),
+        r#type: Some(secret::Type::ValidationContext(
+            CertificateValidationContext {
+                trusted_ca: Some(inline(ca.as_bytes().to_vec())),
+                ..Default::default()
+            },
+        )),
+    })
+}
+
 /// Builds the SDS secrets for the credentials in use (certificate and, when present, CA bundle) and for the
 /// `file-cert:`/`file-root:` names of TLS settings given as files.
 pub(crate) fn build_secrets(secrets: SecretsOf<'_>, credentials: &BTreeSet<String>) -> Vec<Secret> {
@@ -183,6 +204,10 @@ pub(crate) fn build_secrets(secrets: SecretsOf<'_>, credentials: &BTreeSet<Strin
     for name in credentials {
         if let Some(s) = from_files(name) {
             out.push(s);
+            continue;
+        }
+        if naming::parse_configmap_credential(name).is_some() {
+            out.extend(configmap_ca(secrets.snapshot, name));
             continue;
         }
         if let Some(s) = kube_secret(secrets, name).and_then(|s| certificate(name, s)) {

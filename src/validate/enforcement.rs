@@ -186,12 +186,13 @@ fn unenforced_kind(kind: Kind) -> Option<&'static str> {
         Kind::WorkloadGroup => {
             "WorkloadGroup is not enforced on gateways by admitpilot: only WorkloadEntry objects become endpoints"
         }
-        Kind::BackendTlsPolicy | Kind::ListenerSet => {
-            "This Gateway API kind is not enforced on gateways by admitpilot yet: it is validated but not \
-             translated (Gateway, HTTPRoute, GRPCRoute, TLSRoute, TCPRoute and ReferenceGrant are)"
+        Kind::ListenerSet => {
+            "ListenerSet is not enforced on gateways by admitpilot yet: it is validated but its listeners are not \
+             served"
         }
         Kind::TlsRoute
         | Kind::TcpRoute
+        | Kind::BackendTlsPolicy
         | Kind::AuthorizationPolicy
         | Kind::RequestAuthentication
         | Kind::Telemetry
@@ -206,6 +207,7 @@ fn unenforced_kind(kind: Kind) -> Option<&'static str> {
         | Kind::Service
         | Kind::EndpointSlice
         | Kind::Secret
+        | Kind::CaConfigMap
         | Kind::GatewayClass
         | Kind::KubernetesGateway
         | Kind::HttpRoute
@@ -228,7 +230,7 @@ mod tests {
             .copied()
             .filter(|kind| unenforced_kind(*kind).is_some())
             .collect();
-        assert_eq!(kinds.len(), 11, "{kinds:?}");
+        assert_eq!(kinds.len(), 10, "{kinds:?}");
         for kind in kinds {
             let why = unenforced_kind(kind).unwrap_or_default();
             assert!(

@@ -24,6 +24,7 @@ pub struct BackendTlsValidation {
     /// ConfigMaps (or Secrets) holding CA certificates.
     pub ca_certificate_refs: Vec<LocalReference>,
     /// `System` to trust the system's CAs.
+    #[serde(rename = "wellKnownCACertificates")]
     pub well_known_ca_certificates: Option<String>,
     /// SNI and the name the certificate must carry.
     pub hostname: String,

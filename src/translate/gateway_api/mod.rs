@@ -12,9 +12,10 @@
 //! [`http_route`] the routes and their order, [`backends`] the destinations). GRPCRoutes join HTTPRoutes on the
 //! same host names, their rules first rewritten as HTTPRoute rules ([`grpc_route`]). A TLS or TCP listener gets
 //! one VirtualService (`gateway-api~<gateway>~<listener>~stream`) with its TLSRoutes and TCPRoutes
-//! ([`stream_route`]). Synthesized objects equal to the
+//! ([`stream_route`]). BackendTLSPolicies become DestinationRules ([`backend_tls`]). Synthesized objects equal to the
 //! previous call's are the previous call's `Arc`s, so the translator's per-object caches keep working.
 
+pub mod backend_tls;
 pub mod backends;
 pub mod grpc_route;
 pub mod http_route;
@@ -466,6 +467,10 @@ impl Converted {
                 }));
             }
         }
+        out.extend(backend_tls::destination_rules(
+            snapshot,
+            &options.domain_suffix,
+        ));
         out
     }
 }

@@ -24,7 +24,12 @@ pub const INTERNAL_ANNOTATIONS: &[&str] = &[
 pub fn validate_metadata(kind: Kind, meta: &ObjectMeta, out: &mut Findings) {
     if matches!(
         kind,
-        Kind::HigressConfig | Kind::MeshConfig | Kind::Service | Kind::EndpointSlice | Kind::Secret
+        Kind::HigressConfig
+            | Kind::MeshConfig
+            | Kind::CaConfigMap
+            | Kind::Service
+            | Kind::EndpointSlice
+            | Kind::Secret
     ) {
         return;
     }

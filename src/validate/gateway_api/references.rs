@@ -94,20 +94,92 @@ pub fn check(config: &Snapshot, object: &ConfigObject, out: &mut Vec<Reference>)
                 );
             }
         }
-        Spec::BackendTlsPolicy(policy) => {
-            for (i, target) in policy.target_refs.iter().enumerate() {
-                let key = ObjectKey::new(Kind::Service, namespace, target.name.clone());
-                if target.group.is_empty() && target.kind == "Service" && config.get(&key).is_none()
-                {
-                    warn(
-                        out,
-                        format!("spec.targetRefs[{i}]"),
-                        format!("Service {namespace}/{} does not exist", target.name),
-                    );
-                }
+        Spec::BackendTlsPolicy(policy) => backend_tls_refs(config, namespace, policy, out),
+        _ => {}
+    }
+}
+
+/// A BackendTLSPolicy's targets (a Service, and the port its `sectionName` names) and CA reference (a core
+/// ConfigMap with `ca.crt`, the first one only): what does not resolve leaves the backend without traffic
+/// (`translate::gateway_api::backend_tls`).
+fn backend_tls_refs(
+    config: &Snapshot,
+    namespace: &str,
+    policy: &crate::model::gateway_api::BackendTlsPolicy,
+    out: &mut Vec<Reference>,
+) {
+    for (i, target) in policy.target_refs.iter().enumerate() {
+        if !target.group.is_empty() || target.kind != "Service" {
+            continue;
+        }
+        let key = ObjectKey::new(Kind::Service, namespace, target.name.clone());
+        let Some(service) = config.get(&key) else {
+            warn(
+                out,
+                format!("spec.targetRefs[{i}]"),
+                format!("Service {namespace}/{} does not exist", target.name),
+            );
+            continue;
+        };
+        let Spec::Service(spec) = &service.spec else {
+            continue;
+        };
+        if let Some(section) = &target.section_name {
+            let named = spec
+                .ports
+                .iter()
+                .flatten()
+                .any(|p| p.name.as_deref() == Some(section.as_str()));
+            if !named {
+                warn(
+                    out,
+                    format!("spec.targetRefs[{i}].sectionName"),
+                    format!(
+                        "Service {namespace}/{} has no port named {section:?}: the policy applies to no port",
+                        target.name
+                    ),
+                );
             }
         }
-        _ => {}
+    }
+    let refs = &policy.validation.ca_certificate_refs;
+    if let Some(first) = refs.first() {
+        let field = "spec.validation.caCertificateRefs[0]".to_string();
+        if !first.group.is_empty() || first.kind != "ConfigMap" {
+            warn(
+                out,
+                field,
+                format!(
+                    "admitpilot reads CA certificates from core ConfigMaps only, not {}: the backends of this \
+                     policy get no traffic",
+                    first.kind
+                ),
+            );
+        } else if config
+            .get(&ObjectKey::new(
+                Kind::CaConfigMap,
+                namespace,
+                first.name.clone(),
+            ))
+            .is_none()
+        {
+            warn(
+                out,
+                field,
+                format!(
+                    "ConfigMap {namespace}/{} with a ca.crt key does not exist: the backends of this policy get \
+                     no traffic until it does",
+                    first.name
+                ),
+            );
+        }
+    }
+    if refs.len() > 1 {
+        warn(
+            out,
+            "spec.validation.caCertificateRefs".into(),
+            "only the first CA certificate reference is used".into(),
+        );
     }
 }
 
@@ -377,5 +449,52 @@ spec:
             .map(|r| r.field.as_str())
             .collect();
         assert_eq!(fields, ["spec.rules[0].backendRefs[0].port"], "{out:?}");
+    }
+
+    #[test]
+    fn backend_tls_policies_name_what_does_not_resolve() {
+        let config = snapshot_from_yaml(
+            "apiVersion: v1
+kind: Service
+metadata: {name: web, namespace: default}
+spec: {ports: [{name: https, port: 443}]}
+---
+apiVersion: v1
+kind: ConfigMap
+metadata: {name: ca, namespace: default}
+data: {ca.crt: pem}
+---
+apiVersion: gateway.networking.k8s.io/v1
+kind: BackendTLSPolicy
+metadata: {name: good, namespace: default}
+spec:
+  targetRefs: [{group: '', kind: Service, name: web, sectionName: https}]
+  validation: {caCertificateRefs: [{group: '', kind: ConfigMap, name: ca}], hostname: web.example}
+---
+apiVersion: gateway.networking.k8s.io/v1
+kind: BackendTLSPolicy
+metadata: {name: bad, namespace: default}
+spec:
+  targetRefs:
+  - {group: '', kind: Service, name: web, sectionName: admin}
+  - {group: '', kind: Service, name: gone}
+  validation: {caCertificateRefs: [{group: '', kind: ConfigMap, name: missing}], hostname: web.example}
+",
+        );
+        let fields = |name: &str| {
+            let policy = &config.objects[&ObjectKey::new(Kind::BackendTlsPolicy, "default", name)];
+            let mut out = Vec::new();
+            check(&config, policy, &mut out);
+            out.into_iter().map(|r| r.field).collect::<Vec<_>>()
+        };
+        assert!(fields("good").is_empty());
+        assert_eq!(
+            fields("bad"),
+            [
+                "spec.targetRefs[0].sectionName",
+                "spec.targetRefs[1]",
+                "spec.validation.caCertificateRefs[0]"
+            ]
+        );
     }
 }

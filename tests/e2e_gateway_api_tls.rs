@@ -1,8 +1,10 @@
-//! Gateway API TLS and TCP listeners end to end: the real `admitpilot serve --config-dir` binary, a real Envoy 1.40
-//! (SotW, default `initial_fetch_timeout`) serving the Gateway `default/gw`, and backends on 127.0.0.1. A TLS
-//! `Passthrough` listener sends each connection, still encrypted, to the TLSRoute whose host names match its SNI (the
-//! client verifies the backend's own certificate); a TLS listener that terminates hands the decrypted bytes to a
-//! TCPRoute's backend; a TCP listener sends bytes to its TCPRoute's. Every `*update_rejected` stat stays 0.
+//! Gateway API TLS end to end: the real `admitpilot serve --config-dir` binary, a real Envoy 1.40 (SotW, default
+//! `initial_fetch_timeout`) serving the Gateway `default/gw`, and backends on 127.0.0.1. A TLS `Passthrough`
+//! listener sends each connection, still encrypted, to the TLSRoute whose host names match its SNI (the client
+//! verifies the backend's own certificate); a TLS listener that terminates hands the decrypted bytes to a
+//! TCPRoute's backend; a TCP listener sends bytes to its TCPRoute's. BackendTLSPolicy: Envoy calls the backend over
+//! TLS with the policy's SNI and verifies its certificate against the ConfigMap's CA and the policy's host name, and
+//! a backend whose certificate does not pass gets no request. Every `*update_rejected` stat stays 0.
 //!
 //! Skips with a message when Envoy is not installed.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
@@ -17,7 +19,7 @@ use std::time::Duration;
 
 use envoy::*;
 use pipeline::*;
-use rcgen::{BasicConstraints, CertificateParams, IsCa, Issuer, KeyPair};
+use rcgen::{BasicConstraints, CertificateParams, DnType, IsCa, Issuer, KeyPair};
 use rustls::pki_types::pem::PemObject;
 use rustls::pki_types::{CertificateDer, PrivateKeyDer};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
@@ -34,6 +36,10 @@ impl Ca {
     fn new() -> Ca {
         let mut params = CertificateParams::new(Vec::new()).unwrap();
         params.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
+        // A subject of its own: a leaf whose issuer equals its subject reads as self-signed to BoringSSL.
+        params
+            .distinguished_name
+            .push(DnType::CommonName, "admitpilot e2e CA");
         let key = KeyPair::generate().unwrap();
         let pem = params.self_signed(&key).unwrap().pem();
         Ca {
@@ -45,10 +51,9 @@ impl Ca {
     /// A certificate for `host` and its key, as PEM.
     fn leaf(&self, host: &str) -> (String, String) {
         let key = KeyPair::generate().unwrap();
-        let cert = CertificateParams::new(vec![host.to_string()])
-            .unwrap()
-            .signed_by(&key, &self.issuer)
-            .unwrap();
+        let mut params = CertificateParams::new(vec![host.to_string()]).unwrap();
+        params.distinguished_name.push(DnType::CommonName, host);
+        let cert = params.signed_by(&key, &self.issuer).unwrap();
         (cert.pem(), key.serialize_pem())
     }
 
@@ -68,8 +73,9 @@ impl Ca {
     }
 }
 
-/// A backend on 127.0.0.1 that answers each connection's first bytes with `<name>:<bytes>`, in TLS with a
-/// certificate for `tls.0` when `tls` is set.
+/// A backend on 127.0.0.1 that answers each connection's first bytes with `<name>:<bytes>` (or, with `http`, an
+/// HTTP/1.1 200 whose body is `<name> sni=<the SNI it was sent>`), in TLS with the certificate and key `tls` when
+/// set.
 struct StreamBackend {
     port: u16,
     task: tokio::task::JoinHandle<()>,
@@ -77,6 +83,14 @@ struct StreamBackend {
 
 impl StreamBackend {
     async fn start(name: &'static str, tls: Option<(String, String)>) -> StreamBackend {
+        StreamBackend::start_as(name, tls, false).await
+    }
+
+    async fn start_as(
+        name: &'static str,
+        tls: Option<(String, String)>,
+        http: bool,
+    ) -> StreamBackend {
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
         let port = listener.local_addr().unwrap().port();
         let acceptor = tls.map(|(cert, key)| {
@@ -104,10 +118,11 @@ impl StreamBackend {
                     match acceptor {
                         Some(acceptor) => {
                             if let Ok(stream) = acceptor.accept(stream).await {
-                                answer(name, stream).await;
+                                let sni = stream.get_ref().1.server_name().map(str::to_string);
+                                answer(name, sni.filter(|_| http), stream).await;
                             }
                         }
-                        None => answer(name, stream).await,
+                        None => answer(name, None, stream).await,
                     }
                 });
             }
@@ -122,10 +137,24 @@ impl Drop for StreamBackend {
     }
 }
 
-async fn answer(name: &str, mut stream: impl tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin) {
-    let mut buf = [0u8; 256];
+/// Answers one connection: as HTTP when the SNI it was sent is given (`http` backends), else by echoing.
+async fn answer(
+    name: &str,
+    sni: Option<String>,
+    mut stream: impl tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin,
+) {
+    let mut buf = [0u8; 4096];
     if let Ok(n) = stream.read(&mut buf).await {
-        let reply = format!("{name}:{}", String::from_utf8_lossy(&buf[..n]));
+        let reply = match sni {
+            Some(sni) => {
+                let body = format!("{name} sni={sni}");
+                format!(
+                    "HTTP/1.1 200 OK\r\ncontent-length: {}\r\nconnection: close\r\n\r\n{body}",
+                    body.len()
+                )
+            }
+            None => format!("{name}:{}", String::from_utf8_lossy(&buf[..n])),
+        };
         let _ = stream.write_all(reply.as_bytes()).await;
         let _ = stream.shutdown().await;
     }
@@ -163,6 +192,7 @@ async fn over_tcp(port: u16, bytes: &str) -> String {
     }
 }
 
+/// A Service `name` on port 9000 whose endpoint is 127.0.0.1:`port`.
 fn service(name: &str, port: u16) -> String {
     format!(
         "apiVersion: v1\nkind: Service\nmetadata: {{name: {name}, namespace: default}}\nspec: {{ports: [{{name: tcp, port: 9000}}]}}\n---\napiVersion: discovery.k8s.io/v1\nkind: EndpointSlice\nmetadata: {{name: {name}-1, namespace: default, labels: {{kubernetes.io/service-name: {name}}}}}\naddressType: IPv4\nports: [{{name: tcp, port: {port}, protocol: TCP}}]\nendpoints: [{{addresses: [127.0.0.1], conditions: {{ready: true}}}}]\n"
@@ -318,4 +348,96 @@ spec:
     .await;
     assert_eq!(reply, "db:raw");
     envoy.assert_nothing_rejected("tls and tcp routes").await;
+}
+
+/// BackendTLSPolicy: the gateway calls the backend over TLS, with the policy's host name as SNI, trusting only the
+/// ConfigMap's CA and only a certificate for that host name; a backend whose certificate names another host, and
+/// one whose policy's CA cannot be resolved, get no request (503), never a request in plain text.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn backend_tls_policies_are_enforced_by_envoy() {
+    let Some(binary) = envoy_binary() else {
+        return;
+    };
+    let ca = Ca::new();
+    let secure = StreamBackend::start_as("secure", Some(ca.leaf("secure.example")), true).await;
+    let impostor = StreamBackend::start_as("impostor", Some(ca.leaf("other.example")), true).await;
+    let unresolved =
+        StreamBackend::start_as("unresolved", Some(ca.leaf("unresolved.example")), true).await;
+    let port = free_port();
+    let policy = |name: &str, ca_ref: &str, hostname: &str| {
+        format!(
+            "apiVersion: gateway.networking.k8s.io/v1\nkind: BackendTLSPolicy\nmetadata: {{name: {name}, namespace: default}}\nspec:\n  targetRefs: [{{group: \"\", kind: Service, name: {name}}}]\n  validation:\n    caCertificateRefs: [{{group: \"\", kind: ConfigMap, name: {ca_ref}}}]\n    hostname: {hostname}\n"
+        )
+    };
+    let ca_pem: String = ca.pem.lines().map(|l| format!("    {l}\n")).collect();
+    let config = format!(
+        r#"apiVersion: gateway.networking.k8s.io/v1
+kind: GatewayClass
+metadata: {{name: admitpilot}}
+spec: {{controllerName: admitpilot.io/gateway-controller}}
+---
+apiVersion: gateway.networking.k8s.io/v1
+kind: Gateway
+metadata: {{name: gw, namespace: default}}
+spec:
+  gatewayClassName: admitpilot
+  listeners: [{{name: http, port: {port}, protocol: HTTP}}]
+---
+apiVersion: v1
+kind: ConfigMap
+metadata: {{name: backend-ca, namespace: default}}
+data:
+  ca.crt: |
+{ca_pem}---
+{}---
+{}---
+{}---
+apiVersion: gateway.networking.k8s.io/v1
+kind: HTTPRoute
+metadata: {{name: r, namespace: default}}
+spec:
+  parentRefs: [{{name: gw}}]
+  rules:
+  - matches: [{{path: {{value: /secure}}}}]
+    backendRefs: [{{name: secure, port: 9000}}]
+  - matches: [{{path: {{value: /impostor}}}}]
+    backendRefs: [{{name: impostor, port: 9000}}]
+  - matches: [{{path: {{value: /unresolved}}}}]
+    backendRefs: [{{name: unresolved, port: 9000}}]
+"#,
+        policy("secure", "backend-ca", "secure.example"),
+        policy("impostor", "backend-ca", "secure.example"),
+        policy("unresolved", "no-such-configmap", "unresolved.example"),
+    );
+    let dir = tempfile::tempdir().unwrap();
+    write(dir.path(), "gateway.yaml", &config);
+    let services = [
+        service("secure", secure.port),
+        service("impostor", impostor.port),
+        service("unresolved", unresolved.port),
+    ]
+    .join("---\n");
+    write(dir.path(), "services.yaml", &services);
+    let admitpilot =
+        Admitpilot::start_with_args(dir.path(), &["--xds-unauthenticated-secrets"]).await;
+    let bootstrap = bootstrap(AdsApi::Sotw, admitpilot.xds_port, NODE_ID).replace(
+        "LABELS: { app: e2e }",
+        "LABELS: { gateway.networking.k8s.io/gateway-name: gw }",
+    );
+    let envoy = EnvoyProcess::start(&binary, &bootstrap, 53_710).await;
+    let http = client();
+    let base = format!("http://127.0.0.1:{port}");
+    wait_for_response(
+        &http,
+        &format!("{base}/secure"),
+        200,
+        "secure sni=secure.example",
+    )
+    .await;
+    for path in ["/impostor", "/unresolved"] {
+        let (status, body) = get(&http, &format!("{base}{path}")).await.unwrap();
+        assert_eq!(status, 503, "{path}: {body}");
+        assert!(!body.contains("sni="), "{path} reached its backend: {body}");
+    }
+    envoy.assert_nothing_rejected("backend tls policies").await;
 }
