@@ -199,6 +199,32 @@ fn service(name: &str, port: u16) -> String {
     )
 }
 
+/// Writes `config` and the Services of `backends` (name, port) into a folder, starts `admitpilot serve` on it (folder
+/// mode serves certificates and CAs only when asked: `--xds-unauthenticated-secrets`) and an Envoy serving the
+/// Gateway `default/gw`; the folder lives as long as admitpilot does.
+async fn serve(
+    binary: &std::path::Path,
+    config: &str,
+    backends: &[(&str, u16)],
+    base_id: u32,
+) -> (tempfile::TempDir, Admitpilot, EnvoyProcess) {
+    let dir = tempfile::tempdir().unwrap();
+    write(dir.path(), "gateway.yaml", config);
+    let services: Vec<String> = backends
+        .iter()
+        .map(|(name, port)| service(name, *port))
+        .collect();
+    write(dir.path(), "services.yaml", &services.join("---\n"));
+    let admitpilot =
+        Admitpilot::start_with_args(dir.path(), &["--xds-unauthenticated-secrets"]).await;
+    let bootstrap = bootstrap(AdsApi::Sotw, admitpilot.xds_port, NODE_ID).replace(
+        "LABELS: { app: e2e }",
+        "LABELS: { gateway.networking.k8s.io/gateway-name: gw }",
+    );
+    let envoy = EnvoyProcess::start(binary, &bootstrap, base_id).await;
+    (dir, admitpilot, envoy)
+}
+
 /// Polls `check` until it returns `Some`, failing with the admitpilot log after the deadline.
 async fn eventually<T, F: std::future::Future<Output = Option<T>>>(
     what: &str,
@@ -294,23 +320,13 @@ spec:
         b64(&cert),
         b64(&key)
     );
-    let dir = tempfile::tempdir().unwrap();
-    write(dir.path(), "gateway.yaml", &config);
-    let services = [
-        service("a", a.port),
-        service("b", b.port),
-        service("db", db.port),
-    ]
-    .join("---\n");
-    write(dir.path(), "services.yaml", &services);
-    // Folder mode serves the terminating listener's certificate only when asked.
-    let admitpilot =
-        Admitpilot::start_with_args(dir.path(), &["--xds-unauthenticated-secrets"]).await;
-    let bootstrap = bootstrap(AdsApi::Sotw, admitpilot.xds_port, NODE_ID).replace(
-        "LABELS: { app: e2e }",
-        "LABELS: { gateway.networking.k8s.io/gateway-name: gw }",
-    );
-    let envoy = EnvoyProcess::start(&binary, &bootstrap, 53_700).await;
+    let (_dir, admitpilot, envoy) = serve(
+        &binary,
+        &config,
+        &[("a", a.port), ("b", b.port), ("db", db.port)],
+        53_700,
+    )
+    .await;
 
     // Passthrough: the client's TLS session ends at the backend its SNI names (it verifies that backend's own
     // certificate), so Envoy never decrypts it.
@@ -409,22 +425,17 @@ spec:
         policy("impostor", "backend-ca", "secure.example"),
         policy("unresolved", "no-such-configmap", "unresolved.example"),
     );
-    let dir = tempfile::tempdir().unwrap();
-    write(dir.path(), "gateway.yaml", &config);
-    let services = [
-        service("secure", secure.port),
-        service("impostor", impostor.port),
-        service("unresolved", unresolved.port),
-    ]
-    .join("---\n");
-    write(dir.path(), "services.yaml", &services);
-    let admitpilot =
-        Admitpilot::start_with_args(dir.path(), &["--xds-unauthenticated-secrets"]).await;
-    let bootstrap = bootstrap(AdsApi::Sotw, admitpilot.xds_port, NODE_ID).replace(
-        "LABELS: { app: e2e }",
-        "LABELS: { gateway.networking.k8s.io/gateway-name: gw }",
-    );
-    let envoy = EnvoyProcess::start(&binary, &bootstrap, 53_710).await;
+    let (_dir, _admitpilot, envoy) = serve(
+        &binary,
+        &config,
+        &[
+            ("secure", secure.port),
+            ("impostor", impostor.port),
+            ("unresolved", unresolved.port),
+        ],
+        53_710,
+    )
+    .await;
     let http = client();
     let base = format!("http://127.0.0.1:{port}");
     wait_for_response(
