@@ -95,6 +95,7 @@ pub fn body_message(kind: Kind) -> Option<&'static str> {
         | Kind::EndpointSlice
         | Kind::Secret
         | Kind::CaConfigMap
+        | Kind::Namespace
         | Kind::GatewayClass => return None,
     })
 }

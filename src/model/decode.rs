@@ -165,6 +165,7 @@ pub fn decode(doc: &Value, options: &DecodeOptions) -> Decoded {
             decode_part(doc, "", &mut findings).map(|s| Spec::EndpointSlice(Box::new(s)))
         }
         Kind::Secret => decode_part(doc, "", &mut findings).map(|s| Spec::Secret(Box::new(s))),
+        Kind::Namespace => Some(Spec::Namespace),
         Kind::CaConfigMap => {
             decode_part(doc, "", &mut findings).map(|c| Spec::CaConfigMap(Box::new(c)))
         }

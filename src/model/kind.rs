@@ -48,6 +48,8 @@ pub enum Kind {
     /// A core/v1 ConfigMap holding a CA bundle under `ca.crt` (what BackendTLSPolicy `caCertificateRefs` name;
     /// other ConfigMaps are not admitpilot's business).
     CaConfigMap,
+    /// core/v1 Namespace (its labels: what Gateway API `allowedRoutes` namespace selectors match).
+    Namespace,
     /// core/v1 Service.
     Service,
     /// discovery.k8s.io/v1 EndpointSlice.
@@ -105,7 +107,7 @@ const GATEWAY_API_GROUP: &str = crate::model::istio::types::GATEWAY_API_GROUP;
 
 impl Kind {
     /// Lists every kind, in a stable order.
-    pub const ALL: [Kind; 33] = [
+    pub const ALL: [Kind; 34] = [
         Kind::VirtualService,
         Kind::DestinationRule,
         Kind::Gateway,
@@ -127,6 +129,7 @@ impl Kind {
         Kind::HigressConfig,
         Kind::MeshConfig,
         Kind::CaConfigMap,
+        Kind::Namespace,
         Kind::Service,
         Kind::EndpointSlice,
         Kind::Secret,
@@ -285,6 +288,7 @@ impl Kind {
             ),
             Kind::Secret => info("", "Secret", "secrets", &["v1"]),
             Kind::CaConfigMap => info("", "ConfigMap", "configmaps", &["v1"]),
+            Kind::Namespace => info("", "Namespace", "namespaces", &["v1"]),
             Kind::GatewayClass => gateway_api("GatewayClass", "gatewayclasses", &["v1", "v1beta1"]),
             Kind::KubernetesGateway => gateway_api("Gateway", "gateways", &["v1", "v1beta1"]),
             Kind::HttpRoute => gateway_api("HTTPRoute", "httproutes", &["v1", "v1beta1"]),
@@ -320,9 +324,9 @@ impl Kind {
         }
     }
 
-    /// Whether objects of the kind have no namespace (GatewayClass).
+    /// Whether objects of the kind have no namespace (GatewayClass, Namespace).
     pub fn is_cluster_scoped(self) -> bool {
-        self == Kind::GatewayClass
+        matches!(self, Kind::GatewayClass | Kind::Namespace)
     }
 
     /// Whether the kind is one of the Kubernetes Gateway API's (gateway.networking.k8s.io).

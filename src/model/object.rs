@@ -115,6 +115,8 @@ pub enum Spec {
     EndpointSlice(Box<k8s_openapi::api::discovery::v1::EndpointSlice>),
     /// A Kubernetes Secret: its type and base64-decoded data.
     Secret(Box<k8s_openapi::api::core::v1::Secret>),
+    /// A Kubernetes Namespace (what matters of it, its labels, is in the metadata).
+    Namespace,
     /// A Kubernetes ConfigMap holding a CA bundle under `ca.crt`.
     CaConfigMap(Box<k8s_openapi::api::core::v1::ConfigMap>),
     /// Gateway API GatewayClass spec.
@@ -165,6 +167,7 @@ impl Spec {
             Spec::EndpointSlice(_) => Kind::EndpointSlice,
             Spec::Secret(_) => Kind::Secret,
             Spec::CaConfigMap(_) => Kind::CaConfigMap,
+            Spec::Namespace => Kind::Namespace,
             Spec::GatewayClass(_) => Kind::GatewayClass,
             Spec::KubernetesGateway(_) => Kind::KubernetesGateway,
             Spec::HttpRoute(_) => Kind::HttpRoute,

@@ -214,7 +214,14 @@ fn watch_specs(config: &KubeConfig, options: &AdmitOptions) -> Vec<WatchSpec> {
         .filter(|k| !matches!(k, Kind::HigressConfig | Kind::MeshConfig))
         .chain([Kind::Service, Kind::EndpointSlice])
         .chain(config.tls_secrets.then_some(Kind::Secret))
-        .chain(config.ca_configmaps.then_some(Kind::CaConfigMap));
+        .chain(config.ca_configmaps.then_some(Kind::CaConfigMap))
+        // Their labels decide which namespaces a Gateway API listener's `allowedRoutes` selector admits.
+        .chain(
+            config
+                .kinds
+                .contains(&Kind::KubernetesGateway)
+                .then_some(Kind::Namespace),
+        );
     for kind in kinds {
         // A cluster-scoped kind (GatewayClass) has one watcher, whatever the namespaces.
         let namespaces = if kind.is_cluster_scoped() {
@@ -801,6 +808,15 @@ mod tests {
         assert!(specs.iter().any(|w| w.kind == Kind::Gateway));
         assert!(specs.iter().any(|w| w.kind == Kind::KubernetesGateway));
         assert!(specs.iter().any(|w| w.kind == Kind::CaConfigMap));
+        assert_eq!(
+            specs
+                .iter()
+                .filter(|w| w.kind == Kind::Namespace)
+                .map(|w| w.namespace.clone())
+                .collect::<Vec<_>>(),
+            [None],
+            "one cluster-wide Namespace watcher"
+        );
     }
 
     #[test]

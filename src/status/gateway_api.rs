@@ -471,6 +471,7 @@ fn attached_routes(snapshot: &Snapshot, gateway: &ConfigObject, listener: &Liste
             let namespace = object.metadata.namespace.as_str();
             route.parent_refs.iter().any(|parent| {
                 parent_verdict(
+                    snapshot,
                     [listener],
                     parent,
                     (route.kind, namespace),
@@ -501,6 +502,7 @@ fn route_parent(
         object.metadata.name.as_str(),
     );
     let verdict = parent_verdict(
+        snapshot,
         &spec.listeners,
         parent,
         (route.kind, namespace),

@@ -208,6 +208,7 @@ fn unenforced_kind(kind: Kind) -> Option<&'static str> {
         | Kind::EndpointSlice
         | Kind::Secret
         | Kind::CaConfigMap
+        | Kind::Namespace
         | Kind::GatewayClass
         | Kind::KubernetesGateway
         | Kind::HttpRoute

@@ -174,7 +174,11 @@ pub fn validate_object(object: &ConfigObject) -> Vec<Finding> {
         Spec::HigressWasmPlugin(s) => higress_wasm_plugin::validate(s, meta, &mut out),
         Spec::HigressConfig(config) => higress_config::validate(config, &mut out),
         Spec::MeshConfig(config) => mesh_config::validate(config, &mut out),
-        Spec::Service(_) | Spec::EndpointSlice(_) | Spec::Secret(_) | Spec::CaConfigMap(_) => {}
+        Spec::Service(_)
+        | Spec::EndpointSlice(_)
+        | Spec::Secret(_)
+        | Spec::CaConfigMap(_)
+        | Spec::Namespace => {}
         Spec::GatewayClass(_)
         | Spec::KubernetesGateway(_)
         | Spec::HttpRoute(_)

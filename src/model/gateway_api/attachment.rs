@@ -6,9 +6,12 @@
 //! and `allowedRoutes.kinds` lists it, `allowedRoutes.namespaces` admits the route's namespace, and the route's
 //! host names intersect the listener's.
 
+use std::collections::BTreeMap;
+
 use super::common::ParentReference;
 use super::gateway::Listener;
 use super::GROUP;
+use crate::model::{Kind, ObjectKey, Snapshot};
 
 /// The route kinds a listener carries: HTTPRoute and GRPCRoute on HTTP and HTTPS; TLSRoute on TLS, and also
 /// TCPRoute when the TLS listener terminates (the connection is then opaque bytes, as on TCP); TCPRoute on TCP.
@@ -23,10 +26,25 @@ pub fn default_kinds(listener: &Listener) -> &'static [&'static str] {
     }
 }
 
+/// The labels of the namespace `name`: its Namespace object's, plus `kubernetes.io/metadata.name: <name>`, which
+/// the API server gives every namespace (so a selector on it works where Namespaces are not in the config).
+pub fn namespace_labels(snapshot: &Snapshot, name: &str) -> BTreeMap<String, String> {
+    let mut labels = snapshot
+        .get(&ObjectKey::new(Kind::Namespace, "", name))
+        .map(|o| o.metadata.labels.clone())
+        .unwrap_or_default();
+    labels.insert(NAMESPACE_NAME_LABEL.to_string(), name.to_string());
+    labels
+}
+
+/// The label the API server puts on every namespace, naming it.
+pub const NAMESPACE_NAME_LABEL: &str = "kubernetes.io/metadata.name";
+
 /// Whether `listener` accepts routes of `kind` (`HTTPRoute`…) from `route_namespace`, the Gateway being in
-/// `gateway_namespace`. A `Selector` needs the namespaces' labels, which admitpilot does not watch: such a
-/// listener admits no route from another namespace (the webhook warns about the route).
+/// `gateway_namespace`; a namespace `Selector` is matched against the route namespace's labels in `snapshot`
+/// ([`namespace_labels`]).
 pub fn admits(
+    snapshot: &Snapshot,
     listener: &Listener,
     kind: &str,
     route_namespace: &str,
@@ -49,6 +67,10 @@ pub fn admits(
         .unwrap_or("Same");
     let namespace_ok = match from {
         "All" => true,
+        "Selector" => allowed
+            .and_then(|a| a.namespaces.as_ref())
+            .and_then(|n| n.selector.as_ref())
+            .is_some_and(|selector| selector.matches(&namespace_labels(snapshot, route_namespace))),
         _ => route_namespace == gateway_namespace,
     };
     kind_ok && namespace_ok
@@ -90,6 +112,7 @@ pub enum ParentVerdict {
 /// `gateway` (namespace, name) whose listeners are `listeners`. Translation, status and the webhook's reference
 /// warnings all decide attachment with it.
 pub fn parent_verdict<'a>(
+    snapshot: &Snapshot,
     listeners: impl IntoIterator<Item = &'a Listener>,
     parent: &ParentReference,
     (route_kind, route_namespace): (&str, &str),
@@ -102,7 +125,7 @@ pub fn parent_verdict<'a>(
         .collect();
     let mut admitting = named
         .iter()
-        .filter(|l| admits(l, route_kind, route_namespace, gateway.0))
+        .filter(|l| admits(snapshot, l, route_kind, route_namespace, gateway.0))
         .peekable();
     if named.is_empty() {
         ParentVerdict::NoMatchingParent
@@ -185,19 +208,41 @@ mod tests {
 
     #[test]
     fn listeners_admit_by_kind_and_namespace() {
+        let config = crate::model::snapshot::snapshot_from_yaml(
+            "apiVersion: v1
+kind: Namespace
+metadata: {name: team-a, labels: {shared-gateway: 'yes'}}
+",
+        );
+        let admits = |listener: &Listener, kind: &str, namespace: &str| {
+            admits(&config, listener, kind, namespace, "ns")
+        };
         let mut listener = Listener {
             name: "http".into(),
             port: 80,
             protocol: "HTTP".into(),
             ..Listener::default()
         };
-        assert!(admits(&listener, "HTTPRoute", "ns", "ns"));
-        assert!(!admits(&listener, "HTTPRoute", "other", "ns"));
-        assert!(!admits(&listener, "TCPRoute", "ns", "ns"));
+        assert!(admits(&listener, "HTTPRoute", "ns"));
+        assert!(!admits(&listener, "HTTPRoute", "other"));
+        assert!(!admits(&listener, "TCPRoute", "ns"));
         listener.allowed_routes = serde_json::from_value(serde_json::json!(
             {"namespaces": {"from": "All"}, "kinds": [{"kind": "GRPCRoute"}]}))
         .ok();
-        assert!(admits(&listener, "GRPCRoute", "other", "ns"));
-        assert!(!admits(&listener, "HTTPRoute", "ns", "ns"));
+        assert!(admits(&listener, "GRPCRoute", "other"));
+        assert!(!admits(&listener, "HTTPRoute", "ns"));
+        // A selector matches the Namespace's labels, and the name label every namespace has.
+        listener.allowed_routes = serde_json::from_value(serde_json::json!(
+            {"namespaces": {"from": "Selector", "selector": {"matchLabels": {"shared-gateway": "yes"}}}}))
+        .ok();
+        assert!(admits(&listener, "HTTPRoute", "team-a"));
+        assert!(!admits(&listener, "HTTPRoute", "ns"));
+        assert!(!admits(&listener, "HTTPRoute", "team-b"));
+        listener.allowed_routes = serde_json::from_value(serde_json::json!(
+            {"namespaces": {"from": "Selector", "selector": {"matchExpressions":
+                [{"key": "kubernetes.io/metadata.name", "operator": "In", "values": ["team-b"]}]}}}))
+        .ok();
+        assert!(admits(&listener, "HTTPRoute", "team-b"));
+        assert!(!admits(&listener, "HTTPRoute", "team-a"));
     }
 }

@@ -218,7 +218,8 @@ fn attached_stream<'a>(
             .parent_refs
             .iter()
             .any(|p| attachment::names_listener(p, namespace, id, listener));
-        if !attaches || !attachment::admits(listener, kind, namespace, gateway_namespace) {
+        if !attaches || !attachment::admits(snapshot, listener, kind, namespace, gateway_namespace)
+        {
             continue;
         }
         let hosts = if object.kind() == Kind::TcpRoute {
@@ -310,6 +311,7 @@ fn http_rules(snapshot: &Snapshot) -> Vec<HttpRules<'_>> {
 
 /// The HTTP rules (HTTPRoutes and GRPCRoutes) attached to `listener`, by host name.
 fn attached_http<'a>(
+    snapshot: &Snapshot,
     routes: &'a [HttpRules<'a>],
     gateway: &ConfigObject,
     listener: &Listener,
@@ -323,7 +325,9 @@ fn attached_http<'a>(
             .parent_refs
             .iter()
             .any(|p| attachment::names_listener(p, namespace, id, listener));
-        if !attaches || !attachment::admits(listener, route.kind, namespace, gateway_namespace) {
+        if !attaches
+            || !attachment::admits(snapshot, listener, route.kind, namespace, gateway_namespace)
+        {
             continue;
         }
         for host in attachment::intersect(listener.hostname.as_deref(), route.hostnames) {
@@ -419,7 +423,7 @@ impl Converted {
                 ));
                 continue;
             }
-            for (host, attached) in attached_http(&routes, object, listener) {
+            for (host, attached) in attached_http(snapshot, &routes, object, listener) {
                 let name = format!("{gateway_name}~{}", host.replace('*', "wildcard"));
                 let key = ObjectKey::new(
                     Kind::VirtualService,

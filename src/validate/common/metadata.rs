@@ -27,6 +27,7 @@ pub fn validate_metadata(kind: Kind, meta: &ObjectMeta, out: &mut Findings) {
         Kind::HigressConfig
             | Kind::MeshConfig
             | Kind::CaConfigMap
+            | Kind::Namespace
             | Kind::Service
             | Kind::EndpointSlice
             | Kind::Secret

@@ -213,7 +213,14 @@ fn route_refs(
             continue;
         };
         let id = (gateway_namespace, parent.name.as_str());
-        let verdict = parent_verdict(&gateway.listeners, parent, (kind, namespace), id, hostnames);
+        let verdict = parent_verdict(
+            config,
+            &gateway.listeners,
+            parent,
+            (kind, namespace),
+            id,
+            hostnames,
+        );
         let message = match verdict {
             ParentVerdict::Attached => None,
             ParentVerdict::NoMatchingParent => {
@@ -221,7 +228,7 @@ fn route_refs(
             }
             ParentVerdict::NotAllowedByListeners => Some(format!(
                 "no listener it names admits {kind}s from namespace {namespace:?} (allowedRoutes: kinds, \
-                 namespaces; a namespace Selector is not evaluated, so it admits only the Gateway's namespace)"
+                 namespaces; a namespace Selector is matched against the Namespace's labels)"
             )),
             ParentVerdict::NoMatchingListenerHostname => Some(
                 "no listener it names has a hostname that intersects the route's hostnames".to_string(),
