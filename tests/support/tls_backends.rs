@@ -1,0 +1,144 @@
+//! Test backends that speak TLS (or plain TCP) on 127.0.0.1, and the CA that signs their certificates: for the
+//! Gateway API TLS listener and BackendTLSPolicy tests.
+#![allow(dead_code, clippy::unwrap_used, clippy::expect_used)]
+
+use std::sync::Arc;
+
+use rcgen::{BasicConstraints, CertificateParams, DnType, IsCa, Issuer, KeyPair};
+use rustls::pki_types::pem::PemObject;
+use rustls::pki_types::{CertificateDer, PrivateKeyDer};
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+
+/// A CA that signs leaf certificates for the test's host names.
+pub struct Ca {
+    pub pem: String,
+    issuer: Issuer<'static, KeyPair>,
+}
+
+impl Ca {
+    pub fn new() -> Ca {
+        let mut params = CertificateParams::new(Vec::new()).unwrap();
+        params.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
+        // A subject of its own: a leaf whose issuer equals its subject reads as self-signed to BoringSSL.
+        params
+            .distinguished_name
+            .push(DnType::CommonName, "admitpilot e2e CA");
+        let key = KeyPair::generate().unwrap();
+        let pem = params.self_signed(&key).unwrap().pem();
+        Ca {
+            pem,
+            issuer: Issuer::new(params, key),
+        }
+    }
+
+    /// A certificate for `host` and its key, as PEM.
+    pub fn leaf(&self, host: &str) -> (String, String) {
+        let key = KeyPair::generate().unwrap();
+        let mut params = CertificateParams::new(vec![host.to_string()]).unwrap();
+        params.distinguished_name.push(DnType::CommonName, host);
+        let cert = params.signed_by(&key, &self.issuer).unwrap();
+        (cert.pem(), key.serialize_pem())
+    }
+
+    pub fn client(&self) -> tokio_rustls::TlsConnector {
+        let mut roots = rustls::RootCertStore::empty();
+        for cert in CertificateDer::pem_slice_iter(self.pem.as_bytes()) {
+            roots.add(cert.unwrap()).unwrap();
+        }
+        let config = rustls::ClientConfig::builder_with_provider(Arc::new(
+            rustls::crypto::ring::default_provider(),
+        ))
+        .with_safe_default_protocol_versions()
+        .unwrap()
+        .with_root_certificates(roots)
+        .with_no_client_auth();
+        tokio_rustls::TlsConnector::from(Arc::new(config))
+    }
+}
+
+/// A backend on 127.0.0.1 that answers each connection's first bytes with `<name>:<bytes>` (or, with `http`, an
+/// HTTP/1.1 200 whose body is `<name> sni=<the SNI it was sent>`), in TLS with the certificate and key `tls` when
+/// set.
+pub struct StreamBackend {
+    pub port: u16,
+    task: tokio::task::JoinHandle<()>,
+}
+
+impl StreamBackend {
+    pub async fn start(name: &'static str, tls: Option<(String, String)>) -> StreamBackend {
+        StreamBackend::start_as(name, tls, false).await
+    }
+
+    pub async fn start_as(
+        name: &'static str,
+        tls: Option<(String, String)>,
+        http: bool,
+    ) -> StreamBackend {
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let port = listener.local_addr().unwrap().port();
+        let acceptor = tls.map(|(cert, key)| {
+            let certs = CertificateDer::pem_slice_iter(cert.as_bytes())
+                .collect::<Result<Vec<_>, _>>()
+                .unwrap();
+            let key = PrivateKeyDer::from_pem_slice(key.as_bytes()).unwrap();
+            let config = rustls::ServerConfig::builder_with_provider(Arc::new(
+                rustls::crypto::ring::default_provider(),
+            ))
+            .with_safe_default_protocol_versions()
+            .unwrap()
+            .with_no_client_auth()
+            .with_single_cert(certs, key)
+            .unwrap();
+            tokio_rustls::TlsAcceptor::from(Arc::new(config))
+        });
+        let task = tokio::spawn(async move {
+            loop {
+                let Ok((stream, _)) = listener.accept().await else {
+                    return;
+                };
+                let acceptor = acceptor.clone();
+                tokio::spawn(async move {
+                    match acceptor {
+                        Some(acceptor) => {
+                            if let Ok(stream) = acceptor.accept(stream).await {
+                                let sni = stream.get_ref().1.server_name().map(str::to_string);
+                                answer(name, sni.filter(|_| http), stream).await;
+                            }
+                        }
+                        None => answer(name, None, stream).await,
+                    }
+                });
+            }
+        });
+        StreamBackend { port, task }
+    }
+}
+
+impl Drop for StreamBackend {
+    fn drop(&mut self) {
+        self.task.abort();
+    }
+}
+
+/// Answers one connection: as HTTP when the SNI it was sent is given (`http` backends), else by echoing.
+async fn answer(
+    name: &str,
+    sni: Option<String>,
+    mut stream: impl tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin,
+) {
+    let mut buf = [0u8; 4096];
+    if let Ok(n) = stream.read(&mut buf).await {
+        let reply = match sni {
+            Some(sni) => {
+                let body = format!("{name} sni={sni}");
+                format!(
+                    "HTTP/1.1 200 OK\r\ncontent-length: {}\r\nconnection: close\r\n\r\n{body}",
+                    body.len()
+                )
+            }
+            None => format!("{name}:{}", String::from_utf8_lossy(&buf[..n])),
+        };
+        let _ = stream.write_all(reply.as_bytes()).await;
+        let _ = stream.shutdown().await;
+    }
+}
