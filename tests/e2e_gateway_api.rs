@@ -652,3 +652,136 @@ spec:
     );
     envoy.assert_nothing_rejected("grpc routes").await;
 }
+
+/// `admitpilot serve --config-dir examples/gateway-api` (the folder as shipped, its fixed ports moved to free ones)
+/// serves the example's routes through a real Envoy: HTTP, HTTPS with the example's certificate, and the TCP
+/// listener.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_example_folder_serves_traffic_through_envoy() {
+    let Some(binary) = envoy_binary() else {
+        return;
+    };
+    let (v1, v2, mirror) = (
+        Echo::start("v1").await,
+        Echo::start("v2").await,
+        Echo::start("mirror").await,
+    );
+    let (http_port, https_port, tcp_port) = (free_port(), free_port(), free_port());
+    let example = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("examples/gateway-api");
+    let dir = tempfile::tempdir().unwrap();
+    for entry in std::fs::read_dir(&example).unwrap() {
+        let path = entry.unwrap().path();
+        if path.extension().is_some_and(|e| e == "yaml") {
+            let text = std::fs::read_to_string(&path)
+                .unwrap()
+                .replace("8080", &http_port.to_string())
+                .replace("8443", &https_port.to_string())
+                .replace("port: 9000", &format!("port: {tcp_port}"))
+                .replace("8081", &v1.port.to_string())
+                .replace("8082", &v2.port.to_string())
+                .replace("8083", &mirror.port.to_string());
+            write(
+                dir.path(),
+                &path.file_name().unwrap().to_string_lossy(),
+                &text,
+            );
+        }
+    }
+    let admitpilot =
+        Admitpilot::start_with_args(dir.path(), &["--xds-unauthenticated-secrets"]).await;
+    let bootstrap = bootstrap(
+        AdsApi::Sotw,
+        admitpilot.xds_port,
+        "router~127.0.0.1~public.web~web.svc.cluster.local",
+    )
+    .replace("NAMESPACE: default", "NAMESPACE: web")
+    .replace(
+        "LABELS: { app: e2e }",
+        "LABELS: { gateway.networking.k8s.io/gateway-name: public }",
+    );
+    let envoy = EnvoyProcess::start(&binary, &bootstrap, 53_520).await;
+    let http = reqwest::Client::builder()
+        .redirect(reqwest::redirect::Policy::none())
+        .no_proxy()
+        .timeout(Duration::from_secs(10))
+        .build()
+        .unwrap();
+    let shop = |path: &str| {
+        http.get(format!("http://127.0.0.1:{http_port}{path}"))
+            .header("host", "shop.example.com")
+    };
+    let deadline = tokio::time::Instant::now() + CONVERGE;
+    loop {
+        if let Ok(r) = shop("/cart").send().await {
+            if r.status() == 200 {
+                break;
+            }
+        }
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "never converged:\n{}",
+            admitpilot.log()
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    let tester = send(&http, shop("/api/x").header("x-tester", "yes")).await;
+    assert_eq!(tester.body["backend"], "v2");
+    let cart = send(&http, shop("/cart").header("x-internal", "secret")).await;
+    assert_eq!(cart.body["backend"], "v1");
+    assert_eq!(cart.body["headers"]["x-gateway"], "admitpilot");
+    assert!(cart.body["headers"]["x-internal"].is_null());
+    assert_eq!(cart.headers["cache-control"], "no-store");
+    let old = send(&http, shop("/old/x")).await;
+    assert_eq!(
+        (old.body["path"].as_str(), old.body["host"].as_str()),
+        (Some("/new/x"), Some("new.example.com"))
+    );
+    let account = send(&http, shop("/account")).await;
+    assert_eq!(account.status, 301);
+    assert_eq!(
+        account.headers["location"],
+        format!("https://shop.example.com:{https_port}/account").as_str()
+    );
+    assert_eq!(send(&http, shop("/broken")).await.status, 500);
+    let login = send(
+        &http,
+        http.post(format!("http://127.0.0.1:{http_port}/login?flow=sso"))
+            .header("host", "shop.example.com"),
+    )
+    .await;
+    assert_eq!(login.body["backend"], "v2");
+    let other = send(
+        &http,
+        http.get(format!("http://127.0.0.1:{http_port}/"))
+            .header("host", "other.example.org"),
+    )
+    .await;
+    assert_eq!(other.body["backend"], "v1");
+    // HTTPS with the example's certificate (self-signed: the client does not verify it here).
+    let https = reqwest::Client::builder()
+        .use_rustls_tls()
+        .danger_accept_invalid_certs(true)
+        .resolve("shop.example.com", ([127, 0, 0, 1], https_port).into())
+        .no_proxy()
+        .timeout(Duration::from_secs(10))
+        .build()
+        .unwrap();
+    let secure = send(
+        &https,
+        https.get(format!("https://shop.example.com:{https_port}/api/x")),
+    )
+    .await;
+    assert_eq!(secure.status, 200, "{:?}", secure.body);
+    // The TCP listener: an HTTP request written as bytes reaches v1 unchanged.
+    let mut tcp = tokio::net::TcpStream::connect(("127.0.0.1", tcp_port))
+        .await
+        .unwrap();
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    tcp.write_all(b"GET /raw HTTP/1.0\r\nHost: raw\r\n\r\n")
+        .await
+        .unwrap();
+    let mut reply = String::new();
+    tcp.read_to_string(&mut reply).await.unwrap();
+    assert!(reply.contains("\"backend\":\"v1\""), "{reply}");
+    envoy.assert_nothing_rejected("the example folder").await;
+}

@@ -49,7 +49,7 @@ fn gateway_api_golden_cases_match() {
     );
 }
 
-/// `examples/gateway-api` loads through the sources' gate and serves both listeners of `web/public`.
+/// `examples/gateway-api` loads through the sources' gate and serves the three listeners of `web/public`.
 #[test]
 fn the_example_folder_serves_its_gateway() {
     let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("examples/gateway-api");
@@ -65,7 +65,7 @@ fn the_example_folder_serves_its_gateway() {
         .iter()
         .map(|l| l.name.as_str())
         .collect();
-    assert_eq!(listeners, ["0.0.0.0_8080", "0.0.0.0_8443"]);
+    assert_eq!(listeners, ["0.0.0.0_8080", "0.0.0.0_8443", "0.0.0.0_9000"]);
     assert_eq!(resources.secrets.len(), 1, "the HTTPS certificate over SDS");
     assert!(resources.left_out.is_empty(), "{:?}", resources.left_out);
 }
