@@ -8,7 +8,7 @@
 //! proxy's namespace), when the Gateway's GatewayClass names admitpilot's controller ([`Options`]). Each
 //! listener becomes one Istio Gateway (`gateway-api~<gateway>~<listener>`, one server, selecting that label); the
 //! routes attached to it become one VirtualService per listener host name
-//! (`gateway-api~<gateway>~<listener>~<host>`; `model::gateway_api::attachment` decides attachment and host names,
+//! (`gateway-api~<gateway>~<listener>~<host>`, `*` kept; `model::gateway_api::attachment` decides attachment and host names,
 //! [`http_route`] the routes and their order, [`backends`] the destinations). GRPCRoutes join HTTPRoutes on the
 //! same host names, their rules first rewritten as HTTPRoute rules ([`grpc_route`]). A TLS or TCP listener gets
 //! one VirtualService (`gateway-api~<gateway>~<listener>~stream`) with its TLSRoutes and TCPRoutes
@@ -424,7 +424,8 @@ impl Converted {
                 continue;
             }
             for (host, attached) in attached_http(snapshot, &routes, object, listener) {
-                let name = format!("{gateway_name}~{}", host.replace('*', "wildcard"));
+                // The host name as it is: `*` cannot be part of a host name, so `*.a` and a literal host never share a name.
+                let name = format!("{gateway_name}~{host}");
                 let key = ObjectKey::new(
                     Kind::VirtualService,
                     object.metadata.namespace.clone(),
@@ -539,7 +540,7 @@ mod tests {
             .collect();
         assert_eq!(
             names,
-            ["gateway-api~gw~http", "gateway-api~gw~http~wildcard"]
+            ["gateway-api~gw~http", "gateway-api~gw~http~*"]
         );
         assert!(synthesize(&mine, &proxy("other"), &options).is_empty());
         let theirs = snapshot("istio.io/gateway-controller", &[route()]);
@@ -627,7 +628,7 @@ mod tests {
         let second = converted
             .apply(&config, &proxy("ns"), &options)
             .unwrap_or_default();
-        let key = ObjectKey::new(Kind::VirtualService, "ns", "gateway-api~gw~http~wildcard");
+        let key = ObjectKey::new(Kind::VirtualService, "ns", "gateway-api~gw~http~*");
         assert!(Arc::ptr_eq(
             first.get(&key).unwrap(),
             second.get(&key).unwrap()
