@@ -785,3 +785,87 @@ async fn the_example_folder_serves_traffic_through_envoy() {
     assert!(reply.contains("\"backend\":\"v1\""), "{reply}");
     envoy.assert_nothing_rejected("the example folder").await;
 }
+
+/// ListenerSets: a set's listener (another port) joins the Gateway's in the gateway's config; a route naming the set
+/// is served on the set's listener only, a route naming the Gateway on the Gateway's.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn listener_sets_add_listeners_to_their_gateway() {
+    let Some(binary) = envoy_binary() else {
+        return;
+    };
+    let (main, team) = (Echo::start("main").await, Echo::start("team").await);
+    let (gateway_port, set_port) = (free_port(), free_port());
+    let config = format!(
+        r#"apiVersion: gateway.networking.k8s.io/v1
+kind: GatewayClass
+metadata: {{name: admitpilot}}
+spec: {{controllerName: admitpilot.io/gateway-controller}}
+---
+apiVersion: gateway.networking.k8s.io/v1
+kind: Gateway
+metadata: {{name: gw, namespace: default}}
+spec:
+  gatewayClassName: admitpilot
+  allowedListeners: {{namespaces: {{from: Same}}}}
+  listeners: [{{name: http, port: {gateway_port}, protocol: HTTP}}]
+---
+apiVersion: gateway.networking.k8s.io/v1
+kind: ListenerSet
+metadata: {{name: team, namespace: default}}
+spec:
+  parentRef: {{name: gw}}
+  listeners: [{{name: team-http, port: {set_port}, protocol: HTTP}}]
+---
+apiVersion: gateway.networking.k8s.io/v1
+kind: HTTPRoute
+metadata: {{name: main, namespace: default}}
+spec:
+  parentRefs: [{{name: gw}}]
+  rules: [{{backendRefs: [{{name: main, port: 80}}]}}]
+---
+apiVersion: gateway.networking.k8s.io/v1
+kind: HTTPRoute
+metadata: {{name: team, namespace: default}}
+spec:
+  parentRefs: [{{kind: ListenerSet, name: team}}]
+  rules: [{{backendRefs: [{{name: team, port: 80}}]}}]
+"#
+    );
+    let dir = tempfile::tempdir().unwrap();
+    write(dir.path(), "gateway.yaml", &config);
+    let services = [
+        service("main", "default", main.port),
+        service("team", "default", team.port),
+    ]
+    .join("---\n");
+    write(dir.path(), "services.yaml", &services);
+    let admitpilot = Admitpilot::start(dir.path()).await;
+    let bootstrap = bootstrap(AdsApi::Sotw, admitpilot.xds_port, NODE_ID).replace(
+        "LABELS: { app: e2e }",
+        "LABELS: { gateway.networking.k8s.io/gateway-name: gw }",
+    );
+    let envoy = EnvoyProcess::start(&binary, &bootstrap, 53_530).await;
+    let http = client();
+    let backend_on = |port: u16| {
+        let http = http.clone();
+        async move {
+            let deadline = tokio::time::Instant::now() + CONVERGE;
+            loop {
+                if let Ok(r) = http.get(format!("http://127.0.0.1:{port}/")).send().await {
+                    if r.status() == 200 {
+                        let body: Value = r.json().await.unwrap();
+                        return body["backend"].as_str().unwrap_or_default().to_string();
+                    }
+                }
+                assert!(
+                    tokio::time::Instant::now() < deadline,
+                    "port {port} never answered"
+                );
+                tokio::time::sleep(Duration::from_millis(50)).await;
+            }
+        }
+    };
+    assert_eq!(backend_on(gateway_port).await, "main");
+    assert_eq!(backend_on(set_port).await, "team");
+    envoy.assert_nothing_rejected("listener sets").await;
+}

@@ -9,11 +9,12 @@
 
 use serde_json::{json, Value};
 
-use crate::model::gateway_api::attachment::{default_kinds, parent_verdict, ParentVerdict};
+use crate::model::gateway_api::attachment::{default_kinds, parent_verdict, Owner, ParentVerdict};
 use crate::model::gateway_api::common::ParentReference;
-use crate::model::gateway_api::gateway::Listener;
+use crate::model::gateway_api::gateway::{conflict, Listener};
+use crate::model::gateway_api::listener_set;
 use crate::model::gateway_api::reference_grant::granted;
-use crate::model::gateway_api::{route_view, Gateway, RouteView, GROUP, ROUTE_KINDS};
+use crate::model::gateway_api::{route_view, Gateway, ListenerSet, RouteView, GROUP, ROUTE_KINDS};
 use crate::model::{ConfigObject, Kind, ObjectKey, Snapshot, Spec};
 use crate::status::programmed::GATEWAY_NAME_LABEL;
 use crate::translate::gateway_api::backends;
@@ -138,13 +139,27 @@ pub fn gateway_api_status(
             _ => None,
         })
         .collect();
+    // Every ListenerSet naming one of them: (set, spec, admitted, its Gateway).
+    let mut sets: Vec<(&ConfigObject, &ListenerSet, bool, &ConfigObject)> = Vec::new();
     for (object, gateway) in &gateways {
+        let served = programmed(&object.key());
+        let mut earlier = gateway.listeners.clone();
+        let mut attached = 0;
+        for (set, spec, admitted) in listener_set::naming(snapshot, object, gateway) {
+            let (update, accepted) = listener_set_status(
+                snapshot,
+                (set, spec, admitted),
+                &mut earlier,
+                object,
+                &served,
+                now,
+            );
+            attached += usize::from(accepted);
+            out.push(update);
+            sets.push((set, spec, admitted, object));
+        }
         out.push(gateway_status(
-            snapshot,
-            object,
-            gateway,
-            &programmed(&object.key()),
-            now,
+            snapshot, object, gateway, &served, attached, now,
         ));
     }
     let routes = ROUTE_KINDS.iter().flat_map(|kind| snapshot.of_kind(*kind));
@@ -156,15 +171,35 @@ pub fn gateway_api_status(
             .parent_refs
             .iter()
             .filter_map(|parent| {
-                let gateway = gateways.iter().find(|(g, _)| {
+                let names = |o: &ConfigObject| {
                     parent.group() == GROUP
-                        && parent.kind() == "Gateway"
-                        && g.metadata.name == parent.name
-                        && g.metadata.namespace == parent.namespace_or(&object.metadata.namespace)
-                })?;
-                let mut entry =
-                    route_parent(snapshot, object, &route, gateway, parent, controller, now);
-                if let Some(why) = (served.held_back)(&object.key(), &gateway.0.key()) {
+                        && o.metadata.name == parent.name
+                        && o.metadata.namespace == parent.namespace_or(&object.metadata.namespace)
+                };
+                // The Gateway or ListenerSet it names, its listeners, whether it is attached, and its Gateway.
+                let (owner, listeners, attached, gateway) = match parent.kind() {
+                    "Gateway" => gateways
+                        .iter()
+                        .find(|(g, _)| names(g))
+                        .map(|(g, spec)| (Owner::gateway(g), &spec.listeners, true, *g))?,
+                    "ListenerSet" => {
+                        sets.iter()
+                            .find(|(s, ..)| names(s))
+                            .map(|(s, spec, admitted, g)| {
+                                (Owner::listener_set(s), &spec.listeners, *admitted, *g)
+                            })?
+                    }
+                    _ => return None,
+                };
+                let mut entry = route_parent(
+                    snapshot,
+                    (object, &route),
+                    (owner, listeners, attached),
+                    parent,
+                    controller,
+                    now,
+                );
+                if let Some(why) = (served.held_back)(&object.key(), &gateway.key()) {
                     hold_back(&mut entry, &why);
                 }
                 Some(entry)
@@ -215,87 +250,224 @@ fn bounded(message: &str) -> String {
     }
 }
 
-/// A Gateway's conditions and listeners.
+/// One listener's status entry (of a Gateway or a ListenerSet, `owner`, whose Gateway is in `gateway_namespace`)
+/// and whether the listener is valid; `conflict` is its conflict with the listeners it yields to.
+fn listener_status(
+    snapshot: &Snapshot,
+    (owner, gateway_namespace): (Owner<'_>, &str),
+    listener: &Listener,
+    conflict: Option<(&'static str, String)>,
+    programmed: &Programmed,
+    (generation, now): (i64, &str),
+) -> (Value, bool) {
+    let cond =
+        |kind, ok, reason, message: &str| condition(kind, ok, reason, message, generation, now);
+    let supported = SERVED_PROTOCOLS.contains(&listener.protocol.as_str());
+    let refs = certificate_refs(snapshot, (owner.namespace, gateway_namespace), listener);
+    let valid = supported && refs.is_ok() && conflict.is_none();
+    let attached = attached_routes(snapshot, owner, listener);
+    let (programmed_ok, programmed_reason, programmed_message) = match (valid, programmed) {
+        (false, _) => (false, "Invalid", "the listener is not valid".to_string()),
+        (true, Programmed::Served) => (true, "Programmed", "served by the gateways".to_string()),
+        (true, Programmed::Pending(why)) => (false, "Pending", why.clone()),
+        (true, Programmed::Rejected(why)) => (false, "Invalid", why.clone()),
+    };
+    let (refs_ok, refs_reason, refs_message) = match &refs {
+        Ok(()) => (true, "ResolvedRefs", "references resolved".to_string()),
+        Err((reason, message)) => (false, *reason, message.clone()),
+    };
+    let entry = json!({
+        "name": listener.name,
+        "supportedKinds": supported_kinds(listener),
+        "attachedRoutes": attached,
+        "conditions": [
+            if supported {
+                cond("Accepted", true, "Accepted", "accepted")
+            } else {
+                cond("Accepted", false, "UnsupportedProtocol",
+                     &format!("admitpilot does not serve {} listeners yet", listener.protocol))
+            },
+            cond("ResolvedRefs", refs_ok, refs_reason, &refs_message),
+            match conflict {
+                None => cond("Conflicted", false, "NoConflicts", "no conflicts"),
+                Some((reason, message)) => cond("Conflicted", true, reason, &message),
+            },
+            cond("Programmed", programmed_ok, programmed_reason, &programmed_message),
+        ],
+    });
+    (entry, valid)
+}
+
+/// The `Programmed` condition of a Gateway or ListenerSet: what its gateways did, when a listener of it is valid.
+fn programmed_condition(
+    programmed: &Programmed,
+    any_valid: bool,
+    (generation, now): (i64, &str),
+) -> Value {
+    let cond =
+        |ok, reason, message: &str| condition("Programmed", ok, reason, message, generation, now);
+    match programmed {
+        Programmed::Served if any_valid => cond(true, "Programmed", "served by the gateways"),
+        Programmed::Served => cond(false, "Invalid", "no listener is valid"),
+        Programmed::Pending(why) => cond(false, "Pending", why),
+        Programmed::Rejected(why) => cond(false, "Invalid", why),
+    }
+}
+
+/// A Gateway's conditions, listeners and addresses; `attached_sets` ListenerSets are attached to it.
 fn gateway_status(
     snapshot: &Snapshot,
     object: &ConfigObject,
     gateway: &Gateway,
     programmed: &Programmed,
+    attached_sets: usize,
     now: &str,
 ) -> StatusUpdate {
     let generation = generation(object);
-    let namespace = object.metadata.namespace.as_str();
-    let cond =
-        |kind, ok, reason, message: &str| condition(kind, ok, reason, message, generation, now);
+    let owner = Owner::gateway(object);
     let mut any_valid = false;
     let listeners: Vec<Value> = gateway
         .listeners
         .iter()
         .enumerate()
         .map(|(i, listener)| {
-            let supported = SERVED_PROTOCOLS.contains(&listener.protocol.as_str());
-            let refs = certificate_refs(snapshot, namespace, listener);
-            let conflict = conflict(&gateway.listeners[..i], &gateway.listeners[i + 1..], listener);
-            let valid = supported && refs.is_ok() && conflict.is_none();
+            let conflict = conflict(
+                gateway.listeners[..i]
+                    .iter()
+                    .chain(&gateway.listeners[i + 1..]),
+                listener,
+            );
+            let (entry, valid) = listener_status(
+                snapshot,
+                (owner, owner.namespace),
+                listener,
+                conflict,
+                programmed,
+                (generation, now),
+            );
             any_valid |= valid;
-            let attached = attached_routes(snapshot, object, listener);
-            let (programmed_ok, programmed_reason, programmed_message) = match (valid, programmed) {
-                (false, _) => (false, "Invalid", "the listener is not valid".to_string()),
-                (true, Programmed::Served) => (true, "Programmed", "served by the gateways".to_string()),
-                (true, Programmed::Pending(why)) => (false, "Pending", why.clone()),
-                (true, Programmed::Rejected(why)) => (false, "Invalid", why.clone()),
-            };
-            let (refs_ok, refs_reason, refs_message) = match &refs {
-                Ok(()) => (true, "ResolvedRefs", "references resolved".to_string()),
-                Err((reason, message)) => (false, *reason, message.clone()),
-            };
-            json!({
-                "name": listener.name,
-                "supportedKinds": supported_kinds(listener),
-                "attachedRoutes": attached,
-                "conditions": [
-                    if supported {
-                        cond("Accepted", true, "Accepted", "accepted")
-                    } else {
-                        cond("Accepted", false, "UnsupportedProtocol",
-                             &format!("admitpilot does not serve {} listeners yet", listener.protocol))
-                    },
-                    cond("ResolvedRefs", refs_ok, refs_reason, &refs_message),
-                    match conflict {
-                        None => cond("Conflicted", false, "NoConflicts", "no conflicts"),
-                        Some((reason, message)) => cond("Conflicted", true, reason, &message),
-                    },
-                    cond("Programmed", programmed_ok, programmed_reason, &programmed_message),
-                ],
-            })
+            entry
         })
         .collect();
     let accepted = if any_valid || gateway.listeners.is_empty() {
-        cond("Accepted", true, "Accepted", "accepted by admitpilot")
+        condition(
+            "Accepted",
+            true,
+            "Accepted",
+            "accepted by admitpilot",
+            generation,
+            now,
+        )
     } else {
-        cond(
+        condition(
             "Accepted",
             false,
             "ListenersNotValid",
             "no listener is valid",
+            generation,
+            now,
         )
     };
-    let programmed = match programmed {
-        Programmed::Served if any_valid => {
-            cond("Programmed", true, "Programmed", "served by the gateways")
-        }
-        Programmed::Served => cond("Programmed", false, "Invalid", "no listener is valid"),
-        Programmed::Pending(why) => cond("Programmed", false, "Pending", why),
-        Programmed::Rejected(why) => cond("Programmed", false, "Invalid", why),
-    };
+    let programmed = programmed_condition(programmed, any_valid, (generation, now));
     // Written even when empty, so a merge patch clears addresses whose Service is gone.
     let status = json!({"conditions": [accepted, programmed], "listeners": listeners,
-        "addresses": addresses(snapshot, object)});
+        "addresses": addresses(snapshot, object), "attachedListenerSets": attached_sets});
     StatusUpdate {
         key: object.key(),
         generation,
         status,
     }
+}
+
+/// A ListenerSet naming the Gateway `gateway`: Accepted when the Gateway admits it (`allowedListeners`, else
+/// `NotAllowed`) and a listener of it is valid (else `ListenersNotValid`); its listeners yield to the Gateway's and
+/// to those of the sets before it (`earlier`), as translation serves them. Returns the status and whether the set
+/// is attached.
+fn listener_set_status(
+    snapshot: &Snapshot,
+    (object, set, admitted): (&ConfigObject, &ListenerSet, bool),
+    earlier: &mut Vec<Listener>,
+    gateway: &ConfigObject,
+    programmed: &Programmed,
+    now: &str,
+) -> (StatusUpdate, bool) {
+    let generation = generation(object);
+    let owner = Owner::listener_set(object);
+    let mut any_valid = false;
+    let mut listeners = Vec::new();
+    for listener in &set.listeners {
+        let conflict = if admitted {
+            conflict(earlier.iter(), listener)
+        } else {
+            None
+        };
+        let (entry, valid) = listener_status(
+            snapshot,
+            (owner, &gateway.metadata.namespace),
+            listener,
+            conflict,
+            programmed,
+            (generation, now),
+        );
+        if admitted && valid {
+            earlier.push(listener.clone());
+        }
+        any_valid |= valid;
+        listeners.push(entry);
+    }
+    let attached = admitted && any_valid;
+    let accepted = if !admitted {
+        condition(
+            "Accepted",
+            false,
+            "NotAllowed",
+            &format!(
+                "Gateway {}/{} does not allow ListenerSets from this namespace (spec.allowedListeners)",
+                gateway.metadata.namespace, gateway.metadata.name
+            ),
+            generation,
+            now,
+        )
+    } else if attached {
+        condition(
+            "Accepted",
+            true,
+            "Accepted",
+            "attached to its Gateway",
+            generation,
+            now,
+        )
+    } else {
+        condition(
+            "Accepted",
+            false,
+            "ListenersNotValid",
+            "no listener is valid",
+            generation,
+            now,
+        )
+    };
+    let programmed = if admitted {
+        programmed_condition(programmed, any_valid, (generation, now))
+    } else {
+        condition(
+            "Programmed",
+            false,
+            "Invalid",
+            "not attached to its Gateway",
+            generation,
+            now,
+        )
+    };
+    let status = json!({"conditions": [accepted, programmed], "listeners": listeners});
+    (
+        StatusUpdate {
+            key: object.key(),
+            generation,
+            status,
+        },
+        attached,
+    )
 }
 
 /// A Gateway's addresses: those of the Services in its namespace that select its proxies (selector
@@ -369,11 +541,12 @@ fn supported_kinds(listener: &Listener) -> Vec<Value> {
         .collect()
 }
 
-/// Whether an HTTPS listener's certificate resolves: a Secret, in the Gateway's namespace or one a ReferenceGrant
-/// opens, that exists. The error is the condition's reason and message.
+/// Whether a terminating listener's certificate resolves: a Secret (by default in the namespace of the listener's
+/// Gateway or ListenerSet), in the Gateway's `namespace` or one a ReferenceGrant opens to it, that exists, as
+/// `translate::secret` serves it. The error is the condition's reason and message.
 fn certificate_refs(
     snapshot: &Snapshot,
-    namespace: &str,
+    (owner_namespace, namespace): (&str, &str),
     listener: &Listener,
 ) -> Result<(), (&'static str, String)> {
     let Some(tls) = &listener.tls else {
@@ -384,7 +557,7 @@ fn certificate_refs(
             .namespace
             .as_deref()
             .filter(|n| !n.is_empty())
-            .unwrap_or(namespace);
+            .unwrap_or(owner_namespace);
         let is_secret = cert.group.as_deref().unwrap_or("").is_empty()
             && cert.kind.as_deref().unwrap_or("Secret") == "Secret";
         if !is_secret {
@@ -418,49 +591,8 @@ fn certificate_refs(
     Ok(())
 }
 
-/// A conflict of `listener` with another on its port: another protocol (ProtocolConflict), or the same protocol
-/// and host name (HostnameConflict).
-fn conflict(
-    before: &[Listener],
-    after: &[Listener],
-    listener: &Listener,
-) -> Option<(&'static str, String)> {
-    before
-        .iter()
-        .chain(after)
-        .filter(|other| other.port == listener.port)
-        .find_map(|other| {
-            if other.protocol != listener.protocol && !both_sni(&other.protocol, &listener.protocol)
-            {
-                Some((
-                    "ProtocolConflict",
-                    format!(
-                        "listener {:?} uses {} on port {}",
-                        other.name, other.protocol, other.port
-                    ),
-                ))
-            } else if other.protocol == listener.protocol && other.hostname == listener.hostname {
-                Some((
-                    "HostnameConflict",
-                    format!("listener {:?} has the same port and host name", other.name),
-                ))
-            } else {
-                None
-            }
-        })
-}
-
-/// HTTPS and TLS listeners share a port: the gateway tells their connections apart by SNI.
-fn both_sni(a: &str, b: &str) -> bool {
-    ["HTTPS", "TLS"].contains(&a) && ["HTTPS", "TLS"].contains(&b)
-}
-
-/// How many routes attach to `listener` (named it, allowed by it, host names intersecting).
-fn attached_routes(snapshot: &Snapshot, gateway: &ConfigObject, listener: &Listener) -> usize {
-    let gateway_id = (
-        gateway.metadata.namespace.as_str(),
-        gateway.metadata.name.as_str(),
-    );
+/// How many routes attach to `listener` of `owner` (named it, allowed by it, host names intersecting).
+fn attached_routes(snapshot: &Snapshot, owner: Owner<'_>, listener: &Listener) -> usize {
     ROUTE_KINDS
         .iter()
         .flat_map(|kind| snapshot.of_kind(*kind))
@@ -475,7 +607,7 @@ fn attached_routes(snapshot: &Snapshot, gateway: &ConfigObject, listener: &Liste
                     [listener],
                     parent,
                     (route.kind, namespace),
-                    gateway_id,
+                    owner,
                     route.hostnames,
                 ) == ParentVerdict::Attached
             })
@@ -483,33 +615,33 @@ fn attached_routes(snapshot: &Snapshot, gateway: &ConfigObject, listener: &Liste
         .count()
 }
 
-/// One `status.parents` entry: whether the route attaches to the Gateway `parent` names, and whether its
-/// backends resolve.
+/// One `status.parents` entry: whether the route attaches to the Gateway or ListenerSet `parent` names (its
+/// `owner`, with `listeners`; a ListenerSet its Gateway does not take attaches nothing), and whether its backends
+/// resolve.
 fn route_parent(
     snapshot: &Snapshot,
-    object: &ConfigObject,
-    route: &RouteView<'_>,
-    gateway: &(&ConfigObject, &Gateway),
+    (object, route): (&ConfigObject, &RouteView<'_>),
+    (owner, listeners, attached): (Owner<'_>, &[Listener], bool),
     parent: &ParentReference,
     controller: &str,
     now: &str,
 ) -> Value {
     let generation = generation(object);
     let namespace = object.metadata.namespace.as_str();
-    let (object, spec) = gateway;
-    let gateway_id = (
-        object.metadata.namespace.as_str(),
-        object.metadata.name.as_str(),
-    );
     let verdict = parent_verdict(
         snapshot,
-        &spec.listeners,
+        listeners,
         parent,
         (route.kind, namespace),
-        gateway_id,
+        owner,
         route.hostnames,
     );
     let (ok, reason, message) = match verdict {
+        _ if !attached => (
+            false,
+            "NoMatchingParent",
+            "the ListenerSet is not attached to its Gateway (its spec.allowedListeners)",
+        ),
         ParentVerdict::Attached => (true, "Accepted", "attached"),
         ParentVerdict::NoMatchingParent => (
             false,
@@ -901,6 +1033,93 @@ spec: {parentRefs: [{name: gw, sectionName: tcp}], rules: [{backendRefs: [{name:
         assert!(
             other.is_empty(),
             "another controller's objects get no status from admitpilot"
+        );
+    }
+
+    #[test]
+    fn listener_sets_report_attachment_and_their_listeners() {
+        let snapshot = snapshot(
+            "apiVersion: gateway.networking.k8s.io/v1
+kind: GatewayClass
+metadata: {name: ap}
+spec: {controllerName: admitpilot.io/gateway-controller}
+---
+apiVersion: gateway.networking.k8s.io/v1
+kind: Gateway
+metadata: {name: gw, namespace: default}
+spec:
+  gatewayClassName: ap
+  allowedListeners: {namespaces: {from: Same}}
+  listeners: [{name: http, port: 80, protocol: HTTP, hostname: a.example}]
+---
+apiVersion: gateway.networking.k8s.io/v1
+kind: ListenerSet
+metadata: {name: mine, namespace: default, generation: 4}
+spec:
+  parentRef: {name: gw}
+  listeners:
+  - {name: b, port: 80, protocol: HTTP, hostname: b.example}
+  - {name: dup, port: 80, protocol: HTTP, hostname: a.example}
+---
+apiVersion: gateway.networking.k8s.io/v1
+kind: ListenerSet
+metadata: {name: theirs, namespace: other}
+spec:
+  parentRef: {name: gw, namespace: default}
+  listeners: [{name: c, port: 80, protocol: HTTP, hostname: c.example}]
+---
+apiVersion: gateway.networking.k8s.io/v1
+kind: HTTPRoute
+metadata: {name: r, namespace: default}
+spec:
+  parentRefs: [{kind: ListenerSet, name: mine, sectionName: b}]
+  rules: [{backendRefs: [{name: web, port: 8080}]}]
+---
+apiVersion: v1
+kind: Service
+metadata: {name: web, namespace: default}
+spec: {ports: [{port: 8080}]}
+",
+        );
+        let updates = gateway_api_status(
+            &snapshot,
+            "admitpilot.io/gateway-controller",
+            &Served {
+                programmed: &|_| Programmed::Served,
+                held_back: &|_, _| None,
+                bundle_version: None,
+            },
+            "2026-11-27T00:00:00Z",
+        );
+        let gateway = find(&updates, Kind::KubernetesGateway, "gw");
+        assert_eq!(gateway["attachedListenerSets"], 1);
+        let mine = find(&updates, Kind::ListenerSet, "mine");
+        assert_eq!(
+            conditions(mine),
+            [
+                ("Accepted".into(), "True".into(), "Accepted".into()),
+                ("Programmed".into(), "True".into(), "Programmed".into())
+            ]
+        );
+        assert_eq!(mine["conditions"][0]["observedGeneration"], 4);
+        assert_eq!(mine["listeners"][0]["attachedRoutes"], 1);
+        assert_eq!(
+            conditions(&mine["listeners"][1])[2],
+            (
+                "Conflicted".into(),
+                "True".into(),
+                "HostnameConflict".into()
+            )
+        );
+        let theirs = find(&updates, Kind::ListenerSet, "theirs");
+        assert_eq!(
+            conditions(theirs)[0],
+            ("Accepted".into(), "False".into(), "NotAllowed".into())
+        );
+        let parent = &find(&updates, Kind::HttpRoute, "r")["parents"][0];
+        assert_eq!(
+            conditions(parent)[0],
+            ("Accepted".into(), "True".into(), "Accepted".into())
         );
     }
 }

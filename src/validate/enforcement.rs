@@ -186,13 +186,10 @@ fn unenforced_kind(kind: Kind) -> Option<&'static str> {
         Kind::WorkloadGroup => {
             "WorkloadGroup is not enforced on gateways by admitpilot: only WorkloadEntry objects become endpoints"
         }
-        Kind::ListenerSet => {
-            "ListenerSet is not enforced on gateways by admitpilot yet: it is validated but its listeners are not \
-             served"
-        }
         Kind::TlsRoute
         | Kind::TcpRoute
         | Kind::BackendTlsPolicy
+        | Kind::ListenerSet
         | Kind::AuthorizationPolicy
         | Kind::RequestAuthentication
         | Kind::Telemetry
@@ -231,7 +228,7 @@ mod tests {
             .copied()
             .filter(|kind| unenforced_kind(*kind).is_some())
             .collect();
-        assert_eq!(kinds.len(), 10, "{kinds:?}");
+        assert_eq!(kinds.len(), 9, "{kinds:?}");
         for kind in kinds {
             let why = unenforced_kind(kind).unwrap_or_default();
             assert!(

@@ -40,8 +40,8 @@ pub fn namespace_labels(snapshot: &Snapshot, name: &str) -> BTreeMap<String, Str
 /// The label the API server puts on every namespace, naming it.
 pub const NAMESPACE_NAME_LABEL: &str = "kubernetes.io/metadata.name";
 
-/// Whether `listener` accepts routes of `kind` (`HTTPRoute`…) from `route_namespace`, the Gateway being in
-/// `gateway_namespace`; a namespace `Selector` is matched against the route namespace's labels in `snapshot`
+/// Whether `listener` accepts routes of `kind` (`HTTPRoute`…) from `route_namespace`, its Gateway (or ListenerSet)
+/// being in `gateway_namespace`; a namespace `Selector` is matched against the route namespace's labels in `snapshot`
 /// ([`namespace_labels`]).
 pub fn admits(
     snapshot: &Snapshot,
@@ -76,17 +76,50 @@ pub fn admits(
     kind_ok && namespace_ok
 }
 
-/// Whether the parent reference names this Gateway and, through `sectionName` and `port`, this listener.
+/// What a route's parent reference names and whose listeners the route attaches to: a Gateway, or a ListenerSet
+/// (whose listeners join its Gateway's, [`super::listener_set`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Owner<'a> {
+    /// `Gateway` or `ListenerSet`.
+    pub kind: &'static str,
+    /// Its namespace.
+    pub namespace: &'a str,
+    /// Its name.
+    pub name: &'a str,
+}
+
+impl<'a> Owner<'a> {
+    /// The Gateway `object`.
+    pub fn gateway(object: &'a crate::model::ConfigObject) -> Owner<'a> {
+        Owner {
+            kind: "Gateway",
+            namespace: &object.metadata.namespace,
+            name: &object.metadata.name,
+        }
+    }
+
+    /// The ListenerSet `object`.
+    pub fn listener_set(object: &'a crate::model::ConfigObject) -> Owner<'a> {
+        Owner {
+            kind: "ListenerSet",
+            namespace: &object.metadata.namespace,
+            name: &object.metadata.name,
+        }
+    }
+}
+
+/// Whether the parent reference names this owner (a Gateway or a ListenerSet) and, through `sectionName` and
+/// `port`, this listener of it.
 pub fn names_listener(
     parent: &ParentReference,
     route_namespace: &str,
-    (gateway_namespace, gateway_name): (&str, &str),
+    owner: Owner<'_>,
     listener: &Listener,
 ) -> bool {
     parent.group() == GROUP
-        && parent.kind() == "Gateway"
-        && parent.name == gateway_name
-        && parent.namespace_or(route_namespace) == gateway_namespace
+        && parent.kind() == owner.kind
+        && parent.name == owner.name
+        && parent.namespace_or(route_namespace) == owner.namespace
         && parent
             .section_name
             .as_deref()
@@ -108,24 +141,24 @@ pub enum ParentVerdict {
     NoMatchingListenerHostname,
 }
 
-/// Whether `parent`, in a `route_kind` of `route_namespace` with `hostnames`, attaches the route to the Gateway
-/// `gateway` (namespace, name) whose listeners are `listeners`. Translation, status and the webhook's reference
+/// Whether `parent`, in a `route_kind` of `route_namespace` with `hostnames`, attaches the route to `owner` (a
+/// Gateway or ListenerSet) whose listeners are `listeners`. Translation, status and the webhook's reference
 /// warnings all decide attachment with it.
 pub fn parent_verdict<'a>(
     snapshot: &Snapshot,
     listeners: impl IntoIterator<Item = &'a Listener>,
     parent: &ParentReference,
     (route_kind, route_namespace): (&str, &str),
-    gateway: (&str, &str),
+    owner: Owner<'_>,
     hostnames: &[String],
 ) -> ParentVerdict {
     let named: Vec<&Listener> = listeners
         .into_iter()
-        .filter(|l| names_listener(parent, route_namespace, gateway, l))
+        .filter(|l| names_listener(parent, route_namespace, owner, l))
         .collect();
     let mut admitting = named
         .iter()
-        .filter(|l| admits(snapshot, l, route_kind, route_namespace, gateway.0))
+        .filter(|l| admits(snapshot, l, route_kind, route_namespace, owner.namespace))
         .peekable();
     if named.is_empty() {
         ParentVerdict::NoMatchingParent

@@ -54,6 +54,39 @@ impl Listener {
     }
 }
 
+/// A conflict of `listener` with one of `others` on its port: another protocol (ProtocolConflict; HTTPS and TLS
+/// share a port, told apart by SNI), or the same protocol and host name (HostnameConflict). The reason and a
+/// message, as the listener's `Conflicted` condition says them.
+pub fn conflict<'a>(
+    others: impl IntoIterator<Item = &'a Listener>,
+    listener: &Listener,
+) -> Option<(&'static str, String)> {
+    let sni = |protocol: &str| ["HTTPS", "TLS"].contains(&protocol);
+    others
+        .into_iter()
+        .filter(|other| other.port == listener.port)
+        .find_map(|other| {
+            if other.protocol != listener.protocol
+                && !(sni(&other.protocol) && sni(&listener.protocol))
+            {
+                Some((
+                    "ProtocolConflict",
+                    format!(
+                        "listener {:?} uses {} on port {}",
+                        other.name, other.protocol, other.port
+                    ),
+                ))
+            } else if other.protocol == listener.protocol && other.hostname == listener.hostname {
+                Some((
+                    "HostnameConflict",
+                    format!("listener {:?} has the same port and host name", other.name),
+                ))
+            } else {
+                None
+            }
+        })
+}
+
 /// `ListenerTLSConfig` (`GatewayTLSConfig` in older versions).
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase", default)]

@@ -24,9 +24,10 @@ pub mod stream_route;
 use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
 
-use crate::model::gateway_api::attachment;
+use crate::model::gateway_api::attachment::{self, Owner};
 use crate::model::gateway_api::gateway::Listener;
 use crate::model::gateway_api::http_route::HttpRouteRule;
+use crate::model::gateway_api::{gateway::conflict, listener_set};
 use crate::model::istio::gateway::{Gateway, Port, Server, ServerTlsMode, ServerTlsSettings};
 use crate::model::istio::VirtualService;
 use crate::model::{ConfigObject, Kind, ObjectKey, ObjectMeta, Snapshot, Spec};
@@ -144,12 +145,18 @@ fn synthesized_meta(gateway: &ConfigObject, name: String) -> ObjectMeta {
 /// serve (UDP, or a domain-prefixed one) or a terminating listener without a usable certificate. HTTP and HTTPS
 /// become HTTP and HTTPS servers; TLS becomes a TLS server, passing the connection through or terminating it
 /// ([`terminating_tls`]); TCP a TCP server.
-fn server(listener: &Listener, namespace: &str) -> Option<Server> {
+fn server(listener: &Listener, owner_namespace: &str, namespace: &str) -> Option<Server> {
     let hostname = listener.hostname.as_deref().filter(|h| !h.is_empty());
     let (protocol, tls) = match listener.protocol.as_str() {
         "HTTP" => ("HTTP", None),
-        "HTTPS" => ("HTTPS", Some(terminating_tls(listener, namespace)?)),
-        "TLS" if listener.terminates() => ("TLS", Some(terminating_tls(listener, namespace)?)),
+        "HTTPS" => (
+            "HTTPS",
+            Some(terminating_tls(listener, owner_namespace, namespace)?),
+        ),
+        "TLS" if listener.terminates() => (
+            "TLS",
+            Some(terminating_tls(listener, owner_namespace, namespace)?),
+        ),
         "TLS" => (
             "TLS",
             Some(ServerTlsSettings {
@@ -173,21 +180,30 @@ fn server(listener: &Listener, namespace: &str) -> Option<Server> {
     })
 }
 
-/// The TLS settings of a listener that terminates TLS with its first certificate, a core Secret. One in another
-/// namespace becomes the credential `kubernetes-gateway://<namespace>/<name>` (Istio's name for it), which the
-/// gateway gets only when a ReferenceGrant there allows it (`translate::secret`).
-fn terminating_tls(listener: &Listener, namespace: &str) -> Option<ServerTlsSettings> {
+/// The TLS settings of a listener that terminates TLS with its first certificate, a core Secret (in the namespace
+/// of the listener's Gateway or ListenerSet, `owner_namespace`, unless it names one). One outside the Gateway's
+/// `namespace` becomes the credential `kubernetes-gateway://<namespace>/<name>` (Istio's name for it), which the
+/// gateway gets only when a ReferenceGrant there allows the Gateway's namespace (`translate::secret`).
+fn terminating_tls(
+    listener: &Listener,
+    owner_namespace: &str,
+    namespace: &str,
+) -> Option<ServerTlsSettings> {
     let certificate = listener.tls.as_ref()?.certificate_refs.first()?;
     let secret = certificate.group.as_deref().unwrap_or("").is_empty()
         && certificate.kind.as_deref().unwrap_or("Secret") == "Secret";
     if !secret {
         return None;
     }
-    let credential_name = match certificate.namespace.as_deref() {
-        Some(other) if !other.is_empty() && other != namespace => {
-            naming::gateway_credential(other, &certificate.name)
-        }
-        _ => certificate.name.clone(),
+    let secret_namespace = certificate
+        .namespace
+        .as_deref()
+        .filter(|n| !n.is_empty())
+        .unwrap_or(owner_namespace);
+    let credential_name = if secret_namespace == namespace {
+        certificate.name.clone()
+    } else {
+        naming::gateway_credential(secret_namespace, &certificate.name)
     };
     Some(ServerTlsSettings {
         mode: Some(ServerTlsMode::Simple),
@@ -199,11 +215,9 @@ fn terminating_tls(listener: &Listener, namespace: &str) -> Option<ServerTlsSett
 /// The TLSRoutes and TCPRoutes attached to `listener`, with the host names each serves there.
 fn attached_stream<'a>(
     snapshot: &'a Snapshot,
-    gateway: &ConfigObject,
+    owner: Owner<'_>,
     listener: &Listener,
 ) -> Vec<stream_route::AttachedStream<'a>> {
-    let gateway_namespace = gateway.metadata.namespace.as_str();
-    let id = (gateway_namespace, gateway.metadata.name.as_str());
     let routes = snapshot
         .of_kind(Kind::TlsRoute)
         .chain(snapshot.of_kind(Kind::TcpRoute));
@@ -217,9 +231,8 @@ fn attached_stream<'a>(
         let attaches = route
             .parent_refs
             .iter()
-            .any(|p| attachment::names_listener(p, namespace, id, listener));
-        if !attaches || !attachment::admits(snapshot, listener, kind, namespace, gateway_namespace)
-        {
+            .any(|p| attachment::names_listener(p, namespace, owner, listener));
+        if !attaches || !attachment::admits(snapshot, listener, kind, namespace, owner.namespace) {
             continue;
         }
         let hosts = if object.kind() == Kind::TcpRoute {
@@ -243,11 +256,11 @@ fn attached_stream<'a>(
 fn stream_virtual_service(
     snapshot: &Snapshot,
     gateway: &ConfigObject,
-    listener: &Listener,
-    gateway_name: &str,
+    served: &ServedListener<'_>,
     domain_suffix: &str,
 ) -> Option<Arc<ConfigObject>> {
-    let attached = attached_stream(snapshot, gateway, listener);
+    let (listener, gateway_name) = (served.listener, &served.name);
+    let attached = attached_stream(snapshot, served.owner, listener);
     let mut hosts: Vec<String> = attached.iter().flat_map(|a| a.hosts.clone()).collect();
     hosts.sort();
     hosts.dedup();
@@ -269,6 +282,57 @@ fn stream_virtual_service(
         metadata: synthesized_meta(gateway, format!("{gateway_name}~stream")),
         spec: Spec::VirtualService(spec),
     }))
+}
+
+/// One listener a proxy serves: the Gateway's own, or one of a ListenerSet the Gateway takes.
+struct ServedListener<'a> {
+    /// The Gateway or ListenerSet object the listener is part of.
+    object: &'a Arc<ConfigObject>,
+    /// What routes name to attach to it.
+    owner: Owner<'a>,
+    /// The listener.
+    listener: &'a Listener,
+    /// The name of its Istio Gateway: `gateway-api~<gateway>~<listener>`, or
+    /// `gateway-api~<gateway>~<set namespace>~<set name>~<listener>` for a ListenerSet's.
+    name: String,
+}
+
+/// The listeners of the Gateway `object` and of the ListenerSets it takes, in the spec's precedence (the Gateway's,
+/// then the sets' oldest first); a set's listener that conflicts with one before it is left out (its status says
+/// Conflicted).
+fn served_listeners<'a>(
+    snapshot: &'a Snapshot,
+    object: &'a Arc<ConfigObject>,
+    gateway: &'a crate::model::gateway_api::Gateway,
+) -> Vec<ServedListener<'a>> {
+    let gateway_name = &object.metadata.name;
+    let mut out: Vec<ServedListener<'a>> = gateway
+        .listeners
+        .iter()
+        .map(|listener| ServedListener {
+            object,
+            owner: Owner::gateway(object),
+            listener,
+            name: format!("{SYNTHESIZED}{gateway_name}~{}", listener.name),
+        })
+        .collect();
+    for (set, spec) in listener_set::attached(snapshot, object, gateway) {
+        for listener in &spec.listeners {
+            if conflict(out.iter().map(|s| s.listener), listener).is_some() {
+                continue;
+            }
+            out.push(ServedListener {
+                object: set,
+                owner: Owner::listener_set(set),
+                listener,
+                name: format!(
+                    "{SYNTHESIZED}{gateway_name}~{}~{}~{}",
+                    set.metadata.namespace, set.metadata.name, listener.name
+                ),
+            });
+        }
+    }
+    out
 }
 
 /// A route whose rules are HTTPRoute rules: an HTTPRoute's own, or a GRPCRoute's rewritten ([`grpc_route`]).
@@ -313,20 +377,18 @@ fn http_rules(snapshot: &Snapshot) -> Vec<HttpRules<'_>> {
 fn attached_http<'a>(
     snapshot: &Snapshot,
     routes: &'a [HttpRules<'a>],
-    gateway: &ConfigObject,
+    owner: Owner<'_>,
     listener: &Listener,
 ) -> BTreeMap<String, Vec<http_route::Attached<'a>>> {
-    let gateway_namespace = gateway.metadata.namespace.as_str();
-    let id = (gateway_namespace, gateway.metadata.name.as_str());
     let mut by_host: BTreeMap<String, Vec<http_route::Attached<'a>>> = BTreeMap::new();
     for route in routes {
         let namespace = route.object.metadata.namespace.as_str();
         let attaches = route
             .parent_refs
             .iter()
-            .any(|p| attachment::names_listener(p, namespace, id, listener));
+            .any(|p| attachment::names_listener(p, namespace, owner, listener));
         if !attaches
-            || !attachment::admits(snapshot, listener, route.kind, namespace, gateway_namespace)
+            || !attachment::admits(snapshot, listener, route.kind, namespace, owner.namespace)
         {
             continue;
         }
@@ -400,11 +462,13 @@ impl Converted {
         );
         let mut out = Vec::new();
         let routes = http_rules(snapshot);
-        for listener in &gateway.listeners {
-            let Some(server) = server(listener, &object.metadata.namespace) else {
+        for served in served_listeners(snapshot, object, gateway) {
+            let listener = served.listener;
+            let Some(server) = server(listener, served.owner.namespace, &object.metadata.namespace)
+            else {
                 continue;
             };
-            let gateway_name = format!("{SYNTHESIZED}{}~{}", object.metadata.name, listener.name);
+            let gateway_name = served.name.clone();
             out.push(Arc::new(ConfigObject {
                 api_version: Kind::Gateway.api_version(),
                 metadata: synthesized_meta(object, gateway_name.clone()),
@@ -417,13 +481,12 @@ impl Converted {
                 out.extend(stream_virtual_service(
                     snapshot,
                     object,
-                    listener,
-                    &gateway_name,
+                    &served,
                     &options.domain_suffix,
                 ));
                 continue;
             }
-            for (host, attached) in attached_http(snapshot, &routes, object, listener) {
+            for (host, attached) in attached_http(snapshot, &routes, served.owner, listener) {
                 // The host name as it is: `*` cannot be part of a host name, so `*.a` and a literal host never share a name.
                 let name = format!("{gateway_name}~{host}");
                 let key = ObjectKey::new(
@@ -432,7 +495,7 @@ impl Converted {
                     name.clone(),
                 );
                 let these = HostInputs {
-                    gateway: Arc::clone(object),
+                    gateway: Arc::clone(served.object),
                     backends: Arc::clone(&backends),
                     attached: attached
                         .iter()
@@ -538,10 +601,7 @@ mod tests {
             .iter()
             .map(|o| o.metadata.name.clone())
             .collect();
-        assert_eq!(
-            names,
-            ["gateway-api~gw~http", "gateway-api~gw~http~*"]
-        );
+        assert_eq!(names, ["gateway-api~gw~http", "gateway-api~gw~http~*"]);
         assert!(synthesize(&mine, &proxy("other"), &options).is_empty());
         let theirs = snapshot("istio.io/gateway-controller", &[route()]);
         assert!(synthesize(&theirs, &proxy("ns"), &options).is_empty());

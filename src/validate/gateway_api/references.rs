@@ -7,8 +7,9 @@
 //! ReferenceGrant allows, a Gateway whose GatewayClass or certificate Secret is missing, and listeners that
 //! conflict on one port.
 
-use crate::model::gateway_api::attachment::{parent_verdict, ParentVerdict};
+use crate::model::gateway_api::attachment::{parent_verdict, Owner, ParentVerdict};
 use crate::model::gateway_api::common::{BackendRef, ParentReference};
+use crate::model::gateway_api::listener_set;
 use crate::model::gateway_api::reference_grant::granted;
 use crate::model::gateway_api::{Gateway, GROUP};
 use crate::model::service::infer_protocol;
@@ -86,12 +87,25 @@ pub fn check(config: &Snapshot, object: &ConfigObject, out: &mut Vec<Reference>)
                 parent_namespace,
                 parent.name.clone(),
             );
-            if config.get(&key).is_none() {
-                warn(
+            match config.get(&key).map(|g| &g.spec) {
+                Some(Spec::KubernetesGateway(gateway)) => {
+                    if !listener_set::admitted(config, gateway, parent_namespace, namespace) {
+                        warn(
+                            out,
+                            "spec.parentRef".into(),
+                            format!(
+                                "Gateway {parent_namespace}/{} does not allow ListenerSets from namespace \
+                                 {namespace:?} (its spec.allowedListeners): these listeners are not served",
+                                parent.name
+                            ),
+                        );
+                    }
+                }
+                _ => warn(
                     out,
                     "spec.parentRef".into(),
                     format!("Gateway {parent_namespace}/{} does not exist", parent.name),
-                );
+                ),
             }
         }
         Spec::BackendTlsPolicy(policy) => backend_tls_refs(config, namespace, policy, out),
@@ -191,41 +205,50 @@ fn route_refs(
     out: &mut Vec<Reference>,
 ) {
     for (i, parent) in parents.iter().enumerate() {
-        if parent.group() != GROUP || parent.kind() != "Gateway" {
-            continue;
-        }
+        let (owner_kind, kind_name) = match (parent.group() == GROUP, parent.kind()) {
+            (true, "Gateway") => (Kind::KubernetesGateway, "Gateway"),
+            (true, "ListenerSet") => (Kind::ListenerSet, "ListenerSet"),
+            _ => continue,
+        };
         let field = format!("spec.parentRefs[{i}]");
         let gateway_namespace = parent.namespace_or(namespace);
-        let key = ObjectKey::new(
-            Kind::KubernetesGateway,
-            gateway_namespace,
-            parent.name.clone(),
-        );
-        let Some(Spec::KubernetesGateway(gateway)) = config.get(&key).map(|g| &g.spec) else {
-            warn(
-                out,
-                field,
-                format!(
-                    "Gateway {gateway_namespace}/{} does not exist: the route is not served",
-                    parent.name
-                ),
-            );
-            continue;
+        let key = ObjectKey::new(owner_kind, gateway_namespace, parent.name.clone());
+        let found = config.get(&key);
+        let listeners = match found.map(|o| &o.spec) {
+            Some(Spec::KubernetesGateway(gateway)) => &gateway.listeners,
+            Some(Spec::ListenerSet(set)) => &set.listeners,
+            _ => {
+                warn(
+                    out,
+                    field,
+                    format!(
+                        "{} {gateway_namespace}/{} does not exist: the route is not served",
+                        parent.kind(),
+                        parent.name
+                    ),
+                );
+                continue;
+            }
         };
-        let id = (gateway_namespace, parent.name.as_str());
+        let owner = Owner {
+            kind: kind_name,
+            namespace: gateway_namespace,
+            name: &parent.name,
+        };
         let verdict = parent_verdict(
             config,
-            &gateway.listeners,
+            listeners,
             parent,
             (kind, namespace),
-            id,
+            owner,
             hostnames,
         );
         let message = match verdict {
             ParentVerdict::Attached => None,
-            ParentVerdict::NoMatchingParent => {
-                Some("names no listener of the Gateway (sectionName/port)".to_string())
-            }
+            ParentVerdict::NoMatchingParent => Some(format!(
+                "names no listener of the {} (sectionName/port)",
+                parent.kind()
+            )),
             ParentVerdict::NotAllowedByListeners => Some(format!(
                 "no listener it names admits {kind}s from namespace {namespace:?} (allowedRoutes: kinds, \
                  namespaces; a namespace Selector is matched against the Namespace's labels)"
@@ -239,7 +262,8 @@ fn route_refs(
                 out,
                 field,
                 format!(
-                    "Gateway {gateway_namespace}/{}: {why}; the route is not served there",
+                    "{} {gateway_namespace}/{}: {why}; the route is not served there",
+                    parent.kind(),
                     parent.name
                 ),
             );
