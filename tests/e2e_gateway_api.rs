@@ -156,6 +156,8 @@ spec:
     backendRefs: [{name: v1, port: 80, weight: 1}, {name: v2, port: 80, weight: 0}]
   - matches: [{path: {type: PathPrefix, value: /broken}}]
     backendRefs: [{name: not-deployed, port: 80}]
+  - matches: [{path: {type: PathPrefix, value: /partly}}]
+    backendRefs: [{name: v1, port: 80, weight: 3}, {name: not-deployed, port: 80, weight: 1}]
   - matches: [{path: {type: PathPrefix, value: /public}}]
     filters:
     - type: CORS
@@ -428,6 +430,18 @@ async fn gateway_api_routes_are_served_by_envoy() {
         send(&http, get("/broken", "shop.example")).await.status,
         500
     );
+    // One backend of weight 1 in 4 does not exist: about a quarter of the requests get 500, the rest reach v1
+    // (400 requests: outside 15%..35% is more than 4.6 standard deviations away).
+    let mut failed = 0;
+    for _ in 0..400 {
+        let reply = send(&http, get("/partly", "shop.example")).await;
+        match reply.status {
+            500 => failed += 1,
+            200 => assert_eq!(backend(&reply), "v1"),
+            other => panic!("/partly answered {other}"),
+        }
+    }
+    assert!((60..=140).contains(&failed), "{failed} of 400 got 500");
     // CORS preflight.
     let preflight = http
         .request(reqwest::Method::OPTIONS, format!("{base}/public/x"))

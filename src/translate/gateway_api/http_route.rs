@@ -17,9 +17,9 @@ use crate::model::gateway_api::common::{
 };
 use crate::model::gateway_api::http_route::{HttpRouteMatch, HttpRouteRule, PathMatchType};
 use crate::model::istio::virtual_service::{
-    CorsPolicy, HeaderOperations, Headers, HttpBody, HttpDirectResponse, HttpMatchRequest,
-    HttpMirrorPolicy, HttpRedirect, HttpRetry, HttpRewrite, HttpRoute, HttpRouteDestination,
-    Percent, RegexRewrite, StringMatch,
+    CorsPolicy, FaultAbort, HeaderOperations, Headers, HttpBody, HttpDirectResponse,
+    HttpFaultInjection, HttpMatchRequest, HttpMirrorPolicy, HttpRedirect, HttpRetry, HttpRewrite,
+    HttpRoute, HttpRouteDestination, Percent, RegexRewrite, StringMatch,
 };
 use crate::model::{ConfigObject, Snapshot};
 
@@ -336,10 +336,13 @@ fn actions(
             ..HttpRetry::default()
         });
     }
-    route.route = rule
+    let weighted: Vec<_> = rule
         .backend_refs
         .iter()
         .filter(|b| b.weight() > 0)
+        .collect();
+    route.route = weighted
+        .iter()
         .filter_map(|b| {
             let destination = dest(b)?;
             Some(HttpRouteDestination {
@@ -349,6 +352,26 @@ fn actions(
             })
         })
         .collect();
+    // Some backends invalid: their share of the requests gets the spec's 500, as an abort of that share before
+    // the router (Envoy's fault filter), the rest goes to the valid ones.
+    let total: u64 = weighted.iter().map(|b| u64::from(b.weight())).sum();
+    let valid: u64 = route
+        .route
+        .iter()
+        .map(|d| u64::from(d.weight.unwrap_or(0)))
+        .sum();
+    if !route.route.is_empty() && valid < total {
+        #[allow(clippy::cast_precision_loss)]
+        let share = (total - valid) as f64 * 100.0 / total as f64;
+        route.fault = Some(HttpFaultInjection {
+            abort: Some(FaultAbort {
+                http_status: Some(500),
+                percentage: Some(Percent { value: Some(share) }),
+                ..FaultAbort::default()
+            }),
+            ..HttpFaultInjection::default()
+        });
+    }
     if route.route.is_empty() {
         // No valid backend (or none with weight): the spec's 500.
         route.direct_response = Some(HttpDirectResponse {
