@@ -1,8 +1,8 @@
 //! Gateway API TLS end to end: the real `admitpilot serve --config-dir` binary, a real Envoy 1.40 (SotW, default
 //! `initial_fetch_timeout`) serving the Gateway `default/gw`, and backends on 127.0.0.1. A TLS `Passthrough`
 //! listener sends each connection, still encrypted, to the TLSRoute whose host names match its SNI (the client
-//! verifies the backend's own certificate); a TLS listener that terminates hands the decrypted bytes to a
-//! TCPRoute's backend; a TCP listener sends bytes to its TCPRoute's. BackendTLSPolicy: Envoy calls the backend over
+//! verifies the backend's own certificate); a TLS listener that terminates hands the decrypted bytes to the backend
+//! of the TLSRoute its SNI names; a TCP listener sends bytes to its TCPRoute's. BackendTLSPolicy: Envoy calls the backend over
 //! TLS with the policy's SNI and verifies its certificate against the ConfigMap's CA and the policy's host name, and
 //! a backend whose certificate does not pass gets no request. Every `*update_rejected` stat stays 0.
 //!
@@ -120,7 +120,8 @@ async fn tls_and_tcp_routes_are_served_by_envoy() {
     let b = StreamBackend::start("b", Some(ca.leaf("b.example"))).await;
     let db = StreamBackend::start("db", None).await;
     let (passthrough, terminate, tcp) = (free_port(), free_port(), free_port());
-    let (cert, key) = ca.leaf("shop.example");
+    let store = StreamBackend::start("store", None).await;
+    let (cert, key) = ca.leaf_for(&["shop.example", "store.example"]);
     let b64 = |text: &str| {
         use base64::Engine;
         base64::engine::general_purpose::STANDARD.encode(text)
@@ -147,9 +148,7 @@ spec:
   - name: terminate
     port: {terminate}
     protocol: TLS
-    hostname: shop.example
     tls: {{mode: Terminate, certificateRefs: [{{name: shop-cert}}]}}
-    allowedRoutes: {{kinds: [{{kind: TCPRoute}}]}}
   - {{name: tcp, port: {tcp}, protocol: TCP}}
 ---
 apiVersion: gateway.networking.k8s.io/v1alpha2
@@ -169,11 +168,20 @@ spec:
   rules: [{{backendRefs: [{{name: b, port: 9000}}]}}]
 ---
 apiVersion: gateway.networking.k8s.io/v1alpha2
-kind: TCPRoute
-metadata: {{name: behind-tls, namespace: default}}
+kind: TLSRoute
+metadata: {{name: shop, namespace: default}}
 spec:
   parentRefs: [{{name: gw, sectionName: terminate}}]
+  hostnames: [shop.example]
   rules: [{{backendRefs: [{{name: db, port: 9000}}]}}]
+---
+apiVersion: gateway.networking.k8s.io/v1alpha2
+kind: TLSRoute
+metadata: {{name: store, namespace: default}}
+spec:
+  parentRefs: [{{name: gw, sectionName: terminate}}]
+  hostnames: [store.example]
+  rules: [{{backendRefs: [{{name: store, port: 9000}}]}}]
 ---
 apiVersion: gateway.networking.k8s.io/v1alpha2
 kind: TCPRoute
@@ -188,7 +196,12 @@ spec:
     let (_dir, admitpilot, envoy) = serve(
         &binary,
         &config,
-        &[("a", a.port), ("b", b.port), ("db", db.port)],
+        &[
+            ("a", a.port),
+            ("b", b.port),
+            ("db", db.port),
+            ("store", store.port),
+        ],
         53_700,
     )
     .await;
@@ -212,15 +225,18 @@ spec:
         "{unrouted:?}"
     );
 
-    // Terminate: Envoy ends TLS with the listener's certificate and the TCPRoute's backend gets the plain bytes.
-    let reply = eventually("terminate", &admitpilot, || async {
-        over_tls(&ca, terminate, "shop.example", "ping")
-            .await
-            .ok()
-            .filter(|r| !r.is_empty())
-    })
-    .await;
-    assert_eq!(reply, "db:ping");
+    // Terminate: Envoy ends TLS with the listener's certificate and the backend of the TLSRoute the SNI names gets
+    // the plain bytes.
+    for (sni, expected) in [("shop.example", "db:ping"), ("store.example", "store:ping")] {
+        let reply = eventually(sni, &admitpilot, || async {
+            over_tls(&ca, terminate, sni, "ping")
+                .await
+                .ok()
+                .filter(|r| !r.is_empty())
+        })
+        .await;
+        assert_eq!(reply, expected, "SNI {sni}");
+    }
 
     // TCP: bytes in, bytes out.
     let reply = eventually("tcp", &admitpilot, || async {

@@ -35,7 +35,10 @@
 //!   resources: [<the kinds of default_kinds()>]
 //!   verbs: [get, list, watch]
 //! - apiGroups: [""]
-//!   resources: [services, secrets, configmaps]   # configmaps: higress-config and istio only (resourceNames)
+//!   resources: [services, secrets, configmaps]   # secrets: TLS only; configmaps: higress-config, istio, and
+//!   verbs: [get, list, watch]                    # those with ca.crt (BackendTLSPolicy; --no-ca-configmaps)
+//! - apiGroups: [""]
+//!   resources: [namespaces]                      # cluster-wide: their labels, for allowedRoutes selectors
 //!   verbs: [get, list, watch]
 //! - apiGroups: ["discovery.k8s.io"]
 //!   resources: [endpointslices]
@@ -302,6 +305,13 @@ fn is_not_found(error: &watcher::Error) -> bool {
     matches!(error, watcher::Error::InitialListFailed(kube::Error::Api(status)) if status.code == 404)
 }
 
+/// A list RBAC forbids (403) of a kind admitpilot can do without (Namespaces, CA ConfigMaps): counted as synced with
+/// nothing, like a kind not served, so readiness does not wait on a permission that was left out on purpose.
+fn is_forbidden_optional(error: &watcher::Error, kind: Kind) -> bool {
+    matches!(kind, Kind::Namespace | Kind::CaConfigMap)
+        && matches!(error, watcher::Error::InitialListFailed(kube::Error::Api(status)) if status.code == 403)
+}
+
 /// A watch whose resourceVersion the API server no longer has (410 Gone / Expired), as a watch event or as the
 /// answer to the watch request: only a new list can continue, and it can be made at once.
 fn is_gone(error: &watcher::Error) -> bool {
@@ -404,8 +414,8 @@ async fn run_watcher(spec: WatchSpec, shared: Arc<Shared>, sender: ScopedSender)
                     retry.reset();
                     break;
                 }
-                Err(error) if is_not_found(&error) => {
-                    if version + 1 < versions.len() {
+                Err(error) if is_not_found(&error) || is_forbidden_optional(&error, spec.kind) => {
+                    if version + 1 < versions.len() && is_not_found(&error) {
                         version += 1;
                         tracing::debug!(resource = %spec.kind.info().resource_name(), version = versions[version],
                             "API version not served; trying an older one");
@@ -413,7 +423,8 @@ async fn run_watcher(spec: WatchSpec, shared: Arc<Shared>, sender: ScopedSender)
                         version = 0;
                         let delay = retry.take();
                         tracing::warn!(resource = %spec.kind.info().resource_name(), namespace = ?spec.namespace,
-                            retry_in = ?delay, "API not served (CRD not installed?); retrying");
+                            retry_in = ?delay, %error, "API not served (CRD not installed?) or not readable (RBAC); \
+                            retrying");
                         // Nothing of this kind exists (any more): count the scope as synced, holding nothing, so
                         // the rest can go live.
                         state.last_good.clear();

@@ -263,7 +263,7 @@ fn listener_status(
     let cond =
         |kind, ok, reason, message: &str| condition(kind, ok, reason, message, generation, now);
     let supported = SERVED_PROTOCOLS.contains(&listener.protocol.as_str());
-    let refs = certificate_refs(snapshot, (owner.namespace, gateway_namespace), listener);
+    let refs = certificate_refs(snapshot, (owner, gateway_namespace), listener);
     let valid = supported && refs.is_ok() && conflict.is_none();
     let attached = attached_routes(snapshot, owner, listener);
     let (programmed_ok, programmed_reason, programmed_message) = match (valid, programmed) {
@@ -401,6 +401,8 @@ fn listener_set_status(
         } else {
             None
         };
+        // As translation does: every listener it serves is one the later ones yield to, valid or not.
+        let yields_to = admitted && conflict.is_none();
         let (entry, valid) = listener_status(
             snapshot,
             (owner, &gateway.metadata.namespace),
@@ -409,7 +411,7 @@ fn listener_set_status(
             programmed,
             (generation, now),
         );
-        if admitted && valid {
+        if yields_to {
             earlier.push(listener.clone());
         }
         any_valid |= valid;
@@ -546,10 +548,12 @@ fn supported_kinds(listener: &Listener) -> Vec<Value> {
 /// `translate::secret` serves it. The error is the condition's reason and message.
 fn certificate_refs(
     snapshot: &Snapshot,
-    (owner_namespace, namespace): (&str, &str),
+    (owner, namespace): (Owner<'_>, &str),
     listener: &Listener,
 ) -> Result<(), (&'static str, String)> {
-    let Some(tls) = &listener.tls else {
+    let owner_namespace = owner.namespace;
+    let Some(tls) = listener.tls.as_ref().filter(|_| listener.terminates()) else {
+        // No TLS, or passed through: certificateRefs are not used (the spec: ignored in Passthrough mode).
         return Ok(());
     };
     for cert in &tls.certificate_refs {
@@ -566,13 +570,12 @@ fn certificate_refs(
                 format!("{} is not a core Secret", cert.name),
             ));
         }
-        if target != namespace
-            && !granted(
-                snapshot,
-                ("Gateway", namespace),
-                ("", "Secret", target, &cert.name),
-            )
-        {
+        // The listener's Gateway or ListenerSet may use it (grants are not inherited), and so may the Gateway
+        // whose gateways get it.
+        let not_granted = |(kind, from): (&str, &str)| {
+            target != from && !granted(snapshot, (kind, from), ("", "Secret", target, &cert.name))
+        };
+        if not_granted((owner.kind, owner_namespace)) || not_granted(("Gateway", namespace)) {
             return Err((
                 "RefNotPermitted",
                 format!("Secret {target}/{} is in another namespace and no ReferenceGrant there allows it", cert.name),

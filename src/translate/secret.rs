@@ -206,7 +206,7 @@ pub(crate) fn build_secrets(secrets: SecretsOf<'_>, credentials: &BTreeSet<Strin
             out.push(s);
             continue;
         }
-        if naming::parse_configmap_credential(name).is_some() {
+        if name.starts_with(naming::CONFIGMAP_CREDENTIAL_PREFIX) {
             out.extend(configmap_ca(secrets.snapshot, name));
             continue;
         }

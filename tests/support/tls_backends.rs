@@ -33,9 +33,17 @@ impl Ca {
 
     /// A certificate for `host` and its key, as PEM.
     pub fn leaf(&self, host: &str) -> (String, String) {
+        self.leaf_for(&[host])
+    }
+
+    /// A certificate for every name of `hosts` (the first is its common name) and its key, as PEM.
+    pub fn leaf_for(&self, hosts: &[&str]) -> (String, String) {
         let key = KeyPair::generate().unwrap();
-        let mut params = CertificateParams::new(vec![host.to_string()]).unwrap();
-        params.distinguished_name.push(DnType::CommonName, host);
+        let names: Vec<String> = hosts.iter().map(ToString::to_string).collect();
+        let mut params = CertificateParams::new(names).unwrap();
+        params
+            .distinguished_name
+            .push(DnType::CommonName, hosts.first().copied().unwrap_or("leaf"));
         let cert = params.signed_by(&key, &self.issuer).unwrap();
         (cert.pem(), key.serialize_pem())
     }

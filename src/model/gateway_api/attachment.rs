@@ -13,13 +13,12 @@ use super::gateway::Listener;
 use super::GROUP;
 use crate::model::{Kind, ObjectKey, Snapshot};
 
-/// The route kinds a listener carries: HTTPRoute and GRPCRoute on HTTP and HTTPS; TLSRoute on TLS, and also
-/// TCPRoute when the TLS listener terminates (the connection is then opaque bytes, as on TCP); TCPRoute on TCP.
-/// `allowedRoutes.kinds` narrows these; when it is empty they are the listener's kinds.
+/// The route kinds a listener carries: HTTPRoute and GRPCRoute on HTTP and HTTPS; TLSRoute on TLS (passing
+/// through or terminating; since v1.5 TCPRoute no longer attaches to TLS listeners, gateway-api #4427); TCPRoute
+/// on TCP. `allowedRoutes.kinds` narrows these; when it is empty they are the listener's kinds.
 pub fn default_kinds(listener: &Listener) -> &'static [&'static str] {
     match listener.protocol.as_str() {
         "HTTP" | "HTTPS" => &["HTTPRoute", "GRPCRoute"],
-        "TLS" if listener.terminates() => &["TLSRoute", "TCPRoute"],
         "TLS" => &["TLSRoute"],
         "TCP" => &["TCPRoute"],
         _ => &[],

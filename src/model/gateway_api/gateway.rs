@@ -55,8 +55,9 @@ impl Listener {
 }
 
 /// A conflict of `listener` with one of `others` on its port: another protocol (ProtocolConflict; HTTPS and TLS
-/// share a port, told apart by SNI), or the same protocol and host name (HostnameConflict). The reason and a
-/// message, as the listener's `Conflicted` condition says them.
+/// share a port, told apart by SNI), or the same host name with the same protocol, or with HTTPS and TLS (SNI
+/// cannot tell them apart) (HostnameConflict). The reason and a message, as the listener's `Conflicted` condition
+/// says them.
 pub fn conflict<'a>(
     others: impl IntoIterator<Item = &'a Listener>,
     listener: &Listener,
@@ -76,7 +77,7 @@ pub fn conflict<'a>(
                         other.name, other.protocol, other.port
                     ),
                 ))
-            } else if other.protocol == listener.protocol && other.hostname == listener.hostname {
+            } else if other.hostname == listener.hostname {
                 Some((
                     "HostnameConflict",
                     format!("listener {:?} has the same port and host name", other.name),

@@ -8,22 +8,23 @@
 //! core ConfigMap, or none with `ca.crt`) still makes a DestinationRule, whose CA never arrives: the backend gets no
 //! traffic rather than unverified traffic. A `sectionName` narrows the policy to that Service port. When two
 //! policies target the same Service port, the oldest wins (then namespace/name), as the spec's conflict rule says.
+//! A DestinationRule of the config for the same host gets the policies' TLS set over its own, so it cannot send a
+//! protected port in plain text.
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use crate::model::gateway_api::backend_tls_policy::BackendTlsValidation;
 use crate::model::gateway_api::BackendTlsPolicy;
-use crate::model::istio::destination_rule::{
-    ClientTlsMode, ClientTlsSettings, PortTrafficPolicy, TrafficPolicy,
-};
+use crate::model::istio::destination_rule::{ClientTlsMode, ClientTlsSettings, PortTrafficPolicy};
 use crate::model::istio::virtual_service::PortSelector;
 use crate::model::istio::DestinationRule;
 use crate::model::{ConfigObject, Kind, ObjectKey, ObjectMeta, Snapshot, Spec};
 use crate::translate::naming;
 
-/// A credential no secret is ever served for: a policy whose CA cannot be resolved fails closed.
-pub const UNRESOLVED_CREDENTIAL: &str = "configmap://unresolved/ca";
+/// A credential no secret is ever served for (no `<namespace>/<name>` in it, so it names no ConfigMap): a policy
+/// whose CA cannot be resolved fails closed.
+pub const UNRESOLVED_CREDENTIAL: &str = "configmap://~unresolved~";
 
 /// The client TLS a policy asks for, its CA resolved against `snapshot`.
 fn client_tls(
@@ -85,9 +86,47 @@ fn port_number(snapshot: &Snapshot, namespace: &str, name: &str, section: &str) 
         .and_then(|p| u32::try_from(p.port).ok())
 }
 
-/// The DestinationRules of every BackendTLSPolicy of `snapshot` (one per policy and Service, with the policy's
-/// creation time).
-pub fn destination_rules(snapshot: &Snapshot, domain_suffix: &str) -> Vec<Arc<ConfigObject>> {
+/// The client TLS the policies ask for on one Service: for every port, and per port (`sectionName`).
+#[derive(Debug, Default)]
+struct ServiceTls {
+    every_port: Option<ClientTlsSettings>,
+    ports: BTreeMap<u32, ClientTlsSettings>,
+}
+
+impl ServiceTls {
+    /// Sets the policies' TLS on `rule`, over any TLS it had (its own, or a port's), so no DestinationRule can
+    /// leave a port the policies protect in plain text.
+    fn overlay(&self, rule: &mut DestinationRule) {
+        let traffic = rule.traffic_policy.get_or_insert_with(Box::default);
+        if let Some(tls) = &self.every_port {
+            traffic.tls = Some(tls.clone());
+            for port in &mut traffic.port_level_settings {
+                if port.tls.is_some() {
+                    port.tls = Some(tls.clone());
+                }
+            }
+        }
+        for (number, tls) in &self.ports {
+            let existing = traffic
+                .port_level_settings
+                .iter_mut()
+                .find(|p| p.port.as_ref().and_then(|p| p.number) == Some(*number));
+            match existing {
+                Some(port) => port.tls = Some(tls.clone()),
+                None => traffic.port_level_settings.push(PortTrafficPolicy {
+                    port: Some(PortSelector {
+                        number: Some(*number),
+                    }),
+                    tls: Some(tls.clone()),
+                    ..PortTrafficPolicy::default()
+                }),
+            }
+        }
+    }
+}
+
+/// What the policies ask for, per targeted Service (namespace, name); the oldest policy wins a port.
+fn service_tls(snapshot: &Snapshot) -> BTreeMap<(String, String), (ServiceTls, Option<String>)> {
     let mut policies: Vec<(&Arc<ConfigObject>, &BackendTlsPolicy)> = snapshot
         .of_kind(Kind::BackendTlsPolicy)
         .filter_map(|object| match &object.spec {
@@ -105,9 +144,7 @@ pub fn destination_rules(snapshot: &Snapshot, domain_suffix: &str) -> Vec<Arc<Co
         };
         key(a).cmp(&key(b))
     });
-    // (namespace, service, port or None for every port) already taken by an older policy.
-    let mut taken: BTreeSet<(String, String, Option<u32>)> = BTreeSet::new();
-    let mut rules: BTreeMap<(String, String), ConfigObject> = BTreeMap::new();
+    let mut out: BTreeMap<(String, String), (ServiceTls, Option<String>)> = BTreeMap::new();
     for (object, policy) in policies {
         let namespace = object.metadata.namespace.as_str();
         let tls = client_tls(snapshot, namespace, &policy.validation);
@@ -115,54 +152,100 @@ pub fn destination_rules(snapshot: &Snapshot, domain_suffix: &str) -> Vec<Arc<Co
             if !target.group.is_empty() || target.kind != "Service" {
                 continue;
             }
-            let port = match &target.section_name {
-                Some(section) => match port_number(snapshot, namespace, &target.name, section) {
-                    Some(port) => Some(port),
-                    None => continue,
-                },
-                None => None,
-            };
-            let id = (namespace.to_string(), target.name.clone(), port);
-            if !taken.insert(id) {
-                continue;
-            }
-            let name = format!(
-                "{}{}~{}",
-                super::SYNTHESIZED,
-                object.metadata.name,
-                target.name
-            );
-            let rule = rules
-                .entry((namespace.to_string(), name.clone()))
-                .or_insert_with(|| ConfigObject {
-                    api_version: Kind::DestinationRule.api_version(),
-                    metadata: ObjectMeta {
-                        name,
-                        namespace: namespace.to_string(),
-                        creation_timestamp: object.metadata.creation_timestamp.clone(),
-                        ..ObjectMeta::default()
-                    },
-                    spec: Spec::DestinationRule(DestinationRule {
-                        host: naming::service_fqdn(&target.name, namespace, domain_suffix),
-                        traffic_policy: Some(Box::default()),
-                        ..DestinationRule::default()
-                    }),
+            let entry = out
+                .entry((namespace.to_string(), target.name.clone()))
+                .or_insert_with(|| {
+                    (
+                        ServiceTls::default(),
+                        object.metadata.creation_timestamp.clone(),
+                    )
                 });
-            let Spec::DestinationRule(rule) = &mut rule.spec else {
-                continue;
-            };
-            let traffic: &mut TrafficPolicy = rule.traffic_policy.get_or_insert_with(Box::default);
-            match port {
-                None => traffic.tls = Some(tls.clone()),
-                Some(number) => traffic.port_level_settings.push(PortTrafficPolicy {
-                    port: Some(PortSelector {
-                        number: Some(number),
-                    }),
-                    tls: Some(tls.clone()),
-                    ..PortTrafficPolicy::default()
-                }),
+            match &target.section_name {
+                Some(section) => {
+                    if let Some(port) = port_number(snapshot, namespace, &target.name, section) {
+                        entry.0.ports.entry(port).or_insert_with(|| tls.clone());
+                    }
+                }
+                None => {
+                    entry.0.every_port.get_or_insert_with(|| tls.clone());
+                }
             }
         }
     }
-    rules.into_values().map(Arc::new).collect()
+    out
+}
+
+/// The DestinationRules that carry every BackendTLSPolicy of `snapshot`: one per targeted Service
+/// (`gateway-api~backend-tls~<service>`, in its namespace, with the oldest policy's creation time; the settings of
+/// the config's first DestinationRule for that host, if any), and every DestinationRule of the config for that
+/// host with the policies' TLS set over its own (same key, so it stands in for it): whichever rule the translator
+/// picks for the host, the policies' TLS is in it.
+pub fn destination_rules(snapshot: &Snapshot, domain_suffix: &str) -> Vec<Arc<ConfigObject>> {
+    let wanted = service_tls(snapshot);
+    if wanted.is_empty() {
+        return Vec::new();
+    }
+    let by_host: BTreeMap<String, &ServiceTls> = wanted
+        .iter()
+        .map(|((namespace, name), (tls, _))| {
+            (naming::service_fqdn(name, namespace, domain_suffix), tls)
+        })
+        .collect();
+    // The config's own rules for those hosts: each gets the policies' TLS over its own.
+    let mut theirs: BTreeMap<String, Vec<&Arc<ConfigObject>>> = BTreeMap::new();
+    for object in snapshot.of_kind(Kind::DestinationRule) {
+        if let Spec::DestinationRule(rule) = &object.spec {
+            let host =
+                naming::resolve_short_name(&rule.host, &object.metadata.namespace, domain_suffix);
+            if by_host.contains_key(&host) {
+                theirs.entry(host).or_default().push(object);
+            }
+        }
+    }
+    let mut out = Vec::new();
+    for ((namespace, name), (tls, created)) in &wanted {
+        let host = naming::service_fqdn(name, namespace, domain_suffix);
+        // Whichever rule the translator picks for the host carries the same settings: the first of the config's
+        // (its load balancing, connection pool…, for every namespace), or none, with the policies' TLS.
+        let mut rule = match theirs.get(&host).and_then(|list| list.first()) {
+            Some(object) => match &object.spec {
+                Spec::DestinationRule(rule) => DestinationRule {
+                    export_to: Vec::new(),
+                    workload_selector: None,
+                    ..rule.clone()
+                },
+                _ => DestinationRule::default(),
+            },
+            None => DestinationRule::default(),
+        };
+        rule.host = host;
+        tls.overlay(&mut rule);
+        out.push(Arc::new(ConfigObject {
+            api_version: Kind::DestinationRule.api_version(),
+            metadata: ObjectMeta {
+                name: format!("{}backend-tls~{name}", super::SYNTHESIZED),
+                namespace: namespace.clone(),
+                creation_timestamp: created.clone(),
+                ..ObjectMeta::default()
+            },
+            spec: Spec::DestinationRule(rule),
+        }));
+    }
+    for (host, objects) in &theirs {
+        let Some(tls) = by_host.get(host) else {
+            continue;
+        };
+        for object in objects {
+            let Spec::DestinationRule(rule) = &object.spec else {
+                continue;
+            };
+            let mut rule = rule.clone();
+            tls.overlay(&mut rule);
+            out.push(Arc::new(ConfigObject {
+                spec: Spec::DestinationRule(rule),
+                ..ConfigObject::clone(object)
+            }));
+        }
+    }
+    out
 }

@@ -10,9 +10,10 @@
 //! routes attached to it become one VirtualService per listener host name
 //! (`gateway-api~<gateway>~<listener>~<host>`, `*` kept; `model::gateway_api::attachment` decides attachment and host names,
 //! [`http_route`] the routes and their order, [`backends`] the destinations). GRPCRoutes join HTTPRoutes on the
-//! same host names, their rules first rewritten as HTTPRoute rules ([`grpc_route`]). A TLS or TCP listener gets
-//! one VirtualService (`gateway-api~<gateway>~<listener>~stream`) with its TLSRoutes and TCPRoutes
-//! ([`stream_route`]). BackendTLSPolicies become DestinationRules ([`backend_tls`]). Synthesized objects equal to the
+//! same host names, their rules first rewritten as HTTPRoute rules ([`grpc_route`]). A TLS passthrough or TCP
+//! listener gets one VirtualService (`gateway-api~<gateway>~<listener>~stream`) with its TLSRoutes or TCPRoutes
+//! ([`stream_route`]); a TLS listener that terminates gets an Istio Gateway and VirtualService per TLSRoute, so
+//! its connections go by SNI. BackendTLSPolicies become DestinationRules ([`backend_tls`]). Synthesized objects equal to the
 //! previous call's are the previous call's `Arc`s, so the translator's per-object caches keep working.
 
 pub mod backend_tls;
@@ -145,17 +146,22 @@ fn synthesized_meta(gateway: &ConfigObject, name: String) -> ObjectMeta {
 /// serve (UDP, or a domain-prefixed one) or a terminating listener without a usable certificate. HTTP and HTTPS
 /// become HTTP and HTTPS servers; TLS becomes a TLS server, passing the connection through or terminating it
 /// ([`terminating_tls`]); TCP a TCP server.
-fn server(listener: &Listener, owner_namespace: &str, namespace: &str) -> Option<Server> {
+fn server(
+    snapshot: &Snapshot,
+    listener: &Listener,
+    owner: Owner<'_>,
+    namespace: &str,
+) -> Option<Server> {
     let hostname = listener.hostname.as_deref().filter(|h| !h.is_empty());
     let (protocol, tls) = match listener.protocol.as_str() {
         "HTTP" => ("HTTP", None),
         "HTTPS" => (
             "HTTPS",
-            Some(terminating_tls(listener, owner_namespace, namespace)?),
+            Some(terminating_tls(snapshot, listener, owner, namespace)?),
         ),
         "TLS" if listener.terminates() => (
             "TLS",
-            Some(terminating_tls(listener, owner_namespace, namespace)?),
+            Some(terminating_tls(snapshot, listener, owner, namespace)?),
         ),
         "TLS" => (
             "TLS",
@@ -181,12 +187,15 @@ fn server(listener: &Listener, owner_namespace: &str, namespace: &str) -> Option
 }
 
 /// The TLS settings of a listener that terminates TLS with its first certificate, a core Secret (in the namespace
-/// of the listener's Gateway or ListenerSet, `owner_namespace`, unless it names one). One outside the Gateway's
-/// `namespace` becomes the credential `kubernetes-gateway://<namespace>/<name>` (Istio's name for it), which the
-/// gateway gets only when a ReferenceGrant there allows the Gateway's namespace (`translate::secret`).
+/// of the listener's Gateway or ListenerSet, `owner`, unless it names one). One outside the Gateway's `namespace`
+/// becomes the credential `kubernetes-gateway://<namespace>/<name>` (Istio's name for it), which the gateway gets
+/// only when a ReferenceGrant there allows the Gateway's namespace (`translate::secret`). A ListenerSet's
+/// listener must also be allowed the Secret itself (its namespace, or a ReferenceGrant to the ListenerSet's):
+/// grants are not inherited, so a set cannot borrow what its Gateway may use.
 fn terminating_tls(
+    snapshot: &Snapshot,
     listener: &Listener,
-    owner_namespace: &str,
+    owner: Owner<'_>,
     namespace: &str,
 ) -> Option<ServerTlsSettings> {
     let certificate = listener.tls.as_ref()?.certificate_refs.first()?;
@@ -199,7 +208,16 @@ fn terminating_tls(
         .namespace
         .as_deref()
         .filter(|n| !n.is_empty())
-        .unwrap_or(owner_namespace);
+        .unwrap_or(owner.namespace);
+    let owner_may = secret_namespace == owner.namespace
+        || crate::model::gateway_api::reference_grant::granted(
+            snapshot,
+            (owner.kind, owner.namespace),
+            ("", "Secret", secret_namespace, &certificate.name),
+        );
+    if !owner_may {
+        return None;
+    }
     let credential_name = if secret_namespace == namespace {
         certificate.name.clone()
     } else {
@@ -247,6 +265,57 @@ fn attached_stream<'a>(
                 hosts,
             });
         }
+    }
+    out
+}
+
+/// The Istio objects of a TLS listener that terminates: per attached TLSRoute, an Istio Gateway whose server is the
+/// listener's with the route's host names (`<listener gateway>~<route namespace>~<route name>`), so the gateway
+/// picks the route by SNI (a filter chain per route, each terminating with the listener's certificate), and a
+/// VirtualService binding the route's TCP route to it.
+fn terminated_tls(
+    snapshot: &Snapshot,
+    gateway: &ConfigObject,
+    served: &ServedListener<'_>,
+    (server, selector): (&Server, &BTreeMap<String, String>),
+    domain_suffix: &str,
+) -> Vec<Arc<ConfigObject>> {
+    let mut out = Vec::new();
+    for attached in attached_stream(snapshot, served.owner, served.listener) {
+        let name = format!(
+            "{}~{}~{}",
+            served.name, attached.object.metadata.namespace, attached.object.metadata.name
+        );
+        let hosts = attached.hosts.clone();
+        let tcp = stream_route::tcp_routes(
+            snapshot,
+            vec![attached],
+            served.listener.port,
+            domain_suffix,
+        );
+        if tcp.is_empty() {
+            continue;
+        }
+        let mut server = server.clone();
+        server.hosts = hosts.iter().map(|h| format!("*/{h}")).collect();
+        out.push(Arc::new(ConfigObject {
+            api_version: Kind::Gateway.api_version(),
+            metadata: synthesized_meta(gateway, name.clone()),
+            spec: Spec::Gateway(Gateway {
+                servers: vec![server],
+                selector: selector.clone(),
+            }),
+        }));
+        out.push(Arc::new(ConfigObject {
+            api_version: Kind::VirtualService.api_version(),
+            metadata: synthesized_meta(gateway, format!("{name}~stream")),
+            spec: Spec::VirtualService(VirtualService {
+                hosts,
+                gateways: vec![format!("{}/{name}", gateway.metadata.namespace)],
+                tcp,
+                ..VirtualService::default()
+            }),
+        }));
     }
     out
 }
@@ -464,10 +533,20 @@ impl Converted {
         let routes = http_rules(snapshot);
         for served in served_listeners(snapshot, object, gateway) {
             let listener = served.listener;
-            let Some(server) = server(listener, served.owner.namespace, &object.metadata.namespace)
+            let Some(server) = server(snapshot, listener, served.owner, &object.metadata.namespace)
             else {
                 continue;
             };
+            if listener.protocol == "TLS" && listener.terminates() {
+                out.extend(terminated_tls(
+                    snapshot,
+                    object,
+                    &served,
+                    (&server, &selector),
+                    &options.domain_suffix,
+                ));
+                continue;
+            }
             let gateway_name = served.name.clone();
             out.push(Arc::new(ConfigObject {
                 api_version: Kind::Gateway.api_version(),
@@ -696,5 +775,48 @@ mod tests {
         assert!(Converted::default()
             .apply(&Snapshot::default(), &proxy("ns"), &options)
             .is_none());
+    }
+
+    #[test]
+    fn a_listener_set_cannot_borrow_its_gateways_certificates() {
+        let options = Options::default();
+        let set = |cert_namespace: &str| {
+            json!({"apiVersion": "gateway.networking.k8s.io/v1", "kind": "ListenerSet",
+                "metadata": {"name": "team", "namespace": "team"},
+                "spec": {"parentRef": {"name": "gw", "namespace": "ns"}, "listeners": [{"name": "https",
+                    "port": 443, "protocol": "HTTPS", "hostname": "bank.example",
+                    "tls": {"certificateRefs": [{"name": "bank-cert", "namespace": cert_namespace}]}}]}})
+        };
+        let mut config = snapshot(
+            crate::model::gateway_api::DEFAULT_CONTROLLER_NAME,
+            &[set("ns")],
+        );
+        let gateway = test_object(
+            json!({"apiVersion": "gateway.networking.k8s.io/v1", "kind": "Gateway",
+            "metadata": {"name": "gw", "namespace": "ns"},
+            "spec": {"gatewayClassName": "c", "allowedListeners": {"namespaces": {"from": "All"}},
+                "listeners": [{"name": "http", "port": 80, "protocol": "HTTP"}]}}),
+        );
+        config.objects.insert(gateway.key(), gateway);
+        let names = |config: &Snapshot| -> Vec<String> {
+            synthesize(config, &proxy("ns"), &options)
+                .iter()
+                .map(|o| o.metadata.name.clone())
+                .collect()
+        };
+        // The Gateway's namespace holds the Secret; nothing lets ListenerSets of `team` use it.
+        assert_eq!(names(&config), ["gateway-api~gw~http"]);
+        // A ReferenceGrant to ListenerSets of `team` does.
+        let grant = test_object(
+            json!({"apiVersion": "gateway.networking.k8s.io/v1beta1", "kind": "ReferenceGrant",
+            "metadata": {"name": "team-certs", "namespace": "ns"},
+            "spec": {"from": [{"group": "gateway.networking.k8s.io", "kind": "ListenerSet", "namespace": "team"}],
+                "to": [{"group": "", "kind": "Secret", "name": "bank-cert"}]}}),
+        );
+        config.objects.insert(grant.key(), grant);
+        assert_eq!(
+            names(&config),
+            ["gateway-api~gw~http", "gateway-api~gw~team~team~https"]
+        );
     }
 }

@@ -1,9 +1,10 @@
 //! TLSRoutes and TCPRoutes as Istio TLS and TCP routes (pure): takes the stream routes attached to one TLS or
 //! TCP listener and yields the routes of the VirtualService that serves them. On a TLS `Passthrough` listener each
 //! TLSRoute rule becomes a TLS route matching the route's host names as SNI (the connection goes on encrypted,
-//! as istiod converts TLSRoute); on a TCP listener, or a TLS listener that terminates, each rule becomes a TCP
-//! route and the first with a valid backend takes the connections (the spec leaves several TCPRoutes on one
-//! listener to implementations; istiod also takes the first). Routes go oldest first, then by namespace/name.
+//! as istiod converts TLSRoute); on a TCP listener each rule becomes a TCP route and the first with a valid backend
+//! takes the connections (the spec leaves several TCPRoutes on one listener to implementations; istiod also takes
+//! the first); on a TLS listener that terminates, each TLSRoute's rules become TCP routes of its own server,
+//! chosen by SNI (`super::terminated_tls`). Routes go oldest first, then by namespace/name.
 //! A rule without a valid backend is left out, so its connections are refused (the spec: "the connection
 //! MUST be rejected").
 
@@ -102,7 +103,8 @@ pub fn tls_routes(
     })
 }
 
-/// The TCP routes of a TCP listener, or a TLS listener that terminates, on `port`: one per rule.
+/// The TCP routes of a TCP listener (or of one TLSRoute on a TLS listener that terminates) on `port`: one per
+/// rule.
 pub fn tcp_routes(
     snapshot: &Snapshot,
     attached: Vec<AttachedStream<'_>>,

@@ -197,6 +197,31 @@ fn backend_tls_refs(
     }
 }
 
+/// Whether the ListenerSet `set` of `namespace` is attached: its Gateway exists and admits it.
+fn listener_set_attached(
+    config: &Snapshot,
+    namespace: &str,
+    set: &crate::model::gateway_api::ListenerSet,
+) -> bool {
+    let parent = &set.parent_ref;
+    let gateway_namespace = parent
+        .namespace
+        .as_deref()
+        .filter(|n| !n.is_empty())
+        .unwrap_or(namespace);
+    let key = ObjectKey::new(
+        Kind::KubernetesGateway,
+        gateway_namespace,
+        parent.name.clone(),
+    );
+    match config.get(&key).map(|g| &g.spec) {
+        Some(Spec::KubernetesGateway(gateway)) => {
+            listener_set::admitted(config, gateway, gateway_namespace, namespace)
+        }
+        _ => false,
+    }
+}
+
 fn route_refs(
     config: &Snapshot,
     (kind, namespace): (&str, &str),
@@ -216,7 +241,22 @@ fn route_refs(
         let found = config.get(&key);
         let listeners = match found.map(|o| &o.spec) {
             Some(Spec::KubernetesGateway(gateway)) => &gateway.listeners,
-            Some(Spec::ListenerSet(set)) => &set.listeners,
+            Some(Spec::ListenerSet(set)) => {
+                if !listener_set_attached(config, gateway_namespace, set) {
+                    warn(
+                        out,
+                        field,
+                        format!(
+                            "ListenerSet {gateway_namespace}/{} is not attached to its Gateway (missing, or its \
+                             spec.allowedListeners does not admit the set's namespace): the route is not served \
+                             there",
+                            parent.name
+                        ),
+                    );
+                    continue;
+                }
+                &set.listeners
+            }
             _ => {
                 warn(
                     out,
