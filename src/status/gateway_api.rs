@@ -556,7 +556,7 @@ fn certificate_refs(
         // No TLS, or passed through: certificateRefs are not used (the spec: ignored in Passthrough mode).
         return Ok(());
     };
-    for cert in &tls.certificate_refs {
+    for cert in tls.certificates() {
         let target = cert
             .namespace
             .as_deref()

@@ -184,10 +184,10 @@ pub struct RequestMirror {
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase", default)]
 pub struct Fraction {
-    /// Numerator.
-    pub numerator: u32,
+    /// Numerator (signed: the schema's minimum is checked, not assumed, so the CEL rule sees what was sent).
+    pub numerator: i32,
     /// Denominator.
-    pub denominator: Option<u32>,
+    pub denominator: Option<i32>,
 }
 
 /// `HTTPPathModifier`: how a redirect or rewrite changes the path.

@@ -94,13 +94,18 @@ pub fn conflict<'a>(
 pub struct ListenerTls {
     /// `Terminate` (default) or `Passthrough`.
     pub mode: Option<String>,
-    /// Certificates (Secrets of type kubernetes.io/tls).
-    pub certificate_refs: Vec<ObjectReference>,
-    /// Implementation-specific options.
-    pub options: std::collections::BTreeMap<String, String>,
+    /// Certificates (Secrets of type kubernetes.io/tls); `None` when the field is absent (CEL tells the two apart).
+    pub certificate_refs: Option<Vec<ObjectReference>>,
+    /// Implementation-specific options; `None` when the field is absent.
+    pub options: Option<std::collections::BTreeMap<String, String>>,
 }
 
 impl ListenerTls {
+    /// The certificate references (none when the field is absent).
+    pub fn certificates(&self) -> &[ObjectReference] {
+        self.certificate_refs.as_deref().unwrap_or_default()
+    }
+
     /// Whether the listener passes TLS through instead of terminating it.
     pub fn is_passthrough(&self) -> bool {
         self.mode.as_deref() == Some("Passthrough")

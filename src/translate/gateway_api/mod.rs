@@ -198,7 +198,7 @@ fn terminating_tls(
     owner: Owner<'_>,
     namespace: &str,
 ) -> Option<ServerTlsSettings> {
-    let certificate = listener.tls.as_ref()?.certificate_refs.first()?;
+    let certificate = listener.tls.as_ref()?.certificates().first()?;
     let secret = certificate.group.as_deref().unwrap_or("").is_empty()
         && certificate.kind.as_deref().unwrap_or("Secret") == "Secret";
     if !secret {

@@ -5,10 +5,40 @@
 use super::common::{self, cel, FilterSet, OBJECT};
 use crate::model::duration::parse_duration_nanos;
 use crate::model::gateway_api::common::HttpRouteFilter;
-use crate::model::gateway_api::http_route::{HttpRouteMatch, HttpRouteRule, PathMatchType};
+use crate::model::gateway_api::http_route::{
+    HttpRouteMatch, HttpRouteRule, HttpRouteTimeouts, PathMatchType,
+};
 use crate::model::gateway_api::HttpRoute;
 use crate::model::Findings;
 use crate::validate::common::validate_regex;
+
+/// The `HTTPRouteTimeouts` CEL rule "backendRequest timeout cannot be longer than request timeout"
+/// (`!(has(self.request) && has(self.backendRequest) && duration(self.request) != duration('0s') &&
+/// duration(self.backendRequest) > duration(self.request))`), evaluated as CEL evaluates it: a `false` conjunct wins
+/// over an error, and a duration that does not parse is otherwise an error the API server reports as a type
+/// conversion error (even next to the schema's pattern error for the same field).
+fn timeouts_rule(timeouts: &HttpRouteTimeouts, at: &str, out: &mut Findings) {
+    const RULE: &str = "backendRequest timeout cannot be longer than request timeout";
+    let (Some(request), Some(backend)) = (&timeouts.request, &timeouts.backend_request) else {
+        return;
+    };
+    let (request, backend) = (parse_duration_nanos(request), parse_duration_nanos(backend));
+    let conjuncts = [
+        request.map(|r| r != 0),
+        request.zip(backend).map(|(r, b)| b > r),
+    ];
+    if conjuncts.contains(&Some(false)) {
+        return;
+    }
+    if conjuncts.contains(&None) {
+        let message = format!(
+            "type conversion error from 'string' to 'google.protobuf.Duration' evaluating rule: {RULE}"
+        );
+        cel(out, at, OBJECT, &message);
+    } else {
+        cel(out, at, OBJECT, RULE);
+    }
+}
 
 /// Checks an HTTPRoute spec.
 pub fn validate(route: &HttpRoute, out: &mut Findings) {
@@ -75,19 +105,7 @@ fn validate_rule(rule: &HttpRouteRule, at: &str, out: &mut Findings) {
         }
     }
     if let Some(timeouts) = &rule.timeouts {
-        let nanos = |d: &Option<String>| d.as_deref().and_then(parse_duration_nanos);
-        if let (Some(request), Some(backend)) =
-            (nanos(&timeouts.request), nanos(&timeouts.backend_request))
-        {
-            if request != 0 && backend > request {
-                cel(
-                    out,
-                    format!("{at}.timeouts"),
-                    OBJECT,
-                    "backendRequest timeout cannot be longer than request timeout",
-                );
-            }
-        }
+        timeouts_rule(timeouts, &format!("{at}.timeouts"), out);
     }
     for (i, m) in rule.matches.iter().enumerate() {
         validate_match(m, &format!("{at}.matches[{i}]"), out);

@@ -446,7 +446,7 @@ fn gateway_refs(config: &Snapshot, namespace: &str, gateway: &Gateway, out: &mut
             );
         }
         let Some(tls) = &listener.tls else { continue };
-        for (j, cert) in tls.certificate_refs.iter().enumerate() {
+        for (j, cert) in tls.certificates().iter().enumerate() {
             let field = format!("spec.listeners[{i}].tls.certificateRefs[{j}]");
             let target = cert
                 .namespace

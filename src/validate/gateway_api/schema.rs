@@ -60,6 +60,8 @@ fn unsupported(bad: &str, schema: &Value) -> String {
     )
 }
 
+/// A string's `maxLength`, `minLength` and `pattern`, the first that fails only (kube-openapi's string validator
+/// stops there; the real API server is the judge, `tests/kube_gateway_api_validation.rs`), then its `enum`.
 fn string(crd: &Crd, schema: &Value, text: &str, path: &str, out: &mut Findings) {
     let chars = text.chars().count() as u64;
     if let Some(max) = limit(schema, "maxLength").filter(|max| chars > *max) {
@@ -67,12 +69,10 @@ fn string(crd: &Crd, schema: &Value, text: &str, path: &str, out: &mut Findings)
             path,
             field_too_long(usize::try_from(max).unwrap_or(usize::MAX)),
         );
-    }
-    if let Some(min) = limit(schema, "minLength").filter(|min| chars < *min) {
+    } else if let Some(min) = limit(schema, "minLength").filter(|min| chars < *min) {
         let detail = format!("{path} in body should be at least {min} chars long");
         out.error(path, field_invalid(text, &detail));
-    }
-    if let Some(pattern) = schema.get("pattern").and_then(Value::as_str) {
+    } else if let Some(pattern) = schema.get("pattern").and_then(Value::as_str) {
         if crd.pattern(pattern).is_some_and(|re| !re.is_match(text)) {
             let detail = format!("{path} in body should match '{pattern}'");
             out.error(path, field_invalid(text, &detail));

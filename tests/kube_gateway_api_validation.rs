@@ -1,0 +1,234 @@
+//! The real kube-apiserver (`support::kube_server`, with the v1.6.3 Gateway API CRDs of `crds/gateway-api`) judges
+//! admitpilot's Gateway API validation: every Gateway API object of the Gateway API goldens
+//! (`tests/golden-gateway-api/*/input.yaml`), and mutants generated from each (every string, number and list of its
+//! `spec` changed in turn: emptied, made invalid for a name or path, made too long, pushed out of range, a list
+//! item repeated or the list grown past any limit), goes to the API server as a server-side dry run
+//! (`kubectl create --dry-run=server`, no webhook installed) and through `admitpilot::validate::validate_document`.
+//! They must agree on the verdict, and every error the API server gives (its field path and words) must be one of
+//! admitpilot's, except for the rules admitpilot documents as not mirrored (README, "Gateway API").
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+#[path = "support/kube_server.rs"]
+mod kube_server;
+
+use std::collections::BTreeSet;
+use std::path::Path;
+
+use admitpilot::model::decode::DecodeOptions;
+use kube_server::Kube;
+use serde_json::{json, Value};
+
+const CRDS: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/crds/gateway-api");
+const GROUP: &str = "gateway.networking.k8s.io";
+
+/// The Gateway API objects of the golden inputs, placed in `namespace`.
+fn bases(namespace: &str) -> Vec<Value> {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/golden-gateway-api");
+    let mut cases: Vec<_> = std::fs::read_dir(root)
+        .unwrap()
+        .map(|e| e.unwrap().path().join("input.yaml"))
+        .collect();
+    cases.sort();
+    let mut out = Vec::new();
+    for case in cases {
+        let text = std::fs::read_to_string(&case).unwrap();
+        for doc in serde_yaml_ng::Deserializer::from_str(&text) {
+            let mut value: Value = serde::Deserialize::deserialize(doc).unwrap();
+            let api_version = value["apiVersion"].as_str().unwrap_or_default();
+            if !api_version.starts_with(GROUP) {
+                continue;
+            }
+            let cluster_scoped = value["kind"] == "GatewayClass";
+            if let Some(meta) = value["metadata"].as_object_mut() {
+                meta.remove("creationTimestamp");
+                if !cluster_scoped {
+                    meta.insert("namespace".into(), json!(namespace));
+                }
+            }
+            out.push(value);
+        }
+    }
+    out
+}
+
+/// Every leaf and list of `value` under `path` (JSON pointer), in document order.
+fn places(value: &Value, path: &str, out: &mut Vec<String>) {
+    match value {
+        Value::Object(map) => {
+            for (key, item) in map {
+                places(item, &format!("{path}/{key}"), out);
+            }
+        }
+        Value::Array(items) => {
+            out.push(path.to_string());
+            for (i, item) in items.iter().enumerate() {
+                places(item, &format!("{path}/{i}"), out);
+            }
+        }
+        _ => out.push(path.to_string()),
+    }
+}
+
+/// The mutants of `base`: each place of its `spec` changed in each way that applies to it.
+fn mutants(base: &Value) -> Vec<(String, Value)> {
+    let mut paths = Vec::new();
+    places(&base["spec"], "/spec", &mut paths);
+    let mut out = Vec::new();
+    for path in paths {
+        let original = base.pointer(&path).cloned().unwrap_or(Value::Null);
+        let changes: Vec<(&str, Value)> = match &original {
+            Value::String(_) => vec![
+                ("empty", json!("")),
+                ("not a name", json!("Not A_Name!")),
+                ("no leading slash", json!("relative/path")),
+                ("too long", json!("a".repeat(300))),
+            ],
+            Value::Number(_) => vec![
+                ("zero", json!(0)),
+                ("negative", json!(-1)),
+                ("huge", json!(100_000_000)),
+            ],
+            Value::Bool(b) => vec![("flipped", json!(!b))],
+            Value::Array(items) if !items.is_empty() => vec![
+                ("first repeated", {
+                    let mut items = items.clone();
+                    items.push(items[0].clone());
+                    json!(items)
+                }),
+                ("emptied", json!([])),
+                (
+                    "grown past limits",
+                    json!(std::iter::repeat_n(items[0].clone(), 70).collect::<Vec<_>>()),
+                ),
+            ],
+            _ => Vec::new(),
+        };
+        for (how, value) in changes {
+            let mut mutant = base.clone();
+            if let Some(slot) = mutant.pointer_mut(&path) {
+                *slot = value;
+                out.push((format!("{path} {how}"), mutant));
+            }
+        }
+    }
+    out
+}
+
+/// The API server's errors for `doc` (server-side dry run), as `field: message` lines; empty when it accepts it.
+async fn server_errors(kube: &Kube, doc: &Value) -> Option<BTreeSet<String>> {
+    // JSON, not YAML: a YAML 1.1 reader would take a string such as `yes` for a boolean.
+    let text = serde_json::to_string(doc).unwrap();
+    let out = kube
+        .kubectl(
+            &["create", "--dry-run=server", "-o", "name", "-f", "-"],
+            Some(&text),
+        )
+        .await;
+    if out.status.success() {
+        return Some(BTreeSet::new());
+    }
+    let stderr = String::from_utf8_lossy(&out.stderr).to_string();
+    let (_, causes) = stderr.split_once(" is invalid: ")?;
+    let causes = causes.trim_end();
+    let lines: Vec<String> = if let Some(list) = causes.strip_prefix('\n') {
+        list.lines()
+            .filter_map(|l| l.strip_prefix("* "))
+            .map(ToString::to_string)
+            .collect()
+    } else {
+        vec![causes.to_string()]
+    };
+    Some(
+        lines
+            .into_iter()
+            // The API server's note that it skipped the CEL rules after schema errors.
+            .filter(|l| !l.contains("some validation rules were not checked"))
+            .collect(),
+    )
+}
+
+/// admitpilot's errors for `doc`, as `field: message`.
+fn our_errors(doc: &Value) -> BTreeSet<String> {
+    admitpilot::validate::validate_document(doc, &DecodeOptions::default())
+        .findings
+        .iter()
+        .filter(|f| f.is_error())
+        .map(|f| format!("{}: {}", f.field, f.message))
+        .collect()
+}
+
+/// Rules admitpilot does not mirror (README "Gateway API"): an API server error naming one of these is not
+/// expected from admitpilot.
+fn not_mirrored(error: &str) -> bool {
+    [
+        "spec.addresses",
+        "spec.infrastructure",
+        "sessionPersistence",
+    ]
+    .iter()
+    .any(|field| error.contains(field))
+}
+
+/// What admitpilot denies beyond the CRDs, by design (README "Gateway API"): what Envoy would then refuse, such as
+/// a regular expression RE2 or Envoy's validation refuses (an empty one among them).
+fn stricter_by_design(error: &str) -> bool {
+    error.contains("regex")
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_api_server_and_admitpilot_agree_on_gateway_api_objects() {
+    let Some(kube) = Kube::shared("kube-gwapi-validation").await else {
+        return;
+    };
+    kube.install_crds(Path::new(CRDS)).await;
+    let namespace = kube.namespace().to_string();
+    let mut compared = 0;
+    let (mut rejected, mut accepted) = (0, 0);
+    let mut disagreements = Vec::new();
+    for base in bases(&namespace) {
+        let name = format!(
+            "{} {}",
+            base["kind"].as_str().unwrap_or_default(),
+            base["metadata"]["name"].as_str().unwrap_or_default()
+        );
+        let mut cases = vec![("as written".to_string(), base.clone())];
+        cases.extend(mutants(&base));
+        for (how, doc) in cases {
+            let Some(server) = server_errors(&kube, &doc).await else {
+                // Refused before validation (e.g. the document does not decode): not a validation verdict.
+                continue;
+            };
+            let ours = our_errors(&doc);
+            compared += 1;
+            if server.is_empty() {
+                accepted += 1;
+            } else {
+                rejected += 1;
+            }
+            let missing: Vec<&String> = server
+                .iter()
+                .filter(|e| !ours.contains(*e) && !not_mirrored(e))
+                .collect();
+            let verdicts_differ = server.is_empty() != ours.is_empty()
+                && !(ours.is_empty() && server.iter().all(|e| not_mirrored(e)))
+                && !(server.is_empty() && ours.iter().all(|e| stricter_by_design(e)));
+            if verdicts_differ || !missing.is_empty() {
+                disagreements.push(format!(
+                    "{name}, {how}:\n  API server: {server:?}\n  admitpilot: {ours:?}"
+                ));
+            }
+        }
+    }
+    println!(
+        "compared {compared} documents with the API server: {rejected} rejected, {accepted} accepted, {} \
+         disagreements",
+        disagreements.len()
+    );
+    assert!(compared > 100, "only {compared} documents compared");
+    assert!(
+        disagreements.is_empty(),
+        "{} of {compared} documents judged differently:\n{}",
+        disagreements.len(),
+        disagreements.join("\n")
+    );
+}
