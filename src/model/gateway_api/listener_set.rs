@@ -10,7 +10,7 @@ use serde::{Deserialize, Serialize};
 use super::attachment::namespace_labels;
 use super::gateway::{Gateway, Listener};
 use super::GROUP;
-use crate::model::{ConfigObject, Kind, Snapshot, Spec};
+use crate::model::{ConfigObject, Kind, ObjectKey, Snapshot, Spec};
 
 /// The `spec` of a ListenerSet.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
@@ -37,18 +37,23 @@ pub struct ListenerSetParent {
 }
 
 impl ListenerSet {
+    /// The key of the Gateway the set (in `set_namespace`) names as its parent (its namespace by default).
+    pub fn gateway_key(&self, set_namespace: &str) -> ObjectKey {
+        let parent = &self.parent_ref;
+        let namespace = parent
+            .namespace
+            .as_deref()
+            .filter(|n| !n.is_empty())
+            .unwrap_or(set_namespace);
+        ObjectKey::new(Kind::KubernetesGateway, namespace, parent.name.clone())
+    }
+
     /// Whether the set names the Gateway `object` as its parent.
     pub fn names(&self, set_namespace: &str, object: &ConfigObject) -> bool {
         let parent = &self.parent_ref;
         parent.group.as_deref().unwrap_or(GROUP) == GROUP
             && parent.kind.as_deref().unwrap_or("Gateway") == "Gateway"
-            && parent.name == object.metadata.name
-            && parent
-                .namespace
-                .as_deref()
-                .filter(|n| !n.is_empty())
-                .unwrap_or(set_namespace)
-                == object.metadata.namespace
+            && self.gateway_key(set_namespace) == object.key()
     }
 }
 
@@ -96,16 +101,7 @@ pub fn naming<'a>(
             _ => None,
         })
         .collect();
-    sets.sort_by(|(a, _, _), (b, _, _)| {
-        let key = |o: &ConfigObject| {
-            (
-                o.metadata.creation_timestamp.clone(),
-                o.metadata.namespace.clone(),
-                o.metadata.name.clone(),
-            )
-        };
-        key(a).cmp(&key(b))
-    });
+    sets.sort_by(|(a, _, _), (b, _, _)| super::oldest_first(a, b));
     sets
 }
 

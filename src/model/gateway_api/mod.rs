@@ -25,6 +25,22 @@ pub use tls_route::StreamRoute;
 /// The API group of every Gateway API kind.
 pub const GROUP: &str = crate::model::istio::types::GATEWAY_API_GROUP;
 
+/// The spec's tie-break between objects (routes, ListenerSets, policies): the oldest first, then by
+/// `namespace/name`.
+pub fn oldest_first(
+    a: &crate::model::ConfigObject,
+    b: &crate::model::ConfigObject,
+) -> std::cmp::Ordering {
+    let key = |o: &crate::model::ConfigObject| {
+        (
+            o.metadata.creation_timestamp.clone(),
+            o.metadata.namespace.clone(),
+            o.metadata.name.clone(),
+        )
+    };
+    key(a).cmp(&key(b))
+}
+
 /// The controller name admitpilot answers to by default (a GatewayClass naming it is admitpilot's).
 pub const DEFAULT_CONTROLLER_NAME: &str = "admitpilot.io/gateway-controller";
 

@@ -15,7 +15,7 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use crate::model::gateway_api::backend_tls_policy::BackendTlsValidation;
-use crate::model::gateway_api::BackendTlsPolicy;
+use crate::model::gateway_api::{oldest_first, BackendTlsPolicy};
 use crate::model::istio::destination_rule::{ClientTlsMode, ClientTlsSettings, PortTrafficPolicy};
 use crate::model::istio::virtual_service::PortSelector;
 use crate::model::istio::DestinationRule;
@@ -134,16 +134,7 @@ fn service_tls(snapshot: &Snapshot) -> BTreeMap<(String, String), (ServiceTls, O
             _ => None,
         })
         .collect();
-    policies.sort_by(|(a, _), (b, _)| {
-        let key = |o: &ConfigObject| {
-            (
-                o.metadata.creation_timestamp.clone(),
-                o.metadata.namespace.clone(),
-                o.metadata.name.clone(),
-            )
-        };
-        key(a).cmp(&key(b))
-    });
+    policies.sort_by(|(a, _), (b, _)| oldest_first(a, b));
     let mut out: BTreeMap<(String, String), (ServiceTls, Option<String>)> = BTreeMap::new();
     for (object, policy) in policies {
         let namespace = object.metadata.namespace.as_str();

@@ -12,7 +12,7 @@ use std::sync::Arc;
 
 use super::backends;
 use crate::model::gateway_api::common::BackendRef;
-use crate::model::gateway_api::StreamRoute;
+use crate::model::gateway_api::{oldest_first, StreamRoute};
 use crate::model::istio::virtual_service::{
     L4MatchAttributes, RouteDestination, TcpRoute, TlsMatchAttributes, TlsRoute,
 };
@@ -31,17 +31,7 @@ pub struct AttachedStream<'a> {
 
 /// Oldest first, then namespace/name (the spec's tie-break between routes).
 fn sort(attached: &mut [AttachedStream<'_>]) {
-    attached.sort_by(|a, b| {
-        let key = |x: &AttachedStream<'_>| {
-            let meta = &x.object.metadata;
-            (
-                meta.creation_timestamp.clone(),
-                meta.namespace.clone(),
-                meta.name.clone(),
-            )
-        };
-        key(a).cmp(&key(b))
-    });
+    attached.sort_by(|a, b| oldest_first(a.object, b.object));
 }
 
 /// The weighted destinations of a rule's valid backends (weight 0 ones left out).

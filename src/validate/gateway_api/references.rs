@@ -77,16 +77,8 @@ pub fn check(config: &Snapshot, object: &ConfigObject, out: &mut Vec<Reference>)
         Spec::KubernetesGateway(gateway) => gateway_refs(config, namespace, gateway, out),
         Spec::ListenerSet(set) => {
             let parent = &set.parent_ref;
-            let parent_namespace = parent
-                .namespace
-                .as_deref()
-                .filter(|n| !n.is_empty())
-                .unwrap_or(namespace);
-            let key = ObjectKey::new(
-                Kind::KubernetesGateway,
-                parent_namespace,
-                parent.name.clone(),
-            );
+            let key = set.gateway_key(namespace);
+            let parent_namespace = key.namespace.as_str();
             match config.get(&key).map(|g| &g.spec) {
                 Some(Spec::KubernetesGateway(gateway)) => {
                     if !listener_set::admitted(config, gateway, parent_namespace, namespace) {
@@ -203,20 +195,10 @@ fn listener_set_attached(
     namespace: &str,
     set: &crate::model::gateway_api::ListenerSet,
 ) -> bool {
-    let parent = &set.parent_ref;
-    let gateway_namespace = parent
-        .namespace
-        .as_deref()
-        .filter(|n| !n.is_empty())
-        .unwrap_or(namespace);
-    let key = ObjectKey::new(
-        Kind::KubernetesGateway,
-        gateway_namespace,
-        parent.name.clone(),
-    );
+    let key = set.gateway_key(namespace);
     match config.get(&key).map(|g| &g.spec) {
         Some(Spec::KubernetesGateway(gateway)) => {
-            listener_set::admitted(config, gateway, gateway_namespace, namespace)
+            listener_set::admitted(config, gateway, &key.namespace, namespace)
         }
         _ => false,
     }
