@@ -3,7 +3,7 @@
 //! (`tests/golden-gateway-api/*/input.yaml`), and mutants generated from each (every string, number and list of its
 //! `spec` changed in turn: emptied, made invalid for a name or path, made too long, pushed out of range, a list
 //! item repeated or the list grown past any limit), goes to the API server as a server-side dry run
-//! (`kubectl create --dry-run=server`, no webhook installed) and through `admitpilot::validate::validate_document`.
+//! (`dryRun=All` creates, as `kubectl create --dry-run=server` sends them, no webhook installed) and through `admitpilot::validate::validate_document`.
 //! They must agree on the verdict, and every error the API server gives (its field path and words) must be one of
 //! admitpilot's, except for the rules admitpilot documents as not mirrored (README, "Gateway API").
 #![allow(clippy::unwrap_used, clippy::expect_used)]
@@ -15,6 +15,7 @@ use std::collections::BTreeSet;
 use std::path::Path;
 
 use admitpilot::model::decode::DecodeOptions;
+use futures::StreamExt;
 use kube_server::Kube;
 use serde_json::{json, Value};
 
@@ -114,33 +115,47 @@ fn mutants(base: &Value) -> Vec<(String, Value)> {
     out
 }
 
-/// The API server's errors for `doc` (server-side dry run), as `field: message` lines; empty when it accepts it.
-async fn server_errors(kube: &Kube, doc: &Value) -> Option<BTreeSet<String>> {
-    // JSON, not YAML: a YAML 1.1 reader would take a string such as `yes` for a boolean.
-    let text = serde_json::to_string(doc).unwrap();
-    let out = kube
-        .kubectl(
-            &["create", "--dry-run=server", "-o", "name", "-f", "-"],
-            Some(&text),
-        )
-        .await;
-    if out.status.success() {
-        return Some(BTreeSet::new());
-    }
-    let stderr = String::from_utf8_lossy(&out.stderr).to_string();
-    let (_, causes) = stderr.split_once(" is invalid: ")?;
-    let causes = causes.trim_end();
-    let lines: Vec<String> = if let Some(list) = causes.strip_prefix('\n') {
-        list.lines()
-            .filter_map(|l| l.strip_prefix("* "))
-            .map(ToString::to_string)
-            .collect()
+/// The collection URL `doc` is created in: `/apis/<group>/<version>[/namespaces/<ns>]/<plural>`.
+fn collection_url(doc: &Value) -> String {
+    let kind = doc["kind"]
+        .as_str()
+        .unwrap_or_default()
+        .to_ascii_lowercase();
+    let plural = if kind.ends_with('s') {
+        format!("{kind}es")
+    } else if let Some(stem) = kind.strip_suffix("cy") {
+        format!("{stem}cies")
     } else {
-        vec![causes.to_string()]
+        format!("{kind}s")
     };
+    let api_version = doc["apiVersion"].as_str().unwrap_or_default();
+    match doc["metadata"]["namespace"].as_str() {
+        Some(namespace) => format!("/apis/{api_version}/namespaces/{namespace}/{plural}"),
+        None => format!("/apis/{api_version}/{plural}"),
+    }
+}
+
+/// The API server's errors for `doc` (server-side dry run, `dryRun=All`), as `field: message` lines (kubectl's
+/// rendering of the Status causes); empty when it accepts it; `None` when it refuses it before validation.
+async fn server_errors(client: &kube::Client, doc: &Value) -> Option<BTreeSet<String>> {
+    // JSON, not YAML: a YAML 1.1 reader would take a string such as `yes` for a boolean.
+    let request = axum::http::Request::post(format!("{}?dryRun=All", collection_url(doc)))
+        .header("content-type", "application/json")
+        .body(serde_json::to_vec(doc).unwrap())
+        .unwrap();
+    let status = match client.request_text(request).await {
+        Ok(_) => return Some(BTreeSet::new()),
+        Err(kube::Error::Api(status)) if status.reason == "Invalid" => status,
+        Err(_) => return None,
+    };
+    let causes = status.details.map(|d| d.causes).unwrap_or_default();
+    if causes.is_empty() {
+        return None;
+    }
     Some(
-        lines
+        causes
             .into_iter()
+            .map(|c| format!("{}: {}", c.field, c.message))
             // The API server's note that it skipped the CEL rules after schema errors.
             .filter(|l| !l.contains("some validation rules were not checked"))
             .collect(),
@@ -185,38 +200,52 @@ async fn the_api_server_and_admitpilot_agree_on_gateway_api_objects() {
     let mut compared = 0;
     let (mut rejected, mut accepted) = (0, 0);
     let mut disagreements = Vec::new();
+    let mut cases = Vec::new();
     for base in bases(&namespace) {
         let name = format!(
             "{} {}",
             base["kind"].as_str().unwrap_or_default(),
             base["metadata"]["name"].as_str().unwrap_or_default()
         );
-        let mut cases = vec![("as written".to_string(), base.clone())];
-        cases.extend(mutants(&base));
-        for (how, doc) in cases {
-            let Some(server) = server_errors(&kube, &doc).await else {
-                // Refused before validation (e.g. the document does not decode): not a validation verdict.
-                continue;
-            };
-            let ours = our_errors(&doc);
-            compared += 1;
-            if server.is_empty() {
-                accepted += 1;
-            } else {
-                rejected += 1;
-            }
-            let missing: Vec<&String> = server
-                .iter()
-                .filter(|e| !ours.contains(*e) && !not_mirrored(e))
-                .collect();
-            let verdicts_differ = server.is_empty() != ours.is_empty()
-                && !(ours.is_empty() && server.iter().all(|e| not_mirrored(e)))
-                && !(server.is_empty() && ours.iter().all(|e| stricter_by_design(e)));
-            if verdicts_differ || !missing.is_empty() {
-                disagreements.push(format!(
-                    "{name}, {how}:\n  API server: {server:?}\n  admitpilot: {ours:?}"
-                ));
-            }
+        cases.push((format!("{name}, as written"), base.clone()));
+        cases.extend(
+            mutants(&base)
+                .into_iter()
+                .map(|(how, doc)| (format!("{name}, {how}"), doc)),
+        );
+    }
+    let client = kube.client().await;
+    // Several dry runs in flight: each is one round trip to the API server.
+    let verdicts: Vec<_> = futures::stream::iter(cases)
+        .map(|(case, doc)| {
+            let client = client.clone();
+            async move { (case, server_errors(&client, &doc).await, our_errors(&doc)) }
+        })
+        .buffer_unordered(8)
+        .collect()
+        .await;
+    for (case, server, ours) in verdicts {
+        let Some(server) = server else {
+            // Refused before validation (e.g. the document does not decode): not a validation verdict.
+            continue;
+        };
+        compared += 1;
+        if server.is_empty() {
+            accepted += 1;
+        } else {
+            rejected += 1;
+        }
+        let missing: Vec<&String> = server
+            .iter()
+            .filter(|e| !ours.contains(*e) && !not_mirrored(e))
+            .collect();
+        let verdicts_differ = server.is_empty() != ours.is_empty()
+            && !(ours.is_empty() && server.iter().all(|e| not_mirrored(e)))
+            && !(server.is_empty() && ours.iter().all(|e| stricter_by_design(e)));
+        if verdicts_differ || !missing.is_empty() {
+            disagreements.push(format!(
+                "{case}:\n  API server: {server:?}\n  admitpilot: {ours:?}"
+            ));
         }
     }
     println!(
