@@ -1,0 +1,175 @@
+package conformance
+
+// TestConformance runs the upstream Gateway API conformance suite (sigs.k8s.io/gateway-api/conformance) against
+// admitpilot and real Envoy on a real kube-apiserver: scripts/conformance starts the API server and
+// `admitpilot serve --kube`, then this test, which plays kubelet and controller-manager for the suite's backends
+// (kubelet.go), runs one Envoy per Gateway (gateways.go) and runs the suite unchanged.
+//
+// Environment: KUBECONFIG (the API server), ADMITPILOT_ENVOY (Envoy binary), ECHO_BASIC (the suite's echo server
+// binary), XDS_PORT (admitpilot's xDS port on every address), CONFORMANCE_WORK (a folder for logs),
+// CONFORMANCE_REPORT (where the report goes), CONFORMANCE_PROFILES (comma-separated), CONFORMANCE_RUN_TEST (one
+// test only, optional), CONFORMANCE_VERSION (admitpilot's version for the report).
+
+import (
+	"context"
+	"os"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/kubernetes"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/client-go/tools/clientcmd"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
+	"sigs.k8s.io/controller-runtime/pkg/log/zap"
+	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
+	"sigs.k8s.io/gateway-api/apis/v1alpha2"
+	"sigs.k8s.io/gateway-api/apis/v1alpha3"
+	"sigs.k8s.io/gateway-api/apis/v1beta1"
+	xv1alpha1 "sigs.k8s.io/gateway-api/apisx/v1alpha1"
+	"sigs.k8s.io/gateway-api/conformance"
+	confv1 "sigs.k8s.io/gateway-api/conformance/apis/v1"
+	conformanceconfig "sigs.k8s.io/gateway-api/conformance/utils/config"
+	"sigs.k8s.io/gateway-api/conformance/utils/suite"
+	"sigs.k8s.io/gateway-api/pkg/features"
+)
+
+// gatewayClassName is the GatewayClass the suite uses, of admitpilot's controller.
+const gatewayClassName = "admitpilot"
+
+// controllerName is admitpilot's default GatewayClass controllerName.
+const controllerName = "admitpilot.io/gateway-controller"
+
+func env(t *testing.T, name string) string {
+	value := os.Getenv(name)
+	if value == "" {
+		t.Fatalf("%s is not set (run scripts/conformance)", name)
+	}
+	return value
+}
+
+func TestConformance(t *testing.T) {
+	ctrllog.SetLogger(zap.New(zap.WriteTo(os.Stdout), zap.UseDevMode(true)))
+	xdsPort, err := strconv.Atoi(env(t, "XDS_PORT"))
+	if err != nil {
+		t.Fatalf("XDS_PORT: %v", err)
+	}
+	workDir := env(t, "CONFORMANCE_WORK")
+	cfg, err := clientcmd.BuildConfigFromFlags("", env(t, "KUBECONFIG"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	scheme := runtime.NewScheme()
+	for _, install := range []func(*runtime.Scheme) error{
+		clientgoscheme.AddToScheme, apiextensionsv1.AddToScheme, gatewayv1.Install, v1beta1.Install,
+		v1alpha2.Install, v1alpha3.Install, xv1alpha1.Install,
+	} {
+		if err := install(scheme); err != nil {
+			t.Fatal(err)
+		}
+	}
+	clientOptions := client.Options{Scheme: scheme}
+	c, err := client.New(cfg, clientOptions)
+	if err != nil {
+		t.Fatal(err)
+	}
+	clientset, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	if err := setUpBridge(); err != nil {
+		t.Fatal(err)
+	}
+	defer tearDownBridge()
+
+	ctx, cancel := context.WithCancel(context.Background())
+	class := &gatewayv1.GatewayClass{
+		ObjectMeta: metav1.ObjectMeta{Name: gatewayClassName},
+		Spec:       gatewayv1.GatewayClassSpec{ControllerName: controllerName},
+	}
+	if err := c.Create(ctx, class); err != nil {
+		t.Fatal(err)
+	}
+	pods := &kubelet{
+		client: c, echoBin: env(t, "ECHO_BASIC"), workDir: workDir,
+		pods: map[client.ObjectKey]*runningPod{}, skipped: map[string]bool{}, logf: t.Logf,
+	}
+	proxies := &gateways{
+		client: c, class: gatewayClassName, envoy: env(t, "ADMITPILOT_ENVOY"), xdsPort: xdsPort,
+		workDir: workDir, running: map[client.ObjectKey]*gatewayProxy{},
+	}
+	stopped := make(chan struct{})
+	go func() {
+		defer close(stopped)
+		for ctx.Err() == nil {
+			if err := pods.reconcile(ctx); err != nil && ctx.Err() == nil {
+				t.Logf("harness: backends: %v", err)
+			}
+			if err := proxies.reconcile(ctx); err != nil && ctx.Err() == nil {
+				t.Logf("harness: gateways: %v", err)
+			}
+			select {
+			case <-ctx.Done():
+			case <-time.After(200 * time.Millisecond):
+			}
+		}
+	}()
+	defer func() {
+		cancel()
+		<-stopped
+		proxies.stopAll(context.Background())
+		pods.stopAll()
+		for _, failure := range proxies.failures {
+			t.Errorf("harness: %s", failure)
+		}
+	}()
+
+	var profiles []suite.ConformanceProfileName
+	for _, name := range strings.Split(env(t, "CONFORMANCE_PROFILES"), ",") {
+		profiles = append(profiles, suite.ConformanceProfileName(name))
+	}
+	opts := suite.ConformanceOptions{
+		ConfigurableOptions: suite.ConfigurableOptions{
+			GatewayClassName: gatewayClassName,
+			// No namespace or garbage-collection controller runs: deleted namespaces would stay Terminating.
+			CleanupBaseResources: false,
+			CleanupTestResources: true,
+			Mode:                 "default",
+			TimeoutConfig:        conformanceconfig.DefaultTimeoutConfig(),
+			ConformanceProfiles:  profiles,
+			SupportedFeatures:    supportedFeatures(),
+			RunTest:              os.Getenv("CONFORMANCE_RUN_TEST"),
+			ReportOutputPath:     os.Getenv("CONFORMANCE_REPORT"),
+			Implementation: confv1.Implementation{
+				Organization: "admitpilot",
+				Project:      "admitpilot",
+				URL:          "https://github.com/admitpilot/admitpilot",
+				Version:      os.Getenv("CONFORMANCE_VERSION"),
+				Contact:      []string{"@admitpilot/maintainers"},
+			},
+		},
+		Client:        c,
+		ClientOptions: clientOptions,
+		Clientset:     clientset,
+		RestConfig:    cfg,
+	}
+	conformance.RunConformanceWithOptions(t, opts)
+}
+
+// supportedFeatures are the features admitpilot claims: the core features of its profiles and the extended ones
+// it implements (README "Gateway API").
+func supportedFeatures() []features.FeatureName {
+	return []features.FeatureName{
+		features.SupportGateway,
+		features.SupportHTTPRoute,
+		features.SupportReferenceGrant,
+		features.SupportTLSRoute,
+		features.SupportGRPCRoute,
+	}
+}
