@@ -23,6 +23,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/kubernetes"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
@@ -73,8 +74,17 @@ func TestConformance(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
+	// The suite's clients: client-go's default of 5 requests/s starves its many pollers.
+	cfg.QPS, cfg.Burst = 100, 200
 	clientOptions := client.Options{Scheme: scheme}
 	c, err := client.New(cfg, clientOptions)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The harness's own, unthrottled.
+	harnessCfg := rest.CopyConfig(cfg)
+	harnessCfg.QPS = -1
+	harnessClient, err := client.New(harnessCfg, clientOptions)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -86,7 +96,7 @@ func TestConformance(t *testing.T) {
 	if err := setUpBridge(); err != nil {
 		t.Fatal(err)
 	}
-	defer tearDownBridge()
+	t.Cleanup(tearDownBridge)
 
 	ctx, cancel := context.WithCancel(context.Background())
 	class := &gatewayv1.GatewayClass{
@@ -97,11 +107,11 @@ func TestConformance(t *testing.T) {
 		t.Fatal(err)
 	}
 	pods := &kubelet{
-		client: c, echoBin: env(t, "ECHO_BASIC"), workDir: workDir,
-		pods: map[client.ObjectKey]*runningPod{}, skipped: map[string]bool{}, logf: t.Logf,
+		client: harnessClient, echoBin: env(t, "ECHO_BASIC"), workDir: workDir,
+		pods: map[client.ObjectKey]*runningPod{}, skipped: map[string]bool{}, accounts: map[string]bool{}, logf: t.Logf,
 	}
 	proxies := &gateways{
-		client: c, class: gatewayClassName, envoy: env(t, "ADMITPILOT_ENVOY"), xdsPort: xdsPort,
+		client: harnessClient, class: gatewayClassName, envoy: env(t, "ADMITPILOT_ENVOY"), xdsPort: xdsPort,
 		workDir: workDir, running: map[client.ObjectKey]*gatewayProxy{},
 	}
 	stopped := make(chan struct{})
@@ -116,11 +126,12 @@ func TestConformance(t *testing.T) {
 			}
 			select {
 			case <-ctx.Done():
-			case <-time.After(200 * time.Millisecond):
+			case <-time.After(250 * time.Millisecond):
 			}
 		}
 	}()
-	defer func() {
+	// After the suite's parallel tests too (they run once this function has returned), and after the report.
+	t.Cleanup(func() {
 		cancel()
 		<-stopped
 		proxies.stopAll(context.Background())
@@ -128,7 +139,7 @@ func TestConformance(t *testing.T) {
 		for _, failure := range proxies.failures {
 			t.Errorf("harness: %s", failure)
 		}
-	}()
+	})
 
 	var profiles []suite.ConformanceProfileName
 	for _, name := range strings.Split(env(t, "CONFORMANCE_PROFILES"), ",") {

@@ -100,8 +100,23 @@ func writeVolumes(dir string, c corev1.Container, pod *corev1.Pod, secrets map[s
 			if err := os.MkdirAll(folder, 0o700); err != nil {
 				return nil, err
 			}
+			// Every key as a file of its name, or only the listed items, at their paths.
+			files := map[string][]byte{}
 			for name, value := range data {
-				if err := os.WriteFile(filepath.Join(folder, name), value, 0o600); err != nil {
+				files[name] = value
+			}
+			if len(volume.Secret.Items) > 0 {
+				files = map[string][]byte{}
+				for _, item := range volume.Secret.Items {
+					files[item.Path] = data[item.Key]
+				}
+			}
+			for path, value := range files {
+				file := filepath.Join(folder, filepath.Clean("/"+path))
+				if err := os.MkdirAll(filepath.Dir(file), 0o700); err != nil {
+					return nil, err
+				}
+				if err := os.WriteFile(file, value, 0o600); err != nil {
 					return nil, err
 				}
 			}

@@ -45,7 +45,9 @@ type kubelet struct {
 	next    int
 	// Deployments not run (a container of another image than the echo server), reported once each.
 	skipped map[string]bool
-	logf    func(format string, args ...any)
+	// Namespaces (by UID) that have their ServiceAccount.
+	accounts map[string]bool
+	logf     func(format string, args ...any)
 }
 
 // reconcile brings Pods, echo servers, EndpointSlices and ServiceAccounts in line with the Deployments and Services.
@@ -68,13 +70,14 @@ func (k *kubelet) serviceAccounts(ctx context.Context) error {
 		return err
 	}
 	for _, ns := range namespaces.Items {
-		if ns.DeletionTimestamp != nil {
+		if ns.DeletionTimestamp != nil || k.accounts[string(ns.UID)] {
 			continue
 		}
 		account := &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: "default", Namespace: ns.Name}}
 		if err := k.client.Create(ctx, account); err != nil && !apierrors.IsAlreadyExists(err) && !apierrors.IsForbidden(err) {
 			return err
 		}
+		k.accounts[string(ns.UID)] = true
 	}
 	return nil
 }
@@ -250,20 +253,29 @@ func (k *kubelet) endpointSlices(ctx context.Context) error {
 	if err := k.client.List(ctx, &pods, client.MatchingLabels{"app.kubernetes.io/managed-by": managedBy}); err != nil {
 		return err
 	}
+	var slices discoveryv1.EndpointSliceList
+	if err := k.client.List(ctx, &slices, client.MatchingLabels{discoveryv1.LabelManagedBy: managedBy}); err != nil {
+		return err
+	}
+	written := map[client.ObjectKey]*discoveryv1.EndpointSlice{}
+	for i := range slices.Items {
+		written[client.ObjectKeyFromObject(&slices.Items[i])] = &slices.Items[i]
+	}
 	for i := range services.Items {
 		service := &services.Items[i]
 		if len(service.Spec.Selector) == 0 || service.DeletionTimestamp != nil {
 			continue
 		}
-		if err := k.writeSlice(ctx, service, pods.Items); err != nil {
+		have := written[client.ObjectKey{Namespace: service.Namespace, Name: service.Name + "-harness"}]
+		if err := k.writeSlice(ctx, service, pods.Items, have); err != nil {
 			return fmt.Errorf("EndpointSlice of %s/%s: %w", service.Namespace, service.Name, err)
 		}
 	}
 	return nil
 }
 
-// writeSlice creates or updates service's EndpointSlice.
-func (k *kubelet) writeSlice(ctx context.Context, service *corev1.Service, pods []corev1.Pod) error {
+// writeSlice creates service's EndpointSlice, or updates `have` (nil when there is none yet).
+func (k *kubelet) writeSlice(ctx context.Context, service *corev1.Service, pods []corev1.Pod, have *discoveryv1.EndpointSlice) error {
 	selector := labels.SelectorFromSet(service.Spec.Selector)
 	want := &discoveryv1.EndpointSlice{
 		ObjectMeta: metav1.ObjectMeta{
@@ -306,19 +318,14 @@ func (k *kubelet) writeSlice(ctx context.Context, service *corev1.Service, pods 
 			Name: &name, Port: &number, Protocol: &protocol, AppProtocol: port.AppProtocol,
 		})
 	}
-	var have discoveryv1.EndpointSlice
-	err := k.client.Get(ctx, client.ObjectKeyFromObject(want), &have)
-	if apierrors.IsNotFound(err) {
+	if have == nil {
 		return k.client.Create(ctx, want)
-	}
-	if err != nil {
-		return err
 	}
 	if reflect.DeepEqual(have.Endpoints, want.Endpoints) && reflect.DeepEqual(have.Ports, want.Ports) {
 		return nil
 	}
 	have.Endpoints, have.Ports = want.Endpoints, want.Ports
-	return k.client.Update(ctx, &have)
+	return k.client.Update(ctx, have)
 }
 
 // targetPort resolves a Service port's targetPort (a number, or a container port's name in the selected Pods).

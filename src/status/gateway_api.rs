@@ -272,7 +272,17 @@ fn listener_status(
         (true, Programmed::Pending(why)) => (false, "Pending", why.clone()),
         (true, Programmed::Rejected(why)) => (false, "Invalid", why.clone()),
     };
+    let invalid_kinds = unsupported_route_kinds(listener);
     let (refs_ok, refs_reason, refs_message) = match &refs {
+        _ if !invalid_kinds.is_empty() => (
+            false,
+            "InvalidRouteKinds",
+            format!(
+                "allowedRoutes.kinds names route kinds a {} listener does not take: {}",
+                listener.protocol,
+                invalid_kinds.join(", ")
+            ),
+        ),
         Ok(()) => (true, "ResolvedRefs", "references resolved".to_string()),
         Err((reason, message)) => (false, *reason, message.clone()),
     };
@@ -540,6 +550,22 @@ fn supported_kinds(listener: &Listener) -> Vec<Value> {
                     .any(|k| k.kind == **kind && k.group.as_deref().unwrap_or(GROUP) == GROUP)
         })
         .map(|kind| json!({"group": GROUP, "kind": kind}))
+        .collect()
+}
+
+/// The kinds of `allowedRoutes.kinds` the listener's protocol does not take ([`default_kinds`]), as `group/kind`
+/// (the listener's `ResolvedRefs` is then False with reason InvalidRouteKinds, as the spec asks).
+fn unsupported_route_kinds(listener: &Listener) -> Vec<String> {
+    let served = default_kinds(listener);
+    listener
+        .allowed_routes
+        .iter()
+        .flat_map(|a| a.kinds.iter())
+        .filter(|k| {
+            let group = k.group.as_deref().unwrap_or(GROUP);
+            group != GROUP || !served.contains(&k.kind.as_str())
+        })
+        .map(|k| format!("{}/{}", k.group.as_deref().unwrap_or(GROUP), k.kind))
         .collect()
 }
 
@@ -1037,6 +1063,43 @@ spec: {parentRefs: [{name: gw, sectionName: tcp}], rules: [{backendRefs: [{name:
             other.is_empty(),
             "another controller's objects get no status from admitpilot"
         );
+    }
+
+    #[test]
+    fn route_kinds_a_listener_does_not_take_are_invalid_route_kinds() {
+        let updates = status(
+            "apiVersion: gateway.networking.k8s.io/v1
+kind: Gateway
+metadata: {name: kinds, namespace: default}
+spec:
+  gatewayClassName: ap
+  listeners:
+  - {name: none, port: 80, protocol: HTTP, allowedRoutes: {kinds: [{kind: InvalidRoute}]}}
+  - {name: some, port: 81, protocol: HTTP, allowedRoutes: {kinds: [{kind: InvalidRoute}, {kind: HTTPRoute}]}}
+  - {name: tcp, port: 82, protocol: TCP, allowedRoutes: {kinds: [{kind: HTTPRoute}]}}
+  - {name: ok, port: 83, protocol: HTTP, allowedRoutes: {kinds: [{kind: HTTPRoute}]}}
+",
+        );
+        let listeners = &find(&updates, Kind::KubernetesGateway, "kinds")["listeners"];
+        let refs = |i: usize| conditions(&listeners[i])[1].clone();
+        let invalid = (
+            "ResolvedRefs".to_string(),
+            "False".to_string(),
+            "InvalidRouteKinds".to_string(),
+        );
+        assert_eq!(refs(0), invalid);
+        assert_eq!(listeners[0]["supportedKinds"], json!([]));
+        assert_eq!(refs(1), invalid);
+        assert_eq!(
+            listeners[1]["supportedKinds"],
+            json!([{"group": GROUP, "kind": "HTTPRoute"}])
+        );
+        assert_eq!(refs(2), invalid);
+        assert!(listeners[2]["conditions"][1]["message"]
+            .as_str()
+            .unwrap()
+            .contains("gateway.networking.k8s.io/HTTPRoute"));
+        assert_eq!(refs(3).2, "ResolvedRefs");
     }
 
     #[test]

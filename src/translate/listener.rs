@@ -62,6 +62,9 @@ pub enum ChainAction {
         /// Destinations.
         clusters: Vec<(String, u32)>,
     },
+    /// No destination: a chain without filters, so Envoy closes every connection it accepts (the SNI of a
+    /// TLSRoute whose backends are all invalid: the spec has its connections rejected, not refused).
+    Close,
 }
 
 /// One planned filter chain of a gateway listener.
@@ -201,6 +204,7 @@ fn filter_chain(
             filters.push(tcp_proxy(&clusters, shared.access_logs));
             filters
         }
+        ChainAction::Close => Vec::new(),
     };
     let filter_chain_match = (!server_names.is_empty()).then(|| FilterChainMatch {
         server_names,
@@ -344,16 +348,24 @@ pub(crate) fn passthrough_chains(
                     names.clear();
                 }
                 names.sort();
-                let clusters = weighted_clusters(env, &rule.route, ns, server.port, referenced);
-                if clusters.is_empty()
-                    || (names.is_empty() && !m.sni_hosts.iter().any(|h| h == "*"))
-                {
+                if names.is_empty() && !m.sni_hosts.iter().any(|h| h == "*") {
                     continue;
                 }
+                // A rule without destinations comes only from a TLSRoute whose backends are all invalid (Istio
+                // validation requires one): its connections are closed.
+                let action = if rule.route.is_empty() {
+                    ChainAction::Close
+                } else {
+                    let clusters = weighted_clusters(env, &rule.route, ns, server.port, referenced);
+                    if clusters.is_empty() {
+                        continue;
+                    }
+                    ChainAction::Tcp { clusters }
+                };
                 chains.push(Chain {
                     server_names: names,
                     tls: None,
-                    action: ChainAction::Tcp { clusters },
+                    action,
                 });
             }
         }

@@ -5,8 +5,9 @@
 //! takes the connections (the spec leaves several TCPRoutes on one listener to implementations; istiod also takes
 //! the first); on a TLS listener that terminates, each TLSRoute's rules become TCP routes of its own server,
 //! chosen by SNI (`super::terminated_tls`). Routes go oldest first, then by namespace/name.
-//! A rule without a valid backend is left out, so its connections are refused (the spec: "the connection
-//! MUST be rejected").
+//! A TLSRoute rule without a valid backend keeps its SNI match with no destination, so Envoy accepts and closes
+//! its connections (the spec: "the connection MUST be rejected"; the conformance suite expects a reset or close
+//! after the handshake starts, not a refused connection); a TCP rule without one is left out.
 
 use std::sync::Arc;
 
@@ -56,11 +57,12 @@ fn destinations(
         .collect()
 }
 
-/// One `T` per rule with a valid backend, routes in order, built by `make` from the route and the destinations.
+/// One `T` per rule, routes in order, built by `make` from the route and the destinations; rules without a valid
+/// backend only when `keep_invalid` (with no destinations).
 fn per_rule<T>(
     snapshot: &Snapshot,
     mut attached: Vec<AttachedStream<'_>>,
-    domain_suffix: &str,
+    (domain_suffix, keep_invalid): (&str, bool),
     make: impl Fn(&AttachedStream<'_>, Vec<RouteDestination>) -> T,
 ) -> Vec<T> {
     sort(&mut attached);
@@ -68,7 +70,7 @@ fn per_rule<T>(
     for a in &attached {
         for rule in &a.route.rules {
             let route = destinations(snapshot, a, &rule.backend_refs, domain_suffix);
-            if !route.is_empty() {
+            if keep_invalid || !route.is_empty() {
                 out.push(make(a, route));
             }
         }
@@ -76,20 +78,23 @@ fn per_rule<T>(
     out
 }
 
-/// The TLS routes of a `Passthrough` listener on `port`: one per rule, matching the route's SNI names.
+/// The TLS routes of a `Passthrough` listener on `port`: one per rule, matching the route's SNI names (without
+/// destinations when no backend of the rule is valid).
 pub fn tls_routes(
     snapshot: &Snapshot,
     attached: Vec<AttachedStream<'_>>,
     port: u32,
     domain_suffix: &str,
 ) -> Vec<TlsRoute> {
-    per_rule(snapshot, attached, domain_suffix, |a, route| TlsRoute {
-        matches: vec![TlsMatchAttributes {
-            sni_hosts: a.hosts.clone(),
-            port: Some(port),
-            ..TlsMatchAttributes::default()
-        }],
-        route,
+    per_rule(snapshot, attached, (domain_suffix, true), |a, route| {
+        TlsRoute {
+            matches: vec![TlsMatchAttributes {
+                sni_hosts: a.hosts.clone(),
+                port: Some(port),
+                ..TlsMatchAttributes::default()
+            }],
+            route,
+        }
     })
 }
 
@@ -101,11 +106,13 @@ pub fn tcp_routes(
     port: u32,
     domain_suffix: &str,
 ) -> Vec<TcpRoute> {
-    per_rule(snapshot, attached, domain_suffix, |_, route| TcpRoute {
-        matches: vec![L4MatchAttributes {
-            port: Some(port),
-            ..L4MatchAttributes::default()
-        }],
-        route,
+    per_rule(snapshot, attached, (domain_suffix, false), |_, route| {
+        TcpRoute {
+            matches: vec![L4MatchAttributes {
+                port: Some(port),
+                ..L4MatchAttributes::default()
+            }],
+            route,
+        }
     })
 }
