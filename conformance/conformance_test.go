@@ -12,6 +12,7 @@ package conformance
 
 import (
 	"context"
+	"net/http"
 	"os"
 	"strconv"
 	"strings"
@@ -74,8 +75,10 @@ func TestConformance(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	// The suite's clients: client-go's default of 5 requests/s starves its many pollers.
+	// The suite's clients: client-go's default of 5 requests/s starves its many pollers; pod logs come from the
+	// harness (logs.go).
 	cfg.QPS, cfg.Burst = 100, 200
+	cfg.WrapTransport = func(next http.RoundTripper) http.RoundTripper { return podLogs{next: next, workDir: workDir} }
 	clientOptions := client.Options{Scheme: scheme}
 	c, err := client.New(cfg, clientOptions)
 	if err != nil {
@@ -178,9 +181,36 @@ func TestConformance(t *testing.T) {
 func supportedFeatures() []features.FeatureName {
 	return []features.FeatureName{
 		features.SupportGateway,
+		features.SupportGatewayPort8080,
+		features.SupportGatewayHTTPListenerIsolation,
 		features.SupportHTTPRoute,
+		features.SupportHTTPRouteQueryParamMatching,
+		features.SupportHTTPRouteMethodMatching,
+		features.SupportHTTPRouteResponseHeaderModification,
+		features.SupportHTTPRoutePortRedirect,
+		features.SupportHTTPRouteSchemeRedirect,
+		features.SupportHTTPRoutePathRedirect,
+		features.SupportHTTPRouteHostRewrite,
+		features.SupportHTTPRoutePathRewrite,
+		features.SupportHTTPRoute303RedirectStatusCode,
+		features.SupportHTTPRoute307RedirectStatusCode,
+		features.SupportHTTPRoute308RedirectStatusCode,
+		features.SupportHTTPRouteRequestMirror,
+		features.SupportHTTPRouteRequestMultipleMirrors,
+		features.SupportHTTPRouteRequestPercentageMirror,
+		features.SupportHTTPRouteRequestTimeout,
+		features.SupportHTTPRouteBackendTimeout,
+		features.SupportHTTPRouteParentRefPort,
+		features.SupportHTTPRouteNamedRouteRule,
+		features.SupportHTTPRouteCORS,
+		features.SupportHTTPRouteRetry,
 		features.SupportReferenceGrant,
 		features.SupportTLSRoute,
+		features.SupportTLSRouteModeTerminate,
 		features.SupportGRPCRoute,
+		features.SupportGRPCRouteNamedRouteRule,
+		features.SupportBackendTLSPolicy,
+		features.SupportBackendTLSPolicySANValidation,
+		features.SupportListenerSet,
 	}
 }

@@ -25,16 +25,20 @@ func runsEcho(c corev1.Container) bool {
 }
 
 // podProcesses starts the echo server of each of pod's echo containers in network namespace netns; the returned
-// function stops them. Logs go to <dir>/<container>.log (served as the Pod's logs).
+// function stops them. Logs go to <dir>/<container>.log, a timestamp per line (served as the Pod's logs, logs.go).
 func podProcesses(echoBin, dir, netns, ip string, pod *corev1.Pod, secrets map[string]map[string][]byte) (func(), error) {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return nil, err
 	}
 	var cmds []*exec.Cmd
+	var files []*os.File
 	stop := func() {
 		for _, cmd := range cmds {
 			_ = cmd.Process.Kill()
 			_ = cmd.Wait()
+		}
+		for _, file := range files {
+			file.Close()
 		}
 	}
 	for _, c := range pod.Spec.Containers {
@@ -66,20 +70,21 @@ func podProcesses(echoBin, dir, netns, ip string, pod *corev1.Pod, secrets map[s
 			}
 			env = append(env, e.Name+"="+value)
 		}
-		log, err := os.Create(filepath.Join(dir, c.Name+".log"))
+		file, err := os.Create(filepath.Join(dir, c.Name+".log"))
 		if err != nil {
 			stop()
 			return nil, err
 		}
+		log := &timestampedLog{file: file}
 		cmd := exec.Command("ip", "netns", "exec", netns, echoBin)
 		cmd.Env, cmd.Stdout, cmd.Stderr = env, log, log
 		if err := cmd.Start(); err != nil {
-			log.Close()
+			file.Close()
 			stop()
 			return nil, err
 		}
-		log.Close()
 		cmds = append(cmds, cmd)
+		files = append(files, file)
 	}
 	return stop, nil
 }

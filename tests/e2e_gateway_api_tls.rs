@@ -169,6 +169,14 @@ spec:
 ---
 apiVersion: gateway.networking.k8s.io/v1alpha2
 kind: TLSRoute
+metadata: {{name: gone, namespace: default}}
+spec:
+  parentRefs: [{{name: gw, sectionName: passthrough}}]
+  hostnames: [gone.example]
+  rules: [{{backendRefs: [{{name: missing, port: 9000}}]}}]
+---
+apiVersion: gateway.networking.k8s.io/v1alpha2
+kind: TLSRoute
 metadata: {{name: shop, namespace: default}}
 spec:
   parentRefs: [{{name: gw, sectionName: terminate}}]
@@ -218,12 +226,15 @@ spec:
         .await;
         assert_eq!(reply, expected, "SNI {sni}");
     }
-    // No TLSRoute names c.example: no filter chain matches and the connection is closed.
-    let unrouted = over_tls(&ca, passthrough, "c.example", "hello").await;
-    assert!(
-        unrouted.as_ref().map_or(true, String::is_empty),
-        "{unrouted:?}"
-    );
+    // No TLSRoute names c.example: no filter chain matches and the connection is closed. gone.example's only
+    // backend does not exist: its chain has no filters, so Envoy accepts the connection and closes it.
+    for sni in ["c.example", "gone.example"] {
+        let rejected = over_tls(&ca, passthrough, sni, "hello").await;
+        assert!(
+            rejected.as_ref().map_or(true, String::is_empty),
+            "{sni}: {rejected:?}"
+        );
+    }
 
     // Terminate: Envoy ends TLS with the listener's certificate and the backend of the TLSRoute the SNI names gets
     // the plain bytes.
