@@ -8,7 +8,8 @@ package conformance
 // Environment: KUBECONFIG (the API server), ADMITPILOT_ENVOY (Envoy binary), ECHO_BASIC (the suite's echo server
 // binary), XDS_PORT (admitpilot's xDS port on every address), CONFORMANCE_WORK (a folder for logs),
 // CONFORMANCE_REPORT (where the report goes), CONFORMANCE_PROFILES (comma-separated), CONFORMANCE_RUN_TEST (one
-// test only, optional), CONFORMANCE_VERSION (admitpilot's version for the report).
+// test only, optional), CONFORMANCE_ONLY (comma-separated tests: every other one is skipped, optional),
+// CONFORMANCE_VERSION (admitpilot's version for the report).
 
 import (
 	"context"
@@ -36,6 +37,7 @@ import (
 	xv1alpha1 "sigs.k8s.io/gateway-api/apisx/v1alpha1"
 	"sigs.k8s.io/gateway-api/conformance"
 	confv1 "sigs.k8s.io/gateway-api/conformance/apis/v1"
+	"sigs.k8s.io/gateway-api/conformance/tests"
 	conformanceconfig "sigs.k8s.io/gateway-api/conformance/utils/config"
 	"sigs.k8s.io/gateway-api/conformance/utils/suite"
 	"sigs.k8s.io/gateway-api/pkg/features"
@@ -173,7 +175,25 @@ func TestConformance(t *testing.T) {
 		Clientset:     clientset,
 		RestConfig:    cfg,
 	}
+	if only := os.Getenv("CONFORMANCE_ONLY"); only != "" {
+		opts.SkipTests = allBut(strings.Split(only, ","))
+	}
 	conformance.RunConformanceWithOptions(t, opts)
+}
+
+// allBut names every conformance test but those named (a subset run: the others are skipped).
+func allBut(names []string) []string {
+	keep := map[string]bool{}
+	for _, name := range names {
+		keep[name] = true
+	}
+	var skip []string
+	for _, test := range tests.ConformanceTests {
+		if !keep[test.ShortName] {
+			skip = append(skip, test.ShortName)
+		}
+	}
+	return skip
 }
 
 // supportedFeatures are the features admitpilot claims: the core features of its profiles and the extended ones
@@ -207,6 +227,7 @@ func supportedFeatures() []features.FeatureName {
 		features.SupportReferenceGrant,
 		features.SupportTLSRoute,
 		features.SupportTLSRouteModeTerminate,
+		features.SupportTLSRouteModeMixed,
 		features.SupportGRPCRoute,
 		features.SupportGRPCRouteNamedRouteRule,
 		features.SupportBackendTLSPolicy,

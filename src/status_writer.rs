@@ -9,9 +9,10 @@
 //!   its `lastTransitionTime` (a new leader first reads what is on the server, so it keeps those times too and does
 //!   not rewrite an unchanged status; reads count against `max_writes`). Before a pass writes, the leader checks
 //!   that its Lease is still its own and fresh ([`crate::leader::still_holds`]).
-//! * GatewayClass and Gateway status is admitpilot's alone (a merge patch of `status`); an HTTPRoute's `parents` list
-//!   is shared with other controllers, so it is read, admitpilot's entries replaced, and written back with the
-//!   read `resourceVersion` (a conflict is retried on the next pass).
+//! * GatewayClass and Gateway status is admitpilot's alone (a merge patch of `status`); a route's `parents` list and
+//!   a BackendTLSPolicy's `ancestors` list are shared with other controllers ([`shared_list`]), so they are read,
+//!   admitpilot's entries replaced, and written back with the read `resourceVersion` (a conflict is retried on the
+//!   next pass).
 //! * `Programmed` means served: a Gateway is Programmed once every connected proxy labelled with its name has
 //!   acknowledged a config version holding its current generation ([`crate::status::programmed`]). Each replica
 //!   sees only the proxies connected to it, so every replica publishes what its proxies did per Gateway in a
@@ -38,6 +39,18 @@ use tokio::sync::watch;
 use crate::leader::{still_holds, LeaderConfig};
 use crate::model::gateway_api::ROUTE_KINDS;
 use crate::model::{Kind, ObjectKey, Snapshot};
+
+/// The status list of `kind` that other controllers write entries into too, keyed by `controllerName`: a route's
+/// `parents`, a BackendTLSPolicy's `ancestors`; `None` for a status admitpilot owns whole.
+fn shared_list(kind: Kind) -> Option<&'static str> {
+    if ROUTE_KINDS.contains(&kind) {
+        Some("parents")
+    } else if kind == Kind::BackendTlsPolicy {
+        Some("ancestors")
+    } else {
+        None
+    }
+}
 use crate::source::kubernetes::api_resource;
 use crate::status::programmed::{GenerationTracker, HeldBack, ReplicaReport};
 use crate::status::{from_reports, StatusScope, StatusUpdate};
@@ -374,21 +387,22 @@ impl Writer {
             bundle.as_deref(),
             &now(),
         );
-        // Routes whose parent entries admitpilot wrote but that no longer attach to a Gateway of its classes: their
-        // entries are removed (`parents: []` of ours; other controllers' stay).
+        // Routes (policies) whose parent (ancestor) entries admitpilot wrote but that no longer attach to (apply
+        // under) a Gateway of its classes: their entries are removed (an empty list of ours; other controllers'
+        // entries stay).
         let mut updates = updates;
         let current: std::collections::HashSet<ObjectKey> =
             updates.iter().map(|u| u.key.clone()).collect();
-        let gone: Vec<ObjectKey> = self
+        let gone: Vec<(ObjectKey, &str)> = self
             .written
             .keys()
-            .filter(|key| ROUTE_KINDS.contains(&key.kind) && !current.contains(*key))
-            .cloned()
+            .filter(|key| !current.contains(*key))
+            .filter_map(|key| Some((key.clone(), shared_list(key.kind)?)))
             .collect();
-        updates.extend(gone.into_iter().map(|key| StatusUpdate {
+        updates.extend(gone.into_iter().map(|(key, list)| StatusUpdate {
             key,
             generation: 0,
-            status: json!({"parents": []}),
+            status: json!({ list: [] }),
         }));
         // Requests (reads of what is on the server, and writes) this pass.
         let mut requests = 0;
@@ -430,7 +444,8 @@ impl Writer {
                 lease_checked = true;
             }
             requests += 1;
-            let detached = status["parents"].as_array().is_some_and(Vec::is_empty);
+            let detached = shared_list(update.key.kind)
+                .is_some_and(|list| status[list].as_array().is_some_and(Vec::is_empty));
             if self.write(&update, &status, version.as_deref()).await {
                 if detached {
                     self.written.remove(&update.key);
@@ -452,20 +467,20 @@ impl Writer {
         })
     }
 
-    /// The status `key` has on the server, as admitpilot writes it (of an HTTPRoute, admitpilot's parent entries).
+    /// The status `key` has on the server, as admitpilot writes it (of a shared list, admitpilot's entries).
     async fn server_status(&self, key: &ObjectKey, version: Option<&str>) -> Option<Value> {
         let object = self.api(key, version)?.get_status(&key.name).await.ok()?;
         let status = object.data.get("status")?.clone();
-        if !ROUTE_KINDS.contains(&key.kind) {
+        let Some(list) = shared_list(key.kind) else {
             return Some(status);
-        }
-        let ours: Vec<Value> = status["parents"]
+        };
+        let ours: Vec<Value> = status[list]
             .as_array()?
             .iter()
             .filter(|p| p["controllerName"].as_str() == Some(self.config.scope.controller.as_str()))
             .cloned()
             .collect();
-        Some(json!({ "parents": ours }))
+        Some(json!({ list: ours }))
     }
 
     /// Writes one object's status; true once it is on the server.
@@ -475,11 +490,9 @@ impl Writer {
             return false;
         };
         let started = Instant::now();
-        let result = match kind {
-            Kind::HttpRoute | Kind::GrpcRoute => {
-                self.write_route_parents(&api, update, status).await
-            }
-            _ => api
+        let result = match shared_list(kind) {
+            Some(list) => self.write_shared_list(&api, update, (list, status)).await,
+            None => api
                 .patch_status(
                     &update.key.name,
                     &PatchParams::default(),
@@ -510,16 +523,17 @@ impl Writer {
         result.is_ok()
     }
 
-    /// Replaces admitpilot's entries of a route's `status.parents`, leaving other controllers' entries.
-    async fn write_route_parents(
+    /// Replaces admitpilot's entries of a shared status list (`parents`, `ancestors`), leaving other controllers'
+    /// entries.
+    async fn write_shared_list(
         &self,
         api: &Api<DynamicObject>,
         update: &StatusUpdate,
-        status: &Value,
+        (list, status): (&str, &Value),
     ) -> Result<(), kube::Error> {
         let current = api.get_status(&update.key.name).await?;
         let controller = self.config.scope.controller.as_str();
-        let mut parents: Vec<Value> = current.data["status"]["parents"]
+        let mut entries: Vec<Value> = current.data["status"][list]
             .as_array()
             .map(|parents| {
                 parents
@@ -529,13 +543,13 @@ impl Writer {
                     .collect()
             })
             .unwrap_or_default();
-        parents.extend(status["parents"].as_array().cloned().unwrap_or_default());
+        entries.extend(status[list].as_array().cloned().unwrap_or_default());
         api.patch_status(
             &update.key.name,
             &PatchParams::default(),
             &Patch::Merge(json!({
                 "metadata": {"resourceVersion": current.metadata.resource_version},
-                "status": {"parents": parents},
+                "status": { list: entries },
             })),
         )
         .await
@@ -569,9 +583,13 @@ fn keep_transition_times(mut status: Value, previous: Option<&Value>) -> Value {
     status
 }
 
-/// The place of a condition: its type, under the listener name or parent reference that holds it.
+/// The place of a condition: its type, under the listener name or parent (ancestor) reference that holds it.
 fn place_of(prefix: &str, holder: &Value) -> String {
-    match holder.get("name").or_else(|| holder.get("parentRef")) {
+    match holder
+        .get("name")
+        .or_else(|| holder.get("parentRef"))
+        .or_else(|| holder.get("ancestorRef"))
+    {
         Some(id) => format!("{prefix}/{id}"),
         None => prefix.to_string(),
     }
@@ -581,7 +599,7 @@ fn collect_conditions(value: &Value, prefix: String, each: &mut dyn FnMut(String
     for condition in value["conditions"].as_array().into_iter().flatten() {
         each(format!("{prefix}:{}", condition["type"]), condition);
     }
-    for list in ["listeners", "parents"] {
+    for list in ["listeners", "parents", "ancestors"] {
         for holder in value[list].as_array().into_iter().flatten() {
             collect_conditions(holder, place_of(&prefix, holder), each);
         }
@@ -599,7 +617,7 @@ fn visit_conditions_mut(
             each(place, condition);
         }
     }
-    for list in ["listeners", "parents"] {
+    for list in ["listeners", "parents", "ancestors"] {
         if let Some(holders) = value.get_mut(list).and_then(Value::as_array_mut) {
             for holder in holders {
                 let place = place_of(&prefix, holder);

@@ -1,6 +1,7 @@
 //! Gateway API status (pure): takes a snapshot, the controller name admitpilot answers for and, per Gateway, what
 //! its gateways did with the config ([`Programmed`]), and yields the `status` of every GatewayClass, Gateway,
-//! HTTPRoute and GRPCRoute of that controller ([`StatusUpdate`]), with the spec's conditions and reasons (gateway-api
+//! ListenerSet and route of that controller, and of the BackendTLSPolicies on their backends
+//! ([`super::backend_tls`]) ([`StatusUpdate`]), with the spec's conditions and reasons (gateway-api
 //! `apis/v1/{gatewayclass,gateway,shared}_types.go`) and `observedGeneration` on each condition.
 //!
 //! It reads attachment and references exactly as translation does ([`attachment`], [`backends::destination`],
@@ -16,6 +17,7 @@ use crate::model::gateway_api::listener_set;
 use crate::model::gateway_api::reference_grant::granted;
 use crate::model::gateway_api::{route_view, Gateway, ListenerSet, RouteView, GROUP, ROUTE_KINDS};
 use crate::model::{ConfigObject, Kind, ObjectKey, Snapshot, Spec};
+use crate::status::backend_tls::backend_tls_policy_status;
 use crate::status::programmed::GATEWAY_NAME_LABEL;
 use crate::translate::gateway_api::backends;
 
@@ -213,6 +215,8 @@ pub fn gateway_api_status(
             });
         }
     }
+    let ours: Vec<&ConfigObject> = gateways.iter().map(|(g, _)| *g).collect();
+    out.extend(backend_tls_policy_status(snapshot, &ours, controller, now));
     out
 }
 
@@ -308,17 +312,18 @@ fn listener_status(
     (entry, valid)
 }
 
-/// The `Programmed` condition of a Gateway or ListenerSet: what its gateways did, when a listener of it is valid.
+/// The `Programmed` condition of a Gateway or ListenerSet: what its gateways did, when a listener of it is valid;
+/// `none_valid` is the reason when none is (a Gateway's `Invalid`, a ListenerSet's `ListenersNotValid`).
 fn programmed_condition(
     programmed: &Programmed,
-    any_valid: bool,
+    (any_valid, none_valid): (bool, &str),
     (generation, now): (i64, &str),
 ) -> Value {
     let cond =
         |ok, reason, message: &str| condition("Programmed", ok, reason, message, generation, now);
     match programmed {
         Programmed::Served if any_valid => cond(true, "Programmed", "served by the gateways"),
-        Programmed::Served => cond(false, "Invalid", "no listener is valid"),
+        Programmed::Served => cond(false, none_valid, "no listener is valid"),
         Programmed::Pending(why) => cond(false, "Pending", why),
         Programmed::Rejected(why) => cond(false, "Invalid", why),
     }
@@ -378,7 +383,7 @@ fn gateway_status(
             now,
         )
     };
-    let programmed = programmed_condition(programmed, any_valid, (generation, now));
+    let programmed = programmed_condition(programmed, (any_valid, "Invalid"), (generation, now));
     // Written even when empty, so a merge patch clears addresses whose Service is gone.
     let status = json!({"conditions": [accepted, programmed], "listeners": listeners,
         "addresses": addresses(snapshot, object), "attachedListenerSets": attached_sets});
@@ -460,7 +465,11 @@ fn listener_set_status(
         )
     };
     let programmed = if admitted {
-        programmed_condition(programmed, any_valid, (generation, now))
+        programmed_condition(
+            programmed,
+            (any_valid, "ListenersNotValid"),
+            (generation, now),
+        )
     } else {
         condition(
             "Programmed",

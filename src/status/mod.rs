@@ -4,6 +4,7 @@
 //! replicas' reports on what their gateways acknowledged ([`programmed`]). `render --status` and `/debug/configz`
 //! show it; the status writer patches it onto the objects.
 
+pub mod backend_tls;
 pub mod gateway_api;
 pub mod istio;
 pub mod programmed;

@@ -3,18 +3,19 @@
 //! TLS is the policy's, as istiod converts them (`pilot/pkg/config/kube/gateway/backend_policies.go`): mode
 //! `SIMPLE`, SNI `validation.hostname`, the certificate checked against `subjectAltNames`, or the host name when
 //! there are none (the spec: the host name "MUST be used for authentication" then); trusted CAs from the first
-//! `caCertificateRefs` ConfigMap (`ca.crt`, served over SDS as `configmap://<ns>/<name>-cacert`, Istio's name) or
-//! the gateway's system bundle for `wellKnownCACertificates: System`. A reference admitpilot cannot resolve (not a
-//! core ConfigMap, or none with `ca.crt`) still makes a DestinationRule, whose CA never arrives: the backend gets no
-//! traffic rather than unverified traffic. A `sectionName` narrows the policy to that Service port. When two
-//! policies target the same Service port, the oldest wins (then namespace/name), as the spec's conflict rule says.
-//! A DestinationRule of the config for the same host gets the policies' TLS set over its own, so it cannot send a
-//! protected port in plain text.
+//! `caCertificateRefs` ConfigMap that resolves (`ca.crt`, served over SDS as `configmap://<ns>/<name>-cacert`,
+//! Istio's name) or the gateway's system bundle for `wellKnownCACertificates: System`. References none of which
+//! resolves (not a core ConfigMap, or none with `ca.crt`) still make a DestinationRule, whose CA never arrives: the
+//! backend gets no traffic rather than unverified traffic. A `sectionName` narrows the policy to that Service port.
+//! When two policies target the same Service port, the oldest wins (then namespace/name), as the spec's conflict
+//! rule says. A DestinationRule of the config for the same host gets the policies' TLS set over its own, so it
+//! cannot send a protected port in plain text.
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use crate::model::gateway_api::backend_tls_policy::BackendTlsValidation;
+use crate::model::gateway_api::common::LocalReference;
 use crate::model::gateway_api::{oldest_first, BackendTlsPolicy};
 use crate::model::istio::destination_rule::{ClientTlsMode, ClientTlsSettings, PortTrafficPolicy};
 use crate::model::istio::virtual_service::PortSelector;
@@ -40,27 +41,25 @@ fn client_tls(
     if subject_alt_names.is_empty() && !validation.hostname.is_empty() {
         subject_alt_names.push(validation.hostname.clone());
     }
-    let credential_name = match validation.ca_certificate_refs.first() {
-        Some(reference) => {
-            let resolves = reference.group.is_empty()
-                && reference.kind == "ConfigMap"
-                && snapshot
-                    .get(&ObjectKey::new(
-                        Kind::CaConfigMap,
-                        namespace,
-                        reference.name.clone(),
-                    ))
-                    .is_some();
-            if resolves {
-                format!(
-                    "{}{namespace}/{}",
-                    naming::CONFIGMAP_CREDENTIAL_PREFIX,
-                    reference.name
-                )
-            } else {
-                UNRESOLVED_CREDENTIAL.to_string()
-            }
-        }
+    let resolves = |reference: &&LocalReference| {
+        reference.group.is_empty()
+            && reference.kind == "ConfigMap"
+            && snapshot
+                .get(&ObjectKey::new(
+                    Kind::CaConfigMap,
+                    namespace,
+                    reference.name.clone(),
+                ))
+                .is_some()
+    };
+    let refs = &validation.ca_certificate_refs;
+    let credential_name = match refs.iter().find(resolves) {
+        Some(reference) => format!(
+            "{}{namespace}/{}",
+            naming::CONFIGMAP_CREDENTIAL_PREFIX,
+            reference.name
+        ),
+        None if !refs.is_empty() => UNRESOLVED_CREDENTIAL.to_string(),
         // `System`: the gateway's own CA bundle (`translate::policy::SYSTEM_CA_BUNDLE`).
         None => String::new(),
     };
