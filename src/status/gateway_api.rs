@@ -20,6 +20,7 @@ use crate::model::{ConfigObject, Kind, ObjectKey, Snapshot, Spec};
 use crate::status::backend_tls::backend_tls_policy_status;
 use crate::status::programmed::GATEWAY_NAME_LABEL;
 use crate::translate::gateway_api::backends;
+use crate::translate::secret::unusable_certificate;
 
 /// The listener protocols admitpilot serves (others are Accepted=False, UnsupportedProtocol).
 const SERVED_PROTOCOLS: [&str; 4] = ["HTTP", "HTTPS", "TLS", "TCP"];
@@ -616,13 +617,17 @@ fn certificate_refs(
                 format!("Secret {target}/{} is in another namespace and no ReferenceGrant there allows it", cert.name),
             ));
         }
-        if snapshot
+        let usable = match snapshot
             .get(&ObjectKey::new(Kind::Secret, target, cert.name.clone()))
-            .is_none()
+            .map(|o| &o.spec)
         {
+            Some(Spec::Secret(secret)) => unusable_certificate(secret).map_or(Ok(()), Err),
+            _ => Err("it does not exist".to_string()),
+        };
+        if let Err(why) = usable {
             return Err((
                 "InvalidCertificateRef",
-                format!("Secret {target}/{} does not exist", cert.name),
+                format!("Secret {target}/{} cannot serve: {why}", cert.name),
             ));
         }
     }
@@ -1072,6 +1077,39 @@ spec: {parentRefs: [{name: gw, sectionName: tcp}], rules: [{backendRefs: [{name:
             other.is_empty(),
             "another controller's objects get no status from admitpilot"
         );
+    }
+
+    #[test]
+    fn a_secret_without_a_pem_certificate_is_an_invalid_certificate_ref() {
+        let updates = status(
+            "apiVersion: gateway.networking.k8s.io/v1
+kind: Gateway
+metadata: {name: tls, namespace: default}
+spec:
+  gatewayClassName: ap
+  listeners:
+  - {name: https, port: 443, protocol: HTTPS, tls: {certificateRefs: [{name: malformed}]}}
+---
+apiVersion: v1
+kind: Secret
+metadata: {name: malformed, namespace: default}
+type: kubernetes.io/tls
+data: {tls.crt: SGVsbG8gd29ybGQK, tls.key: SGVsbG8gd29ybGQK}
+",
+        );
+        let listener = &find(&updates, Kind::KubernetesGateway, "tls")["listeners"][0];
+        assert_eq!(
+            conditions(listener)[1],
+            (
+                "ResolvedRefs".into(),
+                "False".into(),
+                "InvalidCertificateRef".into()
+            )
+        );
+        assert!(listener["conditions"][1]["message"]
+            .as_str()
+            .unwrap()
+            .contains("not a PEM certificate chain"));
     }
 
     #[test]

@@ -86,6 +86,28 @@ pub fn from_files(name: &str) -> Option<Secret> {
     })
 }
 
+/// Why a TLS Secret holds no certificate and key Envoy could load, if it does not: a key missing, or not PEM (a
+/// chain of `CERTIFICATE` blocks, a `PRIVATE KEY` block). istiod turns such a Secret down for Gateway API
+/// listeners ("the certificate is malformed") instead of sending it.
+pub fn unusable_certificate(secret: &KubeSecret) -> Option<String> {
+    use rustls::pki_types::pem::PemObject;
+    use rustls::pki_types::{CertificateDer, PrivateKeyDer};
+    let Some(chain) = read(secret, &CERT_KEYS) else {
+        return Some("it has no tls.crt".into());
+    };
+    let Some(key) = read(secret, &KEY_KEYS) else {
+        return Some("it has no tls.key".into());
+    };
+    let certificates: Result<Vec<_>, _> = CertificateDer::pem_slice_iter(&chain).collect();
+    if !certificates.is_ok_and(|c| !c.is_empty()) {
+        return Some("its tls.crt is not a PEM certificate chain".into());
+    }
+    if PrivateKeyDer::from_pem_slice(&key).is_err() {
+        return Some("its tls.key is not a PEM private key".into());
+    }
+    None
+}
+
 /// Builds `kubernetes://<credential>` from the Secret's certificate and key; `None` when either is missing.
 pub fn certificate(credential: &str, secret: &KubeSecret) -> Option<Secret> {
     let chain = read(secret, &CERT_KEYS)?;

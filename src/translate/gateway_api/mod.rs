@@ -191,7 +191,8 @@ fn server(
 /// becomes the credential `kubernetes-gateway://<namespace>/<name>` (Istio's name for it), which the gateway gets
 /// only when a ReferenceGrant there allows the Gateway's namespace (`translate::secret`). A ListenerSet's
 /// listener must also be allowed the Secret itself (its namespace, or a ReferenceGrant to the ListenerSet's):
-/// grants are not inherited, so a set cannot borrow what its Gateway may use.
+/// grants are not inherited, so a set cannot borrow what its Gateway may use. A Secret that exists but holds no
+/// PEM certificate and key is not used ([`super::secret::unusable_certificate`]).
 fn terminating_tls(
     snapshot: &Snapshot,
     listener: &Listener,
@@ -216,6 +217,14 @@ fn terminating_tls(
             ("", "Secret", secret_namespace, &certificate.name),
         );
     if !owner_may {
+        return None;
+    }
+    // A Secret holding no certificate Envoy could load is not sent (Envoy would refuse it; istiod does the same).
+    let key = ObjectKey::new(Kind::Secret, secret_namespace, certificate.name.clone());
+    let malformed = snapshot.get(&key).is_some_and(
+        |o| matches!(&o.spec, Spec::Secret(s) if super::secret::unusable_certificate(s).is_some()),
+    );
+    if malformed {
         return None;
     }
     let credential_name = if secret_namespace == namespace {
