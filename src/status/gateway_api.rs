@@ -365,12 +365,30 @@ fn gateway_status(
             entry
         })
         .collect();
-    let accepted = if any_valid || gateway.listeners.is_empty() {
+    // Listeners whose own Accepted is False (a protocol admitpilot does not serve).
+    let unaccepted: Vec<&str> = gateway
+        .listeners
+        .iter()
+        .zip(&listeners)
+        .filter(|(_, entry)| entry["conditions"][0]["status"] == "False")
+        .map(|(listener, _)| listener.name.as_str())
+        .collect();
+    let accepted = if (any_valid || gateway.listeners.is_empty()) && unaccepted.is_empty() {
         condition(
             "Accepted",
             true,
             "Accepted",
             "accepted by admitpilot",
+            generation,
+            now,
+        )
+    } else if any_valid {
+        // The spec: ListenersNotValid also when the Gateway is accepted with some listeners left out.
+        condition(
+            "Accepted",
+            true,
+            "ListenersNotValid",
+            &format!("accepted; listeners not accepted: {}", unaccepted.join(", ")),
             generation,
             now,
         )
@@ -472,10 +490,11 @@ fn listener_set_status(
             (generation, now),
         )
     } else {
+        // The same reason as Accepted's (the conformance suite's ListenerSetAllowedNamespace* expect it).
         condition(
             "Programmed",
             false,
-            "Invalid",
+            "NotAllowed",
             "not attached to its Gateway",
             generation,
             now,
@@ -944,13 +963,18 @@ spec: {parentRefs: [{name: gw, sectionName: tcp}], rules: [{backendRefs: [{name:
             [("Accepted".into(), "True".into(), "Accepted".into())]
         );
         let gateway = find(&updates, Kind::KubernetesGateway, "gw");
+        // Accepted, with its UDP listener left out (the spec's ListenersNotValid for an accepted Gateway).
         assert_eq!(
             conditions(gateway),
             [
-                ("Accepted".into(), "True".into(), "Accepted".into()),
+                ("Accepted".into(), "True".into(), "ListenersNotValid".into()),
                 ("Programmed".into(), "True".into(), "Programmed".into())
             ]
         );
+        assert!(gateway["conditions"][0]["message"]
+            .as_str()
+            .unwrap()
+            .ends_with("listeners not accepted: udp"));
         assert_eq!(gateway["conditions"][0]["observedGeneration"], 2);
         let http = &gateway["listeners"][0];
         assert_eq!(http["attachedRoutes"], 1);
