@@ -388,7 +388,10 @@ fn gateway_status(
             "Accepted",
             true,
             "ListenersNotValid",
-            &format!("accepted; listeners not accepted: {}", unaccepted.join(", ")),
+            &format!(
+                "accepted; listeners not accepted: {}",
+                unaccepted.join(", ")
+            ),
             generation,
             now,
         )

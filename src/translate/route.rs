@@ -35,7 +35,7 @@ use super::services::Registry;
 use super::types::ClusterRef;
 use crate::model::istio::virtual_service::{
     Destination, FaultAbort as IstioAbort, FaultDelay as IstioDelay, HeaderOperations, Headers,
-    HttpMatchRequest, HttpRoute, Percent, StringMatch, GRPC_STATUS_NAMES,
+    HttpMatchRequest, HttpRoute, Percent, RedirectPortSelection, StringMatch, GRPC_STATUS_NAMES,
 };
 use crate::model::istio::VirtualService;
 use crate::model::{ConfigObject, Kind, ObjectKey, Snapshot, Spec};
@@ -319,7 +319,9 @@ fn route_template(
     };
     let mut per_filter: HashMap<String, Any> = HashMap::new();
     if let Some(redirect) = &rule.redirect {
-        r.action = Some(route::Action::Redirect(redirect_action(redirect)));
+        r.action = Some(route::Action::Redirect(redirect_action(
+            redirect, scope.port,
+        )));
     } else if let Some(direct) = &rule.direct_response {
         let body = direct.body.as_ref().and_then(|b| {
             if let Some(text) = &b.string {
@@ -649,8 +651,12 @@ fn retry_policy_of(rule: &HttpRoute) -> Option<RetryPolicy> {
     Some(policy)
 }
 
+/// Envoy's redirect for an Istio one on a route of port `port`. As istiod (`pilot/pkg/networking/core/route`):
+/// `derivePort: FROM_REQUEST_PORT` becomes that port (Envoy cannot take the request's port, but routes are built
+/// per port), `FROM_PROTOCOL_DEFAULT` no port (the scheme's default).
 fn redirect_action(
     redirect: &crate::model::istio::virtual_service::HttpRedirect,
+    port: u32,
 ) -> RedirectAction {
     let response_code = match redirect.redirect_code.unwrap_or(301) {
         302 => redirect_action::RedirectResponseCode::Found,
@@ -672,7 +678,11 @@ fn redirect_action(
     };
     RedirectAction {
         host_redirect: redirect.authority.clone(),
-        port_redirect: redirect.port.unwrap_or(0),
+        port_redirect: match (redirect.port, redirect.derive_port) {
+            (Some(port), _) => port,
+            (None, Some(RedirectPortSelection::FromRequestPort)) => port,
+            (None, _) => 0,
+        },
         response_code: response_code as i32,
         scheme_rewrite_specifier: (!redirect.scheme.is_empty()).then(|| {
             redirect_action::SchemeRewriteSpecifier::SchemeRedirect(redirect.scheme.clone())

@@ -19,7 +19,7 @@ use crate::model::gateway_api::http_route::{HttpRouteMatch, HttpRouteRule, PathM
 use crate::model::istio::virtual_service::{
     CorsPolicy, FaultAbort, HeaderOperations, Headers, HttpBody, HttpDirectResponse,
     HttpFaultInjection, HttpMatchRequest, HttpMirrorPolicy, HttpRedirect, HttpRetry, HttpRewrite,
-    HttpRoute, HttpRouteDestination, Percent, RegexRewrite, StringMatch,
+    HttpRoute, HttpRouteDestination, Percent, RedirectPortSelection, RegexRewrite, StringMatch,
 };
 use crate::model::{ConfigObject, Snapshot};
 
@@ -263,6 +263,16 @@ fn actions(
             uri: full.unwrap_or_default(),
             authority: redirect.hostname.clone().unwrap_or_default(),
             port: redirect.port,
+            // No port: the scheme's default when the scheme changes, else the listener's (the spec; istiod
+            // converts it so).
+            derive_port: redirect
+                .port
+                .is_none()
+                .then_some(if redirect.scheme.is_some() {
+                    RedirectPortSelection::FromProtocolDefault
+                } else {
+                    RedirectPortSelection::FromRequestPort
+                }),
             scheme: redirect.scheme.clone().unwrap_or_default(),
             redirect_code: Some(redirect.status_code.unwrap_or(302)),
             prefix_rewrite: prefix.unwrap_or_default(),
