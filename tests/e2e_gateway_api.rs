@@ -415,9 +415,13 @@ async fn gateway_api_routes_are_served_by_envoy() {
         r.headers["location"],
         "https://secure.example:8443/account/me"
     );
+    // No port and no scheme: the listener's port (the spec), kept in the Location.
     let r = send(&http, get("/moved/page", "shop.example")).await;
     assert_eq!(r.status, 308);
-    assert_eq!(r.headers["location"], "http://shop.example/new-home/page");
+    assert_eq!(
+        r.headers["location"],
+        format!("http://shop.example:{port}/new-home/page")
+    );
     // Weight 0 receives nothing.
     for _ in 0..20 {
         assert_eq!(

@@ -276,7 +276,6 @@ fn actions(
             scheme: redirect.scheme.clone().unwrap_or_default(),
             redirect_code: Some(redirect.status_code.unwrap_or(302)),
             prefix_rewrite: prefix.unwrap_or_default(),
-            ..HttpRedirect::default()
         });
         return route;
     }
