@@ -7,7 +7,7 @@
 //!   Service and section, as translation lets the oldest win (`translate::gateway_api::backend_tls`); False,
 //!   `NoValidCACertificate`, when no `caCertificateRefs` entry resolves (the backend then gets no traffic);
 //! * `ResolvedRefs` False, `InvalidKind`, for a reference that is not a core ConfigMap, `InvalidCACertificateRef`
-//!   for a ConfigMap that does not exist or has no `ca.crt`.
+//!   for a ConfigMap that does not exist or has no PEM certificates in `ca.crt`.
 
 use std::collections::BTreeSet;
 
@@ -16,7 +16,8 @@ use serde_json::{json, Value};
 use super::gateway_api::{condition, generation, StatusUpdate};
 use crate::model::gateway_api::backend_tls_policy::BackendTlsValidation;
 use crate::model::gateway_api::{oldest_first, route_view, GROUP, ROUTE_KINDS};
-use crate::model::{ConfigObject, Kind, ObjectKey, Snapshot, Spec};
+use crate::model::{ConfigObject, Kind, Snapshot, Spec};
+use crate::translate::secret::configmap_ca_bundle;
 
 /// Whether one `caCertificateRefs` entry resolves, else the `ResolvedRefs` reason and message.
 fn ca_ref(
@@ -30,11 +31,12 @@ fn ca_ref(
             format!("caCertificateRefs names a {group}/{kind}; only core ConfigMaps are read"),
         ));
     }
-    let key = ObjectKey::new(Kind::CaConfigMap, namespace, name.to_string());
-    if snapshot.get(&key).is_none() {
+    if configmap_ca_bundle(snapshot, namespace, name).is_none() {
         return Err((
             "InvalidCACertificateRef",
-            format!("ConfigMap {namespace}/{name} does not exist or has no ca.crt"),
+            format!(
+                "ConfigMap {namespace}/{name} does not exist or has no PEM certificates in ca.crt"
+            ),
         ));
     }
     Ok(())
@@ -205,7 +207,11 @@ spec:
 apiVersion: v1
 kind: ConfigMap
 metadata: {name: ca, namespace: default}
-data: {ca.crt: x}
+data:
+  ca.crt: |
+    -----BEGIN CERTIFICATE-----
+    MIIBezCCASGgAwIBAgIUYm5vdGFyZWFsY2VydGlmaWNhdGUwCgYIKoZIzj0EAwIw
+    -----END CERTIFICATE-----
 ---
 apiVersion: gateway.networking.k8s.io/v1
 kind: BackendTLSPolicy
@@ -279,7 +285,11 @@ spec:
     fn policies_report_conflicts_and_unresolved_ca_references_per_gateway() {
         let snapshot = snapshot(CONFIG);
         let gateway = snapshot
-            .get(&ObjectKey::new(Kind::KubernetesGateway, "default", "gw"))
+            .get(&crate::model::ObjectKey::new(
+                Kind::KubernetesGateway,
+                "default",
+                "gw",
+            ))
             .unwrap();
         let updates = backend_tls_policy_status(&snapshot, &[gateway], "ctl", "now");
         let resolved = row("ResolvedRefs", "True", "ResolvedRefs");

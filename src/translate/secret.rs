@@ -200,14 +200,35 @@ fn ca_secret(secrets: SecretsOf<'_>, name: &str) -> Option<Secret> {
     }
 }
 
-/// The CA bundle of a `configmap://<ns>/<name>` credential: the ConfigMap's `ca.crt`.
-fn configmap_ca(snapshot: &Snapshot, credential: &str) -> Option<Secret> {
-    let (namespace, name) = naming::parse_configmap_credential(credential)?;
-    let object = snapshot.get(&ObjectKey::new(Kind::CaConfigMap, namespace, name))?;
+/// The `ca.crt` of ConfigMap `namespace/name` when Envoy could load it as trusted CAs: one or more PEM
+/// `CERTIFICATE` blocks (an empty or malformed one would have Envoy refuse the whole secret: "DataSource cannot be
+/// empty").
+pub fn configmap_ca_bundle<'a>(
+    snapshot: &'a Snapshot,
+    namespace: &str,
+    name: &str,
+) -> Option<&'a str> {
+    use rustls::pki_types::pem::PemObject;
+    use rustls::pki_types::CertificateDer;
+    let object = snapshot.get(&ObjectKey::new(
+        Kind::CaConfigMap,
+        namespace,
+        name.to_string(),
+    ))?;
     let Spec::CaConfigMap(configmap) = &object.spec else {
         return None;
     };
     let ca = configmap.data.as_ref()?.get("ca.crt")?;
+    let certificates: Result<Vec<_>, _> = CertificateDer::pem_slice_iter(ca.as_bytes()).collect();
+    certificates
+        .is_ok_and(|c| !c.is_empty())
+        .then_some(ca.as_str())
+}
+
+/// The CA bundle of a `configmap://<ns>/<name>` credential: the ConfigMap's `ca.crt` ([`configmap_ca_bundle`]).
+fn configmap_ca(snapshot: &Snapshot, credential: &str) -> Option<Secret> {
+    let (namespace, name) = naming::parse_configmap_credential(credential)?;
+    let ca = configmap_ca_bundle(snapshot, namespace, name)?;
     Some(Secret {
         name: naming::credential_ca_secret(credential),
         r#type: Some(secret::Type::ValidationContext(

@@ -3,7 +3,7 @@
 //! TLS is the policy's, as istiod converts them (`pilot/pkg/config/kube/gateway/backend_policies.go`): mode
 //! `SIMPLE`, SNI `validation.hostname`, the certificate checked against `subjectAltNames`, or the host name when
 //! there are none (the spec: the host name "MUST be used for authentication" then); trusted CAs from the first
-//! `caCertificateRefs` ConfigMap that resolves (`ca.crt`, served over SDS as `configmap://<ns>/<name>-cacert`,
+//! `caCertificateRefs` ConfigMap that resolves (a PEM `ca.crt`, served over SDS as `configmap://<ns>/<name>-cacert`,
 //! Istio's name) or the gateway's system bundle for `wellKnownCACertificates: System`. References none of which
 //! resolves (not a core ConfigMap, or none with `ca.crt`) still make a DestinationRule, whose CA never arrives: the
 //! backend gets no traffic rather than unverified traffic. A `sectionName` narrows the policy to that Service port.
@@ -21,7 +21,7 @@ use crate::model::istio::destination_rule::{ClientTlsMode, ClientTlsSettings, Po
 use crate::model::istio::virtual_service::PortSelector;
 use crate::model::istio::DestinationRule;
 use crate::model::{ConfigObject, Kind, ObjectKey, ObjectMeta, Snapshot, Spec};
-use crate::translate::naming;
+use crate::translate::{naming, secret};
 
 /// A credential no secret is ever served for (no `<namespace>/<name>` in it, so it names no ConfigMap): a policy
 /// whose CA cannot be resolved fails closed.
@@ -44,13 +44,7 @@ fn client_tls(
     let resolves = |reference: &&LocalReference| {
         reference.group.is_empty()
             && reference.kind == "ConfigMap"
-            && snapshot
-                .get(&ObjectKey::new(
-                    Kind::CaConfigMap,
-                    namespace,
-                    reference.name.clone(),
-                ))
-                .is_some()
+            && secret::configmap_ca_bundle(snapshot, namespace, &reference.name).is_some()
     };
     let refs = &validation.ca_certificate_refs;
     let credential_name = match refs.iter().find(resolves) {
