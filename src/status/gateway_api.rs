@@ -440,7 +440,8 @@ fn listener_set_status(
         };
         // As translation does: every listener it serves is one the later ones yield to, valid or not.
         let yields_to = admitted && conflict.is_none();
-        let (entry, valid) = listener_status(
+        let lost = conflict.clone();
+        let (mut entry, valid) = listener_status(
             snapshot,
             (owner, &gateway.metadata.namespace),
             listener,
@@ -448,6 +449,14 @@ fn listener_set_status(
             programmed,
             (generation, now),
         );
+        // A set's listener that yields to an earlier one is not accepted (the spec's listener precedence for
+        // ListenerSets): Accepted and Programmed False with the conflict's reason.
+        if let Some((reason, message)) = lost {
+            entry["conditions"][0] =
+                condition("Accepted", false, reason, &message, generation, now);
+            entry["conditions"][3] =
+                condition("Programmed", false, reason, &message, generation, now);
+        }
         if yields_to {
             earlier.push(listener.clone());
         }
@@ -1243,14 +1252,22 @@ spec: {ports: [{port: 8080}]}
         );
         assert_eq!(mine["conditions"][0]["observedGeneration"], 4);
         assert_eq!(mine["listeners"][0]["attachedRoutes"], 1);
+        let lost = conditions(&mine["listeners"][1]);
         assert_eq!(
-            conditions(&mine["listeners"][1])[2],
+            lost[2],
             (
                 "Conflicted".into(),
                 "True".into(),
                 "HostnameConflict".into()
             )
         );
+        // Not accepted, nor programmed, for that reason.
+        for at in [0, 3] {
+            assert_eq!(
+                (lost[at].1.as_str(), lost[at].2.as_str()),
+                ("False", "HostnameConflict")
+            );
+        }
         let theirs = find(&updates, Kind::ListenerSet, "theirs");
         assert_eq!(
             conditions(theirs)[0],
