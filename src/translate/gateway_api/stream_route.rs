@@ -5,9 +5,10 @@
 //! takes the connections (the spec leaves several TCPRoutes on one listener to implementations; istiod also takes
 //! the first); on a TLS listener that terminates, each TLSRoute's rules become TCP routes of its own server,
 //! chosen by SNI (`super::terminated_tls`). Routes go oldest first, then by namespace/name.
-//! A TLSRoute rule without a valid backend keeps its SNI match with no destination, so Envoy accepts and closes
-//! its connections (the spec: "the connection MUST be rejected"; the conformance suite expects a reset or close
-//! after the handshake starts, not a refused connection); a TCP rule without one is left out.
+//! On a Passthrough listener, a TLSRoute rule without a valid backend keeps its SNI match with no destination, so
+//! Envoy accepts and closes its connections (the spec: "the connection MUST be rejected"; the conformance suite
+//! expects a reset or close after the handshake starts, not a refused connection); behind a terminating listener
+//! such a route, and a TCP rule without a valid backend, is left out.
 
 use std::sync::Arc;
 
