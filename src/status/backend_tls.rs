@@ -14,33 +14,10 @@ use std::collections::BTreeSet;
 use serde_json::{json, Value};
 
 use super::gateway_api::{condition, generation, StatusUpdate};
-use crate::model::gateway_api::backend_tls_policy::BackendTlsValidation;
-use crate::model::gateway_api::{oldest_first, route_view, GROUP, ROUTE_KINDS};
-use crate::model::{ConfigObject, Kind, Snapshot, Spec};
-use crate::translate::secret::configmap_ca_bundle;
-
-/// Whether one `caCertificateRefs` entry resolves, else the `ResolvedRefs` reason and message.
-fn ca_ref(
-    snapshot: &Snapshot,
-    namespace: &str,
-    (group, kind, name): (&str, &str, &str),
-) -> Result<(), (&'static str, String)> {
-    if !group.is_empty() || kind != "ConfigMap" {
-        return Err((
-            "InvalidKind",
-            format!("caCertificateRefs names a {group}/{kind}; only core ConfigMaps are read"),
-        ));
-    }
-    if configmap_ca_bundle(snapshot, namespace, name).is_none() {
-        return Err((
-            "InvalidCACertificateRef",
-            format!(
-                "ConfigMap {namespace}/{name} does not exist or has no PEM certificates in ca.crt"
-            ),
-        ));
-    }
-    Ok(())
-}
+use crate::model::gateway_api::backend_tls_policy::{oldest_first_policies, BackendTlsValidation};
+use crate::model::gateway_api::{route_view, GROUP, ROUTE_KINDS};
+use crate::model::{ConfigObject, Snapshot};
+use crate::translate::gateway_api::backend_tls::ca_reference;
 
 /// The `ResolvedRefs` verdict of a policy's CA references (the first failing one's reason) and whether any of
 /// them resolves (or the system's CAs are asked for instead).
@@ -52,7 +29,7 @@ fn ca_refs(
     let verdicts: Vec<_> = validation
         .ca_certificate_refs
         .iter()
-        .map(|r| ca_ref(snapshot, namespace, (&r.group, &r.kind, &r.name)))
+        .map(|r| ca_reference(snapshot, namespace, r))
         .collect();
     let any_valid = verdicts.is_empty() || verdicts.iter().any(Result::is_ok);
     let first_error = verdicts.into_iter().find_map(Result::err);
@@ -106,14 +83,7 @@ pub fn backend_tls_policy_status(
     controller: &str,
     now: &str,
 ) -> Vec<StatusUpdate> {
-    let mut policies: Vec<_> = snapshot
-        .of_kind(Kind::BackendTlsPolicy)
-        .filter_map(|object| match &object.spec {
-            Spec::BackendTlsPolicy(policy) => Some((object, policy)),
-            _ => None,
-        })
-        .collect();
-    policies.sort_by(|(a, _), (b, _)| oldest_first(a, b));
+    let policies = oldest_first_policies(snapshot);
     // (namespace, Service, section) already taken by an older policy.
     let mut claimed: BTreeSet<(&str, &str, Option<&str>)> = BTreeSet::new();
     let mut out = Vec::new();
@@ -286,7 +256,7 @@ spec:
         let snapshot = snapshot(CONFIG);
         let gateway = snapshot
             .get(&crate::model::ObjectKey::new(
-                Kind::KubernetesGateway,
+                crate::model::Kind::KubernetesGateway,
                 "default",
                 "gw",
             ))

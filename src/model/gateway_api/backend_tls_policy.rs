@@ -1,9 +1,26 @@
 //! `BackendTLSPolicy` spec (gateway.networking.k8s.io v1, v1alpha3): takes the `spec` JSON, yields the Services
 //! it targets and how the gateway verifies their certificates.
 
+use std::sync::Arc;
+
 use serde::{Deserialize, Serialize};
 
 use super::common::LocalReference;
+use crate::model::{ConfigObject, Kind, Snapshot, Spec};
+
+/// Every BackendTLSPolicy of `snapshot` with its spec, oldest first (then namespace/name): the order in which
+/// they claim Service ports under the spec's conflict rule, for translation and status alike.
+pub fn oldest_first_policies(snapshot: &Snapshot) -> Vec<(&Arc<ConfigObject>, &BackendTlsPolicy)> {
+    let mut policies: Vec<_> = snapshot
+        .of_kind(Kind::BackendTlsPolicy)
+        .filter_map(|object| match &object.spec {
+            Spec::BackendTlsPolicy(policy) => Some((object, policy)),
+            _ => None,
+        })
+        .collect();
+    policies.sort_by(|(a, _), (b, _)| super::oldest_first(a, b));
+    policies
+}
 
 /// The `spec` of a BackendTLSPolicy.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]

@@ -14,9 +14,9 @@
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
+use crate::model::gateway_api::backend_tls_policy::oldest_first_policies;
 use crate::model::gateway_api::backend_tls_policy::BackendTlsValidation;
 use crate::model::gateway_api::common::LocalReference;
-use crate::model::gateway_api::{oldest_first, BackendTlsPolicy};
 use crate::model::istio::destination_rule::{ClientTlsMode, ClientTlsSettings, PortTrafficPolicy};
 use crate::model::istio::virtual_service::PortSelector;
 use crate::model::istio::DestinationRule;
@@ -26,6 +26,31 @@ use crate::translate::{naming, secret};
 /// A credential no secret is ever served for (no `<namespace>/<name>` in it, so it names no ConfigMap): a policy
 /// whose CA cannot be resolved fails closed.
 pub const UNRESOLVED_CREDENTIAL: &str = "configmap://~unresolved~";
+
+/// Whether one `caCertificateRefs` entry of a policy in `namespace` resolves: a core ConfigMap whose `ca.crt` holds
+/// PEM certificates ([`secret::configmap_ca_bundle`]); else the `ResolvedRefs` reason and message status gives.
+pub fn ca_reference(
+    snapshot: &Snapshot,
+    namespace: &str,
+    reference: &LocalReference,
+) -> Result<(), (&'static str, String)> {
+    let (group, kind, name) = (&reference.group, &reference.kind, &reference.name);
+    if !group.is_empty() || kind != "ConfigMap" {
+        return Err((
+            "InvalidKind",
+            format!("caCertificateRefs names a {group}/{kind}; only core ConfigMaps are read"),
+        ));
+    }
+    if secret::configmap_ca_bundle(snapshot, namespace, name).is_none() {
+        return Err((
+            "InvalidCACertificateRef",
+            format!(
+                "ConfigMap {namespace}/{name} does not exist or has no PEM certificates in ca.crt"
+            ),
+        ));
+    }
+    Ok(())
+}
 
 /// The client TLS a policy asks for, its CA resolved against `snapshot`.
 fn client_tls(
@@ -41,13 +66,11 @@ fn client_tls(
     if subject_alt_names.is_empty() && !validation.hostname.is_empty() {
         subject_alt_names.push(validation.hostname.clone());
     }
-    let resolves = |reference: &&LocalReference| {
-        reference.group.is_empty()
-            && reference.kind == "ConfigMap"
-            && secret::configmap_ca_bundle(snapshot, namespace, &reference.name).is_some()
-    };
     let refs = &validation.ca_certificate_refs;
-    let credential_name = match refs.iter().find(resolves) {
+    let credential_name = match refs
+        .iter()
+        .find(|reference| ca_reference(snapshot, namespace, reference).is_ok())
+    {
         Some(reference) => format!(
             "{}{namespace}/{}",
             naming::CONFIGMAP_CREDENTIAL_PREFIX,
@@ -120,14 +143,7 @@ impl ServiceTls {
 
 /// What the policies ask for, per targeted Service (namespace, name); the oldest policy wins a port.
 fn service_tls(snapshot: &Snapshot) -> BTreeMap<(String, String), (ServiceTls, Option<String>)> {
-    let mut policies: Vec<(&Arc<ConfigObject>, &BackendTlsPolicy)> = snapshot
-        .of_kind(Kind::BackendTlsPolicy)
-        .filter_map(|object| match &object.spec {
-            Spec::BackendTlsPolicy(policy) => Some((object, policy)),
-            _ => None,
-        })
-        .collect();
-    policies.sort_by(|(a, _), (b, _)| oldest_first(a, b));
+    let policies = oldest_first_policies(snapshot);
     let mut out: BTreeMap<(String, String), (ServiceTls, Option<String>)> = BTreeMap::new();
     for (object, policy) in policies {
         let namespace = object.metadata.namespace.as_str();
