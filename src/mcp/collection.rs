@@ -96,7 +96,9 @@ pub fn body_message(kind: Kind) -> Option<&'static str> {
         | Kind::Secret
         | Kind::CaConfigMap
         | Kind::Namespace
-        | Kind::GatewayClass => return None,
+        | Kind::GatewayClass
+        | Kind::Ingress
+        | Kind::IngressClass => return None,
     })
 }
 

@@ -166,6 +166,11 @@ pub fn decode(doc: &Value, options: &DecodeOptions) -> Decoded {
         }
         Kind::Secret => decode_part(doc, "", &mut findings).map(|s| Spec::Secret(Box::new(s))),
         Kind::Namespace => Some(Spec::Namespace),
+        Kind::Ingress => {
+            decode_part(&doc["spec"], "spec", &mut findings).map(|s| Spec::Ingress(Box::new(s)))
+        }
+        Kind::IngressClass => decode_part(&doc["spec"], "spec", &mut findings)
+            .map(|s| Spec::IngressClass(Box::new(s))),
         Kind::CaConfigMap => {
             decode_part(doc, "", &mut findings).map(|c| Spec::CaConfigMap(Box::new(c)))
         }

@@ -74,6 +74,10 @@ pub enum Kind {
     BackendTlsPolicy,
     /// gateway.networking.k8s.io ListenerSet.
     ListenerSet,
+    /// networking.k8s.io Ingress (with Higress's annotations).
+    Ingress,
+    /// networking.k8s.io IngressClass (cluster-scoped): which Ingresses are admitpilot's (its `controller`).
+    IngressClass,
 }
 
 /// Static facts about a [`Kind`]: where it lives in the Kubernetes API.
@@ -107,7 +111,7 @@ const GATEWAY_API_GROUP: &str = crate::model::istio::types::GATEWAY_API_GROUP;
 
 impl Kind {
     /// Lists every kind, in a stable order.
-    pub const ALL: [Kind; 34] = [
+    pub const ALL: [Kind; 36] = [
         Kind::VirtualService,
         Kind::DestinationRule,
         Kind::Gateway,
@@ -142,12 +146,17 @@ impl Kind {
         Kind::TcpRoute,
         Kind::BackendTlsPolicy,
         Kind::ListenerSet,
+        Kind::Ingress,
+        Kind::IngressClass,
     ];
 
-    /// Whether the kind is a custom resource (an Istio, Higress or Gateway API kind), not a ConfigMap or a core or
-    /// discovery kind (Service, EndpointSlice, Secret).
+    /// Whether the kind is a custom resource (an Istio, Higress or Gateway API kind), not a ConfigMap or a built-in
+    /// kind (Service, EndpointSlice, Secret, Ingress…).
     pub fn is_custom_resource(self) -> bool {
-        !matches!(self.info().group, "" | "discovery.k8s.io")
+        !matches!(
+            self.info().group,
+            "" | "discovery.k8s.io" | "networking.k8s.io"
+        )
     }
 
     /// Every custom resource kind ([`Kind::is_custom_resource`]), in [`Kind::ALL`]'s order.
@@ -304,6 +313,13 @@ impl Kind {
                 &["v1", "v1alpha3"],
             ),
             Kind::ListenerSet => gateway_api("ListenerSet", "listenersets", &["v1"]),
+            Kind::Ingress => info("networking.k8s.io", "Ingress", "ingresses", &["v1"]),
+            Kind::IngressClass => info(
+                "networking.k8s.io",
+                "IngressClass",
+                "ingressclasses",
+                &["v1"],
+            ),
         }
     }
 
@@ -324,9 +340,12 @@ impl Kind {
         }
     }
 
-    /// Whether objects of the kind have no namespace (GatewayClass, Namespace).
+    /// Whether objects of the kind have no namespace (GatewayClass, Namespace, IngressClass).
     pub fn is_cluster_scoped(self) -> bool {
-        matches!(self, Kind::GatewayClass | Kind::Namespace)
+        matches!(
+            self,
+            Kind::GatewayClass | Kind::Namespace | Kind::IngressClass
+        )
     }
 
     /// Whether the kind is one of the Kubernetes Gateway API's (gateway.networking.k8s.io).

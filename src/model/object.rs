@@ -137,6 +137,10 @@ pub enum Spec {
     BackendTlsPolicy(gateway_api::BackendTlsPolicy),
     /// ListenerSet spec.
     ListenerSet(gateway_api::ListenerSet),
+    /// networking.k8s.io/v1 Ingress spec (its annotations are in the metadata).
+    Ingress(Box<k8s_openapi::api::networking::v1::IngressSpec>),
+    /// networking.k8s.io/v1 IngressClass spec.
+    IngressClass(Box<k8s_openapi::api::networking::v1::IngressClassSpec>),
 }
 
 impl Spec {
@@ -177,6 +181,8 @@ impl Spec {
             Spec::TcpRoute(_) => Kind::TcpRoute,
             Spec::BackendTlsPolicy(_) => Kind::BackendTlsPolicy,
             Spec::ListenerSet(_) => Kind::ListenerSet,
+            Spec::Ingress(_) => Kind::Ingress,
+            Spec::IngressClass(_) => Kind::IngressClass,
         }
     }
 }

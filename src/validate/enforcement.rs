@@ -186,6 +186,9 @@ fn unenforced_kind(kind: Kind) -> Option<&'static str> {
         Kind::WorkloadGroup => {
             "WorkloadGroup is not enforced on gateways by admitpilot: only WorkloadEntry objects become endpoints"
         }
+        Kind::Ingress => {
+            "Ingress is not enforced on gateways by admitpilot yet: it is validated, not translated (issue 33)"
+        }
         Kind::TlsRoute
         | Kind::TcpRoute
         | Kind::BackendTlsPolicy
@@ -210,7 +213,8 @@ fn unenforced_kind(kind: Kind) -> Option<&'static str> {
         | Kind::KubernetesGateway
         | Kind::HttpRoute
         | Kind::GrpcRoute
-        | Kind::ReferenceGrant => return None,
+        | Kind::ReferenceGrant
+        | Kind::IngressClass => return None,
     };
     Some(why)
 }

@@ -15,6 +15,7 @@ pub mod higress_config;
 mod higress_wasm_plugin;
 mod host_index;
 mod http2rpc;
+mod ingress;
 pub mod jwks;
 mod mcp_bridge;
 pub mod mesh_config;
@@ -174,6 +175,8 @@ pub fn validate_object(object: &ConfigObject) -> Vec<Finding> {
         Spec::HigressWasmPlugin(s) => higress_wasm_plugin::validate(s, meta, &mut out),
         Spec::HigressConfig(config) => higress_config::validate(config, &mut out),
         Spec::MeshConfig(config) => mesh_config::validate(config, &mut out),
+        Spec::Ingress(spec) => ingress::validate(spec, &mut out),
+        Spec::IngressClass(_) => {}
         Spec::Service(_)
         | Spec::EndpointSlice(_)
         | Spec::Secret(_)
