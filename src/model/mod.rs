@@ -9,6 +9,7 @@ pub mod finding;
 pub mod gateway_api;
 pub mod higress;
 pub mod higress_config;
+pub mod ingress;
 pub mod istio;
 pub mod kind;
 pub mod mesh_config;
