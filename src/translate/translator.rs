@@ -31,6 +31,7 @@ impl Default for Options {
         Options {
             domain_suffix: naming::DEFAULT_DOMAIN_SUFFIX.into(),
             gateway_controller: crate::model::gateway_api::DEFAULT_CONTROLLER_NAME.into(),
+            ingress: crate::model::ingress::IngressOptions::default(),
         }
     }
 }

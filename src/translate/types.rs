@@ -96,6 +96,8 @@ pub struct Options {
     /// The GatewayClass `controllerName` admitpilot serves Gateway API Gateways of
     /// (`admitpilot.io/gateway-controller` by default).
     pub gateway_controller: String,
+    /// Which Ingresses are served, to which gateways, on which ports.
+    pub ingress: crate::model::ingress::IngressOptions,
 }
 
 /// A hash map for the translator's per-call lookups: aHash with per-process random keys, several times faster
