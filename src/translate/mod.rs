@@ -44,6 +44,7 @@ pub mod ext_authz;
 pub mod gateway;
 pub mod gateway_api;
 pub mod higress;
+pub mod ingress;
 pub mod listener;
 pub mod naming;
 pub mod output;

@@ -149,12 +149,21 @@ pub(crate) struct SecretsOf<'a> {
     pub snapshot: &'a Snapshot,
     /// The gateway's namespace.
     pub namespace: &'a str,
+    /// The TLS Secrets (namespace, name) of the Ingresses the gateway serves: `kubernetes-ingress://` credentials
+    /// may name these only.
+    pub ingress: &'a BTreeSet<(String, String)>,
 }
 
 /// The Secret a credential names: `<name>` in the gateway's namespace, or `kubernetes-gateway://<ns>/<name>` in
 /// `<ns>` when that is the gateway's namespace or a ReferenceGrant there lets the gateway's Gateways refer to it (as
 /// istiod's SDS server checks before it sends such a secret).
 fn kube_secret<'s>(secrets: SecretsOf<'s>, name: &str) -> Option<&'s KubeSecret> {
+    if let Some((namespace, name)) = crate::translate::ingress::parse_credential(name) {
+        if !secrets.ingress.contains(&(namespace.to_string(), name.to_string())) {
+            return None;
+        }
+        return lookup(secrets.snapshot, namespace, name);
+    }
     let (namespace, name) = match naming::parse_gateway_credential(name) {
         Some((namespace, name)) => {
             let allowed = namespace == secrets.namespace
@@ -170,8 +179,12 @@ fn kube_secret<'s>(secrets: SecretsOf<'s>, name: &str) -> Option<&'s KubeSecret>
         }
         None => (secrets.namespace, name),
     };
-    secrets
-        .snapshot
+    lookup(secrets.snapshot, namespace, name)
+}
+
+/// The Secret `namespace/name` of the snapshot.
+fn lookup<'s>(snapshot: &'s Snapshot, namespace: &str, name: &str) -> Option<&'s KubeSecret> {
+    snapshot
         .get(&ObjectKey::new(Kind::Secret, namespace, name))
         .and_then(|o| match &o.spec {
             Spec::Secret(s) => Some(s.as_ref()),

@@ -19,8 +19,8 @@ use super::route_table::{visible, RouteTable, TableInputs};
 use super::services::Registry;
 use super::types::{ClusterRef, GatewayResources, Options, Proxy, RebuiltHosts};
 use super::{
-    cluster, dangling, deprecated, envoy_filter, gateway, gateway_api, higress, listener, naming,
-    route, secret, telemetry,
+    cluster, dangling, deprecated, envoy_filter, gateway, gateway_api, higress, ingress, listener,
+    naming, route, secret, telemetry,
 };
 
 /// Above this many VirtualServices changed since the last call, route tables are built whole rather than updated.
@@ -88,6 +88,8 @@ pub struct Translator {
     clusters_reused: bool,
     /// The Istio objects synthesized from Gateway API objects by the last call.
     gateway_api: gateway_api::Converted,
+    /// The Istio objects synthesized from Ingresses by the last call, and the Secrets those Ingresses name.
+    ingress: ingress::Converted,
     /// The last output.
     out: GatewayResources,
 }
@@ -105,6 +107,8 @@ struct Context<'a> {
     changed: Option<Vec<ObjectKey>>,
     /// VirtualServices visible to the proxy namespace, in Istio order (built when first needed).
     virtual_services: OnceCell<Vec<&'a Arc<ConfigObject>>>,
+    /// The TLS Secrets (namespace, name) of the Ingresses the proxy serves.
+    ingress_secrets: &'a BTreeSet<(String, String)>,
 }
 
 /// What one call accumulates while it walks the gateway servers.
@@ -138,6 +142,7 @@ impl<'a> Context<'a> {
         secret::SecretsOf {
             snapshot: self.snapshot,
             namespace: &self.proxy.namespace,
+            ingress: self.ingress_secrets,
         }
     }
 
@@ -196,6 +201,9 @@ impl Translator {
         // Gateway API objects are served as the Istio objects they convert to (`gateway_api`).
         let converted = self.gateway_api.apply(snapshot, proxy, &self.options);
         let snapshot = converted.as_ref().unwrap_or(snapshot);
+        // So are Ingresses (`ingress`).
+        let converted = self.ingress.apply(snapshot, proxy, &self.options);
+        let snapshot = converted.as_ref().unwrap_or(snapshot);
         let services_changed = self
             .services
             .update(snapshot, &[Kind::Service, Kind::ServiceEntry]);
@@ -231,9 +239,11 @@ impl Translator {
         }
         self.registry = Some(Arc::clone(&registry));
         self.policies = Some(Arc::clone(&policies));
+        let ingress_secrets = self.ingress.secrets.clone();
         let cx = Context {
             snapshot,
             proxy,
+            ingress_secrets: &ingress_secrets,
             registry,
             policies,
             defined: Arc::clone(&self.defined),

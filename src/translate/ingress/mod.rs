@@ -1,0 +1,446 @@
+//! Ingress as Istio config (pure): takes a snapshot and one proxy, yields the Istio objects Higress's ingress
+//! controller makes of the Ingresses that proxy serves (`pkg/ingress/kube/ingressv1/controller.go` and
+//! `pkg/ingress/config/ingress_config.go`), so the rest of the translator serves them like any Istio config: the
+//! effect check, the push guard, `/debug/configz`, `analyze` and the MCP feed cover Ingress through the one
+//! pipeline.
+//!
+//! A proxy whose labels carry the Ingress gateway selector serves the Ingresses of admitpilot's class
+//! (`model::ingress`), oldest first. Each host gets an Istio Gateway `ingress~<host>` (HTTP on the HTTP port,
+//! HTTPS on the HTTPS port when a TLS entry of the oldest Ingress naming the host gives a Secret) and a
+//! VirtualService `ingress~<host>` with the routes of every path for that host in Higress's order ([`routes`]);
+//! canary Ingresses join the route of their main Ingress; `spec.defaultBackend` is a catch-all at the end. Backend
+//! settings become DestinationRules and `whitelist-source-range` an AuthorizationPolicy ([`policies`]).
+
+pub mod policies;
+pub mod routes;
+
+use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::sync::Arc;
+
+use k8s_openapi::api::networking::v1::{IngressBackend, IngressSpec};
+use serde_json::{json, Value};
+
+use crate::model::ingress::annotations::{self, Annotations, Canary, ServiceRef};
+use crate::model::ingress::{self as ingress_model, IngressOptions};
+use crate::model::istio::gateway::{Gateway, Port, Server, ServerTlsMode, ServerTlsSettings};
+use crate::model::istio::VirtualService;
+use crate::model::{ConfigObject, Kind, ObjectKey, ObjectMeta, Snapshot, Spec};
+use crate::translate::types::{Options, Proxy};
+use routes::{PathInput, PathRoute};
+
+/// Prefix of the names of every object synthesized from Ingresses.
+pub const SYNTHESIZED: &str = "ingress~";
+
+/// Prefix of the credential of an Ingress TLS Secret: `kubernetes-ingress://<namespace>/<name>` (Higress's, without
+/// its cluster id). Only a proxy that serves an Ingress in that namespace naming that Secret gets it.
+pub const CREDENTIAL_PREFIX: &str = "kubernetes-ingress://";
+
+/// The namespace and name of a `kubernetes-ingress://<ns>/<name>` credential; `None` for any other.
+pub fn parse_credential(credential: &str) -> Option<(&str, &str)> {
+    credential.strip_prefix(CREDENTIAL_PREFIX)?.split_once('/')
+}
+
+/// The objects the previous call synthesized, to hand back the same `Arc` for an equal object (the translator's
+/// per-object caches compare by address).
+#[derive(Debug, Default)]
+pub struct Converted {
+    previous: HashMap<ObjectKey, Arc<ConfigObject>>,
+    /// The TLS Secrets (namespace, name) the served Ingresses name, which the proxy may read.
+    pub secrets: BTreeSet<(String, String)>,
+}
+
+impl Converted {
+    /// The snapshot with the Istio objects of the Ingresses `proxy` serves added; `None` when there are none (now
+    /// and before).
+    pub fn apply(&mut self, snapshot: &Snapshot, proxy: &Proxy, options: &Options) -> Option<Snapshot> {
+        let (objects, secrets) = synthesize(snapshot, proxy, options);
+        self.secrets = secrets;
+        if objects.is_empty() && self.previous.is_empty() {
+            return None;
+        }
+        let mut previous = std::mem::take(&mut self.previous);
+        let mut out = snapshot.clone();
+        for object in objects {
+            let key = object.key();
+            let object = match previous.remove(&key) {
+                Some(old) if *old == object => old,
+                _ => Arc::new(object),
+            };
+            self.previous.insert(key.clone(), Arc::clone(&object));
+            out.objects.insert(key, object);
+        }
+        Some(out)
+    }
+}
+
+/// What one host collects.
+#[derive(Default)]
+struct Host {
+    /// The TLS Secret (namespace, name) its HTTPS server uses: the oldest Ingress's.
+    tls: Option<(String, String)>,
+    /// Its routes, in Ingress order.
+    routes: Vec<PathRoute>,
+    /// `app-root` (the last Ingress's, as Higress records it).
+    app_root: Option<String>,
+    /// Whether an Ingress default backend already answers here.
+    has_default: bool,
+}
+
+/// A served Ingress with its parsed annotations.
+struct Served<'a> {
+    object: &'a ConfigObject,
+    spec: &'a IngressSpec,
+    annotations: Annotations,
+}
+
+impl Served<'_> {
+    fn namespace(&self) -> &str {
+        &self.object.metadata.namespace
+    }
+
+    fn name(&self) -> String {
+        format!("{}/{}", self.object.metadata.namespace, self.object.metadata.name)
+    }
+}
+
+/// Everything a conversion reads.
+struct Context<'a> {
+    snapshot: &'a Snapshot,
+    options: &'a IngressOptions,
+    domain_suffix: &'a str,
+}
+
+impl Context<'_> {
+    /// The Service `namespace/name`, if it exists.
+    fn service(&self, namespace: &str, name: &str) -> Option<&crate::model::service::Service> {
+        match &self.snapshot.get(&ObjectKey::new(Kind::Service, namespace, name))?.spec {
+            Spec::Service(s) => Some(s),
+            _ => None,
+        }
+    }
+
+    /// The Service's FQDN.
+    fn host(&self, namespace: &str, name: &str) -> String {
+        format!("{name}.{namespace}.svc.{}", self.domain_suffix)
+    }
+
+    /// Whether the Service exists and an EndpointSlice of it has a ready endpoint.
+    fn has_endpoints(&self, namespace: &str, name: &str) -> bool {
+        self.service(namespace, name).is_some()
+            && self.snapshot.of_kind(Kind::EndpointSlice).any(|o| {
+                o.metadata.namespace == namespace
+                    && o.metadata.labels.get("kubernetes.io/service-name").map(String::as_str) == Some(name)
+                    && matches!(&o.spec, Spec::EndpointSlice(slice) if slice.endpoints.iter().any(|e| {
+                        e.conditions.as_ref().and_then(|c| c.ready).unwrap_or(true)
+                    }))
+            })
+    }
+
+    /// The destination of an Ingress backend: a Service port by number, or by name through the Service; `None`
+    /// for a resource backend or a port name no Service port has (Higress drops such routes).
+    fn backend(&self, namespace: &str, backend: &IngressBackend) -> Option<(String, String, u32)> {
+        let service = backend.service.as_ref()?;
+        let port = service.port.as_ref()?;
+        let number = match (port.number, port.name.as_deref()) {
+            (Some(n), _) => u32::try_from(n).ok()?,
+            (None, Some(port_name)) => self
+                .service(namespace, &service.name)?
+                .ports
+                .iter()
+                .flatten()
+                .find(|p| p.name.as_deref() == Some(port_name))
+                .and_then(|p| u32::try_from(p.port).ok())?,
+            (None, None) => return None,
+        };
+        Some((namespace.to_string(), service.name.clone(), number))
+    }
+
+    /// A Service an annotation names, at its port or the Service's first port; `None` when it does not exist.
+    fn annotated_service(&self, namespace: &str, r: &ServiceRef) -> Option<Value> {
+        let namespace = r.namespace.as_deref().unwrap_or(namespace);
+        let service = self.service(namespace, &r.name)?;
+        let port = match r.port {
+            Some(p) => p,
+            None => u32::try_from(service.ports.as_ref()?.first()?.port).ok()?,
+        };
+        Some(routes::destination(&self.host(namespace, &r.name), port))
+    }
+
+    /// Where an Ingress backend's requests go: the backend, or the `default-backend` Service when the backend's
+    /// Service is missing or has no ready endpoint (`default_backend.go`; Higress's Envoy falls back per request,
+    /// admitpilot at each push).
+    fn destination(&self, served: &Served<'_>, backend: &IngressBackend) -> Option<Value> {
+        let resolved = self.backend(served.namespace(), backend);
+        if let Some(fallback) = &served.annotations.default_backend {
+            let healthy = resolved
+                .as_ref()
+                .is_some_and(|(ns, name, _)| self.has_endpoints(ns, name));
+            if !healthy {
+                if let Some(d) = self.annotated_service(served.namespace(), fallback) {
+                    return Some(d);
+                }
+            }
+        }
+        let (ns, name, port) = resolved?;
+        Some(routes::destination(&self.host(&ns, &name), port))
+    }
+}
+
+/// The Secret of the Ingress's TLS entry for `host`: a TLS entry listing the host exactly, or one listing none for
+/// `*` (Higress's `extractTLSSecretName`).
+fn tls_secret<'a>(spec: &'a IngressSpec, host: &str) -> Option<&'a str> {
+    spec.tls.iter().flatten().find_map(|tls| {
+        let hosts = tls.hosts.as_deref().unwrap_or_default();
+        let listed = if hosts.is_empty() {
+            host == "*"
+        } else {
+            hosts.iter().any(|h| h == host)
+        };
+        listed.then_some(tls.secret_name.as_deref()).flatten()
+    })
+}
+
+/// The Istio objects of the Ingresses `proxy` serves, and the Secrets they name.
+fn synthesize(
+    snapshot: &Snapshot,
+    proxy: &Proxy,
+    options: &Options,
+) -> (Vec<ConfigObject>, BTreeSet<(String, String)>) {
+    let ingress = &options.ingress;
+    if !proxy.has_labels(&ingress.gateway_selector) {
+        return (Vec::new(), BTreeSet::new());
+    }
+    let cx = Context {
+        snapshot,
+        options: ingress,
+        domain_suffix: &options.domain_suffix,
+    };
+    let served: Vec<Served<'_>> = ingress_model::served(snapshot, ingress)
+        .into_iter()
+        .map(|(object, spec)| Served {
+            object,
+            spec,
+            annotations: annotations::parse(&object.metadata.annotations).annotations,
+        })
+        .collect();
+    let mut hosts: BTreeMap<String, Host> = BTreeMap::new();
+    for s in served.iter().filter(|s| s.annotations.canary.is_none()) {
+        add_rules(&cx, s, &mut hosts);
+    }
+    for s in served.iter().filter(|s| s.annotations.canary.is_some()) {
+        add_canary(&cx, s, &mut hosts);
+    }
+    for s in served.iter().filter(|s| s.annotations.canary.is_none()) {
+        add_default_backend(&cx, s, &mut hosts);
+    }
+    let namespace = proxy.namespace.as_str();
+    let mut secrets = BTreeSet::new();
+    let mut objects = Vec::new();
+    for (host, h) in hosts {
+        if let Some(tls) = &h.tls {
+            secrets.insert(tls.clone());
+        }
+        objects.extend(host_objects(&cx, namespace, &host, h));
+    }
+    objects.extend(policies::destination_rules(&cx, namespace, &served));
+    objects.extend(policies::whitelist(&cx, namespace, &served));
+    (objects, secrets)
+}
+
+/// Adds the paths of a (non-canary) Ingress to its hosts; a path whose host and key an older Ingress already has
+/// is left out (Higress's `DuplicatedRoute`).
+fn add_rules(cx: &Context<'_>, s: &Served<'_>, hosts: &mut BTreeMap<String, Host>) {
+    let name = s.name();
+    let mirror = s
+        .annotations
+        .mirror
+        .as_ref()
+        .and_then(|m| cx.annotated_service(s.namespace(), &m.service));
+    for rule in s.spec.rules.iter().flatten() {
+        let host_name = rule.host.clone().filter(|h| !h.is_empty()).unwrap_or_else(|| "*".into());
+        let host = hosts.entry(host_name.clone()).or_default();
+        if host.tls.is_none() {
+            host.tls = tls_secret(s.spec, &host_name).map(|secret| (s.namespace().to_string(), secret.to_string()));
+        }
+        if let Some(root) = &s.annotations.app_root {
+            host.app_root = Some(root.clone());
+        }
+        for path in rule.http.iter().flat_map(|h| &h.paths) {
+            let Some(destination) = cx.destination(s, &path.backend) else {
+                continue;
+            };
+            let input = PathInput {
+                name: &name,
+                path: path.path.as_deref().filter(|p| !p.is_empty()).unwrap_or("/"),
+                path_type: &path.path_type,
+                destination,
+                mirror: mirror.clone(),
+                http_port: cx.options.http_port,
+            };
+            for route in routes::path_routes(&input, &s.annotations) {
+                let taken = host
+                    .routes
+                    .iter()
+                    .any(|r| r.key == route.key && r.route["name"] != route.route["name"]);
+                let twin = host.routes.iter().any(|r| r.key == route.key && r.route == route.route);
+                if !taken && !twin {
+                    host.routes.push(route);
+                }
+            }
+        }
+    }
+}
+
+/// Applies a canary Ingress to the routes of its main Ingress (same host and rule key); a canary path without one
+/// is left out, as Higress leaves it (`ApplyCanaryIngress`).
+fn add_canary(cx: &Context<'_>, s: &Served<'_>, hosts: &mut BTreeMap<String, Host>) {
+    let Some(canary) = &s.annotations.canary else {
+        return;
+    };
+    let name = s.name();
+    for rule in s.spec.rules.iter().flatten() {
+        let host_name = rule.host.clone().filter(|h| !h.is_empty()).unwrap_or_else(|| "*".into());
+        let Some(host) = hosts.get_mut(&host_name) else {
+            continue;
+        };
+        for path in rule.http.iter().flat_map(|h| &h.paths) {
+            let Some(destination) = cx.destination(s, &path.backend) else {
+                continue;
+            };
+            let input = PathInput {
+                name: &name,
+                path: path.path.as_deref().filter(|p| !p.is_empty()).unwrap_or("/"),
+                path_type: &path.path_type,
+                destination: destination.clone(),
+                mirror: None,
+                http_port: cx.options.http_port,
+            };
+            let Some(key) = routes::path_routes(&input, &s.annotations).pop().map(|r| r.key) else {
+                continue;
+            };
+            // The main route proxies (a redirect route has no destination to share).
+            let Some(at) = host
+                .routes
+                .iter()
+                .position(|r| r.key == key && r.route.get("route").is_some())
+            else {
+                continue;
+            };
+            match canary {
+                Canary::Weight { weight, total } => {
+                    routes::weight_canary(&mut host.routes[at], *weight, *total, &destination, &s.annotations);
+                }
+                _ => {
+                    if let Some(c) = routes::header_canary(&host.routes[at], canary, &destination, &s.annotations) {
+                        host.routes.insert(at, c);
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// Adds an Ingress's `spec.defaultBackend` as the last route of `*` and of each of its hosts without a Prefix `/`
+/// route; the oldest Ingress's wins (`ApplyDefaultBackend`).
+fn add_default_backend(cx: &Context<'_>, s: &Served<'_>, hosts: &mut BTreeMap<String, Host>) {
+    let Some(backend) = &s.spec.default_backend else {
+        return;
+    };
+    let Some(destination) = cx.destination(s, backend) else {
+        return;
+    };
+    let name = format!("{}-default", s.name());
+    let mut targets = vec!["*".to_string()];
+    for rule in s.spec.rules.iter().flatten() {
+        targets.push(rule.host.clone().filter(|h| !h.is_empty()).unwrap_or_else(|| "*".into()));
+    }
+    for target in targets {
+        let host = hosts.entry(target).or_default();
+        let catch_all = host
+            .routes
+            .iter()
+            .any(|r| r.kind == routes::PathKind::Prefix && r.path == "/" && r.route["match"][0].get("headers").is_none());
+        if host.has_default || catch_all {
+            continue;
+        }
+        host.has_default = true;
+        host.routes.push(PathRoute {
+            key: format!("default-{name}"),
+            kind: routes::PathKind::Prefix,
+            path: "/".into(),
+            default_backend: true,
+            route: json!({"name": name, "route": [{"destination": destination}]}),
+        });
+    }
+}
+
+/// Metadata of a synthesized object in the proxy's namespace.
+pub(crate) fn meta(namespace: &str, name: String) -> ObjectMeta {
+    ObjectMeta {
+        name,
+        namespace: namespace.to_string(),
+        ..ObjectMeta::default()
+    }
+}
+
+/// The Istio Gateway and VirtualService of one host.
+fn host_objects(cx: &Context<'_>, namespace: &str, host: &str, mut h: Host) -> Vec<ConfigObject> {
+    let name = format!("{SYNTHESIZED}{host}");
+    let mut servers = vec![Server {
+        port: Some(Port {
+            number: Some(cx.options.http_port),
+            protocol: "HTTP".into(),
+            name: format!("http-{}-ingress", cx.options.http_port),
+            target_port: None,
+        }),
+        hosts: vec![format!("*/{host}")],
+        ..Server::default()
+    }];
+    if let Some((secret_namespace, secret)) = &h.tls {
+        servers.push(Server {
+            port: Some(Port {
+                number: Some(cx.options.https_port),
+                protocol: "HTTPS".into(),
+                name: format!("https-{}-ingress", cx.options.https_port),
+                target_port: None,
+            }),
+            hosts: vec![format!("*/{host}")],
+            tls: Some(ServerTlsSettings {
+                mode: Some(ServerTlsMode::Simple),
+                credential_name: format!("{CREDENTIAL_PREFIX}{secret_namespace}/{secret}"),
+                ..ServerTlsSettings::default()
+            }),
+            ..Server::default()
+        });
+    }
+    h.routes.sort_by_key(|r| r.order());
+    let mut http: Vec<Value> = Vec::new();
+    if let Some(root) = &h.app_root {
+        // `applyAppRoot`: `/` redirects to the app root (302) before every other route.
+        http.push(json!({"name": format!("{host}-app-root"), "match": [{"uri": {"exact": "/"}}],
+            "redirect": {"uri": root, "redirectCode": 302}}));
+    }
+    http.extend(h.routes.into_iter().map(|r| r.route));
+    let virtual_service = serde_json::from_value::<VirtualService>(json!({
+        "hosts": [host],
+        "gateways": [format!("{namespace}/{name}")],
+        "http": http,
+    }));
+    let mut out = vec![ConfigObject {
+        api_version: Kind::Gateway.api_version(),
+        metadata: meta(namespace, name.clone()),
+        spec: Spec::Gateway(Gateway {
+            servers,
+            selector: cx.options.gateway_selector.clone(),
+        }),
+    }];
+    match virtual_service {
+        Ok(vs) => out.push(ConfigObject {
+            api_version: Kind::VirtualService.api_version(),
+            metadata: meta(namespace, name),
+            spec: Spec::VirtualService(vs),
+        }),
+        Err(e) => tracing::error!(host, error = %e, "an Ingress VirtualService did not convert; its routes are not served"),
+    }
+    out
+}
