@@ -1,15 +1,18 @@
 //! Ingress rules (pure): takes a networking.k8s.io/v1 Ingress spec and yields the API server's own findings for it,
 //! with its field paths and words, mirroring `ValidateIngressSpec` and the functions it calls in
 //! k8s.io/kubernetes `pkg/apis/networking/validation/validation.go` (v1.34): a default backend or rules; host names
-//! (DNS-1123 subdomains, `*.` wildcards, no IP addresses); paths per `pathType`; backends (a Service by DNS-1035
-//! name with a port name or number, or a resource, not both); TLS hosts and secret names; the class name.
+//! (DNS-1123 subdomains, `*.` wildcards, no IP addresses as `ParseIPSloppy` reads them, leading zeros included);
+//! paths per `pathType`; backends (a Service by DNS-1035 name with a port name or number, or a resource by API
+//! group, kind and name, not both); TLS hosts and secret names; the class name. These are the create rules
+//! (`ValidateIngressCreate`, feature gate `RelaxedServiceNameValidation` off as in v1.34); the allowances an update
+//! keeps for stored objects are not mirrored. Checked against a real kube-apiserver by
+//! `tests/kube_ingress_validation.rs`.
 //! Higress's annotations are checked apart (issue 33, not yet).
 
-use std::net::IpAddr;
-
+use k8s_openapi::api::core::v1::TypedLocalObjectReference;
 use k8s_openapi::api::networking::v1::{IngressBackend, IngressSpec};
 
-use super::common::metadata::{dns1123_subdomain_errors, field_invalid};
+use super::common::metadata::{dns1123_subdomain_errors, field_invalid, DNS1123_SUBDOMAIN_ERROR};
 use crate::model::finding::Findings;
 
 /// Path pieces an `Exact` or `Prefix` path must not contain (`invalidPathSequences`).
@@ -33,9 +36,10 @@ fn wildcard_errors(host: &str) -> Vec<&'static str> {
     if host.len() > 253 {
         errors.push("must be no more than 253 characters");
     }
-    let valid = host
-        .strip_prefix("*.")
-        .is_some_and(|rest| !rest.is_empty() && dns1123_subdomain_errors(rest).is_empty());
+    // The pattern only (`*.` and a DNS-1123 subdomain's pattern): the length is the whole name's, checked above.
+    let valid = host.strip_prefix("*.").is_some_and(|rest| {
+        !rest.is_empty() && !dns1123_subdomain_errors(rest).contains(&DNS1123_SUBDOMAIN_ERROR)
+    });
     if !valid {
         errors.push(WILDCARD_ERROR);
     }
@@ -95,6 +99,123 @@ fn port_name_errors(name: &str) -> Vec<&'static str> {
     errors
 }
 
+/// k8s.io/utils `net.ParseIPSloppy` (Go's `net.ParseIP` of before Go 1.17, kept for stored data) accepts `s`:
+/// dotted IPv4 whose fields may have leading zeros (`010.0.0.1`), or IPv6 text (hex fields of any length up to
+/// 0xFFFF, at most one `::`, an IPv4 tail read the same sloppy way).
+fn is_ip_sloppy(s: &str) -> bool {
+    /// `dtoi`/`xtoi`: the leading digits of `s` in `radix` and how many there were; `None` without any, or
+    /// when the number reaches 0xFFFFFF.
+    fn number(s: &[u8], radix: u32) -> Option<(u32, usize)> {
+        let mut n = 0u32;
+        let mut i = 0;
+        while let Some(d) = s.get(i).and_then(|c| char::from(*c).to_digit(radix)) {
+            n = n * radix + d;
+            if n >= 0xFF_FFFF {
+                return None;
+            }
+            i += 1;
+        }
+        (i > 0).then_some((n, i))
+    }
+    /// `parseIPv4`.
+    fn ipv4(mut s: &[u8]) -> bool {
+        for i in 0..4 {
+            if i > 0 {
+                match s.split_first() {
+                    Some((b'.', rest)) => s = rest,
+                    _ => return false,
+                }
+            }
+            match number(s, 10) {
+                Some((n, used)) if n <= 0xFF => s = &s[used..],
+                _ => return false,
+            }
+        }
+        s.is_empty()
+    }
+    /// `parseIPv6`.
+    fn ipv6(mut s: &[u8]) -> bool {
+        let mut ellipsis = false;
+        let mut bytes = 0;
+        if s.starts_with(b"::") {
+            ellipsis = true;
+            s = &s[2..];
+            if s.is_empty() {
+                return true;
+            }
+        }
+        while bytes < 16 {
+            let Some((_, used)) = number(s, 16).filter(|(n, _)| *n <= 0xFFFF) else {
+                return false;
+            };
+            if s.get(used) == Some(&b'.') {
+                if (!ellipsis && bytes != 12) || bytes + 4 > 16 || !ipv4(s) {
+                    return false;
+                }
+                s = &[];
+                bytes += 4;
+                break;
+            }
+            bytes += 2;
+            s = &s[used..];
+            if s.is_empty() {
+                break;
+            }
+            if s[0] != b':' || s.len() == 1 {
+                return false;
+            }
+            s = &s[1..];
+            if s[0] == b':' {
+                if ellipsis {
+                    return false;
+                }
+                ellipsis = true;
+                s = &s[1..];
+                if s.is_empty() {
+                    break;
+                }
+            }
+        }
+        s.is_empty() && (bytes == 16) != ellipsis
+    }
+    match s.bytes().find(|c| *c == b'.' || *c == b':') {
+        Some(b'.') => ipv4(s.as_bytes()),
+        Some(_) => ipv6(s.as_bytes()),
+        None => false,
+    }
+}
+
+/// apimachinery's `path.IsValidPathSegmentName`: a name that can be a path segment of the REST API.
+fn path_segment_errors(name: &str) -> Vec<&'static str> {
+    match name {
+        "." => return vec!["may not be '.'"],
+        ".." => return vec!["may not be '..'"],
+        _ => {}
+    }
+    [("/", "may not contain '/'"), ("%", "may not contain '%'")]
+        .into_iter()
+        .filter(|(piece, _)| name.contains(piece))
+        .map(|(_, error)| error)
+        .collect()
+}
+
+/// `validateIngressTypedLocalObjectReference`: a resource backend.
+fn validate_resource(resource: &TypedLocalObjectReference, path: &str, out: &mut Findings) {
+    if let Some(group) = &resource.api_group {
+        for error in dns1123_subdomain_errors(group) {
+            out.error(format!("{path}.apiGroup"), field_invalid(group, error));
+        }
+    }
+    for (field, value) in [("kind", &resource.kind), ("name", &resource.name)] {
+        if value.is_empty() {
+            out.error(format!("{path}.{field}"), "Required value");
+        }
+        for error in path_segment_errors(value) {
+            out.error(format!("{path}.{field}"), field_invalid(value, error));
+        }
+    }
+}
+
 /// `validateIngressBackend`.
 fn validate_backend(backend: &IngressBackend, path: &str, out: &mut Findings) {
     match (&backend.resource, &backend.service) {
@@ -102,14 +223,7 @@ fn validate_backend(backend: &IngressBackend, path: &str, out: &mut Findings) {
             path,
             field_invalid("", "cannot set both resource and service backends"),
         ),
-        (Some(resource), None) => {
-            if resource.kind.is_empty() {
-                out.error(format!("{path}.resource.kind"), "Required value");
-            }
-            if resource.name.is_empty() {
-                out.error(format!("{path}.resource.name"), "Required value");
-            }
-        }
+        (Some(resource), None) => validate_resource(resource, &format!("{path}.resource"), out),
         (None, Some(service)) => {
             if service.name.is_empty() {
                 out.error(format!("{path}.service.name"), "Required value");
@@ -218,9 +332,11 @@ fn validate_path(
 pub fn validate(spec: &IngressSpec, out: &mut Findings) {
     let rules = spec.rules.as_deref().unwrap_or_default();
     if rules.is_empty() && spec.default_backend.is_none() {
+        // The value shown is `spec.rules` as JSON: `null` when absent, `[]` when empty.
+        let shown = if spec.rules.is_some() { "[]" } else { "null" };
         out.error(
             "spec",
-            "Invalid value: null: either `defaultBackend` or `rules` must be specified",
+            format!("Invalid value: {shown}: either `defaultBackend` or `rules` must be specified"),
         );
     }
     if let Some(backend) = &spec.default_backend {
@@ -230,7 +346,7 @@ pub fn validate(spec: &IngressSpec, out: &mut Findings) {
         let host = rule.host.as_deref().unwrap_or_default();
         if !host.is_empty() {
             let at = format!("spec.rules[{i}].host");
-            if host.parse::<IpAddr>().is_ok() {
+            if is_ip_sloppy(host) {
                 out.error(
                     &at,
                     field_invalid(host, "must be a DNS name, not an IP address"),
@@ -340,5 +456,87 @@ rules:
             );
         }
         assert!(findings("{}")[0].contains("either `defaultBackend` or `rules` must be specified"));
+    }
+
+    /// What a real kube-apiserver v1.34 answered (tests/kube_ingress_validation.rs), where an earlier version of
+    /// these rules differed.
+    #[test]
+    fn the_api_servers_details_are_mirrored() {
+        assert_eq!(
+            findings("{rules: []}"),
+            ["spec: Invalid value: []: either `defaultBackend` or `rules` must be specified"]
+        );
+        assert_eq!(
+            findings("{rules: null}"),
+            ["spec: Invalid value: null: either `defaultBackend` or `rules` must be specified"]
+        );
+        let ip = "{rules: [{host: 010.001.0.1}]}";
+        assert_eq!(
+            findings(ip),
+            ["spec.rules[0].host: Invalid value: \"010.001.0.1\": must be a DNS name, not an IP address"]
+        );
+        let long = format!("{{rules: [{{host: '*.{}'}}]}}", "a".repeat(260));
+        assert_eq!(
+            findings(&long),
+            [format!(
+                "spec.rules[0].host: Invalid value: \"*.{}\": must be no more than 253 characters",
+                "a".repeat(260)
+            )]
+        );
+        let resource = "
+defaultBackend: {resource: {apiGroup: Bad_Group, kind: a/b%, name: ..}}
+";
+        let got = findings(resource);
+        assert_eq!(got.len(), 4, "{got:#?}");
+        assert!(got[0]
+            .starts_with("spec.defaultBackend.resource.apiGroup: Invalid value: \"Bad_Group\""));
+        assert_eq!(
+            got[1..],
+            [
+                "spec.defaultBackend.resource.kind: Invalid value: \"a/b%\": may not contain '/'",
+                "spec.defaultBackend.resource.kind: Invalid value: \"a/b%\": may not contain '%'",
+                "spec.defaultBackend.resource.name: Invalid value: \"..\": may not be '..'",
+            ]
+        );
+    }
+
+    #[test]
+    fn ip_addresses_are_read_as_parse_ip_sloppy_reads_them() {
+        for ip in [
+            "10.0.0.1",
+            "010.001.000.001",
+            "0000255.0.0.0",
+            "::",
+            "::1",
+            "fe80::1",
+            "00001::",
+            "1:2:3:4:5:6:7:8",
+            "::ffff:1.2.3.4",
+            "1:2:3:4:5:6:01.2.3.4",
+            "1::02.3.4.5",
+        ] {
+            assert!(is_ip_sloppy(ip), "{ip}");
+        }
+        for not_ip in [
+            "",
+            "1.2.3",
+            "1.2.3.4.",
+            "1.2.3.256",
+            "1.2.3.4.5",
+            "a.b.c.d",
+            "foo.com",
+            ":",
+            ":::",
+            "1::2::3",
+            "1:2:3:4:5:6:7:8:9",
+            "1:2:3:4:5:6:7::8",
+            "1:2:3:4:5:6:7:8::",
+            "10000::",
+            "1:2:3:4:5:1.2.3.4",
+            "1:",
+            "fe80::1%eth0",
+        ] {
+            assert!(!is_ip_sloppy(not_ip), "{not_ip}");
+        }
     }
 }
