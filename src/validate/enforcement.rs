@@ -186,9 +186,6 @@ fn unenforced_kind(kind: Kind) -> Option<&'static str> {
         Kind::WorkloadGroup => {
             "WorkloadGroup is not enforced on gateways by admitpilot: only WorkloadEntry objects become endpoints"
         }
-        Kind::Ingress => {
-            "Ingress is not enforced on gateways by admitpilot yet: it is validated, not translated (issue 33)"
-        }
         Kind::TlsRoute
         | Kind::TcpRoute
         | Kind::BackendTlsPolicy
@@ -214,6 +211,7 @@ fn unenforced_kind(kind: Kind) -> Option<&'static str> {
         | Kind::HttpRoute
         | Kind::GrpcRoute
         | Kind::ReferenceGrant
+        | Kind::Ingress
         | Kind::IngressClass => return None,
     };
     Some(why)

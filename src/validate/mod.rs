@@ -16,6 +16,7 @@ mod higress_wasm_plugin;
 mod host_index;
 mod http2rpc;
 mod ingress;
+mod ingress_annotations;
 pub mod jwks;
 mod mcp_bridge;
 pub mod mesh_config;
@@ -175,7 +176,10 @@ pub fn validate_object(object: &ConfigObject) -> Vec<Finding> {
         Spec::HigressWasmPlugin(s) => higress_wasm_plugin::validate(s, meta, &mut out),
         Spec::HigressConfig(config) => higress_config::validate(config, &mut out),
         Spec::MeshConfig(config) => mesh_config::validate(config, &mut out),
-        Spec::Ingress(spec) => ingress::validate(spec, &mut out),
+        Spec::Ingress(spec) => {
+            ingress::validate(spec, &mut out);
+            ingress_annotations::validate(spec, meta, &mut out);
+        }
         Spec::IngressClass(_) => {}
         Spec::Service(_)
         | Spec::EndpointSlice(_)

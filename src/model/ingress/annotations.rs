@@ -968,7 +968,7 @@ fn warnings(annotations: &BTreeMap<String, String>) -> Vec<AnnotationWarning> {
             Some((_, _, Enforced)) => {}
             Some((_, _, Not(why))) => out.push(AnnotationWarning {
                 key: key.clone(),
-                message: format!("not enforced: {why}; the gateway ignores it"),
+                message: format!("{key} is not enforced on gateways by admitpilot: {why}"),
             }),
             None => {
                 let only_higress = KEYS
@@ -1133,7 +1133,7 @@ mod tests {
         let messages: Vec<&str> = p.warnings.iter().map(|w| w.message.as_str()).collect();
         assert_eq!(messages.len(), 3, "{messages:?}");
         assert!(messages[0].contains("did you mean nginx.ingress.kubernetes.io/canary-weight?"));
-        assert!(messages[1].contains("not enforced"));
+        assert!(messages[1].contains("is not enforced on gateways by admitpilot"));
         assert!(messages[2].contains("only as higress.io/timeout"));
     }
 }

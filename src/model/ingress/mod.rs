@@ -123,3 +123,36 @@ pub fn served<'a>(
     });
     out
 }
+
+/// How a path matches, after Higress's defaulting (`ImplementationSpecific` is `Prefix`) and regex annotations.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub enum PathKind {
+    /// `Exact`.
+    Exact,
+    /// `Prefix`, path element by element.
+    Prefix,
+    /// `use-regex` (or a regex `rewrite-target`): a regex the path starts with.
+    PrefixRegex,
+    /// `higress.io/full-path-regex`: a regex the whole path matches.
+    FullPathRegex,
+}
+
+/// Regex metacharacters that make a path with `rewrite-target` a regex (`NeedRegexMatch`).
+const REGEX_CHARS: &str = "\\.+*?()|[]{}^$";
+
+/// The kind of a path: its `pathType` unless the annotations make it a regex (Higress's `NeedRegexMatch`).
+pub fn path_kind(path: &str, path_type: &str, a: &annotations::Annotations) -> PathKind {
+    let target_is_regex = a
+        .rewrite_target
+        .as_deref()
+        .is_some_and(|t| t.contains(['$', '\\']) || path.contains(|c| REGEX_CHARS.contains(c)));
+    if a.full_path_regex {
+        PathKind::FullPathRegex
+    } else if a.use_regex || target_is_regex {
+        PathKind::PrefixRegex
+    } else if path_type == "Exact" {
+        PathKind::Exact
+    } else {
+        PathKind::Prefix
+    }
+}
