@@ -211,6 +211,55 @@ async fn watch_namespaces_limit_the_scope() {
             || r.contains("/namespaces/b/")));
 }
 
+/// Ingresses (built in, namespaced) are watched in the watched namespaces only; IngressClasses (cluster-scoped) by
+/// one cluster-wide watcher, whatever the namespaces.
+#[tokio::test]
+async fn ingresses_are_watched_per_namespace_and_ingress_classes_cluster_wide() {
+    const NETWORKING: &str = "networking.k8s.io";
+    let api = ApiServer::start(Duration::from_millis(50)).await;
+    install_all(&api, &[]);
+    let ingress = |ns: &str, name: &str| {
+        json!({"apiVersion": "networking.k8s.io/v1", "kind": "Ingress",
+            "metadata": {"name": name, "namespace": ns},
+            "spec": {"ingressClassName": "higress", "rules": [{"host": "example.com", "http": {"paths": [
+                {"path": "/", "pathType": "Prefix",
+                 "backend": {"service": {"name": "web", "port": {"number": 80}}}}]}}]}})
+    };
+    api.apply(NETWORKING, "ingresses", ingress("a", "in"));
+    api.apply(NETWORKING, "ingresses", ingress("c", "out"));
+    api.apply(
+        NETWORKING,
+        "ingressclasses",
+        json!({"apiVersion": "networking.k8s.io/v1", "kind": "IngressClass",
+            "metadata": {"name": "higress"}, "spec": {"controller": "higress.io/higress-controller"}}),
+    );
+    let (sources, _metrics) = start(&api, &["a", "b"]);
+    let mut rx = sources.snapshots.clone();
+    synced(&sources).await;
+    let snapshot = wait_for(&mut rx, |s| s.version >= 1).await;
+    let keys: Vec<String> = snapshot.objects.keys().map(ToString::to_string).collect();
+    assert_eq!(keys, ["Ingress a/in", "IngressClass /higress"]);
+    let requests = api.requests();
+    let lists = |plural: &str| {
+        requests
+            .iter()
+            .filter(|r| r.contains(&format!("/{plural}?")) && !r.contains("watch=true"))
+            .cloned()
+            .collect::<Vec<_>>()
+    };
+    assert!(
+        lists("ingresses")
+            .iter()
+            .all(|r| r.contains("/namespaces/a/") || r.contains("/namespaces/b/")),
+        "{requests:?}"
+    );
+    let classes = lists("ingressclasses");
+    assert!(
+        !classes.is_empty() && classes.iter().all(|r| !r.contains("/namespaces/")),
+        "{requests:?}"
+    );
+}
+
 #[tokio::test]
 async fn relists_after_410_gone_without_losing_state() {
     let api = ApiServer::start(Duration::from_millis(50)).await;

@@ -7,6 +7,8 @@
 //! * every Istio and Higress custom resource kind ([`default_kinds`]): those translation turns into gateway config,
 //!   and those it does not, which are counted and reported as not enforced. A kind whose CRD is not installed
 //!   is simply empty (see failure handling);
+//! * Ingresses and IngressClasses (networking.k8s.io/v1, built into every API server, also in [`default_kinds`]):
+//!   which Ingresses are served is decided from them ([`crate::model::ingress`]);
 //! * Services and EndpointSlices;
 //! * Secrets of type `kubernetes.io/tls` (field selector `type=kubernetes.io/tls`). All TLS Secrets in the watched
 //!   namespaces are watched rather than only those a Gateway names: it avoids restarting watches whenever a Gateway
@@ -14,7 +16,8 @@
 //!   are not watched.
 //!
 //! `--watch-namespaces` limits every watcher except the two ConfigMaps' to those namespaces (one watcher per kind
-//! and namespace); without it, kinds are watched cluster-wide.
+//! and namespace); without it, kinds are watched cluster-wide. Cluster-scoped kinds (GatewayClass, Namespace,
+//! IngressClass) have one cluster-wide watcher either way.
 //!
 //! Failure handling: a kind whose API is missing (404, CRD not installed) is tried at each served version, newest
 //! first; when none answers it is logged, counted as synced-with-nothing, and retried with exponential backoff
@@ -43,6 +46,9 @@
 //! - apiGroups: ["discovery.k8s.io"]
 //!   resources: [endpointslices]
 //!   verbs: [get, list, watch]
+//! - apiGroups: ["networking.k8s.io"]
+//!   resources: [ingresses, ingressclasses]       # ingressclasses: cluster-wide (cluster-scoped)
+//!   verbs: [get, list, watch]
 //! - apiGroups: ["events.k8s.io"]
 //!   resources: [events]
 //!   verbs: [create, patch]
@@ -68,10 +74,14 @@ use super::state::State;
 use super::{Scope, ScopedSender, SourceEvent, SourceMetrics, Store};
 use crate::model::{ConfigObject, Finding, Kind, ObjectKey};
 
-/// Custom resource kinds watched by default: every Istio, Higress and Gateway API kind admitpilot knows
-/// ([`Kind::custom_resources`]), so what it does not enforce on gateways is counted and reported too.
+/// Kinds watched by default: every Istio, Higress and Gateway API kind admitpilot knows
+/// ([`Kind::custom_resources`]), so what it does not enforce on gateways is counted and reported too, plus Ingress and
+/// IngressClass. Those two are built into every API server, so unlike the custom resources they never depend on an
+/// installed CRD.
 pub fn default_kinds() -> Vec<Kind> {
-    Kind::custom_resources().collect()
+    Kind::custom_resources()
+        .chain([Kind::Ingress, Kind::IngressClass])
+        .collect()
 }
 
 /// Controller name written on Events.
@@ -133,7 +143,8 @@ pub struct KubeConfig {
     pub client: Client,
     /// `--watch-namespaces`; empty means all namespaces.
     pub namespaces: Vec<String>,
-    /// Istio/Higress kinds to watch (besides higress-config, Services, EndpointSlices and TLS Secrets).
+    /// Istio, Higress, Gateway API and Ingress kinds to watch (besides higress-config, Services, EndpointSlices and
+    /// TLS Secrets).
     pub kinds: Vec<Kind>,
     /// Retry delays.
     pub backoff: Backoff,
@@ -226,7 +237,7 @@ fn watch_specs(config: &KubeConfig, options: &AdmitOptions) -> Vec<WatchSpec> {
                 .then_some(Kind::Namespace),
         );
     for kind in kinds {
-        // A cluster-scoped kind (GatewayClass) has one watcher, whatever the namespaces.
+        // A cluster-scoped kind (GatewayClass, IngressClass) has one watcher, whatever the namespaces.
         let namespaces = if kind.is_cluster_scoped() {
             &[None][..]
         } else {
@@ -827,6 +838,49 @@ mod tests {
                 .collect::<Vec<_>>(),
             [None],
             "one cluster-wide Namespace watcher"
+        );
+    }
+
+    /// Ingresses are namespaced (one watcher per watched namespace); IngressClasses are cluster-scoped (one
+    /// cluster-wide watcher, which `--watch-namespaces` does not multiply).
+    #[tokio::test]
+    async fn ingresses_are_watched_per_namespace_and_ingress_classes_cluster_wide() {
+        let url = "http://127.0.0.1:9".parse().expect("a URL");
+        let client = Client::try_from(kube::Config::new(url)).expect("a client");
+        let mut config = KubeConfig::new(client);
+        let options = AdmitOptions {
+            decode: crate::model::decode::DecodeOptions::default(),
+            default_namespace: "default".into(),
+        };
+        let namespaces_of = |config: &KubeConfig, kind: Kind| {
+            watch_specs(config, &options)
+                .into_iter()
+                .filter(|w| w.kind == kind)
+                .map(|w| w.namespace)
+                .collect::<Vec<_>>()
+        };
+        assert_eq!(namespaces_of(&config, Kind::Ingress), [None]);
+        assert_eq!(namespaces_of(&config, Kind::IngressClass), [None]);
+        config.namespaces = vec!["a".into(), "b".into()];
+        assert_eq!(
+            namespaces_of(&config, Kind::Ingress),
+            [Some("a".to_string()), Some("b".to_string())]
+        );
+        assert_eq!(
+            namespaces_of(&config, Kind::IngressClass),
+            [None],
+            "one cluster-wide IngressClass watcher"
+        );
+        let specs = watch_specs(&config, &options);
+        let ingress = specs
+            .iter()
+            .find(|w| w.kind == Kind::Ingress)
+            .expect("an Ingress watcher");
+        assert!(ingress.fields.is_none(), "every Ingress is listed");
+        let resource = api_resource(Kind::Ingress, Kind::Ingress.info().versions[0]);
+        assert_eq!(
+            (resource.api_version.as_str(), resource.plural.as_str()),
+            ("networking.k8s.io/v1", "ingresses")
         );
     }
 
