@@ -79,7 +79,7 @@ fn every_value_combination_passes_kubernetes_validate() {
     ) else {
         return;
     };
-    let combinations: [&[&str]; 9] = [
+    let combinations: [&[&str]; 10] = [
         &[],
         &[
             "gateway.enabled=true",
@@ -109,6 +109,12 @@ fn every_value_combination_passes_kubernetes_validate() {
         &["xds.plaintext.enabled=true", "gateway.enabled=true"],
         &["xds.auth=none", "gateway.enabled=true", "tlsGateways=true"],
         &["istioStatus=true", "gatewayApi.writeStatus=false"],
+        &[
+            "ingress.class=",
+            "ingress.gatewaySelector.higress=null",
+            "ingress.gatewaySelector.app=gw",
+            "ingress.httpPort=8080",
+        ],
     ];
     let dir = tempfile::tempdir().unwrap();
     for (i, sets) in combinations.iter().enumerate() {
@@ -163,6 +169,18 @@ fn webhooks_cover_the_istio_and_higress_groups_and_only_their_two_configmaps() {
             "{group}"
         );
     }
+    // Ingresses, and nothing else of networking.k8s.io (NetworkPolicies, IngressClasses…).
+    assert_eq!(
+        webhooks[0]["rules"][1],
+        serde_json::json!({
+            "operations": ["CREATE", "UPDATE"],
+            "apiGroups": ["networking.k8s.io"],
+            "apiVersions": ["v1"],
+            "resources": ["ingresses"],
+            "scope": "Namespaced",
+        })
+    );
+    assert_eq!(webhooks[0]["rules"].as_array().unwrap().len(), 2);
     for (config_maps, namespace, name) in [
         (&webhooks[1], "higress-system", "higress-config"),
         (&webhooks[2], "istio-system", "istio"),
@@ -233,6 +251,45 @@ fn rbac_is_least_privilege() {
         };
         assert!(allowed, "controller may {verb} {group}/{resource}");
         assert_ne!(resource, "secrets", "secrets only with tlsGateways");
+    }
+    // Ingresses are read where the other namespaced kinds are; admitpilot writes no Ingress status.
+    for verb in ["get", "list", "watch"] {
+        assert!(controller.contains(&(
+            "networking.k8s.io".into(),
+            "ingresses".into(),
+            verb.into()
+        )));
+    }
+    // IngressClasses are cluster-scoped: read through the cluster-wide role, which a RoleBinding per watched
+    // namespace does not replace.
+    assert!(controller.iter().all(|(_, r, _)| r != "ingressclasses"));
+    let cluster_wide = grants(find(&docs, "ClusterRole", "ap-admitpilot-gateway-classes"));
+    for verb in ["get", "list", "watch"] {
+        assert!(cluster_wide.contains(&(
+            "networking.k8s.io".into(),
+            "ingressclasses".into(),
+            verb.into()
+        )));
+    }
+    for (group, resource, verb) in &cluster_wide {
+        if group == "networking.k8s.io" {
+            assert!(
+                resource == "ingressclasses" && ["get", "list", "watch"].contains(&verb.as_str()),
+                "may {verb} {group}/{resource}"
+            );
+        }
+    }
+    for role in docs
+        .iter()
+        .filter(|d| d["kind"] == "ClusterRole" || d["kind"] == "Role")
+    {
+        assert!(
+            grants(role)
+                .iter()
+                .all(|(_, r, _)| !r.starts_with("ingresses/") && !r.starts_with("ingressclasses/")),
+            "{}",
+            role["metadata"]["name"]
+        );
     }
     // ConfigMaps are read (BackendTLSPolicy CAs) unless gatewayApi.caConfigMaps is off.
     assert!(controller.iter().any(|(_, r, _)| r == "configmaps"));
@@ -373,6 +430,49 @@ fn serve_args(docs: &[Value]) -> Vec<String> {
 }
 
 #[test]
+fn ingress_values_become_serve_flags() {
+    let Some(helm) = helm() else { return };
+    let args = serve_args(&render(&helm, &[]));
+    for wanted in [
+        "--ingress-class=higress",
+        "--ingress-controller=higress.io/higress-controller",
+        "--ingress-gateway-selector=higress=higress-system-higress-gateway",
+        "--ingress-http-port=80",
+        "--ingress-https-port=443",
+    ] {
+        assert!(
+            args.iter().any(|a| a == wanted),
+            "{wanted} missing: {args:?}"
+        );
+    }
+    let args = serve_args(&render(
+        &helm,
+        &[
+            "ingress.class=",
+            "ingress.controller=example.com/ingress",
+            "ingress.gatewaySelector.higress=null",
+            "ingress.gatewaySelector.tier=edge",
+            "ingress.gatewaySelector.app=gw",
+            "ingress.httpPort=8080",
+            "ingress.httpsPort=8443",
+        ],
+    ));
+    for wanted in [
+        "--ingress-class=",
+        "--ingress-controller=example.com/ingress",
+        // Keys in order, whatever the order they were set in.
+        "--ingress-gateway-selector=app=gw,tier=edge",
+        "--ingress-http-port=8080",
+        "--ingress-https-port=8443",
+    ] {
+        assert!(
+            args.iter().any(|a| a == wanted),
+            "{wanted} missing: {args:?}"
+        );
+    }
+}
+
+#[test]
 fn xds_is_authenticated_by_default_and_plaintext_only_when_asked() {
     let Some(helm) = helm() else { return };
     let docs = render(&helm, &[]);
@@ -508,6 +608,12 @@ fn schema_rejects_bad_values_with_the_field_named() {
         ("replicaCount=0", "/replicaCount"),
         ("mcpSources={http://a:1}", "/mcpSources/0"),
         ("mcpSourceAuth.tokenAudience=admitpilot", "/mcpSourceAuth"),
+        ("ingress.httpPort=0", "/ingress/httpPort"),
+        ("ingress.class=Not_A_Class", "/ingress/class"),
+        (
+            "ingress.gatewaySelector.higress=null",
+            "/ingress/gatewaySelector",
+        ),
         ("unknownKey=1", "unknownKey"),
     ] {
         let output = run_helm(&helm, &["template", "ap", CHART, "--set", set]);

@@ -12,9 +12,10 @@ use clap::{Args, ValueEnum};
 use admitpilot::model::decode::DecodeOptions;
 use admitpilot::model::{Finding, Snapshot};
 use admitpilot::translate::effect::{check_changed, describe_labels, gateway_proxies};
-use admitpilot::translate::{translate, GatewayResources, Options};
+use admitpilot::translate::{GatewayResources, Options, Translator};
 use admitpilot::validate::references::{check_references, HostClaims};
 
+use super::args::IngressArgs;
 use super::validate::{exit_code, load, print, DocumentResult, Output};
 
 /// Arguments of `admitpilot analyze`.
@@ -41,6 +42,9 @@ pub struct AnalyzeArgs {
     /// AuthorizationPolicies); other ConfigMaps there are not admitpilot's business.
     #[arg(long, default_value = "istio-system")]
     istio_namespace: String,
+
+    #[command(flatten)]
+    ingress: IngressArgs,
 }
 
 /// Which findings fail the run.
@@ -69,7 +73,10 @@ pub fn run(args: AnalyzeArgs) -> anyhow::Result<ExitCode> {
             .objects
             .insert(object.key(), Arc::new(object.clone()));
     }
-    let translate_options = Options::default();
+    let translate_options = Options {
+        ingress: args.ingress.options(),
+        ..Options::default()
+    };
     let claims = HostClaims::new(&config, &translate_options.domain_suffix);
     for (result, object) in loaded.results.iter_mut().zip(&loaded.objects) {
         let Some(object) = object
@@ -91,7 +98,9 @@ pub fn run(args: AnalyzeArgs) -> anyhow::Result<ExitCode> {
         }
     }
     for proxy in gateway_proxies(&config) {
-        let resources = translate(&config, &proxy);
+        let mut translator = Translator::new(translate_options.clone());
+        translator.translate(&config, &proxy);
+        let resources = translator.into_resources();
         let findings: Vec<Finding> = check_changed(&GatewayResources::default(), &resources)
             .into_iter()
             .map(|rejection| {

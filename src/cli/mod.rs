@@ -41,6 +41,7 @@ pub fn run(cli: Cli) -> anyhow::Result<ExitCode> {
 }
 
 mod analyze;
+mod args;
 mod logging;
 mod render;
 mod serve;

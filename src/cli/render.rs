@@ -17,7 +17,9 @@ use admitpilot::source::folder::Folder;
 use admitpilot::source::{AdmitOptions, SourceMetrics, DEFAULT_NAMESPACE};
 use admitpilot::status::{from_reports, StatusScope};
 use admitpilot::translate::dangling::LEFT_OUT_MESSAGE;
-use admitpilot::translate::{output, translate, Proxy};
+use admitpilot::translate::{output, Options, Proxy, Translator};
+
+use super::args::{parse_labels, IngressArgs};
 
 /// Output formats.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
@@ -34,9 +36,10 @@ pub struct RenderArgs {
     /// Folder of YAML/JSON config files (searched recursively), as given to `serve --config-dir`.
     #[arg(long)]
     config_dir: PathBuf,
-    /// Gateway pod labels, `k=v,k2=v2` (Gateways select proxies by these).
-    #[arg(long, default_value = "higress=higress-system-higress-gateway")]
-    labels: String,
+    /// Gateway pod labels, `k=v,k2=v2` (Gateways select proxies by these, Ingresses by
+    /// --ingress-gateway-selector).
+    #[arg(long, default_value = "higress=higress-system-higress-gateway", value_parser = parse_labels)]
+    labels: BTreeMap<String, String>,
     /// Namespace of the gateway pod (credential Secrets are read from it).
     #[arg(long, default_value = "higress-system")]
     namespace: String,
@@ -58,28 +61,15 @@ pub struct RenderArgs {
     /// The GatewayClass controllerName whose objects --status reports on.
     #[arg(long, default_value = admitpilot::model::gateway_api::DEFAULT_CONTROLLER_NAME)]
     gateway_controller_name: String,
-}
-
-/// Parses `k=v,k2=v2` into a label map.
-fn parse_labels(text: &str) -> anyhow::Result<BTreeMap<String, String>> {
-    let mut labels = BTreeMap::new();
-    for pair in text.split(',').map(str::trim).filter(|p| !p.is_empty()) {
-        let Some((key, value)) = pair.split_once('=') else {
-            bail!("--labels: `{pair}` is not key=value");
-        };
-        if key.is_empty() {
-            bail!("--labels: `{pair}` has an empty key");
-        }
-        labels.insert(key.to_string(), value.to_string());
-    }
-    Ok(labels)
+    #[command(flatten)]
+    ingress: IngressArgs,
 }
 
 /// Loads, translates and prints.
 pub fn run(args: RenderArgs) -> anyhow::Result<ExitCode> {
     let proxy = Proxy {
         namespace: args.namespace.clone(),
-        labels: parse_labels(&args.labels)?,
+        labels: args.labels.clone(),
         ..Default::default()
     };
     let root = args
@@ -106,7 +96,12 @@ pub fn run(args: RenderArgs) -> anyhow::Result<ExitCode> {
     if args.status {
         return print_status(&snapshot, &args);
     }
-    let resources = translate(&snapshot, &proxy);
+    let mut translator = Translator::new(Options {
+        ingress: args.ingress.options(),
+        ..Options::default()
+    });
+    translator.translate(&snapshot, &proxy);
+    let resources = translator.into_resources();
     for item in &resources.left_out {
         tracing::warn!(resource = %item.resource, feature = %item.feature, missing_clusters = ?item.missing,
             effect = %item.effect, blame = ?item.blame, "{LEFT_OUT_MESSAGE}");
@@ -150,19 +145,4 @@ fn print_status(snapshot: &Snapshot, args: &RenderArgs) -> anyhow::Result<ExitCo
     };
     std::io::stdout().lock().write_all(text.as_bytes())?;
     Ok(ExitCode::SUCCESS)
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn labels_parse() {
-        let labels = parse_labels("app=gw, istio=ingressgateway").unwrap();
-        assert_eq!(labels.len(), 2);
-        assert_eq!(labels["istio"], "ingressgateway");
-        assert!(parse_labels("novalue").is_err());
-        assert!(parse_labels("=x").is_err());
-        assert!(parse_labels("").unwrap().is_empty());
-    }
 }

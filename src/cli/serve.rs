@@ -20,6 +20,8 @@ use admitpilot::xds::{TlsFiles as XdsTlsFiles, TranslateFn};
 use anyhow::Context;
 use clap::Args;
 
+use super::args::IngressArgs;
+
 /// Arguments of `admitpilot serve`. Other subsystems add their flags here and carry them into [`ServeConfig`].
 #[derive(Debug, Args)]
 pub struct ServeArgs {
@@ -145,6 +147,9 @@ pub struct ServeArgs {
     /// or higress.io/gateway-controller when admitpilot replaces them).
     #[arg(long, default_value = admitpilot::model::gateway_api::DEFAULT_CONTROLLER_NAME)]
     gateway_controller_name: String,
+
+    #[command(flatten)]
+    ingress: IngressArgs,
 
     /// Serve what Envoy would reject instead of holding it back (the push guard off): for tests and diagnosis only;
     /// gateways then NACK such config (and a Gateway's status says so).
@@ -423,6 +428,7 @@ pub fn run(args: ServeArgs) -> anyhow::Result<ExitCode> {
     sources.mcp_auth.check().map_err(anyhow::Error::msg)?;
     let xds = args.xds_config()?;
     let gateway_controller = args.gateway_controller_name.clone();
+    let ingress = args.ingress.options();
     let push_guard = !args.no_push_guard;
     let leader = args.leader_config();
     let status = args.status_writer_config(leader.as_ref());
@@ -435,6 +441,7 @@ pub fn run(args: ServeArgs) -> anyhow::Result<ExitCode> {
     runtime.block_on(async {
         let mut translate = TranslateFn::caching(admitpilot::translate::Options {
             gateway_controller,
+            ingress,
             ..admitpilot::translate::Options::default()
         });
         if !push_guard {
