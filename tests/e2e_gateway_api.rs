@@ -7,10 +7,10 @@
 //! Skips with a message when Envoy is not installed.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-#[path = "support/envoy.rs"]
-mod envoy;
 #[path = "support/echo.rs"]
 mod echo;
+#[path = "support/envoy.rs"]
+mod envoy;
 #[path = "support/pipeline.rs"]
 mod pipeline;
 

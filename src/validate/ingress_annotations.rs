@@ -38,10 +38,15 @@ pub fn validate(spec: &IngressSpec, meta: &ObjectMeta, out: &mut Findings) {
     match &a.canary {
         Some(Canary::Header { value: Some(v), .. }) => {
             if let Err(e) = check_regex(&format!("always|{v}")) {
-                out.error(field(&canary_key("canary-by-header-value")), format!("the value is used as a regex: {e}"));
+                out.error(
+                    field(&canary_key("canary-by-header-value")),
+                    format!("the value is used as a regex: {e}"),
+                );
             }
         }
-        Some(Canary::Header { pattern: Some(p), .. }) => {
+        Some(Canary::Header {
+            pattern: Some(p), ..
+        }) => {
             if let Err(e) = check_regex(p) {
                 out.error(field(&canary_key("canary-by-header-pattern")), e);
             }
@@ -70,9 +75,15 @@ pub fn validate(spec: &IngressSpec, meta: &ObjectMeta, out: &mut Findings) {
         for (j, path) in rule.http.iter().flat_map(|h| &h.paths).enumerate() {
             let at = format!("spec.rules[{i}].http.paths[{j}]");
             let value = path.path.as_deref().unwrap_or("/");
-            if matches!(path_kind(value, &path.path_type, a), PathKind::PrefixRegex | PathKind::FullPathRegex) {
+            if matches!(
+                path_kind(value, &path.path_type, a),
+                PathKind::PrefixRegex | PathKind::FullPathRegex
+            ) {
                 if let Err(e) = check_regex(value) {
-                    out.error(format!("{at}.path"), format!("the annotations make this path a regex: {e}"));
+                    out.error(
+                        format!("{at}.path"),
+                        format!("the annotations make this path a regex: {e}"),
+                    );
                 }
             }
             if path.backend.resource.is_some() {
@@ -84,7 +95,11 @@ pub fn validate(spec: &IngressSpec, meta: &ObjectMeta, out: &mut Findings) {
             }
         }
     }
-    if spec.default_backend.as_ref().is_some_and(|b| b.resource.is_some()) {
+    if spec
+        .default_backend
+        .as_ref()
+        .is_some_and(|b| b.resource.is_some())
+    {
         out.warning(
             "spec.defaultBackend.resource",
             "a resource backend is not enforced on gateways by admitpilot: only Service backends are served",

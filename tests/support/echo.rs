@@ -144,4 +144,3 @@ pub async fn send(http: &reqwest::Client, request: reqwest::RequestBuilder) -> R
         body: serde_json::from_str(&text).unwrap_or(Value::String(text)),
     }
 }
-

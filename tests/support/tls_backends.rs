@@ -65,7 +65,7 @@ impl Ca {
 }
 
 /// A backend on 127.0.0.1 that answers each connection's first bytes with `<name>:<bytes>` (or, with `http`, an
-/// HTTP/1.1 200 whose body is `<name> sni=<the SNI it was sent>`), in TLS with the certificate and key `tls` when
+/// HTTP/1.1 200 whose body is `<name> sni=<the SNI it was sent, if any>`), in TLS with the certificate and key `tls` when
 /// set.
 pub struct StreamBackend {
     pub port: u16,
@@ -110,7 +110,7 @@ impl StreamBackend {
                         Some(acceptor) => {
                             if let Ok(stream) = acceptor.accept(stream).await {
                                 let sni = stream.get_ref().1.server_name().map(str::to_string);
-                                answer(name, sni.filter(|_| http), stream).await;
+                                answer(name, http.then(|| sni.unwrap_or_default()), stream).await;
                             }
                         }
                         None => answer(name, None, stream).await,
@@ -128,7 +128,7 @@ impl Drop for StreamBackend {
     }
 }
 
-/// Answers one connection: as HTTP when the SNI it was sent is given (`http` backends), else by echoing.
+/// Answers one connection: as HTTP for `http` backends (`sni` is then the SNI it was sent, empty for none), else by echoing.
 async fn answer(
     name: &str,
     sni: Option<String>,

@@ -37,8 +37,10 @@ use Prefixes::{Both, Higress};
 use Support::{Enforced, Not};
 
 const FORK_ONLY: &str = "it needs Envoy extensions only Higress's Envoy fork has";
-const DOWNSTREAM_TLS: &str = "admitpilot does not apply per-host TLS settings from Ingress annotations yet";
-const UPSTREAM_TLS: &str = "admitpilot does not configure upstream TLS certificates from Ingress annotations yet";
+const DOWNSTREAM_TLS: &str =
+    "admitpilot does not apply per-host TLS settings from Ingress annotations yet";
+const UPSTREAM_TLS: &str =
+    "admitpilot does not configure upstream TLS certificates from Ingress annotations yet";
 
 /// Every key Higress's annotation parsers read (`pkg/ingress/kube/annotations/*.go`), with its prefixes and
 /// whether admitpilot enforces it.
@@ -95,33 +97,85 @@ pub const KEYS: &[(&str, Prefixes, Support)] = &[
     ("load-balance", Both, Enforced),
     ("upstream-hash-by", Both, Enforced),
     ("affinity", Both, Enforced),
-    ("affinity-mode", Both, Not("Higress defines it but never reads it")),
-    ("affinity-canary-behavior", Both, Not("Higress defines it but never reads it")),
+    (
+        "affinity-mode",
+        Both,
+        Not("Higress defines it but never reads it"),
+    ),
+    (
+        "affinity-canary-behavior",
+        Both,
+        Not("Higress defines it but never reads it"),
+    ),
     ("session-cookie-name", Both, Enforced),
     ("session-cookie-path", Both, Enforced),
     ("session-cookie-max-age", Both, Enforced),
     ("session-cookie-expires", Both, Enforced),
     ("mcp-sse-stateful-param-name", Both, Not(FORK_ONLY)),
     // local_rate_limit.go
-    ("route-limit-rpm", Higress, Not("admitpilot does not build per-route local rate limits yet")),
-    ("route-limit-rps", Higress, Not("admitpilot does not build per-route local rate limits yet")),
-    ("route-limit-burst-multiplier", Higress, Not("admitpilot does not build per-route local rate limits yet")),
+    (
+        "route-limit-rpm",
+        Higress,
+        Not("admitpilot does not build per-route local rate limits yet"),
+    ),
+    (
+        "route-limit-rps",
+        Higress,
+        Not("admitpilot does not build per-route local rate limits yet"),
+    ),
+    (
+        "route-limit-burst-multiplier",
+        Higress,
+        Not("admitpilot does not build per-route local rate limits yet"),
+    ),
     // default_backend.go (fallback)
     ("default-backend", Both, Enforced),
     ("custom-http-errors", Both, Not(FORK_ONLY)),
     // auth.go
-    ("auth-type", Both, Not("Higress 2 no longer supports it (use the basic-auth Wasm plugin)")),
-    ("auth-secret", Both, Not("Higress 2 no longer supports it (use the basic-auth Wasm plugin)")),
-    ("auth-secret-type", Both, Not("Higress defines it but never reads it")),
-    ("auth-realm", Both, Not("Higress defines it but never reads it")),
+    (
+        "auth-type",
+        Both,
+        Not("Higress 2 no longer supports it (use the basic-auth Wasm plugin)"),
+    ),
+    (
+        "auth-secret",
+        Both,
+        Not("Higress 2 no longer supports it (use the basic-auth Wasm plugin)"),
+    ),
+    (
+        "auth-secret-type",
+        Both,
+        Not("Higress defines it but never reads it"),
+    ),
+    (
+        "auth-realm",
+        Both,
+        Not("Higress defines it but never reads it"),
+    ),
     // mirror.go
     ("mirror-target-service", Both, Enforced),
     ("mirror-percentage", Both, Enforced),
-    ("mirror-target-fqdn", Both, Not("admitpilot mirrors to Services only (mirror-target-service)")),
-    ("mirror-target-fqdn-port", Both, Not("admitpilot mirrors to Services only (mirror-target-service)")),
+    (
+        "mirror-target-fqdn",
+        Both,
+        Not("admitpilot mirrors to Services only (mirror-target-service)"),
+    ),
+    (
+        "mirror-target-fqdn-port",
+        Both,
+        Not("admitpilot mirrors to Services only (mirror-target-service)"),
+    ),
     // destination.go, http2rpc.go, mcp server
-    ("destination", Higress, Not("McpBridge destinations are not served from Ingress by admitpilot")),
-    ("rpc-destination-name", Higress, Not("http2rpc from Ingress is not served by admitpilot")),
+    (
+        "destination",
+        Higress,
+        Not("McpBridge destinations are not served from Ingress by admitpilot"),
+    ),
+    (
+        "rpc-destination-name",
+        Higress,
+        Not("http2rpc from Ingress is not served by admitpilot"),
+    ),
     ("ignore-path-case", Both, Enforced),
     // match.go (the header and query keys are matched by prefix, see MATCH_KINDS)
     ("match-method", Higress, Enforced),
@@ -422,7 +476,9 @@ impl<'a> Reader<'a> {
 
     /// Whether the name is set under a prefix it is read with (Higress's `HasASAP`).
     fn has(&self, name: &str) -> bool {
-        Self::keys(name).iter().any(|k| self.annotations.contains_key(k))
+        Self::keys(name)
+            .iter()
+            .any(|k| self.annotations.contains_key(k))
     }
 
     /// Parses every value the name is set to, recording each error; the first that parses wins (nginx first).
@@ -460,13 +516,16 @@ impl<'a> Reader<'a> {
 
     fn bool(&mut self, name: &str) -> Option<bool> {
         self.read(name, |v| {
-            crate::model::parse_go_bool(v).ok_or_else(|| "not a boolean (true or false)".to_string())
+            crate::model::parse_go_bool(v)
+                .ok_or_else(|| "not a boolean (true or false)".to_string())
         })
     }
 
     fn uint(&mut self, name: &str, max: u32) -> Option<u32> {
         self.read(name, |v| match v.parse::<i64>() {
-            Ok(n) if (0..=i64::from(max)).contains(&n) => u32::try_from(n).map_err(|e| e.to_string()),
+            Ok(n) if (0..=i64::from(max)).contains(&n) => {
+                u32::try_from(n).map_err(|e| e.to_string())
+            }
             Ok(_) => Err(format!("must be between 0 and {max}")),
             Err(_) => Err("not an integer".into()),
         })
@@ -479,7 +538,9 @@ fn parse_url(v: &str) -> Result<(String, String, String), String> {
         .split_once("://")
         .ok_or_else(|| "only http and https are valid protocols (no scheme given)".to_string())?;
     if !matches!(scheme, "http" | "https") {
-        return Err(format!("only http and https are valid protocols ({scheme})"));
+        return Err(format!(
+            "only http and https are valid protocols ({scheme})"
+        ));
     }
     let (authority, path) = match rest.find(['/', '?', '#']) {
         Some(at) => (&rest[..at], &rest[at..]),
@@ -511,7 +572,8 @@ fn parse_service(v: &str, with_port: bool) -> Result<ServiceRef, String> {
     let label = |s: &str| {
         !s.is_empty()
             && s.len() <= 63
-            && s.bytes().all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-')
+            && s.bytes()
+                .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-')
             && !s.starts_with('-')
             && !s.ends_with('-')
     };
@@ -595,7 +657,10 @@ fn header_lines(v: &str) -> Result<Vec<(String, String)>, String> {
 /// `proxy-next-upstream`'s tokens as Istio `retryOn` (`retry.go`); `None` for `off`.
 fn retry_on(v: &str) -> Result<Option<String>, String> {
     let tokens: Vec<&str> = if v.contains(',') {
-        v.split(',').map(str::trim).filter(|t| !t.is_empty()).collect()
+        v.split(',')
+            .map(str::trim)
+            .filter(|t| !t.is_empty())
+            .collect()
     } else {
         v.split_whitespace().collect()
     };
@@ -635,7 +700,10 @@ fn hash_by(v: &str) -> Result<LoadBalance, String> {
             } else if let Some(q) = v.strip_prefix("$arg_").filter(|q| !q.is_empty()) {
                 Ok(LoadBalance::Query(q.into()))
             } else {
-                Err("must be $remote_addr, $request_uri, $host, $http_<header> or $arg_<parameter>".into())
+                Err(
+                    "must be $remote_addr, $request_uri, $host, $http_<header> or $arg_<parameter>"
+                        .into(),
+                )
             }
         }
     }
@@ -658,7 +726,10 @@ pub fn parse(annotations: &BTreeMap<String, String>) -> Parsed {
     };
     // rewrite.go convertToRE2: `$1` becomes `\1`.
     out.rewrite_target = r.string("rewrite-target").map(|t| {
-        if t.as_bytes().windows(2).any(|w| w[0] == b'$' && w[1].is_ascii_digit()) {
+        if t.as_bytes()
+            .windows(2)
+            .any(|w| w[0] == b'$' && w[1].is_ascii_digit())
+        {
             t.replace('$', "\\")
         } else {
             t
@@ -674,13 +745,15 @@ pub fn parse(annotations: &BTreeMap<String, String>) -> Parsed {
     });
     out.canary = canary(&mut r);
     out.cors = cors(&mut r);
-    out.backend_protocol = r.read("backend-protocol", |v| match v.to_ascii_uppercase().as_str() {
-        "HTTP" => Ok(BackendProtocol::Http),
-        "HTTP2" => Ok(BackendProtocol::Http2),
-        "HTTPS" => Ok(BackendProtocol::Https),
-        "GRPC" => Ok(BackendProtocol::Grpc),
-        "GRPCS" => Ok(BackendProtocol::Grpcs),
-        _ => Err("Higress supports HTTP, HTTP2, HTTPS, GRPC and GRPCS".into()),
+    out.backend_protocol = r.read("backend-protocol", |v| {
+        match v.to_ascii_uppercase().as_str() {
+            "HTTP" => Ok(BackendProtocol::Http),
+            "HTTP2" => Ok(BackendProtocol::Http2),
+            "HTTPS" => Ok(BackendProtocol::Https),
+            "GRPC" => Ok(BackendProtocol::Grpc),
+            "GRPCS" => Ok(BackendProtocol::Grpcs),
+            _ => Err("Higress supports HTTP, HTTP2, HTTPS, GRPC and GRPCS".into()),
+        }
     });
     out.whitelist = r
         .read("whitelist-source-range", |v| {
@@ -688,7 +761,11 @@ pub fn parse(annotations: &BTreeMap<String, String>) -> Parsed {
             if items == ["*"] {
                 return Ok(None);
             }
-            items.iter().map(|i| parse_cidr(i)).collect::<Result<Vec<_>, _>>().map(Some)
+            items
+                .iter()
+                .map(|i| parse_cidr(i))
+                .collect::<Result<Vec<_>, _>>()
+                .map(Some)
         })
         .flatten();
     out.retry = retry(&mut r);
@@ -749,9 +826,7 @@ fn redirect(r: &mut Reader<'_>) -> Option<Redirect> {
     let temporal = r.read("temporal-redirect", url(302));
     let permanent = r.read("permanent-redirect", url(code));
     let https = r.bool("ssl-redirect") == Some(true) || r.bool("force-ssl-redirect") == Some(true);
-    temporal
-        .or(permanent)
-        .or(https.then_some(Redirect::Https))
+    temporal.or(permanent).or(https.then_some(Redirect::Https))
 }
 
 fn canary(r: &mut Reader<'_>) -> Option<Canary> {
@@ -773,7 +848,9 @@ fn canary(r: &mut Reader<'_>) -> Option<Canary> {
     if let Some(w) = weight.filter(|w| *w > total) {
         r.errors.push(AnnotationError {
             key: format!("{NGINX}canary-weight"),
-            message: format!("invalid annotation value: the weight {w} is above canary-weight-total ({total})"),
+            message: format!(
+                "invalid annotation value: the weight {w} is above canary-weight-total ({total})"
+            ),
         });
     }
     match (header, cookie) {
@@ -817,9 +894,13 @@ fn cors(r: &mut Reader<'_>) -> Option<Cors> {
 }
 
 fn retry(r: &mut Reader<'_>) -> Option<Retry> {
-    let any = ["proxy-next-upstream-tries", "proxy-next-upstream-timeout", "proxy-next-upstream"]
-        .iter()
-        .any(|k| r.has(k));
+    let any = [
+        "proxy-next-upstream-tries",
+        "proxy-next-upstream-timeout",
+        "proxy-next-upstream",
+    ]
+    .iter()
+    .any(|k| r.has(k));
     let tries = r.uint("proxy-next-upstream-tries", 100);
     let per_try_timeout = r.uint("proxy-next-upstream-timeout", 86_400);
     let on = r.read("proxy-next-upstream", retry_on);
@@ -832,7 +913,10 @@ fn retry(r: &mut Reader<'_>) -> Option<Retry> {
         on => Retry {
             attempts: tries.unwrap_or(3),
             per_try_timeout: per_try_timeout.unwrap_or(0),
-            retry_on: on.flatten().filter(|o| !o.is_empty()).unwrap_or_else(|| "5xx".into()),
+            retry_on: on
+                .flatten()
+                .filter(|o| !o.is_empty())
+                .unwrap_or_else(|| "5xx".into()),
         },
     })
 }
@@ -882,13 +966,21 @@ fn header_control(r: &mut Reader<'_>, direction: &str) -> HeaderControl {
             .unwrap_or_default(),
         remove: r
             .string(&format!("{direction}-header-control-remove"))
-            .map(|v| list(&v).into_iter().map(|h| h.to_ascii_lowercase()).collect())
+            .map(|v| {
+                list(&v)
+                    .into_iter()
+                    .map(|h| h.to_ascii_lowercase())
+                    .collect()
+            })
             .unwrap_or_default(),
     }
 }
 
 /// The `higress.io/{exact|regex|prefix}-match-{header|pseudo-header|query}-<name>` annotations (`match.go`).
-fn match_rules(annotations: &BTreeMap<String, String>, errors: &mut Vec<AnnotationError>) -> Vec<MatchRule> {
+fn match_rules(
+    annotations: &BTreeMap<String, String>,
+    errors: &mut Vec<AnnotationError>,
+) -> Vec<MatchRule> {
     let mut out = Vec::new();
     for (key, value) in annotations {
         let Some(rest) = key.strip_prefix(HIGRESS) else {
@@ -909,7 +1001,8 @@ fn match_rules(annotations: &BTreeMap<String, String>, errors: &mut Vec<Annotati
         if name.is_empty() {
             errors.push(AnnotationError {
                 key: key.clone(),
-                message: "invalid annotation name: no header or parameter name after the prefix".into(),
+                message: "invalid annotation name: no header or parameter name after the prefix"
+                    .into(),
             });
             continue;
         }
@@ -961,9 +1054,9 @@ fn warnings(annotations: &BTreeMap<String, String>) -> Vec<AnnotationWarning> {
         if prefix == HIGRESS && is_match_key(rest) {
             continue;
         }
-        let known = KEYS.iter().find(|(name, prefixes, _)| {
-            *name == rest && (prefix == HIGRESS || *prefixes == Both)
-        });
+        let known = KEYS
+            .iter()
+            .find(|(name, prefixes, _)| *name == rest && (prefix == HIGRESS || *prefixes == Both));
         match known {
             Some((_, _, Enforced)) => {}
             Some((_, _, Not(why))) => out.push(AnnotationWarning {
@@ -1015,7 +1108,9 @@ fn edit_distance(a: &str, b: &str) -> usize {
         row[0] = i + 1;
         for (j, cb) in b.iter().enumerate() {
             let current = row[j + 1];
-            row[j + 1] = (previous + usize::from(ca != cb)).min(row[j] + 1).min(current + 1);
+            row[j + 1] = (previous + usize::from(ca != cb))
+                .min(row[j] + 1)
+                .min(current + 1);
             previous = current;
         }
     }
@@ -1027,7 +1122,12 @@ mod tests {
     use super::*;
 
     fn parsed(pairs: &[(&str, &str)]) -> Parsed {
-        parse(&pairs.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect())
+        parse(
+            &pairs
+                .iter()
+                .map(|(k, v)| (k.to_string(), v.to_string()))
+                .collect(),
+        )
     }
 
     #[test]
@@ -1055,8 +1155,14 @@ mod tests {
     #[test]
     fn redirects_take_higress_precedence() {
         let p = parsed(&[
-            ("nginx.ingress.kubernetes.io/temporal-redirect", "http://bar.com"),
-            ("nginx.ingress.kubernetes.io/permanent-redirect", "http://baz.com/x"),
+            (
+                "nginx.ingress.kubernetes.io/temporal-redirect",
+                "http://bar.com",
+            ),
+            (
+                "nginx.ingress.kubernetes.io/permanent-redirect",
+                "http://baz.com/x",
+            ),
         ]);
         assert_eq!(
             p.annotations.redirect,
@@ -1078,45 +1184,79 @@ mod tests {
             ("nginx.ingress.kubernetes.io/canary-by-header", "X-Canary"),
             ("nginx.ingress.kubernetes.io/canary-weight", "30"),
         ]);
-        assert!(matches!(p.annotations.canary, Some(Canary::Header { ref name, .. }) if name == "x-canary"));
+        assert!(
+            matches!(p.annotations.canary, Some(Canary::Header { ref name, .. }) if name == "x-canary")
+        );
         let p = parsed(&[
             ("higress.io/canary", "true"),
             ("higress.io/canary-weight", "30"),
             ("higress.io/canary-weight-total", "50"),
         ]);
-        assert_eq!(p.annotations.canary, Some(Canary::Weight { weight: 30, total: 50 }));
+        assert_eq!(
+            p.annotations.canary,
+            Some(Canary::Weight {
+                weight: 30,
+                total: 50
+            })
+        );
         let p = parsed(&[("nginx.ingress.kubernetes.io/canary-weight", "30")]);
         assert_eq!(p.annotations.canary, None);
     }
 
     #[test]
     fn retries_and_load_balancing() {
-        let p = parsed(&[("nginx.ingress.kubernetes.io/proxy-next-upstream", "error http_503 http_502")]);
-        assert_eq!(p.annotations.retry.as_ref().map(|r| r.retry_on.as_str()), Some("5xx,503,502"));
+        let p = parsed(&[(
+            "nginx.ingress.kubernetes.io/proxy-next-upstream",
+            "error http_503 http_502",
+        )]);
+        assert_eq!(
+            p.annotations.retry.as_ref().map(|r| r.retry_on.as_str()),
+            Some("5xx,503,502")
+        );
         let p = parsed(&[("nginx.ingress.kubernetes.io/proxy-next-upstream", "bogus")]);
         assert_eq!(p.errors.len(), 1);
         let p = parsed(&[
-            ("nginx.ingress.kubernetes.io/upstream-hash-by", "$http_x_user"),
+            (
+                "nginx.ingress.kubernetes.io/upstream-hash-by",
+                "$http_x_user",
+            ),
             ("nginx.ingress.kubernetes.io/load-balance", "least_conn"),
         ]);
-        assert_eq!(p.annotations.load_balance, Some(LoadBalance::Header("x_user".into())));
+        assert_eq!(
+            p.annotations.load_balance,
+            Some(LoadBalance::Header("x_user".into()))
+        );
         let p = parsed(&[("nginx.ingress.kubernetes.io/affinity", "cookie")]);
-        assert!(matches!(p.annotations.load_balance, Some(LoadBalance::Cookie { ref name, .. }) if name == "INGRESSCOOKIE"));
+        assert!(
+            matches!(p.annotations.load_balance, Some(LoadBalance::Cookie { ref name, .. }) if name == "INGRESSCOOKIE")
+        );
     }
 
     #[test]
     fn headers_whitelist_and_matches() {
         let p = parsed(&[
-            ("higress.io/request-header-control-add", "stage test\n\"x-test\" 'higress; test=true'"),
+            (
+                "higress.io/request-header-control-add",
+                "stage test\n\"x-test\" 'higress; test=true'",
+            ),
             ("higress.io/response-header-control-remove", "a, B"),
-            ("nginx.ingress.kubernetes.io/whitelist-source-range", "10.0.0.0/8, 1.1.1.1"),
+            (
+                "nginx.ingress.kubernetes.io/whitelist-source-range",
+                "10.0.0.0/8, 1.1.1.1",
+            ),
             ("higress.io/exact-match-header-abc", "123"),
             ("higress.io/match-method", "post PUT"),
         ]);
         let a = &p.annotations;
-        assert_eq!(a.request_headers.add[1], ("x-test".into(), "higress; test=true".into()));
+        assert_eq!(
+            a.request_headers.add[1],
+            ("x-test".into(), "higress; test=true".into())
+        );
         assert_eq!(a.response_headers.remove, ["a", "b"]);
-        assert_eq!(a.whitelist.as_deref(), Some(&["10.0.0.0/8".to_string(), "1.1.1.1/32".to_string()][..]));
+        assert_eq!(
+            a.whitelist.as_deref(),
+            Some(&["10.0.0.0/8".to_string(), "1.1.1.1/32".to_string()][..])
+        );
         assert_eq!(a.matches.len(), 1);
         assert_eq!(a.match_methods, ["POST", "PUT"]);
         assert!(p.errors.is_empty() && p.warnings.is_empty(), "{p:?}");

@@ -57,16 +57,22 @@ fn own_classes<'a>(
     options: &IngressOptions,
 ) -> impl Iterator<Item = (&'a str, bool)> {
     let controller = options.controller.clone();
-    snapshot.of_kind(Kind::IngressClass).filter_map(move |o| match &o.spec {
-        Spec::IngressClass(class) if class.controller.as_deref() == Some(controller.as_str()) => Some((
-            o.metadata.name.as_str(),
-            o.metadata
-                .annotations
-                .get(DEFAULT_CLASS_ANNOTATION)
-                .is_some_and(|v| v == "true"),
-        )),
-        _ => None,
-    })
+    snapshot
+        .of_kind(Kind::IngressClass)
+        .filter_map(move |o| match &o.spec {
+            Spec::IngressClass(class)
+                if class.controller.as_deref() == Some(controller.as_str()) =>
+            {
+                Some((
+                    o.metadata.name.as_str(),
+                    o.metadata
+                        .annotations
+                        .get(DEFAULT_CLASS_ANNOTATION)
+                        .is_some_and(|v| v == "true"),
+                ))
+            }
+            _ => None,
+        })
 }
 
 /// Whether admitpilot serves the Ingress. Mirrors Higress's `shouldProcessIngressWithClass`
@@ -94,7 +100,9 @@ pub fn is_served(
     }
     match spec.ingress_class_name.as_deref() {
         Some(name) => {
-            let exists = snapshot.of_kind(Kind::IngressClass).any(|o| o.metadata.name == name);
+            let exists = snapshot
+                .of_kind(Kind::IngressClass)
+                .any(|o| o.metadata.name == name);
             own(name) || (!exists && name == options.class)
         }
         None => own_classes(snapshot, options).any(|(_, default)| default),
@@ -110,7 +118,9 @@ pub fn served<'a>(
     let mut out: Vec<_> = snapshot
         .of_kind(Kind::Ingress)
         .filter_map(|o| match &o.spec {
-            Spec::Ingress(spec) if is_served(o, spec, snapshot, options) => Some((o, spec.as_ref())),
+            Spec::Ingress(spec) if is_served(o, spec, snapshot, options) => {
+                Some((o, spec.as_ref()))
+            }
             _ => None,
         })
         .collect();

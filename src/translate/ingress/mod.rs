@@ -52,7 +52,12 @@ pub struct Converted {
 impl Converted {
     /// The snapshot with the Istio objects of the Ingresses `proxy` serves added; `None` when there are none (now
     /// and before).
-    pub fn apply(&mut self, snapshot: &Snapshot, proxy: &Proxy, options: &Options) -> Option<Snapshot> {
+    pub fn apply(
+        &mut self,
+        snapshot: &Snapshot,
+        proxy: &Proxy,
+        options: &Options,
+    ) -> Option<Snapshot> {
         let (objects, secrets) = synthesize(snapshot, proxy, options);
         self.secrets = secrets;
         if objects.is_empty() && self.previous.is_empty() {
@@ -99,7 +104,10 @@ impl Served<'_> {
     }
 
     fn name(&self) -> String {
-        format!("{}/{}", self.object.metadata.namespace, self.object.metadata.name)
+        format!(
+            "{}/{}",
+            self.object.metadata.namespace, self.object.metadata.name
+        )
     }
 }
 
@@ -113,7 +121,11 @@ struct Context<'a> {
 impl Context<'_> {
     /// The Service `namespace/name`, if it exists.
     fn service(&self, namespace: &str, name: &str) -> Option<&crate::model::service::Service> {
-        match &self.snapshot.get(&ObjectKey::new(Kind::Service, namespace, name))?.spec {
+        match &self
+            .snapshot
+            .get(&ObjectKey::new(Kind::Service, namespace, name))?
+            .spec
+        {
             Spec::Service(s) => Some(s),
             _ => None,
         }
@@ -257,10 +269,15 @@ fn add_rules(cx: &Context<'_>, s: &Served<'_>, hosts: &mut BTreeMap<String, Host
         .as_ref()
         .and_then(|m| cx.annotated_service(s.namespace(), &m.service));
     for rule in s.spec.rules.iter().flatten() {
-        let host_name = rule.host.clone().filter(|h| !h.is_empty()).unwrap_or_else(|| "*".into());
+        let host_name = rule
+            .host
+            .clone()
+            .filter(|h| !h.is_empty())
+            .unwrap_or_else(|| "*".into());
         let host = hosts.entry(host_name.clone()).or_default();
         if host.tls.is_none() {
-            host.tls = tls_secret(s.spec, &host_name).map(|secret| (s.namespace().to_string(), secret.to_string()));
+            host.tls = tls_secret(s.spec, &host_name)
+                .map(|secret| (s.namespace().to_string(), secret.to_string()));
         }
         if let Some(root) = &s.annotations.app_root {
             host.app_root = Some(root.clone());
@@ -271,7 +288,11 @@ fn add_rules(cx: &Context<'_>, s: &Served<'_>, hosts: &mut BTreeMap<String, Host
             };
             let input = PathInput {
                 name: &name,
-                path: path.path.as_deref().filter(|p| !p.is_empty()).unwrap_or("/"),
+                path: path
+                    .path
+                    .as_deref()
+                    .filter(|p| !p.is_empty())
+                    .unwrap_or("/"),
                 path_type: &path.path_type,
                 destination,
                 mirror: mirror.clone(),
@@ -282,7 +303,10 @@ fn add_rules(cx: &Context<'_>, s: &Served<'_>, hosts: &mut BTreeMap<String, Host
                     .routes
                     .iter()
                     .any(|r| r.key == route.key && r.route["name"] != route.route["name"]);
-                let twin = host.routes.iter().any(|r| r.key == route.key && r.route == route.route);
+                let twin = host
+                    .routes
+                    .iter()
+                    .any(|r| r.key == route.key && r.route == route.route);
                 if !taken && !twin {
                     host.routes.push(route);
                 }
@@ -299,7 +323,11 @@ fn add_canary(cx: &Context<'_>, s: &Served<'_>, hosts: &mut BTreeMap<String, Hos
     };
     let name = s.name();
     for rule in s.spec.rules.iter().flatten() {
-        let host_name = rule.host.clone().filter(|h| !h.is_empty()).unwrap_or_else(|| "*".into());
+        let host_name = rule
+            .host
+            .clone()
+            .filter(|h| !h.is_empty())
+            .unwrap_or_else(|| "*".into());
         let Some(host) = hosts.get_mut(&host_name) else {
             continue;
         };
@@ -309,13 +337,20 @@ fn add_canary(cx: &Context<'_>, s: &Served<'_>, hosts: &mut BTreeMap<String, Hos
             };
             let input = PathInput {
                 name: &name,
-                path: path.path.as_deref().filter(|p| !p.is_empty()).unwrap_or("/"),
+                path: path
+                    .path
+                    .as_deref()
+                    .filter(|p| !p.is_empty())
+                    .unwrap_or("/"),
                 path_type: &path.path_type,
                 destination: destination.clone(),
                 mirror: None,
                 http_port: cx.options.http_port,
             };
-            let Some(key) = routes::path_routes(&input, &s.annotations).pop().map(|r| r.key) else {
+            let Some(key) = routes::path_routes(&input, &s.annotations)
+                .pop()
+                .map(|r| r.key)
+            else {
                 continue;
             };
             // The main route proxies (a redirect route has no destination to share).
@@ -328,10 +363,21 @@ fn add_canary(cx: &Context<'_>, s: &Served<'_>, hosts: &mut BTreeMap<String, Hos
             };
             match canary {
                 Canary::Weight { weight, total } => {
-                    routes::weight_canary(&mut host.routes[at], *weight, *total, &destination, &s.annotations);
+                    routes::weight_canary(
+                        &mut host.routes[at],
+                        *weight,
+                        *total,
+                        &destination,
+                        &s.annotations,
+                    );
                 }
                 _ => {
-                    if let Some(c) = routes::header_canary(&host.routes[at], canary, &destination, &s.annotations) {
+                    if let Some(c) = routes::header_canary(
+                        &host.routes[at],
+                        canary,
+                        &destination,
+                        &s.annotations,
+                    ) {
                         host.routes.insert(at, c);
                     }
                 }
@@ -352,14 +398,20 @@ fn add_default_backend(cx: &Context<'_>, s: &Served<'_>, hosts: &mut BTreeMap<St
     let name = format!("{}-default", s.name());
     let mut targets = vec!["*".to_string()];
     for rule in s.spec.rules.iter().flatten() {
-        targets.push(rule.host.clone().filter(|h| !h.is_empty()).unwrap_or_else(|| "*".into()));
+        targets.push(
+            rule.host
+                .clone()
+                .filter(|h| !h.is_empty())
+                .unwrap_or_else(|| "*".into()),
+        );
     }
     for target in targets {
         let host = hosts.entry(target).or_default();
-        let catch_all = host
-            .routes
-            .iter()
-            .any(|r| r.kind == routes::PathKind::Prefix && r.path == "/" && r.route["match"][0].get("headers").is_none());
+        let catch_all = host.routes.iter().any(|r| {
+            r.kind == routes::PathKind::Prefix
+                && r.path == "/"
+                && r.route["match"][0].get("headers").is_none()
+        });
         if host.has_default || catch_all {
             continue;
         }
@@ -417,8 +469,10 @@ fn host_objects(cx: &Context<'_>, namespace: &str, host: &str, mut h: Host) -> V
     let mut http: Vec<Value> = Vec::new();
     if let Some(root) = &h.app_root {
         // `applyAppRoot`: `/` redirects to the app root (302) before every other route.
-        http.push(json!({"name": format!("{host}-app-root"), "match": [{"uri": {"exact": "/"}}],
-            "redirect": {"uri": root, "redirectCode": 302}}));
+        http.push(
+            json!({"name": format!("{host}-app-root"), "match": [{"uri": {"exact": "/"}}],
+            "redirect": {"uri": root, "redirectCode": 302}}),
+        );
     }
     http.extend(h.routes.into_iter().map(|r| r.route));
     let virtual_service = serde_json::from_value::<VirtualService>(json!({
@@ -440,7 +494,9 @@ fn host_objects(cx: &Context<'_>, namespace: &str, host: &str, mut h: Host) -> V
             metadata: meta(namespace, name),
             spec: Spec::VirtualService(vs),
         }),
-        Err(e) => tracing::error!(host, error = %e, "an Ingress VirtualService did not convert; its routes are not served"),
+        Err(e) => {
+            tracing::error!(host, error = %e, "an Ingress VirtualService did not convert; its routes are not served")
+        }
     }
     out
 }

@@ -22,7 +22,10 @@ fn port_policy(port: u32, a: &Annotations) -> Option<Value> {
     let mut policy = json!({"port": {"number": port}});
     let mut any = false;
     if let Some(protocol) = a.backend_protocol {
-        if matches!(protocol, BackendProtocol::Http2 | BackendProtocol::Grpc | BackendProtocol::Grpcs) {
+        if matches!(
+            protocol,
+            BackendProtocol::Http2 | BackendProtocol::Grpc | BackendProtocol::Grpcs
+        ) {
             policy["connectionPool"] = json!({"http": {"h2UpgradePolicy": "UPGRADE"}});
             any = true;
         }
@@ -49,7 +52,11 @@ fn port_policy(port: u32, a: &Annotations) -> Option<Value> {
 
 /// One DestinationRule per backend Service with port-level settings (`ingress~<service>.<namespace>`, in the
 /// proxy's namespace); the oldest Ingress naming a Service port decides its settings.
-pub(super) fn destination_rules(cx: &Context<'_>, namespace: &str, served: &[Served<'_>]) -> Vec<ConfigObject> {
+pub(super) fn destination_rules(
+    cx: &Context<'_>,
+    namespace: &str,
+    served: &[Served<'_>],
+) -> Vec<ConfigObject> {
     let mut ports: BTreeMap<String, BTreeMap<u32, Value>> = BTreeMap::new();
     for s in served {
         let backends = s
@@ -110,7 +117,11 @@ fn policy_paths(path: &str, path_type: &str, a: &Annotations) -> Option<Vec<Stri
 
 /// One DENY AuthorizationPolicy (`ingress~whitelist`) for the gateway: a request to a host and path of an Ingress
 /// with `whitelist-source-range` from a client outside its ranges is denied (403).
-pub(super) fn whitelist(cx: &Context<'_>, namespace: &str, served: &[Served<'_>]) -> Vec<ConfigObject> {
+pub(super) fn whitelist(
+    cx: &Context<'_>,
+    namespace: &str,
+    served: &[Served<'_>],
+) -> Vec<ConfigObject> {
     let mut rules = Vec::new();
     for s in served {
         let Some(ranges) = &s.annotations.whitelist else {
@@ -118,12 +129,20 @@ pub(super) fn whitelist(cx: &Context<'_>, namespace: &str, served: &[Served<'_>]
         };
         for rule in s.spec.rules.iter().flatten() {
             let host = rule.host.clone().filter(|h| !h.is_empty());
-            let hosts = host.map(|h| vec![h.clone(), format!("{h}:*")]).unwrap_or_default();
+            let hosts = host
+                .map(|h| vec![h.clone(), format!("{h}:*")])
+                .unwrap_or_default();
             let paths: Option<Vec<String>> = rule
                 .http
                 .iter()
                 .flat_map(|h| &h.paths)
-                .map(|p| policy_paths(p.path.as_deref().unwrap_or("/"), &p.path_type, &s.annotations))
+                .map(|p| {
+                    policy_paths(
+                        p.path.as_deref().unwrap_or("/"),
+                        &p.path_type,
+                        &s.annotations,
+                    )
+                })
                 .collect::<Option<Vec<Vec<String>>>>()
                 .map(|p| p.into_iter().flatten().collect());
             rules.push(Rule {

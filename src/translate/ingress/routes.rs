@@ -8,10 +8,10 @@ use std::cmp::Reverse;
 
 use serde_json::{json, Map, Value};
 
-pub use crate::model::ingress::{path_kind, PathKind};
 use crate::model::ingress::annotations::{
     Annotations, Canary, Cors, HeaderControl, MatchKind, MatchRule, MatchTarget, Redirect,
 };
+pub use crate::model::ingress::{path_kind, PathKind};
 
 /// One route of a host, with what orders it and finds it.
 #[derive(Debug, Clone)]
@@ -34,12 +34,18 @@ impl PathRoute {
     /// headers, more query parameters first. Ties keep their order (the sort is stable).
     pub fn order(&self) -> impl Ord {
         let matches = self.route["match"].as_array().and_then(|m| m.first());
-        let count = |field: &str| matches.and_then(|m| m[field].as_object()).map_or(0, Map::len);
+        let count = |field: &str| {
+            matches
+                .and_then(|m| m[field].as_object())
+                .map_or(0, Map::len)
+        };
         let method = matches
             .and_then(|m| m["method"]["regex"].as_str())
             .map(str::len);
-        let catch_all =
-            self.kind == PathKind::Prefix && self.path == "/" && method.is_none() && count("headers") == 0;
+        let catch_all = self.kind == PathKind::Prefix
+            && self.path == "/"
+            && method.is_none()
+            && count("headers") == 0;
         let rank = match self.kind {
             PathKind::Exact => 0,
             PathKind::Prefix => 1,
@@ -73,7 +79,10 @@ fn match_key(a: &Annotations) -> String {
     rules.sort();
     let mut key = a.match_methods.join(" ");
     for r in rules {
-        key.push_str(&format!("|{:?}-{:?}-{}={}", r.target, r.kind, r.name, r.value));
+        key.push_str(&format!(
+            "|{:?}-{:?}-{}={}",
+            r.target, r.kind, r.name, r.value
+        ));
     }
     key
 }
@@ -84,7 +93,10 @@ fn matches(kind: PathKind, path: &str, a: &Annotations, http_port: Option<u32>) 
     let uris = match kind {
         PathKind::Exact => vec![json!({"exact": path})],
         PathKind::Prefix if path == "/" => vec![json!({"prefix": "/"})],
-        PathKind::Prefix => vec![json!({"exact": path}), json!({"prefix": format!("{path}/")})],
+        PathKind::Prefix => vec![
+            json!({"exact": path}),
+            json!({"prefix": format!("{path}/")}),
+        ],
         PathKind::PrefixRegex => vec![json!({"regex": format!("{path}.*")})],
         PathKind::FullPathRegex => vec![json!({"regex": format!("{path}$")})],
     };
@@ -323,7 +335,12 @@ pub fn path_routes(input: &PathInput<'_>, a: &Annotations) -> Vec<PathRoute> {
 
 /// The canary of `main` that a canary Ingress's header or cookie selects (`ApplyByHeader`): `main`'s matches with
 /// their headers replaced by the canary's, sent to `destination` with the canary's own header changes.
-pub fn header_canary(main: &PathRoute, canary: &Canary, destination: &Value, a: &Annotations) -> Option<PathRoute> {
+pub fn header_canary(
+    main: &PathRoute,
+    canary: &Canary,
+    destination: &Value,
+    a: &Annotations,
+) -> Option<PathRoute> {
     let (name, value) = match canary {
         Canary::Header {
             name,
@@ -367,7 +384,13 @@ pub fn header_canary(main: &PathRoute, canary: &Canary, destination: &Value, a: 
 
 /// Adds a weighted canary destination to `main` (`ApplyByWeight`, weights made whole percents as
 /// `normalizeWeightedCluster` does); the main route's header changes move to its own destination.
-pub fn weight_canary(main: &mut PathRoute, weight: u32, total: u32, destination: &Value, a: &Annotations) {
+pub fn weight_canary(
+    main: &mut PathRoute,
+    weight: u32,
+    total: u32,
+    destination: &Value,
+    a: &Annotations,
+) {
     let Some(routes) = main.route["route"].as_array_mut() else {
         return;
     };
@@ -400,7 +423,13 @@ mod tests {
     use crate::model::ingress::annotations::parse;
 
     fn annotations(pairs: &[(&str, &str)]) -> Annotations {
-        parse(&pairs.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect()).annotations
+        parse(
+            &pairs
+                .iter()
+                .map(|(k, v)| (k.to_string(), v.to_string()))
+                .collect(),
+        )
+        .annotations
     }
 
     fn input<'a>(path: &'a str, path_type: &'a str) -> PathInput<'a> {
@@ -421,10 +450,10 @@ mod tests {
             routes[0].route["match"],
             json!([{"uri": {"exact": "/foo"}}, {"uri": {"prefix": "/foo/"}}])
         );
-        let routes = path_routes(&input("/svc/(.*)", "ImplementationSpecific"), &annotations(&[(
-            "nginx.ingress.kubernetes.io/rewrite-target",
-            "/$1",
-        )]));
+        let routes = path_routes(
+            &input("/svc/(.*)", "ImplementationSpecific"),
+            &annotations(&[("nginx.ingress.kubernetes.io/rewrite-target", "/$1")]),
+        );
         assert_eq!(routes[0].kind, PathKind::PrefixRegex);
         assert_eq!(
             routes[0].route["rewrite"]["uriRegexRewrite"],
@@ -434,7 +463,10 @@ mod tests {
 
     #[test]
     fn ssl_redirect_applies_on_the_http_port_only() {
-        let routes = path_routes(&input("/", "Prefix"), &annotations(&[("nginx.ingress.kubernetes.io/ssl-redirect", "true")]));
+        let routes = path_routes(
+            &input("/", "Prefix"),
+            &annotations(&[("nginx.ingress.kubernetes.io/ssl-redirect", "true")]),
+        );
         assert_eq!(routes.len(), 2);
         assert_eq!(routes[0].route["match"][0]["port"], json!(80));
         assert_eq!(routes[0].route["redirect"]["redirectCode"], json!(308));
@@ -444,12 +476,18 @@ mod tests {
     #[test]
     fn order_is_higress_order() {
         let none = Annotations::default();
-        let mut routes: Vec<PathRoute> = [("/", "Prefix"), ("/a", "Prefix"), ("/abc", "Prefix"), ("/a", "Exact")]
-            .iter()
-            .flat_map(|(p, t)| path_routes(&input(p, t), &none))
-            .collect();
+        let mut routes: Vec<PathRoute> = [
+            ("/", "Prefix"),
+            ("/a", "Prefix"),
+            ("/abc", "Prefix"),
+            ("/a", "Exact"),
+        ]
+        .iter()
+        .flat_map(|(p, t)| path_routes(&input(p, t), &none))
+        .collect();
         routes.sort_by_key(|r| r.order());
-        let order: Vec<(PathKind, &str)> = routes.iter().map(|r| (r.kind, r.path.as_str())).collect();
+        let order: Vec<(PathKind, &str)> =
+            routes.iter().map(|r| (r.kind, r.path.as_str())).collect();
         assert_eq!(
             order,
             [
@@ -476,9 +514,18 @@ mod tests {
             &Annotations::default(),
         )
         .unwrap();
-        assert_eq!(c.route["match"][0]["headers"], json!({"x-canary": {"regex": "always|yes"}}));
+        assert_eq!(
+            c.route["match"][0]["headers"],
+            json!({"x-canary": {"regex": "always|yes"}})
+        );
         let mut weighted = main.clone();
-        weight_canary(&mut weighted, 30, 100, &canary_dest, &Annotations::default());
+        weight_canary(
+            &mut weighted,
+            30,
+            100,
+            &canary_dest,
+            &Annotations::default(),
+        );
         assert_eq!(weighted.route["route"][0]["weight"], json!(70));
         assert_eq!(weighted.route["route"][1]["weight"], json!(30));
         let mut all = main;
