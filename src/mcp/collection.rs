@@ -11,11 +11,13 @@ use std::sync::LazyLock;
 use crate::model::Kind;
 
 /// The kinds served over MCP, in [`Kind::ALL`]'s order: the custom resource kinds (Istio's config kinds istiod reads,
-/// the Higress ones, the namespaced Gateway API ones). ConfigMaps (higress-config, mesh config), Services,
-/// EndpointSlices, Secrets and the cluster-scoped GatewayClass (MCP resources are named `namespace/name`) are not
-/// served.
+/// the Higress ones, the namespaced Gateway API ones) and Ingress. ConfigMaps (higress-config, mesh config),
+/// Services, EndpointSlices, Secrets and the cluster-scoped GatewayClass and IngressClass (MCP resources are named
+/// `namespace/name`) are not served.
 pub static SERVED: LazyLock<Vec<Kind>> = LazyLock::new(|| {
-    Kind::custom_resources()
+    Kind::ALL
+        .into_iter()
+        .filter(|kind| kind.is_custom_resource() || *kind == Kind::Ingress)
         .filter(|kind| *kind != Kind::GatewayClass)
         .collect()
 });
@@ -59,8 +61,8 @@ pub fn kind_of(collection: &str) -> Option<Kind> {
 
 /// Returns the full name of the proto message that carries a served kind's spec in an MCP resource body
 /// (`istio.networking.v1alpha3.VirtualService`), or `None` for a kind that is not served. Gateway API specs have
-/// no proto message: as istiod's `config.ToProto` does for such specs, they travel as a `google.protobuf.Struct`
-/// of their JSON.
+/// and Ingress specs have no proto message: as istiod's `config.ToProto` does for such specs, they travel as a
+/// `google.protobuf.Struct` of their JSON.
 pub fn body_message(kind: Kind) -> Option<&'static str> {
     Some(match kind {
         Kind::VirtualService => "istio.networking.v1alpha3.VirtualService",
@@ -88,7 +90,8 @@ pub fn body_message(kind: Kind) -> Option<&'static str> {
         | Kind::TlsRoute
         | Kind::TcpRoute
         | Kind::BackendTlsPolicy
-        | Kind::ListenerSet => "google.protobuf.Struct",
+        | Kind::ListenerSet
+        | Kind::Ingress => "google.protobuf.Struct",
         Kind::HigressConfig
         | Kind::MeshConfig
         | Kind::Service
@@ -97,7 +100,6 @@ pub fn body_message(kind: Kind) -> Option<&'static str> {
         | Kind::CaConfigMap
         | Kind::Namespace
         | Kind::GatewayClass
-        | Kind::Ingress
         | Kind::IngressClass => return None,
     })
 }

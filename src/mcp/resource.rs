@@ -334,6 +334,25 @@ mod tests {
         assert!(report.is_valid(), "{:?}", report.findings);
     }
 
+    /// Ingresses travel as a `google.protobuf.Struct` too, their annotations (Higress's settings) in the metadata.
+    #[test]
+    fn ingresses_round_trip_as_structs() {
+        let ingress = json!({"apiVersion": "networking.k8s.io/v1", "kind": "Ingress",
+            "metadata": {"name": "shop", "namespace": "web",
+                "annotations": {"nginx.ingress.kubernetes.io/rewrite-target": "/$1"}},
+            "spec": {"ingressClassName": "higress", "rules": [{"host": "shop.example", "http": {"paths": [
+                {"path": "/a", "pathType": "Prefix", "backend": {"service": {"name": "svc", "port": {"number": 80}}}}]}}]}});
+        let object = test_object(ingress);
+        let resource = encode(&object).unwrap();
+        assert_eq!(
+            resource.body.as_ref().unwrap().type_url,
+            "type.googleapis.com/google.protobuf.Struct"
+        );
+        let back = object_of(&decode(Kind::Ingress, &resource).unwrap());
+        assert_eq!(back.spec, object.spec);
+        assert_eq!(back.metadata.annotations, object.metadata.annotations);
+    }
+
     #[test]
     fn the_higress_kinds_round_trip() {
         let documents = [
