@@ -335,6 +335,22 @@ async fn chart_webhook_denies_invalid_objects_through_kubectl() {
         .await;
     assert_eq!(stored, "web.example.com");
 
+    // Ingresses (networking.k8s.io/v1, the one resource of that group in the rules): Higress's annotations are
+    // checked, a bad value is denied.
+    let ingress = |name: &str, weight: &str| {
+        serde_json::json!({"apiVersion": "networking.k8s.io/v1", "kind": "Ingress",
+            "metadata": {"name": name, "namespace": ns, "annotations": {
+                "nginx.ingress.kubernetes.io/canary": "true",
+                "nginx.ingress.kubernetes.io/canary-weight": weight}},
+            "spec": {"ingressClassName": "higress", "rules": [{"host": "a.example", "http": {"paths": [
+                {"path": "/", "pathType": "Prefix",
+                 "backend": {"service": {"name": "web", "port": {"number": 80}}}}]}}]}})
+    };
+    installed
+        .assert_denied("crds.admitpilot.io", &ingress("canary", "abc"))
+        .await;
+    installed.assert_admitted(&ingress("canary", "30")).await;
+
     // higress-config in the Higress namespace, through the `higress-config` webhook.
     installed
         .assert_denied(
