@@ -26,15 +26,14 @@ use envoy::*;
 use pipeline::*;
 use serde_json::json;
 
+/// An Ingress rule: its host and its paths as `(path, pathType, service)`.
+type Rule<'a> = (&'a str, &'a [(&'a str, &'a str, &'a str)]);
+
 const NODE_ID: &str = "router~127.0.0.1~higress-gateway.default~default.svc.cluster.local";
 
 /// One Ingress of class `higress` in `default`: `name`, its annotations (`key: value` lines), and its rules as
 /// `(host, [(path, pathType, service)])`.
-fn ingress(
-    name: &str,
-    annotations: &[(&str, &str)],
-    rules: &[(&str, &[(&str, &str, &str)])],
-) -> String {
+fn ingress(name: &str, annotations: &[(&str, &str)], rules: &[Rule<'_>]) -> String {
     let annotations: String = annotations
         .iter()
         .map(|(k, v)| format!("    {k}: {}\n", json!(v)))
@@ -83,11 +82,10 @@ fn ingresses() -> String {
     let n = |k: &str| format!("{N}{k}");
     let h = |k: &str| format!("higress.io/{k}");
     let mut out = String::new();
-    let mut add =
-        |name: &str, annotations: &[(String, &str)], rules: &[(&str, &[(&str, &str, &str)])]| {
-            let a: Vec<(&str, &str)> = annotations.iter().map(|(k, v)| (k.as_str(), *v)).collect();
-            out.push_str(&ingress(name, &a, rules));
-        };
+    let mut add = |name: &str, annotations: &[(String, &str)], rules: &[Rule<'_>]| {
+        let a: Vec<(&str, &str)> = annotations.iter().map(|(k, v)| (k.as_str(), *v)).collect();
+        out.push_str(&ingress(name, &a, rules));
+    };
     add(
         "basic",
         &[],
@@ -269,6 +267,23 @@ fn ingresses() -> String {
         &[("cookie.example", &[("/", "Prefix", "pair-cookie")])],
     );
     add(
+        "cookie-expires",
+        &[
+            (n("session-cookie-path"), "/app"),
+            (n("session-cookie-expires"), "300"),
+        ],
+        &[("cookie2.example", &[("/", "Prefix", "pair-cookie2")])],
+    );
+    add(
+        "retries-per-try-timeout",
+        &[
+            (n("proxy-next-upstream"), "timeout"),
+            (n("proxy-next-upstream-tries"), "1"),
+            (n("proxy-next-upstream-timeout"), "1"),
+        ],
+        &[("retry-timeout.example", &[("/", "Prefix", "v1")])],
+    );
+    add(
         "hash-by-header",
         &[(n("upstream-hash-by"), "$http_x_user")],
         &[("hash.example", &[("/", "Prefix", "pair-hash")])],
@@ -284,6 +299,14 @@ fn ingresses() -> String {
         &[("mirror.example", &[("/", "Prefix", "v1")])],
     );
     add(
+        "mirror-none",
+        &[
+            (n("mirror-target-service"), "mirror"),
+            (n("mirror-percentage"), "0"),
+        ],
+        &[("mirror0.example", &[("/", "Prefix", "v1")])],
+    );
+    add(
         "header-control",
         &[
             (
@@ -294,6 +317,7 @@ fn ingresses() -> String {
             (h("request-header-control-remove"), "x-internal"),
             (h("response-header-control-add"), "x-resp yes"),
             (h("response-header-control-update"), "x-server-stage prod"),
+            (h("response-header-control-remove"), "content-type"),
         ],
         &[("headers.example", &[("/", "Prefix", "v1")])],
     );
@@ -416,6 +440,7 @@ async fn ingress_annotations_are_served_by_envoy() {
         service_on("h2", &[h2.port]),
         service_on("tlsb", &[tls_backend.port]),
         service_on("pair-cookie", &[a.port, b.port]),
+        service_on("pair-cookie2", &[a.port, b.port]),
         service_on("pair-hash", &[a.port, b.port]),
         service_on("pair-lb", &[a.port, b.port]),
     ]
@@ -721,6 +746,15 @@ async fn ingress_annotations_are_served_by_envoy() {
         "proxy-next-upstream off: {statuses:?}"
     );
 
+    // proxy-next-upstream-timeout: one try of at most 1 s at a backend that answers after 2 s.
+    assert_eq!(
+        send(&http, get("/slow", "retry-timeout.example"))
+            .await
+            .status,
+        504,
+        "per-try timeout"
+    );
+
     // Cookie affinity: the gateway sets the cookie; with it every request goes to one backend.
     let r = send(&http, get("/", "cookie.example")).await;
     let cookie = r.headers["set-cookie"].to_str().unwrap().to_string();
@@ -736,6 +770,14 @@ async fn ingress_annotations_are_served_by_envoy() {
         ));
     }
     assert_eq!(seen.len(), 1, "cookie affinity: {seen:?}");
+    let r = send(&http, get("/", "cookie2.example")).await;
+    let cookie = r.headers["set-cookie"].to_str().unwrap();
+    assert!(
+        cookie.starts_with("INGRESSCOOKIE=")
+            && cookie.contains("Max-Age=300")
+            && cookie.contains("Path=/app"),
+        "{cookie}"
+    );
     // upstream-hash-by: one user, one backend; both backends serve someone.
     let mut all = BTreeSet::new();
     for user in 0..20 {
@@ -788,6 +830,36 @@ async fn ingress_annotations_are_served_by_envoy() {
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
 
+    // mirror-percentage 0: nothing mirrored (the 100% mirror's copy, sent after, is the only one to arrive).
+    let before = mirror.requests.load(Ordering::SeqCst);
+    for _ in 0..10 {
+        expect(
+            &send(&http, get("/", "mirror0.example")).await,
+            200,
+            "v1",
+            "mirror 0%",
+        );
+    }
+    expect(
+        &send(&http, get("/m", "mirror.example")).await,
+        200,
+        "v1",
+        "mirror",
+    );
+    let deadline = tokio::time::Instant::now() + CONVERGE;
+    while mirror.requests.load(Ordering::SeqCst) <= before {
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "the mirror never got the request"
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    assert_eq!(
+        mirror.requests.load(Ordering::SeqCst),
+        before + 1,
+        "mirror-percentage 0"
+    );
+
     // Header control: add, update (set) and remove on the request; add and update on the response.
     let r = send(
         &http,
@@ -806,6 +878,10 @@ async fn ingress_annotations_are_served_by_envoy() {
     assert!(seen.get("x-internal").is_none(), "removed");
     assert_eq!(r.headers["x-resp"], "yes");
     assert_eq!(r.headers["x-server-stage"], "prod");
+    assert!(
+        r.headers.get("content-type").is_none(),
+        "response header removed"
+    );
 
     // default-backend: the backend Service does not exist, so the default backend answers.
     expect(

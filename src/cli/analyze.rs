@@ -97,7 +97,7 @@ pub fn run(args: AnalyzeArgs) -> anyhow::Result<ExitCode> {
             ));
         }
     }
-    for proxy in gateway_proxies(&config) {
+    for proxy in gateway_proxies(&config, &translate_options) {
         let mut translator = Translator::new(translate_options.clone());
         translator.translate(&config, &proxy);
         let resources = translator.into_resources();

@@ -93,9 +93,13 @@ pub fn candidate_without(live: &Snapshot, key: &ObjectKey) -> Snapshot {
     candidate
 }
 
-/// The proxy groups the Gateways of `snapshot` select: each Gateway's selector, in the Gateway's namespace, and
-/// each Gateway API Gateway's pods (labelled with its name, in its namespace).
-pub fn gateway_proxies(snapshot: &Snapshot) -> Vec<Proxy> {
+/// The namespace of the Ingress gateway checked when no gateway is connected (Higress's `higress-system`).
+pub const INGRESS_GATEWAY_NAMESPACE: &str = "higress-system";
+
+/// The proxy groups the Gateways of `snapshot` select: each Gateway's selector, in the Gateway's namespace, each
+/// Gateway API Gateway's pods (labelled with its name, in its namespace) and, when there are Ingresses, the Ingress
+/// gateway (`options.ingress.gateway_selector`, in [`INGRESS_GATEWAY_NAMESPACE`]).
+pub fn gateway_proxies(snapshot: &Snapshot, options: &Options) -> Vec<Proxy> {
     let gateway_api = snapshot
         .of_kind(Kind::KubernetesGateway)
         .map(|object| Proxy {
@@ -119,6 +123,14 @@ pub fn gateway_proxies(snapshot: &Snapshot) -> Vec<Proxy> {
         })
         .chain(gateway_api)
         .collect();
+    // The Ingress gateway (Higress's runs in `higress-system`), when there are Ingresses.
+    if snapshot.of_kind(Kind::Ingress).next().is_some() {
+        proxies.push(Proxy {
+            namespace: INGRESS_GATEWAY_NAMESPACE.into(),
+            labels: options.ingress.gateway_selector.clone(),
+            ..Default::default()
+        });
+    }
     proxies.sort();
     proxies.dedup();
     proxies
@@ -633,7 +645,7 @@ impl EffectChecker {
         candidate: &Snapshot,
         connected: &[Proxy],
     ) -> Vec<GatewayEffect> {
-        let mut proxies = gateway_proxies(candidate);
+        let mut proxies = gateway_proxies(candidate, &self.options);
         proxies.extend(connected.iter().cloned());
         proxies.sort();
         proxies.dedup();
@@ -856,7 +868,7 @@ mod tests {
         next.objects.insert(good.key(), good);
         let bad = duplicate_listener();
         next.objects.insert(bad.key(), Arc::clone(&bad));
-        let proxy = gateway_proxies(&base).remove(0);
+        let proxy = gateway_proxies(&base, &Options::default()).remove(0);
         let checker = EffectChecker::default();
         let found = checker.culprits(&base, &next, &proxy, 8).unwrap();
         assert_eq!(found.len(), 1, "{found:?}");

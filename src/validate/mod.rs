@@ -17,6 +17,7 @@ mod host_index;
 mod http2rpc;
 mod ingress;
 mod ingress_annotations;
+mod ingress_references;
 pub mod jwks;
 mod mcp_bridge;
 pub mod mesh_config;

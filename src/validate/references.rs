@@ -14,6 +14,7 @@
 //! | IST0101 | a Telemetry access-logging block names a provider the mesh config does not define (nothing is logged there), or one that is not an access-log provider | — |
 //! | IST0109 | two VirtualServices bound to one Gateway claim the same host | `virtualservice/conflictingmeshgatewayhosts.go` (there: the mesh gateway) |
 //! | IST0132 | a VirtualService host that no server of its Gateway accepts | `virtualservice/gateways.go` `analyzeVirtualService` |
+//! | IST0101 | an Ingress names a Service, Service port name, TLS Secret or (canary) main Ingress the config lacks ([`super::ingress_references`]) | — |
 //! | GWAPI-REF | a Gateway API object names what the config lacks or does not allow (never denies; see [`super::gateway_api::references`]) | — |
 //!
 //! An object silences codes with Istio's `galley.istio.io/analyze-suppress` annotation (comma-separated codes).
@@ -131,6 +132,7 @@ pub fn check_references(
         super::gateway_api::references::check(config, object, &mut out);
     }
     match &object.spec {
+        Spec::Ingress(spec) => super::ingress_references::check(config, object, spec, &mut out),
         Spec::VirtualService(vs) => registry.virtual_service(object, vs, &mut out),
         Spec::Gateway(gateway) => registry.gateway_secrets(object, gateway, &mut out),
         Spec::AuthorizationPolicy(policy) => {
