@@ -1262,6 +1262,27 @@ mod tests {
         assert!(p.errors.is_empty() && p.warnings.is_empty(), "{p:?}");
     }
 
+    /// The README's annotation table names every key Higress reads.
+    #[test]
+    fn the_readme_lists_every_key() {
+        let readme = include_str!("../../../README.md");
+        let section = readme
+            .split("## Ingress with Higress's annotations")
+            .nth(1)
+            .and_then(|rest| rest.split("\n## ").next())
+            .unwrap_or_default();
+        for (key, _, support) in KEYS {
+            let row = section
+                .lines()
+                .find(|l| l.starts_with('|') && l.contains(&format!("`{key}`")));
+            let Some(row) = row else {
+                panic!("README's Ingress annotation table lacks {key}");
+            };
+            let enforced = *support == Enforced;
+            assert_eq!(row.contains("| supported |"), enforced, "{key}: {row}");
+        }
+    }
+
     #[test]
     fn unknown_keys_are_warned_with_the_nearest_name() {
         let p = parsed(&[
