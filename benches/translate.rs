@@ -9,6 +9,9 @@
 //! header match, a 90/10 split over two Services, a request timeout and a retry), the same Services and
 //! EndpointSlices, translated for the proxy labelled with the Gateway's name.
 //!
+//! The same for Ingress (`ingress_full`, `ingress_incremental_one_changed`): N Ingresses of class `higress` (ten per
+//! host, each one Prefix path with a timeout, retries, a request header and CORS), translated for Higress's gateway.
+//!
 //! Run: `cargo bench --bench translate`. Before the timings it prints, per size, the resident-memory growth
 //! of one full translation (Linux `/proc/self/statm`) and the encoded size of the output.
 
@@ -153,6 +156,67 @@ fn http_route(index: usize, variant: usize) -> Arc<ConfigObject> {
             }]
         }
     }))
+}
+
+/// The Gateway API workload's Services and EndpointSlices, an IngressClass of Higress's controller and N Ingresses
+/// `ingress-<i>` (ten per host, each one Prefix path with canary-free route annotations: a timeout, retries, a
+/// request header and CORS), translated for Higress's gateway.
+fn ingress_snapshot(ingresses: usize) -> Snapshot {
+    let mut objects: Vec<Arc<ConfigObject>> = vec![object(json!({
+        "apiVersion": "networking.k8s.io/v1", "kind": "IngressClass",
+        "metadata": {"name": "higress"}, "spec": {"controller": "higress.io/higress-controller"}
+    }))];
+    objects.extend(
+        gateway_api_snapshot(0)
+            .objects
+            .values()
+            .cloned()
+            .filter(|o| {
+                matches!(
+                    o.kind(),
+                    admitpilot::model::Kind::Service | admitpilot::model::Kind::EndpointSlice
+                )
+            }),
+    );
+    objects.extend((0..ingresses).map(|i| ingress(i, 0)));
+    Snapshot {
+        version: 1,
+        objects: objects.into_iter().map(|o| (o.key(), o)).collect(),
+    }
+}
+
+/// Ingress `apps/ingress-<index>`, host `host-<index / 10>.example.com`, path `/api/v<variant>/r<index>`.
+fn ingress(index: usize, variant: usize) -> Arc<ConfigObject> {
+    object(json!({
+        "apiVersion": "networking.k8s.io/v1", "kind": "Ingress",
+        "metadata": {"name": format!("ingress-{index}"), "namespace": "apps",
+            "creationTimestamp": "2026-01-01T00:00:00Z",
+            "annotations": {
+                "higress.io/timeout": "5",
+                "nginx.ingress.kubernetes.io/proxy-next-upstream": "error http_503",
+                "higress.io/request-header-control-add": format!("x-tenant t{}", index % ROUTES_PER_VS),
+                "nginx.ingress.kubernetes.io/enable-cors": "true"
+            }},
+        "spec": {
+            "ingressClassName": "higress",
+            "rules": [{"host": format!("host-{}.example.com", index / ROUTES_PER_VS), "http": {"paths": [{
+                "path": format!("/api/v{variant}/r{index}"), "pathType": "Prefix",
+                "backend": {"service": {"name": format!("svc-{}", index % SERVICES), "port": {"number": 8080}}}
+            }]}}]
+        }
+    }))
+}
+
+fn ingress_proxy() -> Proxy {
+    Proxy {
+        namespace: "higress-system".into(),
+        labels: [(
+            "higress".to_string(),
+            "higress-system-higress-gateway".to_string(),
+        )]
+        .into(),
+        ..Default::default()
+    }
 }
 
 fn gateway_api_proxy() -> Proxy {
@@ -304,6 +368,33 @@ fn bench(c: &mut Criterion) {
     );
 }
 
+fn bench_ingress(c: &mut Criterion) {
+    let proxy = ingress_proxy();
+    let mut full = c.benchmark_group("ingress_full");
+    full.sample_size(10);
+    for ingresses in [1_000, 10_000] {
+        let snap = ingress_snapshot(ingresses);
+        let resources = translate(&snap, &proxy);
+        // Each Prefix path is served as two Envoy routes: the exact path and the segment prefix.
+        assert_eq!(
+            route_count(&resources),
+            2 * ingresses,
+            "every Ingress path is served"
+        );
+        full.bench_with_input(BenchmarkId::from_parameter(ingresses), &snap, |b, snap| {
+            b.iter(|| translate(snap, &proxy));
+        });
+    }
+    full.finish();
+    incremental(c, "ingress_incremental_one_changed", &proxy, |ingresses| {
+        let base = ingress_snapshot(ingresses);
+        let mut changed = base.clone();
+        let edited = ingress(0, 1);
+        changed.objects.insert(edited.key(), edited);
+        (base, changed)
+    });
+}
+
 /// One warmed `Translator` (as each xDS proxy group keeps) alternating between the two snapshots `pair` makes for
 /// 1,000 and 10,000 routes (they differ in one object); checks first that the incremental output equals a fresh
 /// translation.
@@ -338,5 +429,5 @@ fn incremental(
     incremental.finish();
 }
 
-criterion_group!(benches, bench);
+criterion_group!(benches, bench, bench_ingress);
 criterion_main!(benches);

@@ -235,6 +235,14 @@ fn ingresses() -> String {
         &[("allowlist.example", &[("/public", "Prefix", "v1")])],
     );
     add(
+        "whitelist-ignore-case",
+        &[
+            (n("whitelist-source-range"), "1.1.1.1"),
+            (h("ignore-path-case"), "true"),
+        ],
+        &[("allowlist-case.example", &[("/private", "Prefix", "v1")])],
+    );
+    add(
         "whitelist-allow",
         &[(n("whitelist-source-range"), "10.0.0.0/8, 127.0.0.1/32")],
         &[("allowed.example", &[("/", "Prefix", "v1")])],
@@ -715,6 +723,12 @@ async fn ingress_annotations_are_served_by_envoy() {
         200,
         "v1",
         "other path of the host",
+    );
+    // With ignore-path-case the route matches /PRIVATE too, and so does the whitelist.
+    assert_eq!(
+        send(&http, get("/PRIVATE/x", "allowlist-case.example")).await.status,
+        403,
+        "not whitelisted, whatever the case"
     );
     expect(
         &send(&http, get("/", "allowed.example")).await,

@@ -56,10 +56,15 @@ pub fn parse_configmap_credential(credential_name: &str) -> Option<(&str, &str)>
         .split_once('/')
 }
 
-/// Returns the SDS name of a gateway credential: `kubernetes://<credentialName>`, or a `kubernetes-gateway://` or
-/// `configmap://` credential as it is (Istio's `credentials.ToResourceName`).
+/// Prefix of the credential of an Ingress TLS Secret: `kubernetes-ingress://<namespace>/<name>` (Higress's, without
+/// its cluster id).
+pub const INGRESS_CREDENTIAL_PREFIX: &str = "kubernetes-ingress://";
+
+/// Returns the SDS name of a gateway credential: `kubernetes://<credentialName>`, or a `kubernetes-gateway://`,
+/// `kubernetes-ingress://` or `configmap://` credential as it is (Istio's `credentials.ToResourceName`).
 pub fn credential_secret(credential_name: &str) -> String {
     if credential_name.starts_with(GATEWAY_CREDENTIAL_PREFIX)
+        || credential_name.starts_with(INGRESS_CREDENTIAL_PREFIX)
         || credential_name.starts_with(CONFIGMAP_CREDENTIAL_PREFIX)
     {
         credential_name.to_string()

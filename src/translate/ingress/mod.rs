@@ -31,9 +31,9 @@ use routes::{PathInput, PathRoute};
 /// Prefix of the names of every object synthesized from Ingresses.
 pub const SYNTHESIZED: &str = "ingress~";
 
-/// Prefix of the credential of an Ingress TLS Secret: `kubernetes-ingress://<namespace>/<name>` (Higress's, without
-/// its cluster id). Only a proxy that serves an Ingress in that namespace naming that Secret gets it.
-pub const CREDENTIAL_PREFIX: &str = "kubernetes-ingress://";
+/// Prefix of the credential of an Ingress TLS Secret (`kubernetes-ingress://<namespace>/<name>`). Only a proxy that
+/// serves an Ingress in that namespace naming that Secret gets it.
+pub use crate::translate::naming::INGRESS_CREDENTIAL_PREFIX as CREDENTIAL_PREFIX;
 
 /// The namespace and name of a `kubernetes-ingress://<ns>/<name>` credential; `None` for any other.
 pub fn parse_credential(credential: &str) -> Option<(&str, &str)> {

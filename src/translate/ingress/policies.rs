@@ -99,8 +99,12 @@ pub(super) fn destination_rules(
 }
 
 /// The AuthorizationPolicy paths of an Ingress path: Exact as is, Prefix as itself and `<path>/*`; `None` for a
-/// regex path, which Istio paths cannot express (the rule then covers the whole host: stricter, never looser).
+/// regex path or `ignore-path-case`, which Istio paths cannot express (the rule then covers the whole host:
+/// stricter, never looser).
 fn policy_paths(path: &str, path_type: &str, a: &Annotations) -> Option<Vec<String>> {
+    if a.ignore_path_case {
+        return None;
+    }
     match super::routes::path_kind(path, path_type, a) {
         super::routes::PathKind::Exact => Some(vec![path.to_string()]),
         super::routes::PathKind::Prefix => {
