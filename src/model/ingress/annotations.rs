@@ -457,35 +457,49 @@ const CORS_DEFAULT_MAX_AGE: u32 = 1_728_000;
 
 /// Reads annotation values, recording the errors.
 struct Reader<'a> {
-    annotations: &'a BTreeMap<String, String>,
+    /// The values under the two prefixes, by name without prefix: (nginx's, higress's).
+    values: BTreeMap<&'a str, (Option<&'a str>, Option<&'a str>)>,
     errors: Vec<AnnotationError>,
 }
 
 impl<'a> Reader<'a> {
-    /// Full keys a name may be written as, nginx first.
-    fn keys(name: &str) -> Vec<String> {
-        let prefixes = KEYS
-            .iter()
-            .find(|(key, _, _)| *key == name)
-            .map_or(Both, |(_, prefixes, _)| *prefixes);
-        match prefixes {
-            Both => vec![format!("{NGINX}{name}"), format!("{HIGRESS}{name}")],
-            Higress => vec![format!("{HIGRESS}{name}")],
+    fn new(annotations: &'a BTreeMap<String, String>) -> Self {
+        let mut values: BTreeMap<&str, (Option<&str>, Option<&str>)> = BTreeMap::new();
+        for (key, value) in annotations {
+            if let Some(name) = key.strip_prefix(NGINX) {
+                values.entry(name).or_default().0 = Some(value);
+            } else if let Some(name) = key.strip_prefix(HIGRESS) {
+                values.entry(name).or_default().1 = Some(value);
+            }
         }
+        Reader {
+            values,
+            errors: Vec::new(),
+        }
+    }
+
+    /// The values a name is set to under the prefixes it is read with, nginx first, with their prefixes.
+    fn values(&self, name: &str) -> [(&'static str, Option<&'a str>); 2] {
+        let (nginx, higress) = self.values.get(name).copied().unwrap_or_default();
+        let higress_only = KEYS
+            .iter()
+            .any(|(key, prefixes, _)| *key == name && *prefixes == Higress);
+        [
+            (NGINX, nginx.filter(|_| !higress_only)),
+            (HIGRESS, higress),
+        ]
     }
 
     /// Whether the name is set under a prefix it is read with (Higress's `HasASAP`).
     fn has(&self, name: &str) -> bool {
-        Self::keys(name)
-            .iter()
-            .any(|k| self.annotations.contains_key(k))
+        self.values(name).iter().any(|(_, v)| v.is_some())
     }
 
     /// Parses every value the name is set to, recording each error; the first that parses wins (nginx first).
     fn read<T>(&mut self, name: &str, parse: impl Fn(&str) -> Result<T, String>) -> Option<T> {
         let mut winner = None;
-        for key in Self::keys(name) {
-            let Some(raw) = self.annotations.get(&key) else {
+        for (prefix, raw) in self.values(name) {
+            let Some(raw) = raw else {
                 continue;
             };
             match parse(raw.trim()) {
@@ -495,7 +509,7 @@ impl<'a> Reader<'a> {
                     }
                 }
                 Err(message) => self.errors.push(AnnotationError {
-                    key,
+                    key: format!("{prefix}{name}"),
                     message: format!("invalid annotation value {raw:?}: {message}"),
                 }),
             }
@@ -711,10 +725,7 @@ fn hash_by(v: &str) -> Result<LoadBalance, String> {
 
 /// Reads the annotations of one Ingress.
 pub fn parse(annotations: &BTreeMap<String, String>) -> Parsed {
-    let mut r = Reader {
-        annotations,
-        errors: Vec::new(),
-    };
+    let mut r = Reader::new(annotations);
     let mut out = Annotations {
         use_regex: r.bool("use-regex").unwrap_or(false),
         full_path_regex: r.bool("full-path-regex").unwrap_or(false),

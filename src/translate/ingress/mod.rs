@@ -40,13 +40,34 @@ pub fn parse_credential(credential: &str) -> Option<(&str, &str)> {
     credential.strip_prefix(CREDENTIAL_PREFIX)?.split_once('/')
 }
 
-/// The objects the previous call synthesized, to hand back the same `Arc` for an equal object (the translator's
-/// per-object caches compare by address).
+/// What the previous call synthesized, so that a call converts again only what changed: the objects by key (to hand
+/// back the same `Arc` for an equal object; the translator's per-object caches compare by address), each Ingress's
+/// parsed annotations, and per host the Ingresses it was built from (compared by address) with what it became.
 #[derive(Debug, Default)]
 pub struct Converted {
     previous: HashMap<ObjectKey, Arc<ConfigObject>>,
+    annotations: HashMap<ObjectKey, (Arc<ConfigObject>, Arc<Annotations>)>,
+    hosts: HashMap<String, BuiltHost>,
+    /// The Services and EndpointSlices the hosts were built from (backends resolve against them).
+    services: Vec<Arc<ConfigObject>>,
     /// The TLS Secrets (namespace, name) the served Ingresses name, which the proxy may read.
     pub secrets: BTreeSet<(String, String)>,
+}
+
+/// One host as the previous call built it.
+#[derive(Debug)]
+struct BuiltHost {
+    /// The Ingresses that contributed, in order.
+    inputs: Vec<Arc<ConfigObject>>,
+    /// Its Gateway and VirtualService.
+    objects: Vec<Arc<ConfigObject>>,
+    /// Its TLS Secret.
+    tls: Option<(String, String)>,
+}
+
+/// Whether two lists hold the same objects (by address).
+fn same(a: &[Arc<ConfigObject>], b: &[Arc<ConfigObject>]) -> bool {
+    a.len() == b.len() && a.iter().zip(b).all(|(x, y)| Arc::ptr_eq(x, y))
 }
 
 impl Converted {
@@ -58,8 +79,7 @@ impl Converted {
         proxy: &Proxy,
         options: &Options,
     ) -> Option<Snapshot> {
-        let (objects, secrets) = synthesize(snapshot, proxy, options);
-        self.secrets = secrets;
+        let objects = self.synthesize(snapshot, proxy, options);
         if objects.is_empty() && self.previous.is_empty() {
             return None;
         }
@@ -68,14 +88,168 @@ impl Converted {
         for object in objects {
             let key = object.key();
             let object = match previous.remove(&key) {
-                Some(old) if *old == object => old,
-                _ => Arc::new(object),
+                Some(old) if Arc::ptr_eq(&old, &object) || *old == *object => old,
+                _ => object,
             };
             self.previous.insert(key.clone(), Arc::clone(&object));
             out.objects.insert(key, object);
         }
         Some(out)
     }
+
+    /// The parsed annotations of an Ingress, parsed again only when the Ingress changed.
+    fn annotations_of(&mut self, object: &Arc<ConfigObject>) -> Arc<Annotations> {
+        let key = object.key();
+        match self.annotations.get(&key) {
+            Some((seen, parsed)) if Arc::ptr_eq(seen, object) => Arc::clone(parsed),
+            _ => {
+                let parsed = Arc::new(annotations::parse(&object.metadata.annotations).annotations);
+                self.annotations
+                    .insert(key, (Arc::clone(object), Arc::clone(&parsed)));
+                parsed
+            }
+        }
+    }
+
+    /// The Istio objects of the Ingresses `proxy` serves; hosts whose Ingresses, Services and EndpointSlices are
+    /// the previous call's are not converted again.
+    fn synthesize(
+        &mut self,
+        snapshot: &Snapshot,
+        proxy: &Proxy,
+        options: &Options,
+    ) -> Vec<Arc<ConfigObject>> {
+        let ingress = &options.ingress;
+        if !proxy.has_labels(&ingress.gateway_selector) {
+            self.hosts.clear();
+            self.secrets.clear();
+            return Vec::new();
+        }
+        let cx = Context {
+            snapshot,
+            options: ingress,
+            domain_suffix: &options.domain_suffix,
+        };
+        let listed = ingress_model::served(snapshot, ingress);
+        self.annotations
+            .retain(|key, _| snapshot.get(key).is_some());
+        let served: Vec<Served<'_>> = listed
+            .into_iter()
+            .map(|(object, spec)| Served {
+                object,
+                spec,
+                annotations: self.annotations_of(object),
+            })
+            .collect();
+        let services: Vec<Arc<ConfigObject>> = snapshot
+            .of_kind(Kind::Service)
+            .chain(snapshot.of_kind(Kind::EndpointSlice))
+            .cloned()
+            .collect();
+        let services_same = same(&services, &self.services);
+        self.services = services;
+        let inputs = host_inputs(&served);
+        let dirty: BTreeSet<String> = inputs
+            .iter()
+            .filter(|(host, list)| {
+                !services_same
+                    || !self
+                        .hosts
+                        .get(host.as_str())
+                        .is_some_and(|built| same(&built.inputs, list))
+            })
+            .map(|(host, _)| host.clone())
+            .collect();
+        let mut hosts: BTreeMap<String, Host> = BTreeMap::new();
+        for s in served.iter().filter(|s| s.annotations.canary.is_none()) {
+            add_rules(&cx, s, &mut hosts, &dirty);
+        }
+        for s in served.iter().filter(|s| s.annotations.canary.is_some()) {
+            add_canary(&cx, s, &mut hosts, &dirty);
+        }
+        for s in served.iter().filter(|s| s.annotations.canary.is_none()) {
+            add_default_backend(&cx, s, &mut hosts, &dirty);
+        }
+        let namespace = proxy.namespace.as_str();
+        let mut built = HashMap::new();
+        for (host, list) in inputs {
+            let entry = match hosts.remove(&host) {
+                Some(h) => {
+                    let tls = h.tls.clone();
+                    BuiltHost {
+                        inputs: list,
+                        objects: host_objects(&cx, namespace, &host, h)
+                            .into_iter()
+                            .map(Arc::new)
+                            .collect(),
+                        tls,
+                    }
+                }
+                // A changed host that yields nothing (a canary whose main Ingress went) is gone.
+                None if dirty.contains(&host) => continue,
+                None => match self.hosts.remove(&host) {
+                    Some(previous) => previous,
+                    None => continue,
+                },
+            };
+            built.insert(host, entry);
+        }
+        self.hosts = built;
+        self.secrets = self.hosts.values().filter_map(|h| h.tls.clone()).collect();
+        let mut objects: Vec<Arc<ConfigObject>> = self
+            .hosts
+            .values()
+            .flat_map(|h| h.objects.iter().cloned())
+            .collect();
+        objects.extend(
+            policies::destination_rules(&cx, namespace, &served)
+                .into_iter()
+                .map(Arc::new),
+        );
+        objects.extend(
+            policies::whitelist(&cx, namespace, &served)
+                .into_iter()
+                .map(Arc::new),
+        );
+        objects
+    }
+}
+
+/// The hosts of the served Ingresses, each with the Ingresses that contribute to it in the order they are applied:
+/// rules, then canaries, then default backends (which also answer `*`).
+fn host_inputs(served: &[Served<'_>]) -> BTreeMap<String, Vec<Arc<ConfigObject>>> {
+    let mut inputs: BTreeMap<String, Vec<Arc<ConfigObject>>> = BTreeMap::new();
+    let mut add = |host: String, object: &Arc<ConfigObject>| {
+        let list = inputs.entry(host).or_default();
+        if !list.last().is_some_and(|last| Arc::ptr_eq(last, object)) {
+            list.push(Arc::clone(object));
+        }
+    };
+    let canary = |s: &&Served<'_>| s.annotations.canary.is_some();
+    for s in served
+        .iter()
+        .filter(|s| !canary(s))
+        .chain(served.iter().filter(canary))
+    {
+        for rule in s.spec.rules.iter().flatten() {
+            add(rule_host(rule.host.as_deref()), s.object);
+        }
+    }
+    for s in served
+        .iter()
+        .filter(|s| !canary(s) && s.spec.default_backend.is_some())
+    {
+        add("*".into(), s.object);
+        for rule in s.spec.rules.iter().flatten() {
+            add(rule_host(rule.host.as_deref()), s.object);
+        }
+    }
+    inputs
+}
+
+/// A rule's host, `*` when it has none.
+fn rule_host(host: Option<&str>) -> String {
+    host.filter(|h| !h.is_empty()).unwrap_or("*").to_string()
 }
 
 /// What one host collects.
@@ -93,9 +267,9 @@ struct Host {
 
 /// A served Ingress with its parsed annotations.
 struct Served<'a> {
-    object: &'a ConfigObject,
+    object: &'a Arc<ConfigObject>,
     spec: &'a IngressSpec,
-    annotations: Annotations,
+    annotations: Arc<Annotations>,
 }
 
 impl Served<'_> {
@@ -212,56 +386,14 @@ fn tls_secret<'a>(spec: &'a IngressSpec, host: &str) -> Option<&'a str> {
     })
 }
 
-/// The Istio objects of the Ingresses `proxy` serves, and the Secrets they name.
-fn synthesize(
-    snapshot: &Snapshot,
-    proxy: &Proxy,
-    options: &Options,
-) -> (Vec<ConfigObject>, BTreeSet<(String, String)>) {
-    let ingress = &options.ingress;
-    if !proxy.has_labels(&ingress.gateway_selector) {
-        return (Vec::new(), BTreeSet::new());
-    }
-    let cx = Context {
-        snapshot,
-        options: ingress,
-        domain_suffix: &options.domain_suffix,
-    };
-    let served: Vec<Served<'_>> = ingress_model::served(snapshot, ingress)
-        .into_iter()
-        .map(|(object, spec)| Served {
-            object,
-            spec,
-            annotations: annotations::parse(&object.metadata.annotations).annotations,
-        })
-        .collect();
-    let mut hosts: BTreeMap<String, Host> = BTreeMap::new();
-    for s in served.iter().filter(|s| s.annotations.canary.is_none()) {
-        add_rules(&cx, s, &mut hosts);
-    }
-    for s in served.iter().filter(|s| s.annotations.canary.is_some()) {
-        add_canary(&cx, s, &mut hosts);
-    }
-    for s in served.iter().filter(|s| s.annotations.canary.is_none()) {
-        add_default_backend(&cx, s, &mut hosts);
-    }
-    let namespace = proxy.namespace.as_str();
-    let mut secrets = BTreeSet::new();
-    let mut objects = Vec::new();
-    for (host, h) in hosts {
-        if let Some(tls) = &h.tls {
-            secrets.insert(tls.clone());
-        }
-        objects.extend(host_objects(&cx, namespace, &host, h));
-    }
-    objects.extend(policies::destination_rules(&cx, namespace, &served));
-    objects.extend(policies::whitelist(&cx, namespace, &served));
-    (objects, secrets)
-}
-
 /// Adds the paths of a (non-canary) Ingress to its hosts; a path whose host and key an older Ingress already has
 /// is left out (Higress's `DuplicatedRoute`).
-fn add_rules(cx: &Context<'_>, s: &Served<'_>, hosts: &mut BTreeMap<String, Host>) {
+fn add_rules(
+    cx: &Context<'_>,
+    s: &Served<'_>,
+    hosts: &mut BTreeMap<String, Host>,
+    dirty: &BTreeSet<String>,
+) {
     let name = s.name();
     let mirror = s
         .annotations
@@ -269,11 +401,10 @@ fn add_rules(cx: &Context<'_>, s: &Served<'_>, hosts: &mut BTreeMap<String, Host
         .as_ref()
         .and_then(|m| cx.annotated_service(s.namespace(), &m.service));
     for rule in s.spec.rules.iter().flatten() {
-        let host_name = rule
-            .host
-            .clone()
-            .filter(|h| !h.is_empty())
-            .unwrap_or_else(|| "*".into());
+        let host_name = rule_host(rule.host.as_deref());
+        if !dirty.contains(host_name.as_str()) {
+            continue;
+        }
         let host = hosts.entry(host_name.clone()).or_default();
         if host.tls.is_none() {
             host.tls = tls_secret(s.spec, &host_name)
@@ -317,18 +448,22 @@ fn add_rules(cx: &Context<'_>, s: &Served<'_>, hosts: &mut BTreeMap<String, Host
 
 /// Applies a canary Ingress to the routes of its main Ingress (same host and rule key); a canary path without one
 /// is left out, as Higress leaves it (`ApplyCanaryIngress`).
-fn add_canary(cx: &Context<'_>, s: &Served<'_>, hosts: &mut BTreeMap<String, Host>) {
+fn add_canary(
+    cx: &Context<'_>,
+    s: &Served<'_>,
+    hosts: &mut BTreeMap<String, Host>,
+    dirty: &BTreeSet<String>,
+) {
     let Some(canary) = &s.annotations.canary else {
         return;
     };
     let name = s.name();
     for rule in s.spec.rules.iter().flatten() {
-        let host_name = rule
-            .host
-            .clone()
-            .filter(|h| !h.is_empty())
-            .unwrap_or_else(|| "*".into());
-        let Some(host) = hosts.get_mut(&host_name) else {
+        let host_name = rule_host(rule.host.as_deref());
+        let Some(host) = hosts
+            .get_mut(&host_name)
+            .filter(|_| dirty.contains(host_name.as_str()))
+        else {
             continue;
         };
         for path in rule.http.iter().flat_map(|h| &h.paths) {
@@ -388,7 +523,12 @@ fn add_canary(cx: &Context<'_>, s: &Served<'_>, hosts: &mut BTreeMap<String, Hos
 
 /// Adds an Ingress's `spec.defaultBackend` as the last route of `*` and of each of its hosts without a Prefix `/`
 /// route; the oldest Ingress's wins (`ApplyDefaultBackend`).
-fn add_default_backend(cx: &Context<'_>, s: &Served<'_>, hosts: &mut BTreeMap<String, Host>) {
+fn add_default_backend(
+    cx: &Context<'_>,
+    s: &Served<'_>,
+    hosts: &mut BTreeMap<String, Host>,
+    dirty: &BTreeSet<String>,
+) {
     let Some(backend) = &s.spec.default_backend else {
         return;
     };
@@ -398,14 +538,12 @@ fn add_default_backend(cx: &Context<'_>, s: &Served<'_>, hosts: &mut BTreeMap<St
     let name = format!("{}-default", s.name());
     let mut targets = vec!["*".to_string()];
     for rule in s.spec.rules.iter().flatten() {
-        targets.push(
-            rule.host
-                .clone()
-                .filter(|h| !h.is_empty())
-                .unwrap_or_else(|| "*".into()),
-        );
+        targets.push(rule_host(rule.host.as_deref()));
     }
     for target in targets {
+        if !dirty.contains(target.as_str()) {
+            continue;
+        }
         let host = hosts.entry(target).or_default();
         let catch_all = host.routes.iter().any(|r| {
             r.kind == routes::PathKind::Prefix
@@ -499,4 +637,82 @@ fn host_objects(cx: &Context<'_>, namespace: &str, host: &str, mut h: Host) -> V
         }
     }
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::model::snapshot::snapshot_from_yaml;
+
+    const CONFIG: &str = r#"
+apiVersion: networking.k8s.io/v1
+kind: Ingress
+metadata: {name: main, namespace: default}
+spec:
+  ingressClassName: higress
+  rules: [{host: a.example, http: {paths: [{path: /, pathType: Prefix, backend: {service: {name: web, port: {number: 80}}}}]}}]
+---
+apiVersion: networking.k8s.io/v1
+kind: Ingress
+metadata:
+  name: canary
+  namespace: default
+  annotations: {nginx.ingress.kubernetes.io/canary: "true", nginx.ingress.kubernetes.io/canary-by-header: x-canary}
+spec:
+  ingressClassName: higress
+  rules: [{host: a.example, http: {paths: [{path: /, pathType: Prefix, backend: {service: {name: next, port: {number: 80}}}}]}}]
+---
+apiVersion: networking.k8s.io/v1
+kind: Ingress
+metadata: {name: other, namespace: default}
+spec:
+  ingressClassName: higress
+  rules: [{host: b.example, http: {paths: [{path: /b, pathType: Exact, backend: {service: {name: web, port: {number: 80}}}}]}}]
+"#;
+
+    fn proxy() -> Proxy {
+        Proxy {
+            namespace: "higress-system".into(),
+            labels: IngressOptions::default().gateway_selector,
+            ..Proxy::default()
+        }
+    }
+
+    /// The objects a fresh conversion makes of `snapshot`.
+    fn fresh(snapshot: &Snapshot) -> Vec<ConfigObject> {
+        let mut objects: Vec<ConfigObject> = Converted::default()
+            .synthesize(snapshot, &proxy(), &Options::default())
+            .iter()
+            .map(|o| (**o).clone())
+            .collect();
+        objects.sort_by_key(ConfigObject::key);
+        objects
+    }
+
+    /// A converter reused across changes gives what a fresh one gives, and keeps the objects of unchanged hosts.
+    #[test]
+    fn reused_conversion_equals_a_fresh_one() {
+        let first = snapshot_from_yaml(CONFIG);
+        let mut converted = Converted::default();
+        let before = converted.synthesize(&first, &proxy(), &Options::default());
+        assert_eq!(before.len(), 4, "a Gateway and a VirtualService per host");
+        // The main Ingress goes: its canary takes nothing, and a.example is gone; b.example is kept as it was.
+        let mut second = first.clone();
+        second
+            .objects
+            .remove(&ObjectKey::new(Kind::Ingress, "default", "main"));
+        let mut after = converted.synthesize(&second, &proxy(), &Options::default());
+        after.sort_by_key(|o| o.key());
+        let plain: Vec<ConfigObject> = after.iter().map(|o| (**o).clone()).collect();
+        assert_eq!(plain, fresh(&second));
+        assert!(after.iter().all(|o| o.metadata.name == "ingress~b.example"));
+        assert!(after
+            .iter()
+            .all(|o| before.iter().any(|b| Arc::ptr_eq(b, o))));
+        // And comes back.
+        let mut again = converted.synthesize(&first, &proxy(), &Options::default());
+        again.sort_by_key(|o| o.key());
+        let plain: Vec<ConfigObject> = again.iter().map(|o| (**o).clone()).collect();
+        assert_eq!(plain, fresh(&first));
+    }
 }
