@@ -170,13 +170,13 @@ fn ingress_snapshot(ingresses: usize) -> Snapshot {
         gateway_api_snapshot(0)
             .objects
             .values()
-            .cloned()
             .filter(|o| {
                 matches!(
                     o.kind(),
                     admitpilot::model::Kind::Service | admitpilot::model::Kind::EndpointSlice
                 )
-            }),
+            })
+            .cloned(),
     );
     objects.extend((0..ingresses).map(|i| ingress(i, 0)));
     Snapshot {

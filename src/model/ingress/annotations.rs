@@ -484,10 +484,7 @@ impl<'a> Reader<'a> {
         let higress_only = KEYS
             .iter()
             .any(|(key, prefixes, _)| *key == name && *prefixes == Higress);
-        [
-            (NGINX, nginx.filter(|_| !higress_only)),
-            (HIGRESS, higress),
-        ]
+        [(NGINX, nginx.filter(|_| !higress_only)), (HIGRESS, higress)]
     }
 
     /// Whether the name is set under a prefix it is read with (Higress's `HasASAP`).

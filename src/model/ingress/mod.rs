@@ -124,12 +124,11 @@ pub fn served<'a>(
             _ => None,
         })
         .collect();
-    out.sort_by(|(a, _), (b, _)| {
-        let created = |o: &ConfigObject| o.metadata.creation_timestamp.clone().unwrap_or_default();
-        created(a).cmp(&created(b)).then_with(|| {
-            format!("{}.{}", a.metadata.name, a.metadata.namespace)
-                .cmp(&format!("{}.{}", b.metadata.name, b.metadata.namespace))
-        })
+    out.sort_by_cached_key(|(o, _)| {
+        (
+            o.metadata.creation_timestamp.clone().unwrap_or_default(),
+            format!("{}.{}", o.metadata.name, o.metadata.namespace),
+        )
     });
     out
 }

@@ -46,7 +46,8 @@ pub fn parse_credential(credential: &str) -> Option<(&str, &str)> {
 #[derive(Debug, Default)]
 pub struct Converted {
     previous: HashMap<ObjectKey, Arc<ConfigObject>>,
-    annotations: HashMap<ObjectKey, (Arc<ConfigObject>, Arc<Annotations>)>,
+    /// Parsed annotations by the Ingress object's address (the `Arc` held keeps the address from being reused).
+    annotations: HashMap<usize, (Arc<ConfigObject>, Arc<Annotations>)>,
     hosts: HashMap<String, BuiltHost>,
     /// The Services and EndpointSlices the hosts were built from (backends resolve against them).
     services: Vec<Arc<ConfigObject>>,
@@ -97,18 +98,21 @@ impl Converted {
         Some(out)
     }
 
-    /// The parsed annotations of an Ingress, parsed again only when the Ingress changed.
-    fn annotations_of(&mut self, object: &Arc<ConfigObject>) -> Arc<Annotations> {
-        let key = object.key();
-        match self.annotations.get(&key) {
-            Some((seen, parsed)) if Arc::ptr_eq(seen, object) => Arc::clone(parsed),
-            _ => {
-                let parsed = Arc::new(annotations::parse(&object.metadata.annotations).annotations);
-                self.annotations
-                    .insert(key, (Arc::clone(object), Arc::clone(&parsed)));
-                parsed
-            }
-        }
+    /// The parsed annotations of an Ingress: the previous call's (`previous`, by the object's address) when the
+    /// Ingress is the same object, else parsed now; kept in `self.annotations` for the next call.
+    fn annotations_of(
+        &mut self,
+        previous: &mut HashMap<usize, (Arc<ConfigObject>, Arc<Annotations>)>,
+        object: &Arc<ConfigObject>,
+    ) -> Arc<Annotations> {
+        let address = Arc::as_ptr(object) as usize;
+        let parsed = match previous.remove(&address) {
+            Some((_, parsed)) => parsed,
+            None => Arc::new(annotations::parse(&object.metadata.annotations).annotations),
+        };
+        self.annotations
+            .insert(address, (Arc::clone(object), Arc::clone(&parsed)));
+        parsed
     }
 
     /// The Istio objects of the Ingresses `proxy` serves; hosts whose Ingresses, Services and EndpointSlices are
@@ -131,14 +135,13 @@ impl Converted {
             domain_suffix: &options.domain_suffix,
         };
         let listed = ingress_model::served(snapshot, ingress);
-        self.annotations
-            .retain(|key, _| snapshot.get(key).is_some());
+        let mut previous = std::mem::take(&mut self.annotations);
         let served: Vec<Served<'_>> = listed
             .into_iter()
             .map(|(object, spec)| Served {
                 object,
                 spec,
-                annotations: self.annotations_of(object),
+                annotations: self.annotations_of(&mut previous, object),
             })
             .collect();
         let services: Vec<Arc<ConfigObject>> = snapshot

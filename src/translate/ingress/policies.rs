@@ -17,6 +17,13 @@ use crate::model::istio::proxy_config::TypeWorkloadSelector;
 use crate::model::istio::DestinationRule;
 use crate::model::{ConfigObject, Kind, Spec};
 
+/// Whether an Ingress's annotations ask for a port-level traffic policy (cheap; [`port_policy`] builds it).
+fn asks_for_policy(a: &Annotations) -> bool {
+    a.load_balance.is_some()
+        || a.backend_protocol
+            .is_some_and(|p| p != BackendProtocol::Http)
+}
+
 /// The port-level traffic policy an Ingress's annotations ask for, `None` when they ask for none.
 fn port_policy(port: u32, a: &Annotations) -> Option<Value> {
     let mut policy = json!({"port": {"number": port}});
@@ -68,6 +75,9 @@ pub(super) fn destination_rules(
             .map(|p| &p.backend)
             .chain(s.spec.default_backend.as_ref());
         for backend in backends {
+            if !asks_for_policy(&s.annotations) {
+                break;
+            }
             let Some((ns, name, port)) = cx.backend(s.namespace(), backend) else {
                 continue;
             };
