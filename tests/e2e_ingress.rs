@@ -726,7 +726,9 @@ async fn ingress_annotations_are_served_by_envoy() {
     );
     // With ignore-path-case the route matches /PRIVATE too, and so does the whitelist.
     assert_eq!(
-        send(&http, get("/PRIVATE/x", "allowlist-case.example")).await.status,
+        send(&http, get("/PRIVATE/x", "allowlist-case.example"))
+            .await
+            .status,
         403,
         "not whitelisted, whatever the case"
     );

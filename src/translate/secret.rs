@@ -159,7 +159,10 @@ pub(crate) struct SecretsOf<'a> {
 /// istiod's SDS server checks before it sends such a secret).
 fn kube_secret<'s>(secrets: SecretsOf<'s>, name: &str) -> Option<&'s KubeSecret> {
     if let Some((namespace, name)) = crate::translate::ingress::parse_credential(name) {
-        if !secrets.ingress.contains(&(namespace.to_string(), name.to_string())) {
+        if !secrets
+            .ingress
+            .contains(&(namespace.to_string(), name.to_string()))
+        {
             return None;
         }
         return lookup(secrets.snapshot, namespace, name);
