@@ -154,7 +154,8 @@ pub(crate) struct SecretsOf<'a> {
     pub ingress: &'a BTreeSet<(String, String)>,
 }
 
-/// The Secret a credential names: `<name>` in the gateway's namespace, or `kubernetes-gateway://<ns>/<name>` in
+/// The Secret a credential names: `kubernetes-ingress://<ns>/<name>` when an Ingress the gateway serves names it
+/// (`SecretsOf::ingress`); `<name>` in the gateway's namespace, or `kubernetes-gateway://<ns>/<name>` in
 /// `<ns>` when that is the gateway's namespace or a ReferenceGrant there lets the gateway's Gateways refer to it (as
 /// istiod's SDS server checks before it sends such a secret).
 fn kube_secret<'s>(secrets: SecretsOf<'s>, name: &str) -> Option<&'s KubeSecret> {
