@@ -211,7 +211,8 @@ async fn reviews_are_cached_and_api_errors_deny() {
         assert_eq!(s.sds(Some(&token), "gw").await.unwrap(), [CERT, CA]);
     }
     assert_eq!(s.api.reviews_of("tokenreviews"), 1);
-    assert_eq!(s.api.reviews_of("subjectaccessreviews"), 1);
+    // Two questions, each asked once: Secrets of its namespace, and of every namespace (Ingress TLS Secrets).
+    assert_eq!(s.api.reviews_of("subjectaccessreviews"), 2);
 
     // The API server fails: an unknown token cannot be verified, and is refused.
     s.api.fail_reviews(true);

@@ -71,6 +71,26 @@ pub fn validate(spec: &IngressSpec, meta: &ObjectMeta, out: &mut Findings) {
             out.error(field(&key), e);
         }
     }
+    if a.whitelist.is_some() {
+        let regex = spec
+            .rules
+            .iter()
+            .flatten()
+            .flat_map(|r| r.http.iter().flat_map(|h| &h.paths))
+            .any(|p| {
+                matches!(
+                    path_kind(p.path.as_deref().unwrap_or("/"), &p.path_type, a),
+                    PathKind::PrefixRegex | PathKind::FullPathRegex
+                )
+            });
+        if regex || a.ignore_path_case {
+            out.warning(
+                field(&canary_key("whitelist-source-range")),
+                "with regex or case-insensitive paths the source ranges apply to every path of the Ingress's \
+                 hosts (the access policy cannot match such paths; stricter than Higress, never looser)",
+            );
+        }
+    }
     for (i, rule) in spec.rules.iter().flatten().enumerate() {
         for (j, path) in rule.http.iter().flat_map(|h| &h.paths).enumerate() {
             let at = format!("spec.rules[{i}].http.paths[{j}]");

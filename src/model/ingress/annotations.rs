@@ -765,15 +765,15 @@ pub fn parse(annotations: &BTreeMap<String, String>) -> Parsed {
     });
     out.whitelist = r
         .read("whitelist-source-range", |v| {
-            let items = list(v);
-            if items == ["*"] {
-                return Ok(None);
-            }
-            items
-                .iter()
-                .map(|i| parse_cidr(i))
-                .collect::<Result<Vec<_>, _>>()
-                .map(Some)
+            // `*` allows every client only alone (Higress skips entries it cannot read, so `10.0.0.0/8,*` still
+            // restricts to 10.0.0.0/8).
+            let ranges = v
+                .split(',')
+                .map(str::trim)
+                .filter(|i| !i.is_empty() && *i != "*")
+                .map(parse_cidr)
+                .collect::<Result<Vec<_>, _>>()?;
+            Ok((!ranges.is_empty()).then_some(ranges))
         })
         .flatten();
     out.retry = retry(&mut r);
@@ -1267,6 +1267,17 @@ mod tests {
         );
         assert_eq!(a.matches.len(), 1);
         assert_eq!(a.match_methods, ["POST", "PUT"]);
+        let mixed = parsed(&[(
+            "nginx.ingress.kubernetes.io/whitelist-source-range",
+            "10.0.0.0/8, *",
+        )]);
+        assert_eq!(
+            mixed.annotations.whitelist,
+            Some(vec!["10.0.0.0/8".to_string()]),
+            "* alone allows all"
+        );
+        let all = parsed(&[("nginx.ingress.kubernetes.io/whitelist-source-range", "*")]);
+        assert_eq!(all.annotations.whitelist, None);
         assert!(p.errors.is_empty() && p.warnings.is_empty(), "{p:?}");
     }
 

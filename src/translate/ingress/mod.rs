@@ -495,7 +495,7 @@ fn add_canary(
             let Some(at) = host
                 .routes
                 .iter()
-                .position(|r| r.key == key && r.route.get("route").is_some())
+                .position(|r| r.key == key && !r.canary && r.route.get("route").is_some())
             else {
                 continue;
             };
@@ -562,6 +562,7 @@ fn add_default_backend(
             kind: routes::PathKind::Prefix,
             path: "/".into(),
             default_backend: true,
+            canary: false,
             route: json!({"name": name, "route": [{"destination": destination}]}),
         });
     }

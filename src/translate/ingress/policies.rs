@@ -137,15 +137,26 @@ pub(super) fn whitelist(
     served: &[Served<'_>],
 ) -> Vec<ConfigObject> {
     let mut rules = Vec::new();
-    for s in served {
+    // A rule of no host applies to the `*` virtual host only: requests for a host some Ingress names are not its.
+    let named: Vec<String> = served
+        .iter()
+        .flat_map(|s| s.spec.rules.iter().flatten())
+        .filter_map(|r| r.host.clone().filter(|h| !h.is_empty()))
+        .flat_map(|h| [h.clone(), format!("{h}:*")])
+        .collect::<std::collections::BTreeSet<_>>()
+        .into_iter()
+        .collect();
+    // A canary's own route annotations do not apply (it takes the main route's, as in Higress).
+    for s in served.iter().filter(|s| s.annotations.canary.is_none()) {
         let Some(ranges) = &s.annotations.whitelist else {
             continue;
         };
         for rule in s.spec.rules.iter().flatten() {
             let host = rule.host.clone().filter(|h| !h.is_empty());
-            let hosts = host
-                .map(|h| vec![h.clone(), format!("{h}:*")])
-                .unwrap_or_default();
+            let (hosts, not_hosts) = match host {
+                Some(h) => (vec![h.clone(), format!("{h}:*")], Vec::new()),
+                None => (Vec::new(), named.clone()),
+            };
             let paths: Option<Vec<String>> = rule
                 .http
                 .iter()
@@ -169,6 +180,7 @@ pub(super) fn whitelist(
                 to: Some(vec![To {
                     operation: Some(Operation {
                         hosts,
+                        not_hosts,
                         paths: paths.unwrap_or_default(),
                         ..Operation::default()
                     }),

@@ -24,6 +24,8 @@ pub struct PathRoute {
     pub path: String,
     /// Whether it is the Ingress default backend's catch-all.
     pub default_backend: bool,
+    /// Whether it is a header or cookie canary's copy of a main route (later canaries apply to the main route).
+    pub canary: bool,
     /// The Istio HTTP route.
     pub route: Value,
 }
@@ -318,6 +320,7 @@ pub fn path_routes(input: &PathInput<'_>, a: &Annotations) -> Vec<PathRoute> {
         kind,
         path: path.to_string(),
         default_backend: false,
+        canary: false,
         route: Value::Object(route),
     };
     if a.redirect == Some(Redirect::Https) {
@@ -378,6 +381,7 @@ pub fn header_canary(
     }
     Some(PathRoute {
         route,
+        canary: true,
         ..main.clone()
     })
 }

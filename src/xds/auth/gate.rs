@@ -16,8 +16,18 @@ use crate::xds::metrics::XdsMetrics;
 use crate::xds::resources::{Encoded, Family, GroupConfig, ResourceType, TypeResources};
 
 /// Prefixes of the SDS names made from Kubernetes Secrets ([`crate::translate::naming::credential_secret`]): of the
-/// gateway's namespace, and of another one a ReferenceGrant allows.
-const KUBERNETES_PREFIXES: [&str; 2] = ["kubernetes://", "kubernetes-gateway://"];
+/// gateway's namespace, of another one a ReferenceGrant allows, and of an Ingress's namespace.
+const KUBERNETES_PREFIXES: [&str; 3] = [
+    "kubernetes://",
+    "kubernetes-gateway://",
+    crate::translate::naming::INGRESS_CREDENTIAL_PREFIX,
+];
+
+/// Whether an SDS name is an Ingress TLS Secret of a namespace other than `namespace`.
+fn other_namespace_ingress_secret(name: &str, namespace: &str) -> bool {
+    crate::translate::ingress::parse_credential(name)
+        .is_some_and(|(secret_namespace, _)| secret_namespace != namespace)
+}
 
 /// What one stream withholds, and what it has already reported.
 pub(crate) struct SecretGate {
@@ -41,14 +51,32 @@ impl SecretGate {
         proxy: impl FnOnce() -> String,
         metrics: &XdsMetrics,
     ) -> Arc<GroupConfig> {
-        let SecretAccess::Withheld {
-            reason,
-            detail,
-            ca_bundles,
-        } = &self.access
-        else {
-            return config;
-        };
+        let (reason, detail, withhold): (&str, String, Box<dyn Fn(&str, &Encoded) -> bool>) =
+            match &self.access {
+                SecretAccess::All => return config,
+                SecretAccess::Withheld {
+                    reason,
+                    detail,
+                    ca_bundles,
+                } => {
+                    let ca_bundles = *ca_bundles;
+                    (
+                        *reason,
+                        detail.clone(),
+                        Box::new(move |name, entry| is_withheld(name, entry, ca_bundles)),
+                    )
+                }
+                SecretAccess::OwnNamespace { namespace } => {
+                    let namespace = namespace.clone();
+                    (
+                        "rbac",
+                        format!(
+                            "its identity may not get Secrets outside its namespace {namespace}"
+                        ),
+                        Box::new(move |name, _| other_namespace_ingress_secret(name, &namespace)),
+                    )
+                }
+            };
         if config.family != Family::Envoy {
             return config;
         }
@@ -56,7 +84,7 @@ impl SecretGate {
         let (kept, withheld): (Vec<_>, Vec<_>) = secrets
             .by_name
             .iter()
-            .partition(|(name, entry)| !is_withheld(name, entry, *ca_bundles));
+            .partition(|(name, entry)| !withhold(name, entry));
         if withheld.is_empty() {
             return config;
         }
@@ -70,7 +98,7 @@ impl SecretGate {
             tracing::warn!(
                 proxy = proxy(),
                 secrets = ?new,
-                reason = *reason,
+                reason,
                 why = %detail,
                 "secrets withheld from an xDS stream: its identity may not read them"
             );
@@ -145,6 +173,14 @@ mod tests {
                 "kubernetes-gateway://certs/gw",
                 secret::Type::TlsCertificate(TlsCertificate::default()),
             ),
+            encoded(
+                "kubernetes-ingress://shop/shop-tls",
+                secret::Type::TlsCertificate(TlsCertificate::default()),
+            ),
+            encoded(
+                "kubernetes-ingress://higress-system/own-tls",
+                secret::Type::TlsCertificate(TlsCertificate::default()),
+            ),
         ]
         .into_iter()
         .collect();
@@ -191,7 +227,19 @@ mod tests {
         );
         // Reported once: the same withheld name on the next push is not counted again.
         gate.view(config(), String::new, &metrics);
-        assert_eq!(gate.reported.len(), 2);
+        assert_eq!(gate.reported.len(), 4);
+    }
+
+    /// Ingress TLS Secrets of other namespaces need read access to every namespace's Secrets.
+    #[test]
+    fn a_proxy_reading_its_namespace_only_gets_no_other_namespace_ingress_secret() {
+        let mut gate = SecretGate::new(SecretAccess::OwnNamespace {
+            namespace: "higress-system".into(),
+        });
+        let view = gate.view(config(), String::new, &XdsMetrics::default());
+        assert!(!names(&view).contains(&"kubernetes-ingress://shop/shop-tls".to_string()));
+        assert!(names(&view).contains(&"kubernetes-ingress://higress-system/own-tls".to_string()));
+        assert_eq!(names(&view).len(), 5);
     }
 
     #[test]

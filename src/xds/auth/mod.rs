@@ -72,6 +72,12 @@ impl KubeAuth {
 pub enum SecretAccess {
     /// Every secret of its group.
     All,
+    /// Every secret of its group except Ingress TLS Secrets (`kubernetes-ingress://<ns>/…`) of namespaces other
+    /// than `namespace`: its identity may read Secrets in its own namespace only.
+    OwnNamespace {
+        /// The identity's namespace.
+        namespace: String,
+    },
     /// No certificate; CA bundles only when `ca_bundles`.
     Withheld {
         /// Label of `admitpilot_xds_secret_denied_total`: `unauthenticated`, `rbac` or `api_error`.
@@ -182,7 +188,18 @@ impl CallPolicy {
                 }
                 let question = Question::read_secrets(&identity.namespace);
                 match auth.access.check(&identity, &question).await {
-                    Decision::Allowed => SecretAccess::All,
+                    // Ingress TLS Secrets live in the Ingresses' namespaces: they need read access to every
+                    // namespace's Secrets (as Higress's gateway has), else only the own namespace's go out.
+                    Decision::Allowed => match auth
+                        .access
+                        .check(&identity, &Question::read_secrets(""))
+                        .await
+                    {
+                        Decision::Allowed => SecretAccess::All,
+                        _ => SecretAccess::OwnNamespace {
+                            namespace: identity.namespace.clone(),
+                        },
+                    },
                     Decision::Denied(why) => SecretAccess::Withheld {
                         reason: "rbac",
                         detail: format!("{identity} may not {question} ({why})"),
