@@ -29,6 +29,9 @@ fn other_namespace_ingress_secret(name: &str, namespace: &str) -> bool {
         .is_some_and(|(secret_namespace, _)| secret_namespace != namespace)
 }
 
+/// Which secrets of a group a stream does not get, by SDS name and content.
+type Withhold = Box<dyn Fn(&str, &Encoded) -> bool>;
+
 /// What one stream withholds, and what it has already reported.
 pub(crate) struct SecretGate {
     access: SecretAccess,
@@ -51,32 +54,29 @@ impl SecretGate {
         proxy: impl FnOnce() -> String,
         metrics: &XdsMetrics,
     ) -> Arc<GroupConfig> {
-        let (reason, detail, withhold): (&str, String, Box<dyn Fn(&str, &Encoded) -> bool>) =
-            match &self.access {
-                SecretAccess::All => return config,
-                SecretAccess::Withheld {
-                    reason,
-                    detail,
-                    ca_bundles,
-                } => {
-                    let ca_bundles = *ca_bundles;
-                    (
-                        *reason,
-                        detail.clone(),
-                        Box::new(move |name, entry| is_withheld(name, entry, ca_bundles)),
-                    )
-                }
-                SecretAccess::OwnNamespace { namespace } => {
-                    let namespace = namespace.clone();
-                    (
-                        "rbac",
-                        format!(
-                            "its identity may not get Secrets outside its namespace {namespace}"
-                        ),
-                        Box::new(move |name, _| other_namespace_ingress_secret(name, &namespace)),
-                    )
-                }
-            };
+        let (reason, detail, withhold): (&str, String, Withhold) = match &self.access {
+            SecretAccess::All => return config,
+            SecretAccess::Withheld {
+                reason,
+                detail,
+                ca_bundles,
+            } => {
+                let ca_bundles = *ca_bundles;
+                (
+                    *reason,
+                    detail.clone(),
+                    Box::new(move |name, entry| is_withheld(name, entry, ca_bundles)),
+                )
+            }
+            SecretAccess::OwnNamespace { namespace } => {
+                let namespace = namespace.clone();
+                (
+                    "rbac",
+                    format!("its identity may not get Secrets outside its namespace {namespace}"),
+                    Box::new(move |name, _| other_namespace_ingress_secret(name, &namespace)),
+                )
+            }
+        };
         if config.family != Family::Envoy {
             return config;
         }
