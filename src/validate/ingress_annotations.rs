@@ -10,7 +10,7 @@ use k8s_openapi::api::networking::v1::IngressSpec;
 use super::regex::check_regex;
 use crate::model::finding::Findings;
 use crate::model::ingress::annotations::{self, Canary, MatchKind};
-use crate::model::ingress::{path_kind, PathKind};
+use crate::model::ingress::{path_kind, path_of, PathKind};
 use crate::model::ObjectMeta;
 
 /// The field path of an annotation.
@@ -79,7 +79,7 @@ pub fn validate(spec: &IngressSpec, meta: &ObjectMeta, out: &mut Findings) {
             .flat_map(|r| r.http.iter().flat_map(|h| &h.paths))
             .any(|p| {
                 matches!(
-                    path_kind(p.path.as_deref().unwrap_or("/"), &p.path_type, a),
+                    path_kind(path_of(p), &p.path_type, a),
                     PathKind::PrefixRegex | PathKind::FullPathRegex
                 )
             });
@@ -94,7 +94,7 @@ pub fn validate(spec: &IngressSpec, meta: &ObjectMeta, out: &mut Findings) {
     for (i, rule) in spec.rules.iter().flatten().enumerate() {
         for (j, path) in rule.http.iter().flat_map(|h| &h.paths).enumerate() {
             let at = format!("spec.rules[{i}].http.paths[{j}]");
-            let value = path.path.as_deref().unwrap_or("/");
+            let value = path_of(path);
             if matches!(
                 path_kind(value, &path.path_type, a),
                 PathKind::PrefixRegex | PathKind::FullPathRegex

@@ -7,9 +7,13 @@
 use k8s_openapi::api::networking::v1::{IngressBackend, IngressSpec};
 
 use super::references::{Reference, REFERENCED_RESOURCE_NOT_FOUND};
+use std::collections::HashSet;
+
 use crate::model::ingress::annotations::{self, ServiceRef};
+use crate::model::ingress::{host_of, path_of};
 use crate::model::{ConfigObject, Kind, ObjectKey, Snapshot, Spec};
 
+/// An IST0101 finding.
 fn finding(field: String, message: String) -> Reference {
     Reference {
         code: REFERENCED_RESOURCE_NOT_FOUND,
@@ -18,6 +22,7 @@ fn finding(field: String, message: String) -> Reference {
     }
 }
 
+/// The Service `namespace/name`, if the config has it.
 fn service<'a>(
     config: &'a Snapshot,
     namespace: &str,
@@ -106,25 +111,23 @@ fn key_of(object: &ConfigObject, name: &str) -> String {
         .unwrap_or_else(|| format!("{}{name}", annotations::NGINX))
 }
 
-/// Whether another Ingress (not a canary) has a path for `host` and `path`.
-fn has_main(config: &Snapshot, object: &ConfigObject, host: &str, path: &str) -> bool {
-    config.of_kind(Kind::Ingress).any(|o| {
-        let Spec::Ingress(spec) = &o.spec else {
-            return false;
-        };
-        o.key() != object.key()
-            && annotations::parse(&o.metadata.annotations)
-                .annotations
-                .canary
-                .is_none()
-            && spec.rules.iter().flatten().any(|r| {
-                r.host.as_deref().unwrap_or("*") == host
-                    && r.http
-                        .iter()
-                        .flat_map(|h| &h.paths)
-                        .any(|p| p.path.as_deref().unwrap_or("/") == path)
-            })
-    })
+/// The (host, path) pairs the Ingresses other than `object` that are not canaries serve.
+fn main_paths<'a>(config: &'a Snapshot, object: &ConfigObject) -> HashSet<(&'a str, &'a str)> {
+    config
+        .of_kind(Kind::Ingress)
+        .filter(|o| o.key() != object.key() && !annotations::is_canary(&o.metadata.annotations))
+        .filter_map(|o| match &o.spec {
+            Spec::Ingress(spec) => Some(spec),
+            _ => None,
+        })
+        .flat_map(|spec| spec.rules.iter().flatten())
+        .flat_map(|r| {
+            r.http
+                .iter()
+                .flat_map(|h| &h.paths)
+                .map(move |p| (host_of(r.host.as_deref()), path_of(p)))
+        })
+        .collect()
 }
 
 /// The reference findings of an Ingress.
@@ -137,13 +140,14 @@ pub fn check(
     let namespace = object.metadata.namespace.as_str();
     let a = annotations::parse(&object.metadata.annotations).annotations;
     let fallback = a.default_backend.is_some();
+    let mains = a.canary.as_ref().map(|_| main_paths(config, object));
     for (i, rule) in spec.rules.iter().flatten().enumerate() {
         for (j, path) in rule.http.iter().flat_map(|h| &h.paths).enumerate() {
             let field = format!("spec.rules[{i}].http.paths[{j}].backend");
             backend(config, namespace, &path.backend, &field, fallback, out);
-            let host = rule.host.as_deref().unwrap_or("*");
-            let value = path.path.as_deref().unwrap_or("/");
-            if a.canary.is_some() && !has_main(config, object, host, value) {
+            let host = host_of(rule.host.as_deref());
+            let value = path_of(path);
+            if mains.as_ref().is_some_and(|m| !m.contains(&(host, value))) {
                 out.push(finding(
                     format!("spec.rules[{i}].http.paths[{j}].path"),
                     format!(

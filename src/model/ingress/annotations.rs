@@ -720,6 +720,16 @@ fn hash_by(v: &str) -> Result<LoadBalance, String> {
     }
 }
 
+/// Whether the annotations make the Ingress a canary (`canary: true` under either prefix), without reading the rest.
+pub fn is_canary(annotations: &BTreeMap<String, String>) -> bool {
+    [NGINX, HIGRESS].iter().any(|p| {
+        annotations
+            .get(&format!("{p}canary"))
+            .and_then(|v| crate::model::parse_go_bool(v.trim()))
+            == Some(true)
+    })
+}
+
 /// Reads the annotations of one Ingress.
 pub fn parse(annotations: &BTreeMap<String, String>) -> Parsed {
     let mut r = Reader::new(annotations);
@@ -814,6 +824,7 @@ pub fn parse(annotations: &BTreeMap<String, String>) -> Parsed {
     }
 }
 
+/// The redirect the keys of `redirect.go` ask for: a temporal, else a permanent URL, else https.
 fn redirect(r: &mut Reader<'_>) -> Option<Redirect> {
     let url = |code: u32| {
         move |v: &str| {
@@ -837,6 +848,7 @@ fn redirect(r: &mut Reader<'_>) -> Option<Redirect> {
     temporal.or(permanent).or(https.then_some(Redirect::Https))
 }
 
+/// The canary the keys of `canary.go` describe, `None` unless `canary` is true.
 fn canary(r: &mut Reader<'_>) -> Option<Canary> {
     let on = r.bool("canary") == Some(true);
     let header = r.string("canary-by-header");
@@ -875,6 +887,7 @@ fn canary(r: &mut Reader<'_>) -> Option<Canary> {
     }
 }
 
+/// CORS with Higress's defaults, `None` unless `enable-cors` is true (`cors.go`).
 fn cors(r: &mut Reader<'_>) -> Option<Cors> {
     let enabled = r.bool("enable-cors") == Some(true);
     let origin = r.read("cors-allow-origin", |v| {
@@ -901,6 +914,7 @@ fn cors(r: &mut Reader<'_>) -> Option<Cors> {
     })
 }
 
+/// Retries, when any `proxy-next-upstream*` key is set (`retry.go`).
 fn retry(r: &mut Reader<'_>) -> Option<Retry> {
     let any = [
         "proxy-next-upstream-tries",
@@ -929,16 +943,17 @@ fn retry(r: &mut Reader<'_>) -> Option<Retry> {
     })
 }
 
+/// Cookie affinity, else `upstream-hash-by`, else `load-balance` (`loadbalance.go`).
 fn load_balance(r: &mut Reader<'_>) -> Option<LoadBalance> {
     let cookie = r.has("affinity") || r.has("session-cookie-name") || r.has("session-cookie-path");
-    let affinity = r.read("affinity", |v| {
+    // Only checked: `affinity` (cookie) is implied by the cookie keys too.
+    r.read("affinity", |v| {
         if v == "cookie" {
             Ok(())
         } else {
             Err("the only affinity is cookie".into())
         }
     });
-    let _ = affinity;
     let name = r.string("session-cookie-name");
     let path = r.read("session-cookie-path", |v| {
         if v.starts_with('/') {
@@ -964,6 +979,7 @@ fn load_balance(r: &mut Reader<'_>) -> Option<LoadBalance> {
     hash.or(simple.map(LoadBalance::Simple))
 }
 
+/// The `<direction>-header-control-{add,update,remove}` keys (`header_control.go`).
 fn header_control(r: &mut Reader<'_>, direction: &str) -> HeaderControl {
     HeaderControl {
         add: r
@@ -1028,6 +1044,7 @@ fn match_rules(
     out
 }
 
+/// The comparison a match key starts with, and the rest of the key.
 fn match_kind(rest: &str) -> Option<(MatchKind, &str)> {
     if let Some(r) = rest.strip_prefix("exact-") {
         Some((MatchKind::Exact, r))

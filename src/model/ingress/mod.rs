@@ -6,7 +6,7 @@ pub mod annotations;
 
 use std::collections::BTreeMap;
 
-use k8s_openapi::api::networking::v1::IngressSpec;
+use k8s_openapi::api::networking::v1::{HTTPIngressPath, IngressSpec};
 
 use crate::model::{ConfigObject, Kind, Snapshot, Spec};
 
@@ -164,4 +164,17 @@ pub fn path_kind(path: &str, path_type: &str, a: &annotations::Annotations) -> P
     } else {
         PathKind::Prefix
     }
+}
+
+/// A path as Higress reads it: `/` when empty (`setDefaultMSEIngressOptionalField`).
+pub fn path_of(path: &HTTPIngressPath) -> &str {
+    path.path
+        .as_deref()
+        .filter(|p| !p.is_empty())
+        .unwrap_or("/")
+}
+
+/// A rule's host as Higress reads it: `*` when empty.
+pub fn host_of(host: Option<&str>) -> &str {
+    host.filter(|h| !h.is_empty()).unwrap_or("*")
 }

@@ -252,7 +252,7 @@ fn host_inputs(served: &[Served<'_>]) -> BTreeMap<String, Vec<Arc<ConfigObject>>
 
 /// A rule's host, `*` when it has none.
 fn rule_host(host: Option<&str>) -> String {
-    host.filter(|h| !h.is_empty()).unwrap_or("*").to_string()
+    ingress_model::host_of(host).to_string()
 }
 
 /// What one host collects.
@@ -422,11 +422,7 @@ fn add_rules(
             };
             let input = PathInput {
                 name: &name,
-                path: path
-                    .path
-                    .as_deref()
-                    .filter(|p| !p.is_empty())
-                    .unwrap_or("/"),
+                path: ingress_model::path_of(path),
                 path_type: &path.path_type,
                 destination,
                 mirror: mirror.clone(),
@@ -475,11 +471,7 @@ fn add_canary(
             };
             let input = PathInput {
                 name: &name,
-                path: path
-                    .path
-                    .as_deref()
-                    .filter(|p| !p.is_empty())
-                    .unwrap_or("/"),
+                path: ingress_model::path_of(path),
                 path_type: &path.path_type,
                 destination: destination.clone(),
                 mirror: None,
@@ -549,9 +541,8 @@ fn add_default_backend(
         }
         let host = hosts.entry(target).or_default();
         let catch_all = host.routes.iter().any(|r| {
-            r.kind == routes::PathKind::Prefix
-                && r.path == "/"
-                && r.route["match"][0].get("headers").is_none()
+            // Higress's `ConfiguredDefaultBackend`: any Prefix `/` path, whatever else it matches.
+            r.kind == routes::PathKind::Prefix && r.path == "/"
         });
         if host.has_default || catch_all {
             continue;

@@ -10,6 +10,7 @@ use serde_json::{json, Value};
 
 use super::{meta, Context, Served, SYNTHESIZED};
 use crate::model::ingress::annotations::{Annotations, BackendProtocol, LoadBalance};
+use crate::model::ingress::path_of;
 use crate::model::istio::authorization_policy::{
     Action, AuthorizationPolicy, From, Operation, Rule, Source, To,
 };
@@ -112,7 +113,8 @@ pub(super) fn destination_rules(
 /// regex path or `ignore-path-case`, which Istio paths cannot express (the rule then covers the whole host:
 /// stricter, never looser).
 fn policy_paths(path: &str, path_type: &str, a: &Annotations) -> Option<Vec<String>> {
-    if a.ignore_path_case {
+    // Istio reads `*` and `{…}` in paths as wildcards and URI templates.
+    if a.ignore_path_case || path.contains(['*', '{', '}']) {
         return None;
     }
     match super::routes::path_kind(path, path_type, a) {
@@ -161,13 +163,7 @@ pub(super) fn whitelist(
                 .http
                 .iter()
                 .flat_map(|h| &h.paths)
-                .map(|p| {
-                    policy_paths(
-                        p.path.as_deref().unwrap_or("/"),
-                        &p.path_type,
-                        &s.annotations,
-                    )
-                })
+                .map(|p| policy_paths(path_of(p), &p.path_type, &s.annotations))
                 .collect::<Option<Vec<Vec<String>>>>()
                 .map(|p| p.into_iter().flatten().collect());
             rules.push(Rule {

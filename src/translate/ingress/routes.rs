@@ -177,6 +177,7 @@ fn origin(origin: &str) -> Value {
     }
 }
 
+/// CORS as Istio's `corsPolicy`.
 fn cors_policy(c: &Cors) -> Value {
     json!({
         "allowOrigins": c.allow_origin.iter().map(|o| origin(o)).collect::<Vec<_>>(),
