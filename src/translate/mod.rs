@@ -25,7 +25,8 @@
 //! filters), [`route`] (routes, virtual hosts and route configurations), [`cluster`] (every cluster and load
 //! assignment), [`services`] (the service registry), [`policy`] (DestinationRules), [`secret`] (SDS),
 //! [`authn`]/[`authz`]/[`ext_authz`] (RequestAuthentication, AuthorizationPolicy), [`telemetry`], [`envoy_filter`]
-//! and [`higress`] (patches), [`selection`] (which gateways an Istio object applies to), [`dangling`], [`deprecated`] and [`effect`] (checks on the output); `cache` holds what
+//! and [`higress`] (patches), [`selection`] (which gateways an Istio object applies to), [`gateway_api`] and [`ingress`] (converted into Istio
+//! objects first, merged by [`synthesized`]), [`dangling`], [`deprecated`] and [`effect`] (checks on the output); `cache` holds what
 //! the translator's cached parts were built from, `route_table` what each route configuration was built from;
 //! `translator` walks a snapshot through them, call by call ([`Translator`], [`translate`]). No module imports one
 //! that imports it back.
@@ -54,6 +55,7 @@ mod route_table;
 pub mod secret;
 pub mod selection;
 pub mod services;
+pub mod synthesized;
 pub mod telemetry;
 mod translator;
 pub mod types;

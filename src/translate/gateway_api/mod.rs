@@ -33,6 +33,7 @@ use crate::model::istio::gateway::{Gateway, Port, Server, ServerTlsMode, ServerT
 use crate::model::istio::VirtualService;
 use crate::model::{ConfigObject, Kind, ObjectKey, ObjectMeta, Snapshot, Spec};
 use crate::translate::naming;
+use crate::translate::synthesized::Synthesized;
 use crate::translate::types::{Options, Proxy, GATEWAY_NAME_LABEL};
 
 /// Prefix of the names of every object synthesized from Gateway API objects.
@@ -43,7 +44,7 @@ pub const SYNTHESIZED: &str = "gateway-api~";
 /// built again: a change converts only the host names whose routes, Gateway or Services changed.
 #[derive(Debug, Default)]
 pub struct Converted {
-    previous: HashMap<ObjectKey, Arc<ConfigObject>>,
+    previous: Synthesized,
     inputs: HashMap<ObjectKey, HostInputs>,
 }
 
@@ -84,21 +85,7 @@ impl Converted {
         options: &Options,
     ) -> Option<Snapshot> {
         let objects = self.synthesize(snapshot, proxy, options);
-        if objects.is_empty() && self.previous.is_empty() {
-            return None;
-        }
-        let mut previous = std::mem::take(&mut self.previous);
-        let mut out = snapshot.clone();
-        for object in objects {
-            let key = object.key();
-            let object = match previous.remove(&key) {
-                Some(old) if Arc::ptr_eq(&old, &object) || *old == *object => old,
-                _ => object,
-            };
-            self.previous.insert(key.clone(), Arc::clone(&object));
-            out.objects.insert(key, object);
-        }
-        Some(out)
+        self.previous.merge(snapshot, objects)
     }
 }
 

@@ -25,6 +25,7 @@ use crate::model::ingress::{self as ingress_model, IngressOptions};
 use crate::model::istio::gateway::{Gateway, Port, Server, ServerTlsMode, ServerTlsSettings};
 use crate::model::istio::VirtualService;
 use crate::model::{ConfigObject, Kind, ObjectKey, ObjectMeta, Snapshot, Spec};
+use crate::translate::synthesized::Synthesized;
 use crate::translate::types::{Options, Proxy};
 use routes::{PathInput, PathRoute};
 
@@ -45,7 +46,7 @@ pub fn parse_credential(credential: &str) -> Option<(&str, &str)> {
 /// parsed annotations, and per host the Ingresses it was built from (compared by address) with what it became.
 #[derive(Debug, Default)]
 pub struct Converted {
-    previous: HashMap<ObjectKey, Arc<ConfigObject>>,
+    previous: Synthesized,
     /// Parsed annotations by the Ingress object's address (the `Arc` held keeps the address from being reused).
     annotations: HashMap<usize, (Arc<ConfigObject>, Arc<Annotations>)>,
     hosts: HashMap<String, BuiltHost>,
@@ -81,21 +82,7 @@ impl Converted {
         options: &Options,
     ) -> Option<Snapshot> {
         let objects = self.synthesize(snapshot, proxy, options);
-        if objects.is_empty() && self.previous.is_empty() {
-            return None;
-        }
-        let mut previous = std::mem::take(&mut self.previous);
-        let mut out = snapshot.clone();
-        for object in objects {
-            let key = object.key();
-            let object = match previous.remove(&key) {
-                Some(old) if Arc::ptr_eq(&old, &object) || *old == *object => old,
-                _ => object,
-            };
-            self.previous.insert(key.clone(), Arc::clone(&object));
-            out.objects.insert(key, object);
-        }
-        Some(out)
+        self.previous.merge(snapshot, objects)
     }
 
     /// The parsed annotations of an Ingress: the previous call's (`previous`, by the object's address) when the
@@ -456,7 +443,6 @@ fn add_canary(
     let Some(canary) = &s.annotations.canary else {
         return;
     };
-    let name = s.name();
     for rule in s.spec.rules.iter().flatten() {
         let host_name = rule_host(rule.host.as_deref());
         let Some(host) = hosts
@@ -469,20 +455,11 @@ fn add_canary(
             let Some(destination) = cx.destination(s, &path.backend) else {
                 continue;
             };
-            let input = PathInput {
-                name: &name,
-                path: ingress_model::path_of(path),
-                path_type: &path.path_type,
-                destination: destination.clone(),
-                mirror: None,
-                http_port: cx.options.http_port,
-            };
-            let Some(key) = routes::path_routes(&input, &s.annotations)
-                .pop()
-                .map(|r| r.key)
-            else {
-                continue;
-            };
+            let key = routes::rule_key(
+                ingress_model::path_of(path),
+                &path.path_type,
+                &s.annotations,
+            );
             // The main route proxies (a redirect route has no destination to share).
             let Some(at) = host
                 .routes
