@@ -268,15 +268,30 @@ pub struct PathInput<'a> {
     pub http_port: u32,
 }
 
-/// The routes of one path: with `ssl-redirect` a redirect on the HTTP port first, then the route itself.
-pub fn path_routes(input: &PathInput<'_>, a: &Annotations) -> Vec<PathRoute> {
-    let kind = path_kind(input.path, input.path_type, a);
+/// How a path matches and the path it matches (a Prefix path without its trailing `/`), and its rule key.
+fn matched_path<'p>(
+    path: &'p str,
+    path_type: &str,
+    a: &Annotations,
+) -> (PathKind, &'p str, String) {
+    let kind = path_kind(path, path_type, a);
     let path = match kind {
-        PathKind::Prefix if input.path.len() > 1 => input.path.trim_end_matches('/'),
-        _ => input.path,
+        PathKind::Prefix if path.len() > 1 => path.trim_end_matches('/'),
+        _ => path,
     };
     let path = if path.is_empty() { "/" } else { path };
-    let key = format!("{kind:?}-{path}-{}", match_key(a));
+    (kind, path, format!("{kind:?}-{path}-{}", match_key(a)))
+}
+
+/// The key Higress finds a path's route by (`createRuleKey`, without the host): how it matches, the path, and the
+/// method, header and query annotations.
+pub fn rule_key(path: &str, path_type: &str, a: &Annotations) -> String {
+    matched_path(path, path_type, a).2
+}
+
+/// The routes of one path: with `ssl-redirect` a redirect on the HTTP port first, then the route itself.
+pub fn path_routes(input: &PathInput<'_>, a: &Annotations) -> Vec<PathRoute> {
+    let (kind, path, key) = matched_path(input.path, input.path_type, a);
     let mut route = Map::new();
     route.insert("name".into(), json!(input.name));
     route.insert("match".into(), json!(matches(kind, path, a, None)));
