@@ -115,19 +115,7 @@ fn gateway_api_snapshot(routes: usize) -> Snapshot {
                 {"name": "http", "port": 80, "protocol": "HTTP", "allowedRoutes": {"namespaces": {"from": "All"}}}]}
         })),
     ];
-    let services = snapshot(0);
-    objects.extend(
-        services
-            .objects
-            .values()
-            .filter(|o| {
-                matches!(
-                    o.kind(),
-                    admitpilot::model::Kind::Service | admitpilot::model::Kind::EndpointSlice
-                )
-            })
-            .cloned(),
-    );
+    objects.extend(services());
     objects.extend((0..routes).map(|i| http_route(i, 0)));
     Snapshot {
         version: 1,
@@ -158,7 +146,22 @@ fn http_route(index: usize, variant: usize) -> Arc<ConfigObject> {
     }))
 }
 
-/// The Gateway API workload's Services and EndpointSlices, an IngressClass of Higress's controller and N Ingresses
+/// The Services and EndpointSlices of the Istio workload.
+fn services() -> Vec<Arc<ConfigObject>> {
+    snapshot(0)
+        .objects
+        .values()
+        .filter(|o| {
+            matches!(
+                o.kind(),
+                admitpilot::model::Kind::Service | admitpilot::model::Kind::EndpointSlice
+            )
+        })
+        .cloned()
+        .collect()
+}
+
+/// The Istio workload's Services and EndpointSlices, an IngressClass of Higress's controller and N Ingresses
 /// `ingress-<i>` (ten per host, each one Prefix path with canary-free route annotations: a timeout, retries, a
 /// request header and CORS), translated for Higress's gateway.
 fn ingress_snapshot(ingresses: usize) -> Snapshot {
@@ -166,18 +169,7 @@ fn ingress_snapshot(ingresses: usize) -> Snapshot {
         "apiVersion": "networking.k8s.io/v1", "kind": "IngressClass",
         "metadata": {"name": "higress"}, "spec": {"controller": "higress.io/higress-controller"}
     }))];
-    objects.extend(
-        gateway_api_snapshot(0)
-            .objects
-            .values()
-            .filter(|o| {
-                matches!(
-                    o.kind(),
-                    admitpilot::model::Kind::Service | admitpilot::model::Kind::EndpointSlice
-                )
-            })
-            .cloned(),
-    );
+    objects.extend(services());
     objects.extend((0..ingresses).map(|i| ingress(i, 0)));
     Snapshot {
         version: 1,

@@ -21,14 +21,7 @@ fn proxy() -> Proxy {
 }
 
 fn golden_cases() -> Vec<PathBuf> {
-    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/golden-gateway-api");
-    let mut cases: Vec<PathBuf> = std::fs::read_dir(root)
-        .unwrap()
-        .map(|e| e.unwrap().path())
-        .filter(|p| p.is_dir())
-        .collect();
-    cases.sort();
-    cases
+    cases::case_dirs(&Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/golden-gateway-api"))
 }
 
 #[test]

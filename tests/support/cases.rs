@@ -96,9 +96,14 @@ pub fn example_dir() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("examples/gateway")
 }
 
-/// Lists the golden case folders, sorted.
+/// Lists the golden case folders of `tests/golden`, sorted.
 pub fn golden_cases() -> Vec<PathBuf> {
-    let mut cases: Vec<PathBuf> = std::fs::read_dir(golden_root())
+    case_dirs(&golden_root())
+}
+
+/// Lists the case folders in `root`, sorted.
+pub fn case_dirs(root: &Path) -> Vec<PathBuf> {
+    let mut cases: Vec<PathBuf> = std::fs::read_dir(root)
         .unwrap()
         .map(|e| e.unwrap().path())
         .filter(|p| p.is_dir())
