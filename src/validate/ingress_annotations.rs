@@ -115,6 +115,13 @@ pub fn validate(spec: &IngressSpec, meta: &ObjectMeta, out: &mut Findings) {
             }
         }
     }
+    if a.whitelist.is_some() && spec.default_backend.is_some() {
+        out.warning(
+            "spec.defaultBackend",
+            "whitelist-source-range is not enforced on gateways by admitpilot for spec.defaultBackend: its catch-all \
+             route takes no route annotations (as in Higress)",
+        );
+    }
     if spec
         .default_backend
         .as_ref()
@@ -123,6 +130,37 @@ pub fn validate(spec: &IngressSpec, meta: &ObjectMeta, out: &mut Findings) {
         out.warning(
             "spec.defaultBackend.resource",
             "a resource backend is not enforced on gateways by admitpilot: only Service backends are served",
+        );
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::model::decode::test_object;
+    use crate::model::Spec;
+    use serde_json::json;
+
+    /// A whitelist does not reach the default backend's catch-all: admission says so.
+    #[test]
+    fn a_whitelist_beside_a_default_backend_is_warned() {
+        let object = test_object(
+            json!({"apiVersion": "networking.k8s.io/v1", "kind": "Ingress",
+            "metadata": {"name": "a", "namespace": "d",
+                "annotations": {"nginx.ingress.kubernetes.io/whitelist-source-range": "10.0.0.0/8"}},
+            "spec": {"defaultBackend": {"service": {"name": "web", "port": {"number": 80}}}}}),
+        );
+        let Spec::Ingress(spec) = &object.spec else {
+            panic!("not an Ingress");
+        };
+        let mut out = Findings::default();
+        validate(spec, &object.metadata, &mut out);
+        let findings = out.into_vec();
+        assert!(
+            findings.iter().any(|f| f.field == "spec.defaultBackend"
+                && f.message
+                    .contains("is not enforced on gateways by admitpilot")),
+            "{findings:?}"
         );
     }
 }
