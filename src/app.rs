@@ -29,8 +29,8 @@ use crate::source::{self, SourceMetrics, SourceSettings};
 use crate::status::StatusScope;
 use crate::status_writer::{self, GatewayFeedback, StatusMetrics, StatusWriterConfig};
 use crate::xds::{
-    self, CallPolicy, Endpoint, KubeAuth, TlsFiles as XdsTlsFiles, TranslateFn, XdsMetrics,
-    XdsServer,
+    self, CallPolicy, ConnectionLimits, Endpoint, KubeAuth, TlsFiles as XdsTlsFiles, TranslateFn,
+    XdsMetrics, XdsServer,
 };
 
 /// Everything `serve` needs, built from the command line (or by tests directly).
@@ -74,6 +74,8 @@ pub struct XdsConfig {
     pub plaintext_addr: Option<SocketAddr>,
     /// How often the TLS files are checked for changes (besides file notifications).
     pub reload_interval: Duration,
+    /// Connection and call limits of each xDS port.
+    pub limits: ConnectionLimits,
 }
 
 /// How the xDS server verifies its callers on its main address.
@@ -91,6 +93,8 @@ pub enum XdsAuth {
         audience: String,
         /// The API server to ask (`None`: in-cluster config, else `$KUBECONFIG` / `~/.kube/config`).
         kubeconfig: Option<PathBuf>,
+        /// How often an open stream's token and access are checked again.
+        recheck: Duration,
     },
 }
 
@@ -257,6 +261,8 @@ impl App {
         let mut tasks = Tasks::new();
         let mut kube_client = None;
         let mut leader = None;
+        // admitpilot's own namespace (the Lease's), whose service accounts may read `/debug/*` with a token.
+        let own_namespace = self.leader.as_ref().map(|config| config.namespace.clone());
         let snapshots = match self.sources.take() {
             Some(settings) => {
                 let started = start_sources(
@@ -279,6 +285,7 @@ impl App {
         let mut xds_plaintext_addr = None;
         let mut gateway_check = None;
         let mut configz_status = None;
+        let mut debug_access = admin::DebugAccess::Loopback;
         let configz_snapshots = snapshots.clone().filter(|_| self.snapshot_feed.is_none());
         if let Some(setup) = self.xds.take() {
             // Without sources the xDS server serves an empty (loaded) snapshot until the process stops.
@@ -295,6 +302,12 @@ impl App {
             xds_addr = Some(server.addr);
             xds_plaintext_addr = server.plaintext_addr;
             self.admin_routes.push(server.syncz);
+            if let (Some(auth), Some(namespace)) = (&server.auth, &own_namespace) {
+                debug_access = admin::DebugAccess::LoopbackOrToken {
+                    auth: Arc::clone(auth),
+                    namespace: namespace.clone(),
+                };
+            }
             if let Some(scope) = self.status_scope.clone() {
                 let xds = server.connected.clone();
                 let view = status_writer::local_view(
@@ -354,8 +367,12 @@ impl App {
             &mut tasks,
         )
         .await?;
-        let admin_router =
-            admin::router(Arc::new(self.registry), self.readiness, self.admin_routes);
+        let admin_router = admin::router(
+            Arc::new(self.registry),
+            self.readiness,
+            debug_access,
+            self.admin_routes,
+        );
         let admin_addr = start_admin(
             self.config.admin_addr,
             admin_router,
@@ -579,6 +596,8 @@ struct StartedXds {
     syncz: Router,
     /// The server, to ask which proxy groups are connected.
     connected: XdsServer,
+    /// The API-server checks of the authenticated port (which also guard `/debug/*`).
+    auth: Option<Arc<KubeAuth>>,
 }
 
 /// Starts the xDS server task, and the reloader of its certificate.
@@ -606,12 +625,13 @@ async fn start_xds(
         XdsAuth::Token {
             audience,
             kubeconfig,
+            recheck,
         } => {
             if config.tls.is_none() {
                 return Err(Error::XdsAuthWithoutTls);
             }
             let client = source::kubernetes::client(kubeconfig.as_deref()).await?;
-            CallPolicy::Token(KubeAuth::new(client, audience.clone()))
+            CallPolicy::Token(KubeAuth::with_recheck(client, audience.clone(), *recheck))
         }
     };
     let tls = match &config.tls {
@@ -640,11 +660,16 @@ async fn start_xds(
     };
     let listener = bind("the xDS server", config.addr).await?;
     let addr = local_addr("the xDS server", &listener, config.addr)?;
-    let authenticated = matches!(policy, CallPolicy::Token(_));
+    let auth = match &policy {
+        CallPolicy::Token(auth) => Some(Arc::clone(auth)),
+        CallPolicy::Open { .. } => None,
+    };
+    let authenticated = auth.is_some();
     let mut endpoints = vec![Endpoint {
         listener,
         tls: tls.clone(),
         policy,
+        limits: config.limits,
     }];
     tracing::info!(%addr, tls = tls.is_some(), authenticated, "xDS server listening (gRPC ADS and MCP)");
     let mut plaintext_addr = None;
@@ -659,6 +684,7 @@ async fn start_xds(
             policy: CallPolicy::Open {
                 serve_secrets: false,
             },
+            limits: config.limits,
         });
     }
     let shutdown = stopped(stop.clone());
@@ -674,6 +700,7 @@ async fn start_xds(
         plaintext_addr,
         syncz,
         connected,
+        auth,
     })
 }
 

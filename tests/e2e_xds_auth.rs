@@ -22,7 +22,7 @@ use admitpilot::xds::TranslateFn;
 use base64::Engine as _;
 use envoy::*;
 use support::apiserver::ApiServer;
-use support::xds_auth::{AuthServer, Pki};
+use support::xds_auth::{default_settings, AuthServer, Pki};
 
 const AUDIENCE: &str = "admitpilot";
 const HOST: &str = "secure.example";
@@ -159,6 +159,7 @@ impl Secured {
             AUDIENCE,
             TranslateFn::caching(admitpilot::translate::Options::default()),
             sources.snapshots.clone(),
+            default_settings(),
         )
         .await;
         Secured {

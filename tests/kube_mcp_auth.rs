@@ -1,7 +1,8 @@
 //! admitpilot's own MCP client against an authenticated admitpilot, on a REAL kube-apiserver (`scripts/kube-up`,
 //! `ADMITPILOT_KUBECONFIG`): A serves `--kube` with TLS and token-checked xDS (the chart's default); B subscribes
 //! with `--mcp-source-ca` and `--mcp-source-token-file`, as a ServiceAccount that RBAC lets list the Istio config,
-//! and takes A's VirtualService. The token file is read on every connection, and a token without TLS is refused
+//! and takes A's VirtualService, but not A's EnvoyFilter, which its service account may not list (MCP authorization
+//! is per collection). The token file is read on every connection, and a token without TLS is refused
 //! before anything starts.
 //!
 //! Skips with a message when no API server is configured.
@@ -49,7 +50,7 @@ async fn an_mcp_subscriber_proves_itself_with_tls_and_a_token() {
     kube.install_crds(Path::new(CRDS)).await;
     let ns = kube.namespace().to_string();
     kube.create_service_account("mcp-reader").await;
-    // What an MCP subscriber must be allowed (Question::list_config): list the Istio config cluster-wide.
+    // What an MCP subscriber must be allowed for each collection (Question::list_all): list it cluster-wide.
     let rbac = format!(
         "apiVersion: rbac.authorization.k8s.io/v1
 kind: ClusterRole
@@ -72,6 +73,25 @@ subjects: [{{kind: ServiceAccount, name: mcp-reader, namespace: {ns}}}]
         ),
     )
     .await;
+    // A kind the subscriber may not list: it must not reach B.
+    let filter = format!(
+        "apiVersion: networking.istio.io/v1alpha3
+kind: EnvoyFilter
+metadata: {{name: not-for-b, namespace: {ns}}}
+spec:
+  configPatches:
+  - applyTo: HTTP_FILTER
+    match: {{context: GATEWAY, listener: {{filterChain: {{filter: {{name: envoy.filters.network.http_connection_manager}}}}}}}}
+    patch:
+      operation: INSERT_BEFORE
+      value:
+        name: envoy.filters.http.lua
+        typed_config:
+          '@type': type.googleapis.com/envoy.extensions.filters.http.lua.v3.Lua
+          default_source_code: {{inline_string: 'function envoy_on_request(h) end'}}
+"
+    );
+    kube.kubectl_ok(&["apply", "-f", "-"], Some(&filter)).await;
 
     let dir = tempfile::tempdir().unwrap();
     let [ca, cert, key] = pki(dir.path());
@@ -84,6 +104,10 @@ subjects: [{{kind: ServiceAccount, name: mcp-reader, namespace: {ns}}}]
             format!("--watch-namespaces={ns}"),
         ],
     )
+    .await;
+    a.wait_for_admin("/debug/configz", "the EnvoyFilter on A", |text| {
+        text.contains("\"not-for-b\"")
+    })
     .await;
     let token = dir.path().join("token");
     std::fs::write(
@@ -106,6 +130,11 @@ subjects: [{{kind: ServiceAccount, name: mcp-reader, namespace: {ns}}}]
     .await;
     a.wait_for_admin("/debug/syncz", "B subscribed over MCP", |text| {
         text.contains("admitpilot-mcp-source~") && text.contains("\"mcp\"")
+    })
+    .await;
+    // B's service account may list VirtualServices only: the EnvoyFilter collection is answered empty.
+    b.wait_for_admin("/debug/configz", "B without the EnvoyFilter", |text| {
+        text.contains("\"api\"") && !text.contains("not-for-b")
     })
     .await;
 }

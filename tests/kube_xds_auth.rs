@@ -181,3 +181,112 @@ async fn real_tokens_and_rbac_decide_who_gets_the_key() {
     );
     server.shutdown().await;
 }
+
+/// An open stream outlives neither its RoleBinding nor its ServiceAccount: re-checked every second here (30 s by
+/// default), the stream with the key ends `PERMISSION_DENIED` once the RoleBinding is deleted, and one whose
+/// ServiceAccount is deleted ends `UNAUTHENTICATED`; reconnecting gets what is allowed now.
+#[tokio::test]
+async fn an_open_stream_ends_when_its_permission_or_account_is_revoked() {
+    let Some(client) = client().await else {
+        return;
+    };
+    let ns = namespace(&client).await;
+    let pki = Pki::new();
+    let recheck = std::time::Duration::from_secs(1);
+    let server = AuthServer::fixed_with(
+        &pki,
+        client.clone(),
+        AUDIENCE,
+        gateway_secrets(),
+        (recheck, admitpilot::xds::ConnectionLimits::default()),
+    )
+    .await;
+    let open = |token: String| {
+        let (ca, addr, ns) = (pki.ca_pem.clone(), server.tls_addr, ns.clone());
+        async move {
+            let channel = tls_channel(addr, &ca).await;
+            open_stream(channel, Some(&token), gateway_node(&ns), SDS, &[CERT, CA])
+                .await
+                .unwrap()
+        }
+    };
+    let deadline = std::time::Duration::from_secs(20);
+
+    // The key goes out while the RoleBinding exists; deleting it ends the stream.
+    let gateway = token(&client, &ns, "gateway", AUDIENCE).await;
+    let (mut responses, _open) = open(gateway.clone()).await;
+    let first = responses.message().await.unwrap().unwrap();
+    assert_eq!(resource_names(&first), [CERT, CA]);
+    Api::<RoleBinding>::namespaced(client.clone(), &ns)
+        .delete("gateway-secrets", &Default::default())
+        .await
+        .unwrap();
+    let status = stream_end(&mut responses, deadline).await;
+    assert_eq!(status.code(), Code::PermissionDenied, "{status:?}");
+    // Reconnecting with the same token: the CA bundle only.
+    let (mut responses, _open) = open(gateway).await;
+    let again = responses.message().await.unwrap().unwrap();
+    assert_eq!(resource_names(&again), [CA]);
+
+    // A deleted ServiceAccount's token stops verifying: its open stream ends.
+    let no_rbac = token(&client, &ns, "no-rbac", AUDIENCE).await;
+    let (mut responses, _open) = open(no_rbac).await;
+    assert!(responses.message().await.unwrap().is_some());
+    Api::<ServiceAccount>::namespaced(client.clone(), &ns)
+        .delete("no-rbac", &Default::default())
+        .await
+        .unwrap();
+    let status = stream_end(&mut responses, deadline).await;
+    assert_eq!(status.code(), Code::Unauthenticated, "{status:?}");
+    server.shutdown().await;
+}
+
+/// `/debug/*` from the pod network (a peer address that is not loopback): refused without a token, refused for a
+/// verified service account of another namespace, served to one of admitpilot's namespace; `/metrics` stays open.
+#[tokio::test]
+async fn debug_pages_need_a_verified_account_of_admitpilots_namespace() {
+    use axum::body::Body;
+    use axum::http::{Request, StatusCode};
+    use tower::ServiceExt;
+    let Some(client) = client().await else {
+        return;
+    };
+    let ns = namespace(&client).await;
+    let other = namespace(&client).await;
+    let access = admitpilot::admin::DebugAccess::LoopbackOrToken {
+        auth: admitpilot::xds::KubeAuth::new(client.clone(), AUDIENCE.into()),
+        namespace: ns.clone(),
+    };
+    let debug =
+        axum::Router::new().route("/debug/configz", axum::routing::get(|| async { "config" }));
+    let router = admitpilot::admin::router(
+        std::sync::Arc::new(prometheus_client::registry::Registry::default()),
+        admitpilot::admin::Readiness::new(),
+        access,
+        [debug],
+    );
+    let pod_network: std::net::SocketAddr = "10.20.30.40:5555".parse().unwrap();
+    let get = |path: &str, token: Option<String>| {
+        let mut request = Request::get(path).extension(axum::extract::ConnectInfo(pod_network));
+        if let Some(token) = token {
+            request = request.header("authorization", format!("Bearer {token}"));
+        }
+        let router = router.clone();
+        let request = request.body(Body::empty()).unwrap();
+        async move { router.oneshot(request).await.unwrap().status() }
+    };
+    assert_eq!(get("/metrics", None).await, StatusCode::OK);
+    assert_eq!(get("/debug/configz", None).await, StatusCode::UNAUTHORIZED);
+    let outsider = token(&client, &other, "gateway", AUDIENCE).await;
+    assert_eq!(
+        get("/debug/configz", Some(outsider)).await,
+        StatusCode::FORBIDDEN
+    );
+    let wrong_audience = token(&client, &ns, "gateway", "https://kubernetes.default.svc").await;
+    assert_eq!(
+        get("/debug/configz", Some(wrong_audience)).await,
+        StatusCode::UNAUTHORIZED
+    );
+    let insider = token(&client, &ns, "no-rbac", AUDIENCE).await;
+    assert_eq!(get("/debug/configz", Some(insider)).await, StatusCode::OK);
+}

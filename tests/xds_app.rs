@@ -36,6 +36,7 @@ async fn app_serves_xds_and_syncz() {
         },
         plaintext_addr: None,
         reload_interval: std::time::Duration::from_secs(30),
+        limits: admitpilot::xds::ConnectionLimits::default(),
     };
     let running = App::new(config)
         .snapshots(receiver)

@@ -3,7 +3,7 @@
 //! not enforce on gateways carries `notEnforced`, saying why, and each object admitpilot writes status for carries
 //! the `status` its gateways connected to this process give it (the status writer writes the same, combined over
 //! replicas, onto the API server; in folder mode this is the only place it shows). Secret data is never shown:
-//! only each Secret's type and data keys.
+//! only each Secret's type and data keys; fields that hold credentials elsewhere are redacted ([`super::redact`]).
 
 use std::sync::Arc;
 
@@ -91,7 +91,10 @@ fn render_object(object: &ConfigObject) -> Value {
             })
         }
         _ => {
-            serde_json::to_value(object).unwrap_or_else(|error| json!({"error": error.to_string()}))
+            let mut value = serde_json::to_value(object)
+                .unwrap_or_else(|error| json!({"error": error.to_string()}));
+            super::redact::credentials(&mut value);
+            value
         }
     }
 }

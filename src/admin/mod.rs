@@ -2,12 +2,17 @@
 //! from other subsystems (`/debug/...`), and serves `/metrics`, `/healthz` and `/readyz`; [`configz`] serves the
 //! config and its status.
 //!
+//! `/debug/*` is served to loopback callers, or to a verified service account of admitpilot's namespace
+//! ([`debug_access`]); the other paths are open.
+//!
 //! Subsystems plug in by registering their metrics into the [`Registry`] (each under its own prefix) and their
 //! readiness conditions into [`Readiness`] before the server starts, and by handing extra routers to
 //! [`router`].
 
 pub mod configz;
+pub mod debug_access;
 mod readiness;
+pub mod redact;
 
 use std::future::Future;
 use std::sync::Arc;
@@ -20,6 +25,7 @@ use axum::Router;
 use prometheus_client::registry::Registry;
 use tokio::net::TcpListener;
 
+pub use debug_access::DebugAccess;
 pub use readiness::{Condition, Readiness};
 
 /// Content type of the Prometheus/OpenMetrics text exposition.
@@ -31,10 +37,12 @@ struct AdminState {
     readiness: Readiness,
 }
 
-/// Builds the admin routes, merged with `extra` routers (which must not reuse the built-in paths).
+/// Builds the admin routes, merged with `extra` routers (which must not reuse the built-in paths), `/debug/*`
+/// behind `debug`.
 pub fn router(
     registry: Arc<Registry>,
     readiness: Readiness,
+    debug: DebugAccess,
     extra: impl IntoIterator<Item = Router>,
 ) -> Router {
     let builtin = Router::new()
@@ -45,7 +53,13 @@ pub fn router(
             registry,
             readiness,
         });
-    extra.into_iter().fold(builtin, Router::merge)
+    extra
+        .into_iter()
+        .fold(builtin, Router::merge)
+        .layer(axum::middleware::from_fn_with_state(
+            debug,
+            debug_access::guard,
+        ))
 }
 
 async fn metrics(State(state): State<AdminState>) -> Response {
@@ -81,15 +95,19 @@ async fn readyz(State(state): State<AdminState>) -> Response {
     }
 }
 
-/// Serves `router` over plain HTTP on `listener` until `shutdown` resolves.
+/// Serves `router` over plain HTTP on `listener` until `shutdown` resolves; handlers see the peer address
+/// (`ConnectInfo<SocketAddr>`).
 pub async fn serve(
     listener: TcpListener,
     router: Router,
     shutdown: impl Future<Output = ()> + Send + 'static,
 ) -> std::io::Result<()> {
-    axum::serve(listener, router)
-        .with_graceful_shutdown(shutdown)
-        .await
+    axum::serve(
+        listener,
+        router.into_make_service_with_connect_info::<std::net::SocketAddr>(),
+    )
+    .with_graceful_shutdown(shutdown)
+    .await
 }
 
 #[cfg(test)]
@@ -100,10 +118,16 @@ mod tests {
 
     use super::*;
 
-    async fn get_text(router: &Router, path: &str) -> (StatusCode, String) {
+    async fn get_from(router: &Router, peer: &str, path: &str) -> (StatusCode, String) {
+        let peer: std::net::SocketAddr = peer.parse().unwrap();
         let response = router
             .clone()
-            .oneshot(Request::get(path).body(Body::empty()).unwrap())
+            .oneshot(
+                Request::get(path)
+                    .extension(axum::extract::ConnectInfo(peer))
+                    .body(Body::empty())
+                    .unwrap(),
+            )
             .await
             .unwrap();
         let status = response.status();
@@ -111,6 +135,10 @@ mod tests {
             .await
             .unwrap();
         (status, String::from_utf8(body.to_vec()).unwrap())
+    }
+
+    async fn get_text(router: &Router, path: &str) -> (StatusCode, String) {
+        get_from(router, "127.0.0.1:40000", path).await
     }
 
     #[tokio::test]
@@ -122,7 +150,12 @@ mod tests {
         let readiness = Readiness::new();
         let cert = readiness.register("certificate loaded");
         let extra = Router::new().route("/debug/configz", get(|| async { "config" }));
-        let router = router(Arc::new(registry), readiness, [extra]);
+        let router = router(
+            Arc::new(registry),
+            readiness,
+            DebugAccess::Loopback,
+            [extra],
+        );
 
         assert_eq!(get_text(&router, "/healthz").await.0, StatusCode::OK);
         let (status, text) = get_text(&router, "/readyz").await;
@@ -133,5 +166,38 @@ mod tests {
         let (_, text) = get_text(&router, "/metrics").await;
         assert!(text.contains("admitpilot_things_total 1"), "{text}");
         assert_eq!(get_text(&router, "/debug/configz").await.1, "config");
+    }
+
+    /// The pod network gets metrics and probes, not the debug pages (nor does a request without a peer).
+    #[tokio::test]
+    async fn debug_pages_are_for_loopback_callers_only() {
+        let extra = Router::new().route("/debug/configz", get(|| async { "config" }));
+        let router = router(
+            Arc::new(Registry::default()),
+            Readiness::new(),
+            DebugAccess::Loopback,
+            [extra],
+        );
+        assert_eq!(
+            get_from(&router, "[::1]:1", "/debug/configz").await.0,
+            StatusCode::OK
+        );
+        let (status, text) = get_from(&router, "10.1.2.3:5000", "/debug/configz").await;
+        assert_eq!(status, StatusCode::FORBIDDEN);
+        assert!(text.contains("loopback"), "{text}");
+        assert_eq!(
+            get_from(&router, "10.1.2.3:5000", "/metrics").await.0,
+            StatusCode::OK
+        );
+        assert_eq!(
+            get_from(&router, "10.1.2.3:5000", "/healthz").await.0,
+            StatusCode::OK
+        );
+        let response = router
+            .clone()
+            .oneshot(Request::get("/debug/configz").body(Body::empty()).unwrap())
+            .await
+            .unwrap();
+        assert_eq!(response.status(), StatusCode::FORBIDDEN);
     }
 }

@@ -16,7 +16,7 @@ use admitpilot::source::mcp::{McpAddress, McpClientAuth};
 use admitpilot::source::{AdmitOptions, SourceSettings, StateLocation, StoreConfig};
 use admitpilot::status::StatusScope;
 use admitpilot::status_writer::StatusWriterConfig;
-use admitpilot::xds::{TlsFiles as XdsTlsFiles, TranslateFn};
+use admitpilot::xds::{ConnectionLimits, TlsFiles as XdsTlsFiles, TranslateFn};
 use anyhow::Context;
 use clap::Args;
 
@@ -216,9 +216,33 @@ pub struct ServeArgs {
     xds_plaintext_addr: Option<SocketAddr>,
 
     /// With --xds-auth=none: send Gateways' certificates and private keys (Kubernetes Secrets) to any xDS client
-    /// that asks. For a folder of config on a trusted machine only.
+    /// that asks. For a folder of config on a trusted machine only: refused with --kube/--kubeconfig and with
+    /// --xds-tls-cert.
     #[arg(long)]
     xds_unauthenticated_secrets: bool,
+
+    /// Most connections open at once on each xDS port; past it a new connection is closed at once (counted in
+    /// admitpilot_xds_limits_total{limit="connections"}).
+    #[arg(long, default_value_t = 1024, value_parser = clap::value_parser!(u32).range(1..=1_000_000))]
+    xds_max_connections: u32,
+
+    /// Most xDS calls open at once on one connection (Envoy and istiod open one).
+    #[arg(long, default_value_t = 8, value_parser = clap::value_parser!(u32).range(1..=1024))]
+    xds_max_streams_per_connection: u32,
+
+    /// Time a connection to an xDS port has to start a call that passes authentication (any call on an open
+    /// port); after it, the connection is closed.
+    #[arg(long, default_value = "10s", value_parser = parse_timeout)]
+    xds_pre_auth_timeout: Duration,
+
+    /// Time an xDS connection may stay without any open call before it is closed.
+    #[arg(long, default_value = "60s", value_parser = parse_timeout)]
+    xds_idle_timeout: Duration,
+
+    /// How often an open authenticated xDS or MCP stream's token and access are checked again (TokenReview and
+    /// SubjectAccessReview answers are reused no longer): a revoked permission ends the stream within twice this.
+    #[arg(long, default_value = "30s", value_parser = parse_timeout)]
+    xds_auth_recheck_interval: Duration,
 
     /// PEM CA bundle: xDS clients must present a certificate it signed (mTLS). Needs --xds-tls-cert.
     #[arg(long, requires = "xds_tls_cert")]
@@ -248,6 +272,16 @@ fn parse_interval(text: &str) -> Result<f64, String> {
         Ok(seconds) if seconds > 0.0 && seconds <= 86_400.0 => Ok(seconds),
         _ => Err(format!(
             "`{text}` is not a number of seconds between 0 and 86400"
+        )),
+    }
+}
+
+/// Parses a positive Go duration (`500ms`, `10s`) of at most one hour.
+fn parse_timeout(text: &str) -> Result<Duration, String> {
+    match parse_duration(text) {
+        Ok(duration) if !duration.is_zero() => Ok(duration),
+        _ => Err(format!(
+            "`{text}` is not a duration between 1ms and 1h (a number with a unit: ms, s, m, h; e.g. 10s)"
         )),
     }
 }
@@ -363,6 +397,20 @@ impl ServeArgs {
         } else {
             XdsAuthMode::None
         });
+        if self.xds_unauthenticated_secrets && kube {
+            anyhow::bail!(
+                "--xds-unauthenticated-secrets cannot be used with --kube/--kubeconfig: it would hand every \
+                 Kubernetes Secret's private key to any xDS client that connects. In a cluster, gateways prove who \
+                 they are (--xds-auth=token, the default) and get the Secrets their service account may read"
+            );
+        }
+        if self.xds_unauthenticated_secrets && tls.is_some() {
+            anyhow::bail!(
+                "--xds-unauthenticated-secrets cannot be used with --xds-tls-cert: a TLS port is meant for the \
+                 network, and this flag would hand private keys to any client on it. Use --xds-auth=token, or keep \
+                 the flag for a plaintext port on a trusted machine"
+            );
+        }
         let auth = match mode {
             XdsAuthMode::Token if self.xds_unauthenticated_secrets => anyhow::bail!(
                 "--xds-unauthenticated-secrets needs --xds-auth=none: with tokens, secrets go to the proxies allowed \
@@ -371,6 +419,7 @@ impl ServeArgs {
             XdsAuthMode::Token => XdsAuth::Token {
                 audience: self.xds_token_audience.clone(),
                 kubeconfig: self.kubeconfig.clone(),
+                recheck: self.xds_auth_recheck_interval,
             },
             XdsAuthMode::None => XdsAuth::Open {
                 serve_secrets: self.xds_unauthenticated_secrets,
@@ -382,6 +431,13 @@ impl ServeArgs {
             auth,
             plaintext_addr: self.xds_plaintext_addr,
             reload_interval: Duration::from_secs_f64(self.tls_reload_interval),
+            limits: ConnectionLimits {
+                max_connections: self.xds_max_connections as usize,
+                max_streams: self.xds_max_streams_per_connection as usize,
+                pre_auth_timeout: self.xds_pre_auth_timeout,
+                idle_timeout: self.xds_idle_timeout,
+                ..ConnectionLimits::default()
+            },
         })
     }
 
@@ -470,6 +526,46 @@ pub fn run(args: ServeArgs) -> anyhow::Result<ExitCode> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn serve_args(flags: &[&str]) -> Result<ServeArgs, clap::Error> {
+        #[derive(clap::Parser)]
+        struct Cli {
+            #[command(flatten)]
+            serve: ServeArgs,
+        }
+        let args = std::iter::once("serve").chain(flags.iter().copied());
+        <Cli as clap::Parser>::try_parse_from(args).map(|cli| cli.serve)
+    }
+
+    /// Private keys to anyone is for a folder on a trusted machine: never with a cluster, never on a TLS port.
+    #[test]
+    fn unauthenticated_secrets_are_refused_with_a_cluster_or_a_tls_port() {
+        let error = |flags: &[&str]| match serve_args(flags).map(|args| args.xds_config()) {
+            Ok(Err(error)) => error.to_string(),
+            other => panic!("{flags:?} was accepted: {:?}", other.map(|c| c.map(|_| ()))),
+        };
+        let kube = error(&["--kube", "--xds-auth=none", "--xds-unauthenticated-secrets"]);
+        assert!(kube.contains("cannot be used with --kube"), "{kube}");
+        let tls = error(&[
+            "--xds-auth=none",
+            "--xds-unauthenticated-secrets",
+            "--xds-tls-cert=c.pem",
+            "--xds-tls-key=k.pem",
+        ]);
+        assert!(tls.contains("cannot be used with --xds-tls-cert"), "{tls}");
+        let folder = serve_args(&["--config-dir=x", "--xds-unauthenticated-secrets"]);
+        assert!(folder.is_ok_and(|args| args.xds_config().is_ok()));
+    }
+
+    /// The flags' defaults are the limits' defaults.
+    #[test]
+    fn xds_limit_flags_default_to_the_limits_defaults() {
+        let limits = serve_args(&[])
+            .map(|args| args.xds_config().map(|config| config.limits))
+            .ok()
+            .and_then(Result::ok);
+        assert_eq!(limits, Some(ConnectionLimits::default()));
+    }
 
     #[test]
     fn parses_durations_with_units() {

@@ -1,11 +1,12 @@
 //! Envoy's protobuf descriptors (pure): the `FileDescriptorSet` that `build.rs` compiles from `proto/`, loaded once
 //! into a [`prost_reflect::DescriptorPool`], for JSON ↔ proto conversion ([`json`]), Istio-style merging
-//! ([`merge`]), protoc-gen-validate rules ([`pgv`], with Envoy's URI template grammar, [`uri_template`]) and the clusters a config names ([`references`]).
+//! ([`merge`]), the fields Envoy marks secret ([`sensitive`]), protoc-gen-validate rules ([`pgv`], with Envoy's URI template grammar, [`uri_template`]) and the clusters a config names ([`references`]).
 
 pub mod json;
 pub mod merge;
 pub mod pgv;
 pub mod references;
+pub mod sensitive;
 pub mod uri_template;
 
 use std::sync::LazyLock;

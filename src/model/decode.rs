@@ -146,6 +146,9 @@ pub fn decode(doc: &Value, options: &DecodeOptions) -> Decoded {
 
     let mut findings = Vec::new();
     let mut metadata = decode_metadata(doc, &mut findings);
+    if let Some(metadata) = metadata.as_mut() {
+        keep_needed_metadata(kind, metadata);
+    }
     if kind.is_cluster_scoped() {
         // A source may have filled in its default namespace; a cluster-scoped object has none.
         if let Some(metadata) = metadata.as_mut() {
@@ -164,7 +167,9 @@ pub fn decode(doc: &Value, options: &DecodeOptions) -> Decoded {
         Kind::EndpointSlice => {
             decode_part(doc, "", &mut findings).map(|s| Spec::EndpointSlice(Box::new(s)))
         }
-        Kind::Secret => decode_part(doc, "", &mut findings).map(|s| Spec::Secret(Box::new(s))),
+        Kind::Secret => {
+            decode_part(doc, "", &mut findings).map(|s| Spec::Secret(Box::new(secret_material(s))))
+        }
         Kind::Namespace => Some(Spec::Namespace),
         Kind::Ingress => {
             decode_part(&doc["spec"], "spec", &mut findings).map(|s| Spec::Ingress(Box::new(s)))
@@ -219,6 +224,30 @@ fn decode_metadata(doc: &Value, findings: &mut Vec<Finding>) -> Option<ObjectMet
         findings.push(Finding::error("metadata.name", "name is required"));
     }
     Some(meta)
+}
+
+/// The annotation `kubectl apply` writes: a copy of the whole object as applied (a Secret's keys included).
+pub const LAST_APPLIED: &str = "kubectl.kubernetes.io/last-applied-configuration";
+
+/// Drops what no rule or translation reads and what could carry secret material: the last-applied copy of every
+/// object, and every annotation of a Secret (its data is the only part translation reads).
+fn keep_needed_metadata(kind: Kind, metadata: &mut ObjectMeta) {
+    if kind == Kind::Secret {
+        metadata.annotations.clear();
+    } else {
+        metadata.annotations.remove(LAST_APPLIED);
+    }
+}
+
+/// A Secret reduced to what translation reads (type and data): its embedded metadata, with annotations and
+/// managed fields, is dropped (the object's own [`ObjectMeta`] names it).
+fn secret_material(
+    secret: k8s_openapi::api::core::v1::Secret,
+) -> k8s_openapi::api::core::v1::Secret {
+    k8s_openapi::api::core::v1::Secret {
+        metadata: Default::default(),
+        ..secret
+    }
 }
 
 fn check_top_level_fields(
@@ -404,6 +433,46 @@ pub(crate) fn test_object(doc: Value) -> std::sync::Arc<ConfigObject> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// `kubectl apply` leaves a copy of the whole Secret, keys included, in an annotation: none of it is kept.
+    #[test]
+    fn secrets_keep_no_annotation_and_no_object_keeps_its_last_applied_copy() {
+        let secret = serde_json::json!({
+            "apiVersion": "v1", "kind": "Secret", "type": "kubernetes.io/tls",
+            "metadata": {"name": "tls", "namespace": "edge", "labels": {"app": "gw"},
+                "annotations": {LAST_APPLIED: "{\"data\":{\"tls.key\":\"UFJJVkFURQ==\"}}", "note": "x"},
+                "managedFields": [{"manager": "kubectl"}]},
+            "data": {"tls.key": "UFJJVkFURQ=="},
+        });
+        let Decoded::Object { object, .. } = decode(&secret, &DecodeOptions::default()) else {
+            panic!("the Secret did not decode");
+        };
+        assert!(object.metadata.annotations.is_empty());
+        assert_eq!(object.metadata.labels["app"], "gw");
+        let Spec::Secret(decoded) = &object.spec else {
+            panic!("not a Secret");
+        };
+        assert_eq!(decoded.metadata, Default::default());
+        assert!(decoded
+            .data
+            .as_ref()
+            .is_some_and(|d| d.contains_key("tls.key")));
+        let shown = serde_json::to_string(&object).unwrap_or_default();
+        assert!(!shown.contains("last-applied"), "{shown}");
+
+        let vs = serde_json::json!({
+            "apiVersion": "networking.istio.io/v1", "kind": "VirtualService",
+            "metadata": {"name": "vs", "namespace": "edge", "annotations": {LAST_APPLIED: "{}", "note": "x"}},
+            "spec": {"hosts": ["a.example"]},
+        });
+        let Decoded::Object { object, .. } = decode(&vs, &DecodeOptions::default()) else {
+            panic!("the VirtualService did not decode");
+        };
+        assert_eq!(
+            object.metadata.annotations.keys().collect::<Vec<_>>(),
+            ["note"]
+        );
+    }
 
     #[test]
     fn unknown_group_kind_is_unrecognized() {

@@ -73,6 +73,13 @@ pub struct EffectLabels {
     pub effect: &'static str,
 }
 
+/// Label set: which limit bit (`connections`, `request_size`, …).
+#[derive(Debug, Clone, PartialEq, Eq, Hash, EncodeLabelSet)]
+pub struct LimitLabels {
+    /// The limit's name.
+    pub limit: &'static str,
+}
+
 /// Label set: why something was refused (`unauthenticated`, `rbac`, `invalid`, …).
 #[derive(Debug, Clone, PartialEq, Eq, Hash, EncodeLabelSet)]
 pub struct ReasonLabels {
@@ -102,6 +109,8 @@ struct Families {
     excluded: Counter,
     secret_denied: Family<ReasonLabels, Counter>,
     auth_failures: Family<ReasonLabels, Counter>,
+    limits: Family<LimitLabels, Counter>,
+    open_connections: Gauge,
     push_latency: HistogramFamily,
     ack_latency: HistogramFamily,
 }
@@ -118,6 +127,8 @@ impl Default for Families {
             excluded: Counter::default(),
             secret_denied: Family::default(),
             auth_failures: Family::default(),
+            limits: Family::default(),
+            open_connections: Gauge::default(),
             push_latency: Family::new_with_constructor(latency_histogram),
             ack_latency: Family::new_with_constructor(latency_histogram),
         }
@@ -153,6 +164,12 @@ impl XdsMetrics {
             "auth_failures" => families.auth_failures,
                 "xDS and MCP calls refused before any configuration was sent, by reason (missing, malformed, \
                  invalid or unavailable token; namespace or service account mismatch; forbidden)";
+            "limits" => families.limits,
+                "Times a limit of the xDS ports bit, by limit: connections (per port), streams_per_connection, \
+                 pre_auth_timeout, idle_timeout, request_size, buffered_requests (all streams' unfinished \
+                 requests), nack_detail (a NACK's error text truncated), nack_rate (NACKs ignored)";
+            "open_connections" => families.open_connections,
+                "Connections open on the xDS ports";
             "push_latency_seconds" => families.push_latency,
                 "Time from a snapshot being published to the response carrying it being sent";
             "ack_latency_seconds" => families.ack_latency,
@@ -215,6 +232,28 @@ impl XdsMetrics {
             .auth_failures
             .get_or_create(&ReasonLabels { reason })
             .inc();
+    }
+
+    pub(crate) fn limit_hit(&self, limit: &'static str) {
+        self.0.limits.get_or_create(&LimitLabels { limit }).inc();
+    }
+
+    pub(crate) fn connection_opened(&self) {
+        self.0.open_connections.inc();
+    }
+
+    pub(crate) fn connection_closed(&self) {
+        self.0.open_connections.dec();
+    }
+
+    /// Times `limit` bit so far (for tests).
+    pub fn limit_count(&self, limit: &'static str) -> u64 {
+        self.0.limits.get_or_create(&LimitLabels { limit }).get()
+    }
+
+    /// Connections open on the xDS ports now.
+    pub fn open_connections(&self) -> i64 {
+        self.0.open_connections.get()
     }
 
     pub(crate) fn left_out(&self, effect: Effect) {

@@ -7,6 +7,9 @@
 //! subscriber shares; anything else makes it a gateway, which follows its proxy group. Both run the same SotW and
 //! Delta state machines over their family's types.
 //!
+//! Every port is bounded ([`connection`]): connections per port, calls per connection, pre-authentication and
+//! idle timeouts, the size of a request and of all unfinished requests together, and how much of a NACK is kept.
+//!
 //! Proxies are grouped by [`crate::translate::Proxy`] (namespace + labels, see [`node`]); each snapshot is
 //! translated once per group ([`cache`]), encoded with content-hash versions ([`resources`]) and pushed to each
 //! stream by its protocol state machine ([`sotw`], [`delta`]) in warming order: CDS, EDS, SDS, ECDS, LDS, RDS.
@@ -34,6 +37,7 @@
 
 pub mod auth;
 pub mod cache;
+pub mod connection;
 mod delta;
 mod mcp;
 pub mod metrics;
@@ -50,9 +54,11 @@ use std::path::PathBuf;
 
 pub use auth::{CallPolicy, KubeAuth};
 pub use cache::TranslateFn;
+pub use connection::ConnectionLimits;
 pub use metrics::XdsMetrics;
 pub use server::{
-    Endpoint, TlsFiles, XdsServer, MAX_REQUEST_BYTES, MAX_RESPONSE_BYTES, SHUTDOWN_GRACE,
+    Endpoint, TlsFiles, XdsServer, MAX_BUFFERED_REQUEST_BYTES, MAX_REQUEST_BYTES,
+    MAX_RESPONSE_BYTES, SHUTDOWN_GRACE,
 };
 
 /// Why the xDS server could not start or stopped.

@@ -12,35 +12,41 @@ use std::task::{Context, Poll};
 use std::time::Duration;
 
 use rustls::ServerConfig;
-use tokio::net::{TcpListener, TcpStream};
-use tokio::sync::{mpsc, watch};
-use tokio_rustls::server::TlsStream;
+use tokio::net::TcpListener;
+use tokio::sync::watch;
 use tokio_rustls::TlsAcceptor;
+use tokio_stream::wrappers::ReceiverStream;
 use tonic::body::Body;
 use tonic::server::NamedService;
-use tonic::transport::server::TcpIncoming;
 use tonic::transport::Server;
+use tonic::Status;
 
-use super::auth::CallPolicy;
+use super::auth::{bearer, CallPolicy};
 use super::cache::{ConfigCache, TranslateFn};
+use super::connection::{self, ConnectionLimits, ConnectionState};
 use super::delta::DeltaStream;
 use super::metrics::XdsMetrics;
 use super::sotw::SotwStream;
 use super::status::StatusRegistry;
-use super::stream::{AdsCall, Protocol, Shared};
-use super::wire;
+use super::stream::{AdsCall, Caller, Protocol, Shared};
+use super::wire::{self, RequestBudget};
 use super::Error;
 use crate::admission::tls::{self as certs, CertStore};
 use crate::model::Snapshot;
 
-/// Largest request accepted (NACK details and Delta `initial_resource_versions` can be big).
-pub const MAX_REQUEST_BYTES: usize = 64 * 1024 * 1024;
+/// Largest request accepted: gRPC's default receive limit, which istiod keeps. Envoy's requests are small (a node,
+/// a type and resource names: a few KiB); the large ones are a Delta reconnect's `initial_resource_versions` (about
+/// 100 bytes a resource, so some 40,000 resources) and a NACK's error text, which is cut to
+/// [`super::stream::MAX_NACK_DETAIL_BYTES`] anyway.
+pub const MAX_REQUEST_BYTES: usize = 4 * 1024 * 1024;
 /// Largest response sent.
 pub const MAX_RESPONSE_BYTES: usize = 256 * 1024 * 1024;
+/// Most bytes of unfinished requests held for all streams together (each stream's is under
+/// [`MAX_REQUEST_BYTES`]): past it a stream that sends a split message is ended, so no number of connections and
+/// streams can make the server hold more.
+pub const MAX_BUFFERED_REQUEST_BYTES: usize = 128 * 1024 * 1024;
 const KEEPALIVE_INTERVAL: Duration = Duration::from_secs(30);
 const KEEPALIVE_TIMEOUT: Duration = Duration::from_secs(10);
-/// Time a client gets to finish the TLS handshake.
-const HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(10);
 /// How long shutdown waits for connections to drain after every stream has ended.
 pub const SHUTDOWN_GRACE: Duration = Duration::from_secs(5);
 
@@ -90,6 +96,8 @@ pub struct Endpoint {
     pub tls: Option<Arc<ServerConfig>>,
     /// Who may call, and which secrets they get.
     pub policy: CallPolicy,
+    /// How many connections and calls it holds, and for how long.
+    pub limits: ConnectionLimits,
 }
 
 /// The xDS server: configuration cache, stream status and metrics.
@@ -149,6 +157,7 @@ impl XdsServer {
             policy: CallPolicy::Open {
                 serve_secrets: false,
             },
+            limits: ConnectionLimits::default(),
         };
         self.serve_endpoints(vec![endpoint], shutdown).await
     }
@@ -166,6 +175,7 @@ impl XdsServer {
             status: self.status.clone(),
             metrics: self.metrics.clone(),
             max_response_bytes: MAX_RESPONSE_BYTES,
+            buffered: RequestBudget::new(MAX_BUFFERED_REQUEST_BYTES, self.metrics.clone()),
         };
         let dispatcher = tokio::spawn(self.cache.clone().run(stopped.clone()));
         let cache = self.cache.clone();
@@ -201,81 +211,48 @@ async fn serve_endpoint(
     endpoint: Endpoint,
     signal: impl Future<Output = ()> + Send,
 ) -> Result<(), Error> {
+    let limits = endpoint.limits;
+    let metrics = shared.metrics.clone();
     let service = Ads {
         shared,
         policy: Arc::new(endpoint.policy),
     };
+    // HTTP/2 refuses calls past one more than the limit; that one is refused by `Ads` with a status, a log
+    // line and a metric.
+    let max_streams = u32::try_from(limits.max_streams.saturating_add(1)).unwrap_or(u32::MAX);
     let mut builder = Server::builder()
         .http2_keepalive_interval(Some(KEEPALIVE_INTERVAL))
-        .http2_keepalive_timeout(Some(KEEPALIVE_TIMEOUT));
+        .http2_keepalive_timeout(Some(KEEPALIVE_TIMEOUT))
+        .max_concurrent_streams(Some(max_streams));
     let router = builder.add_service(service);
-    let result = match endpoint.tls {
-        // Set per connection here: the builder's `tcp_nodelay` only applies to listeners tonic binds itself,
-        // and Nagle's algorithm with delayed ACKs stalls small xDS responses by ~40 ms.
-        None => {
-            router
-                .serve_with_incoming_shutdown(
-                    TcpIncoming::from(endpoint.listener).with_nodelay(Some(true)),
-                    signal,
-                )
-                .await
-        }
-        Some(config) => {
-            let (incoming, accepting) = tls_incoming(endpoint.listener, config);
-            let result = router
-                .serve_with_incoming_shutdown(
-                    tokio_stream::wrappers::ReceiverStream::new(incoming),
-                    signal,
-                )
-                .await;
-            accepting.abort();
-            result
-        }
-    };
-    result.map_err(Error::Serve)
-}
-
-/// Accepts TCP connections and completes their TLS handshakes (each in its own task, within
-/// [`HANDSHAKE_TIMEOUT`]); yields the established ones. The task stops when aborted or the receiver is gone.
-fn tls_incoming(
-    listener: TcpListener,
-    config: Arc<ServerConfig>,
-) -> (
-    mpsc::Receiver<Result<TlsStream<TcpStream>, std::io::Error>>,
-    tokio::task::JoinHandle<()>,
-) {
-    let (sender, receiver) = mpsc::channel(64);
-    let acceptor = TlsAcceptor::from(config);
-    let task = tokio::spawn(async move {
-        loop {
-            let (tcp, peer) = match listener.accept().await {
-                Ok(accepted) => accepted,
-                Err(error) => {
-                    // Usually out of file descriptors; pause instead of spinning.
-                    tracing::warn!(%error, "xDS accept failed");
-                    tokio::time::sleep(Duration::from_millis(50)).await;
-                    continue;
-                }
-            };
-            if sender.is_closed() {
-                return;
+    // Nagle's algorithm with delayed ACKs stalls small xDS responses by ~40 ms: `incoming` sets TCP_NODELAY.
+    let result =
+        match endpoint.tls {
+            None => {
+                let (incoming, accepting) =
+                    connection::incoming(endpoint.listener, limits, metrics, |tcp| async move {
+                        Ok(tcp)
+                    });
+                let result = router
+                    .serve_with_incoming_shutdown(ReceiverStream::new(incoming), signal)
+                    .await;
+                accepting.abort();
+                result
             }
-            let _ = tcp.set_nodelay(true);
-            let (acceptor, sender) = (acceptor.clone(), sender.clone());
-            tokio::spawn(async move {
-                match tokio::time::timeout(HANDSHAKE_TIMEOUT, acceptor.accept(tcp)).await {
-                    Ok(Ok(stream)) => {
-                        let _ = sender.send(Ok(stream)).await;
-                    }
-                    Ok(Err(error)) => {
-                        tracing::debug!(%peer, %error, "xDS TLS handshake failed");
-                    }
-                    Err(_) => tracing::debug!(%peer, "xDS TLS handshake timed out"),
-                }
-            });
-        }
-    });
-    (receiver, task)
+            Some(config) => {
+                let acceptor = TlsAcceptor::from(config);
+                let (incoming, accepting) =
+                    connection::incoming(endpoint.listener, limits, metrics, move |tcp| {
+                        acceptor.accept(tcp)
+                    });
+                let result = router
+                    .serve_with_incoming_shutdown(ReceiverStream::new(incoming), signal)
+                    .await;
+                accepting.abort();
+                result
+            }
+        };
+    result.map_err(Error::Serve)
 }
 
 fn read(path: &Path) -> Result<Vec<u8>, Error> {
@@ -305,22 +282,45 @@ impl NamedService for Ads {
 }
 
 impl Ads {
-    /// Verifies the caller from its metadata, then serves the call (which is admitted on its first request).
+    /// Takes a call slot on the connection, verifies the caller from its metadata, then serves the call (which
+    /// is admitted on its first request).
     async fn start<P: Protocol>(self, request: hyper::Request<Body>) -> hyper::Response<Body> {
         let metrics = &self.shared.metrics;
         // Only the parts are held across the checks (the body is not `Sync`).
         let (parts, body) = request.into_parts();
+        let connection = parts.extensions.get::<ConnectionState>().cloned();
+        let slot = match &connection {
+            Some(connection) => match connection.open_stream() {
+                Some(slot) => Some(slot),
+                None => {
+                    return Status::resource_exhausted(
+                        "too many xDS calls open on this connection; open another connection",
+                    )
+                    .into_http()
+                }
+            },
+            None => None,
+        };
         let identity = match self.policy.authenticate(&parts.headers, metrics).await {
             Ok(identity) => identity,
             Err(status) => return status.into_http(),
         };
+        if let Some(connection) = &connection {
+            connection.authenticated();
+        }
+        let token = bearer(&parts.headers).map(str::to_owned);
         let request = hyper::Request::from_parts(parts, body);
-        let inbound = wire::requests::<P::Request>(request, MAX_REQUEST_BYTES);
+        let inbound =
+            wire::requests::<P::Request>(request, MAX_REQUEST_BYTES, self.shared.buffered.clone());
         wire::response(AdsCall::<P>::new(
             inbound,
             self.shared,
             Arc::clone(&self.policy),
-            identity,
+            Caller {
+                identity,
+                token,
+                slot,
+            },
         ))
     }
 }

@@ -21,11 +21,12 @@ use tonic::{Code, Status};
 use super::auth::token::VerifiedIdentity;
 use super::auth::{Admitted, CallPolicy, SecretGate};
 use super::cache::ConfigCache;
+use super::connection::{limit_hit, Limit, StreamSlot};
 use super::metrics::{Api, XdsMetrics};
 use super::node::NodeIdentity;
 use super::resources::{Family, GroupConfig, ResourceType};
 use super::status::{unix_now, ConnectionHandle, NackStatus, StatusRegistry, Version};
-use super::wire::{trailers, Requests, WireMessage};
+use super::wire::{trailers, RequestBudget, Requests, WireMessage};
 
 /// What an ADS call needs from the server.
 #[derive(Clone, Debug)]
@@ -35,6 +36,40 @@ pub(crate) struct Shared {
     pub metrics: XdsMetrics,
     /// Largest response a stream may send.
     pub max_response_bytes: usize,
+    /// The bytes of unfinished requests all streams together may hold.
+    pub buffered: RequestBudget,
+}
+
+/// Who opened a call: what [`CallPolicy::authenticate`] verified, the token to check again, and the call's slot on
+/// its connection.
+pub(crate) struct Caller {
+    /// The verified identity (none on an open listener).
+    pub identity: Option<VerifiedIdentity>,
+    /// The bearer token, to check again while the stream is open (never logged).
+    pub token: Option<String>,
+    /// The call's place under its connection's stream limit.
+    pub slot: Option<StreamSlot>,
+}
+
+/// Longest NACK error text kept for logs and `/debug/syncz`; the rest is cut.
+pub const MAX_NACK_DETAIL_BYTES: usize = 4096;
+/// Most rejected resource names kept of one NACK.
+pub const MAX_NACKED_NAMES: usize = 64;
+/// Most NACKs of one stream recorded per [`NACK_WINDOW`]; more are counted and otherwise ignored.
+pub const MAX_NACKS_PER_WINDOW: u32 = 20;
+/// The window of [`MAX_NACKS_PER_WINDOW`].
+pub const NACK_WINDOW: std::time::Duration = std::time::Duration::from_secs(60);
+
+/// `message` cut to at most `max` bytes on a character boundary, saying how long it was.
+fn truncated(message: &str, max: usize) -> std::borrow::Cow<'_, str> {
+    if message.len() <= max {
+        return message.into();
+    }
+    let mut end = max;
+    while !message.is_char_boundary(end) {
+        end -= 1;
+    }
+    format!("{}… ({} bytes, cut)", &message[..end], message.len()).into()
 }
 
 /// A per-stream protocol state machine (SotW or Delta).
@@ -66,6 +101,8 @@ pub(crate) struct StreamBase {
     /// Whose types the stream serves: a gateway's, or MCP collections.
     pub family: Family,
     nonce: u64,
+    /// NACKs recorded in the current window, and when it started.
+    nacks_in_window: std::cell::Cell<(u32, Instant)>,
 }
 
 impl StreamBase {
@@ -76,6 +113,7 @@ impl StreamBase {
             metrics,
             family,
             nonce: 0,
+            nacks_in_window: std::cell::Cell::new((0, Instant::now())),
         }
     }
 
@@ -128,6 +166,32 @@ impl StreamBase {
         message: &str,
         resources: Vec<String>,
     ) {
+        self.metrics.nacked(kind);
+        // A client NACKing again and again costs a counter, not logs or memory.
+        let (count, since) = self.nacks_in_window.get();
+        let (count, since) = if since.elapsed() >= NACK_WINDOW {
+            (1, Instant::now())
+        } else {
+            (count.saturating_add(1), since)
+        };
+        self.nacks_in_window.set((count, since));
+        if count > MAX_NACKS_PER_WINDOW {
+            limit_hit(
+                &self.metrics,
+                Limit::NackRate,
+                format_args!(
+                    "ignoring NACKs of {}: more than {MAX_NACKS_PER_WINDOW} within {NACK_WINDOW:?}",
+                    self.connection.name()
+                ),
+            );
+            return;
+        }
+        let message = truncated(message, MAX_NACK_DETAIL_BYTES);
+        if message.len() > MAX_NACK_DETAIL_BYTES {
+            self.metrics.limit_hit(Limit::NackDetail.as_str());
+        }
+        let mut resources = resources;
+        resources.truncate(MAX_NACKED_NAMES);
         tracing::warn!(
             proxy = %self.connection.name(),
             %kind,
@@ -136,10 +200,9 @@ impl StreamBase {
             error = %message,
             "proxy rejected xDS update; it keeps its last accepted configuration"
         );
-        self.metrics.nacked(kind);
         let nack = NackStatus {
             version,
-            message: message.to_string(),
+            message: message.into_owned(),
             resources,
             at_unix: unix_now(),
         };
@@ -230,10 +293,22 @@ pub(crate) struct AdsCall<P: Protocol> {
     policy: Arc<CallPolicy>,
     /// The caller's verified identity, until the first request is admitted.
     identity: Option<VerifiedIdentity>,
+    /// The caller's token, to check again ([`CallPolicy::recheck`]).
+    token: Option<String>,
+    /// The call's place under its connection's stream limit, held while the call lives.
+    _slot: Option<StreamSlot>,
+    /// The first request's node and the stream's family, kept for the re-checks.
+    admitted_for: Option<(Option<Node>, Family)>,
+    /// When the next re-check is due.
+    recheck_at: Option<Pin<Box<tokio::time::Sleep>>>,
+    /// A re-check in progress.
+    rechecking: Option<Admission>,
     /// The admission of the first request in progress, and that request.
     admitting: Option<(Admission, P::Request)>,
     /// What the call was admitted to; taken when the stream joins its group.
     admitted: Option<Admitted>,
+    /// What the joined stream was admitted to, to compare each re-check with.
+    granted: Option<Admitted>,
     /// Ends the call when its token expires.
     deadline: Option<Pin<Box<tokio::time::Sleep>>>,
     joined: Option<Joined<P>>,
@@ -246,26 +321,92 @@ pub(crate) struct AdsCall<P: Protocol> {
 }
 
 impl<P: Protocol> AdsCall<P> {
-    /// A call of a caller verified as `identity` (none on an open listener) under `policy`, reading `inbound`.
+    /// A call of `caller` (verified or, on an open listener, not) under `policy`, reading `inbound`.
     pub(crate) fn new(
         inbound: Requests<P::Request>,
         shared: Shared,
         policy: Arc<CallPolicy>,
-        identity: Option<VerifiedIdentity>,
+        caller: Caller,
     ) -> Self {
         AdsCall {
             inbound,
             shared,
             policy,
-            identity,
+            identity: caller.identity,
+            token: caller.token,
+            _slot: caller.slot,
+            admitted_for: None,
+            recheck_at: None,
+            rechecking: None,
             admitting: None,
             admitted: None,
+            granted: None,
             deadline: None,
             joined: None,
             queued: VecDeque::new(),
             current: Vec::new().into_iter(),
             finished: false,
         }
+    }
+
+    /// Runs the periodic re-check of a joined stream: starts one when due, and yields the status that ends the
+    /// stream when its token or its access is no longer what it was admitted with.
+    fn poll_recheck(&mut self, cx: &mut Context<'_>) -> Option<Status> {
+        if self.finished {
+            return None;
+        }
+        if self.rechecking.is_none() {
+            let due = self.recheck_at.as_mut()?.as_mut().poll(cx).is_ready();
+            if !due {
+                return None;
+            }
+            let (node, family) = self.admitted_for.clone()?;
+            let policy = Arc::clone(&self.policy);
+            let token = self.token.clone();
+            let metrics = self.shared.metrics.clone();
+            self.rechecking = Some(Box::pin(async move {
+                policy
+                    .recheck(token.as_deref(), node.as_ref(), family, &metrics)
+                    .await
+            }));
+        }
+        let check = self.rechecking.as_mut()?;
+        let Poll::Ready(result) = check.as_mut().poll(cx) else {
+            return None;
+        };
+        self.rechecking = None;
+        let proxy = self
+            .joined
+            .as_ref()
+            .map(|j| j.state.base().connection.name())
+            .unwrap_or_default();
+        let now = match result {
+            Ok(now) => now,
+            Err(status) => {
+                tracing::warn!(proxy, %status, "ending xDS stream: its authorization no longer holds");
+                return Some(status);
+            }
+        };
+        if self
+            .granted
+            .as_ref()
+            .is_some_and(|granted| !granted.grants_same(&now))
+        {
+            tracing::warn!(
+                proxy,
+                "ending xDS stream: what its identity may read changed; it reconnects and gets \
+                                   what it may read now"
+            );
+            return Some(Status::permission_denied(
+                "the authorization of this stream changed since it was opened; reconnect",
+            ));
+        }
+        if let (Some(timer), Some(every)) = (&mut self.recheck_at, self.policy.recheck_interval()) {
+            timer.as_mut().reset(tokio::time::Instant::now() + every);
+            // Poll the timer once so it wakes this call.
+            let _ = timer.as_mut().poll(cx);
+        }
+        None
     }
 
     /// Ends the call with `status`.
@@ -315,6 +456,10 @@ impl<P: Protocol> AdsCall<P> {
             .admitted
             .take()
             .ok_or_else(|| Status::internal("the stream was not admitted"))?;
+        self.admitted_for = Some((Some(node.clone()), family));
+        if let Some(every) = self.policy.recheck_interval() {
+            self.recheck_at = Some(Box::pin(tokio::time::sleep(every)));
+        }
         let connection = self.shared.status.open(&identity, P::API, family);
         self.shared.metrics.stream_opened(P::API);
         let verified = admitted.identity.as_ref().map(ToString::to_string);
@@ -330,7 +475,8 @@ impl<P: Protocol> AdsCall<P> {
             Family::Envoy => self.shared.cache.subscribe(&identity.proxy),
             Family::Mcp => self.shared.cache.subscribe_mcp(),
         };
-        let mut gate = SecretGate::new(admitted.secrets);
+        let mut gate = SecretGate::admitted(&admitted);
+        self.granted = Some(admitted.clone());
         let config = gate.view(
             group.borrow().clone(),
             || connection.name(),
@@ -368,6 +514,9 @@ impl<P: Protocol> hyper::body::Body for AdsCall<P> {
                 tracing::info!(%status, "ending xDS stream");
                 return this.finish(&status);
             }
+        }
+        if let Some(status) = this.poll_recheck(cx) {
+            return this.finish(&status);
         }
         if let Some((admission, _)) = &mut this.admitting {
             match admission.as_mut().poll(cx) {
@@ -472,5 +621,60 @@ impl<P: Protocol> hyper::body::Body for AdsCall<P> {
                 Poll::Pending => return Poll::Pending,
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::translate::Proxy;
+
+    #[test]
+    fn long_nack_texts_are_cut_on_a_character_boundary() {
+        let text = "é".repeat(3000);
+        let cut = truncated(&text, MAX_NACK_DETAIL_BYTES);
+        assert!(cut.len() < MAX_NACK_DETAIL_BYTES + 32, "{}", cut.len());
+        assert!(cut.ends_with("(6000 bytes, cut)"), "{cut}");
+        assert_eq!(truncated("short", 10), "short");
+    }
+
+    /// A client NACKing one response again and again, with huge texts, leaves one cut text in the status and
+    /// counters for the rest.
+    #[test]
+    fn repeated_huge_nacks_keep_one_cut_text_and_count_the_rest() {
+        let registry = Arc::new(StatusRegistry::default());
+        let metrics = XdsMetrics::default();
+        let identity = NodeIdentity {
+            id: "gw-1".into(),
+            proxy: Proxy::default(),
+        };
+        let connection = registry.open(&identity, Api::Sotw, Family::Envoy);
+        let base = StreamBase::new(connection, metrics.clone(), Family::Envoy);
+        let huge = "x".repeat(1 << 20);
+        let names: Vec<String> = (0..1000).map(|i| format!("cluster-{i}")).collect();
+        let extra = 5;
+        for _ in 0..MAX_NACKS_PER_WINDOW + extra {
+            base.nacked(
+                ResourceType::Cluster,
+                Version::Snapshot(1),
+                &huge,
+                names.clone(),
+            );
+        }
+        assert_eq!(metrics.limit_count("nack_rate"), u64::from(extra));
+        assert_eq!(
+            metrics.limit_count("nack_detail"),
+            u64::from(MAX_NACKS_PER_WINDOW)
+        );
+        assert_eq!(
+            metrics.nack_count(ResourceType::Cluster),
+            u64::from(MAX_NACKS_PER_WINDOW + extra)
+        );
+        let shown = serde_json::to_string(&registry.list()).unwrap_or_default();
+        assert!(
+            shown.len() < 16 * 1024,
+            "syncz grew to {} bytes",
+            shown.len()
+        );
     }
 }

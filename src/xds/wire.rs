@@ -14,6 +14,8 @@ use std::convert::Infallible;
 use std::future::{ready, Ready};
 use std::marker::PhantomData;
 use std::pin::Pin;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Arc;
 use std::task::{Context, Poll};
 
 use bytes::{Buf, BufMut, Bytes, BytesMut};
@@ -24,6 +26,9 @@ use prost::Message;
 use tokio_stream::Stream;
 use tonic::body::Body;
 use tonic::Status;
+
+use super::connection::{limit_hit, Limit};
+use super::metrics::XdsMetrics;
 
 /// Resources at least this large are sent as their shared bytes (no copy); smaller ones are copied into the
 /// stream's message, which is cheaper than an extra HTTP/2 DATA frame.
@@ -129,42 +134,77 @@ pub(crate) struct Requests<T> {
     body: Body,
     /// Bytes of an incomplete message (prefix included).
     partial: BytesMut,
+    /// How much of `budget` `partial` holds.
+    reserved: usize,
     /// Frames not yet decoded.
     frame: Bytes,
     max_message_size: usize,
+    budget: RequestBudget,
     ended: bool,
     message: PhantomData<fn() -> T>,
 }
 
-/// The request stream of an ADS call; messages over `max_message_size` bytes end it with an error.
-pub(crate) fn requests<T>(request: hyper::Request<Body>, max_message_size: usize) -> Requests<T> {
+/// The bytes of unfinished requests every stream together may hold, shared by the streams of a server; counts
+/// the request limits that bite.
+#[derive(Debug, Clone)]
+pub(crate) struct RequestBudget {
+    limit: usize,
+    used: Arc<AtomicUsize>,
+    metrics: XdsMetrics,
+}
+
+impl RequestBudget {
+    /// A budget of `limit` bytes.
+    pub(crate) fn new(limit: usize, metrics: XdsMetrics) -> Self {
+        RequestBudget {
+            limit,
+            used: Arc::new(AtomicUsize::new(0)),
+            metrics,
+        }
+    }
+
+    /// Bytes held now.
+    #[cfg(test)]
+    pub(crate) fn used(&self) -> usize {
+        self.used.load(Ordering::Acquire)
+    }
+
+    fn take(&self, bytes: usize) -> bool {
+        self.used
+            .fetch_update(Ordering::AcqRel, Ordering::Acquire, |used| {
+                used.checked_add(bytes).filter(|total| *total <= self.limit)
+            })
+            .is_ok()
+    }
+
+    fn give_back(&self, bytes: usize) {
+        self.used.fetch_sub(bytes, Ordering::AcqRel);
+    }
+}
+
+/// The request stream of an ADS call; messages over `max_message_size` bytes end it with an error, and so does a
+/// split message that `budget` has no room left for.
+pub(crate) fn requests<T>(
+    request: hyper::Request<Body>,
+    max_message_size: usize,
+    budget: RequestBudget,
+) -> Requests<T> {
     Requests {
         body: request.into_body(),
         partial: BytesMut::new(),
+        reserved: 0,
         frame: Bytes::new(),
         max_message_size,
+        budget,
         ended: false,
         message: PhantomData,
     }
 }
 
-/// Length of the gRPC message at the start of `buf` (prefix excluded), once its prefix is there.
-fn message_len(buf: &[u8], max: usize) -> Result<Option<usize>, Status> {
-    let Some(prefix) = buf.get(..5) else {
-        return Ok(None);
-    };
-    if prefix[0] != 0 {
-        return Err(Status::unimplemented(
-            "compressed xDS requests are not supported",
-        ));
+impl<T> Drop for Requests<T> {
+    fn drop(&mut self) {
+        self.budget.give_back(self.reserved);
     }
-    let len = u32::from_be_bytes([prefix[1], prefix[2], prefix[3], prefix[4]]) as usize;
-    if len > max {
-        return Err(Status::resource_exhausted(format!(
-            "xDS request of {len} bytes exceeds the limit of {max} bytes"
-        )));
-    }
-    Ok(Some(len))
 }
 
 fn decode<T: Message + Default>(bytes: &[u8]) -> Result<T, Status> {
@@ -172,12 +212,68 @@ fn decode<T: Message + Default>(bytes: &[u8]) -> Result<T, Status> {
         .map_err(|error| Status::invalid_argument(format!("malformed xDS request: {error}")))
 }
 
+impl<T> Requests<T> {
+    /// Length of the gRPC message at the start of `buf` (prefix excluded), once its prefix is there.
+    fn message_len(&self, buf: &[u8]) -> Result<Option<usize>, Status> {
+        let Some(prefix) = buf.get(..5) else {
+            return Ok(None);
+        };
+        if prefix[0] != 0 {
+            return Err(Status::unimplemented(
+                "compressed xDS requests are not supported",
+            ));
+        }
+        let len = u32::from_be_bytes([prefix[1], prefix[2], prefix[3], prefix[4]]) as usize;
+        let max = self.max_message_size;
+        if len > max {
+            limit_hit(
+                &self.budget.metrics,
+                Limit::RequestSize,
+                format_args!("ending an xDS stream: a request of {len} bytes exceeds the limit of {max} bytes"),
+            );
+            return Err(Status::resource_exhausted(format!(
+                "xDS request of {len} bytes exceeds the limit of {max} bytes"
+            )));
+        }
+        Ok(Some(len))
+    }
+
+    /// Accounts for what `partial` holds now against the shared budget.
+    fn reserve(&mut self) -> Result<(), Status> {
+        let held = self.partial.capacity();
+        if held <= self.reserved {
+            return Ok(());
+        }
+        if !self.budget.take(held - self.reserved) {
+            let limit = self.budget.limit;
+            limit_hit(
+                &self.budget.metrics,
+                Limit::BufferedRequests,
+                format_args!(
+                    "ending an xDS stream: unfinished requests of all streams already hold {limit} bytes"
+                ),
+            );
+            return Err(Status::resource_exhausted(
+                "the server holds too many unfinished xDS requests; send the message again later",
+            ));
+        }
+        self.reserved = held;
+        Ok(())
+    }
+
+    /// Lets go of the gather buffer and its share of the budget.
+    fn release(&mut self) {
+        self.partial = BytesMut::new();
+        self.budget.give_back(std::mem::take(&mut self.reserved));
+    }
+}
+
 impl<T: Message + Default> Requests<T> {
     /// The next whole message from what has arrived, if there is one.
     fn next_buffered(&mut self) -> Result<Option<T>, Status> {
         if self.partial.is_empty() {
             // Decode in place when the frame holds the whole message.
-            if let Some(len) = message_len(&self.frame, self.max_message_size)? {
+            if let Some(len) = self.message_len(&self.frame)? {
                 if self.frame.len() >= 5 + len {
                     let message = decode(&self.frame[5..5 + len])?;
                     self.frame.advance(5 + len);
@@ -188,15 +284,15 @@ impl<T: Message + Default> Requests<T> {
         // Gather the rest of a split message.
         self.partial.extend_from_slice(&self.frame);
         self.frame = Bytes::new();
-        let Some(len) = message_len(&self.partial, self.max_message_size)? else {
-            return Ok(None);
+        let Some(len) = self.message_len(&self.partial)? else {
+            return self.reserve().map(|()| None);
         };
         if self.partial.len() < 5 + len {
-            return Ok(None);
+            return self.reserve().map(|()| None);
         }
         let message = decode(&self.partial[5..5 + len])?;
         self.frame = self.partial.split_off(5 + len).freeze();
-        self.partial = BytesMut::new();
+        self.release();
         Ok(Some(message))
     }
 }
@@ -221,7 +317,7 @@ impl<T: Message + Default> Stream for Requests<T> {
                     // Nothing after a bad message is read.
                     this.ended = true;
                     this.frame = Bytes::new();
-                    this.partial = BytesMut::new();
+                    this.release();
                     return Poll::Ready(Some(Err(status)));
                 }
             }
@@ -233,7 +329,7 @@ impl<T: Message + Default> Stream for Requests<T> {
                 Poll::Ready(None) => {
                     this.ended = true;
                     if !this.partial.is_empty() || !this.frame.is_empty() {
-                        this.partial = BytesMut::new();
+                        this.release();
                         this.frame = Bytes::new();
                         return Poll::Ready(Some(Err(Status::invalid_argument(
                             "xDS request stream ended inside a message",
@@ -300,11 +396,44 @@ mod tests {
     }
 
     async fn decode_all(frames: Vec<Vec<u8>>, max: usize) -> Vec<Result<String, Status>> {
+        let budget = RequestBudget::new(1 << 20, XdsMetrics::default());
+        decode_within(frames, max, &budget).await
+    }
+
+    async fn decode_within(
+        frames: Vec<Vec<u8>>,
+        max: usize,
+        budget: &RequestBudget,
+    ) -> Vec<Result<String, Status>> {
         let body = Body::new(Frames(frames.into_iter().map(Bytes::from).collect()));
-        requests::<DiscoveryRequest>(hyper::Request::new(body), max)
+        requests::<DiscoveryRequest>(hyper::Request::new(body), max, budget.clone())
             .map(|r| r.map(|request| request.type_url))
             .collect()
             .await
+    }
+
+    /// Split messages draw on the server-wide budget while they are gathered, and give it back.
+    #[tokio::test]
+    async fn gathering_split_messages_is_bounded_by_the_shared_budget() {
+        let metrics = XdsMetrics::default();
+        let budget = RequestBudget::new(32, metrics.clone());
+        let big = framed(&"x".repeat(100));
+        // Past 32 bytes of an unfinished message, the budget is spent (a message completed by the frame that
+        // brings its end is decoded at once and holds nothing).
+        let frames = vec![big[..10].to_vec(), big[10..50].to_vec(), big[50..].to_vec()];
+        let results = decode_within(frames, 1024, &budget).await;
+        assert_eq!(
+            results[0].as_ref().unwrap_err().code(),
+            tonic::Code::ResourceExhausted
+        );
+        assert_eq!(metrics.limit_count("buffered_requests"), 1);
+        assert_eq!(budget.used(), 0);
+        let small = framed("a");
+        let (head, tail) = small.split_at(3);
+        let results = decode_within(vec![head.to_vec(), tail.to_vec()], 1024, &budget).await;
+        assert_eq!(results.len(), 1);
+        assert!(results[0].is_ok());
+        assert_eq!(budget.used(), 0);
     }
 
     #[tokio::test]

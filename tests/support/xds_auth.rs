@@ -6,19 +6,20 @@
 use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
+use std::time::Duration;
 
 use admitpilot::admission::tls::{load_files, CertStore, TlsFiles as PemFiles};
 use admitpilot::model::Snapshot;
 use admitpilot::translate::{GatewayResources, Proxy};
 use admitpilot::xds::{
-    CallPolicy, Endpoint, KubeAuth, TlsFiles, TranslateFn, XdsMetrics, XdsServer,
+    CallPolicy, ConnectionLimits, Endpoint, KubeAuth, TlsFiles, TranslateFn, XdsMetrics, XdsServer,
 };
 use envoy_types::pb::envoy::config::core::v3::{data_source, DataSource, Node};
 use envoy_types::pb::envoy::extensions::transport_sockets::tls::v3::{
     secret, CertificateValidationContext, Secret, TlsCertificate,
 };
 use envoy_types::pb::envoy::service::discovery::v3::aggregated_discovery_service_client::AggregatedDiscoveryServiceClient;
-use envoy_types::pb::envoy::service::discovery::v3::DiscoveryRequest;
+use envoy_types::pb::envoy::service::discovery::v3::{DiscoveryRequest, DiscoveryResponse};
 use envoy_types::pb::google::protobuf::{value::Kind, Struct, Value};
 use prometheus_client::registry::Registry;
 use prost::Message;
@@ -154,13 +155,14 @@ pub struct AuthServer {
 
 impl AuthServer {
     /// Serves what `translate` makes of the `snapshots`, with tokens for `audience` verified by `client`'s API
-    /// server.
+    /// server, open streams checked again every `recheck`, each port under `limits`.
     pub async fn start(
         pki: &Pki,
         client: kube::Client,
         audience: &str,
         translate: TranslateFn,
         receiver: watch::Receiver<Arc<Snapshot>>,
+        (recheck, limits): (Duration, ConnectionLimits),
     ) -> AuthServer {
         let mut registry = Registry::with_prefix("admitpilot");
         let metrics = XdsMetrics::register(&mut registry);
@@ -176,7 +178,12 @@ impl AuthServer {
             Endpoint {
                 listener: tls_listener,
                 tls: Some(config),
-                policy: CallPolicy::Token(KubeAuth::new(client, audience.to_string())),
+                policy: CallPolicy::Token(KubeAuth::with_recheck(
+                    client,
+                    audience.to_string(),
+                    recheck,
+                )),
+                limits,
             },
             Endpoint {
                 listener: plain_listener,
@@ -184,6 +191,7 @@ impl AuthServer {
                 policy: CallPolicy::Open {
                     serve_secrets: false,
                 },
+                limits,
             },
         ];
         let (stop, stopped) = oneshot::channel::<()>();
@@ -208,19 +216,30 @@ impl AuthServer {
         }
     }
 
-    /// Serves fixed `resources` to every proxy.
+    /// Serves fixed `resources` to every proxy, with the default re-check interval and limits.
     pub async fn fixed(
         pki: &Pki,
         client: kube::Client,
         audience: &str,
         resources: GatewayResources,
     ) -> AuthServer {
+        Self::fixed_with(pki, client, audience, resources, default_settings()).await
+    }
+
+    /// Serves fixed `resources` to every proxy, re-checking every `recheck`, each port under `limits`.
+    pub async fn fixed_with(
+        pki: &Pki,
+        client: kube::Client,
+        audience: &str,
+        resources: GatewayResources,
+        settings: (Duration, ConnectionLimits),
+    ) -> AuthServer {
         let translate = TranslateFn::stateless(move |_: &Snapshot, _: &Proxy| resources.clone());
         let (sender, receiver) = watch::channel(Arc::new(Snapshot {
             version: 1,
             ..Snapshot::default()
         }));
-        let mut server = Self::start(pki, client, audience, translate, receiver).await;
+        let mut server = Self::start(pki, client, audience, translate, receiver, settings).await;
         server.snapshots = Some(sender);
         server
     }
@@ -241,6 +260,14 @@ impl AuthServer {
             task.await.unwrap();
         }
     }
+}
+
+/// The default re-check interval and connection limits, for [`AuthServer::start`].
+pub fn default_settings() -> (Duration, ConnectionLimits) {
+    (
+        admitpilot::xds::auth::RECHECK_INTERVAL,
+        ConnectionLimits::default(),
+    )
 }
 
 /// A TLS channel to `addr` trusting `ca_pem` (server name localhost).
@@ -292,15 +319,20 @@ pub fn gateway_node(namespace: &str) -> Node {
     }
 }
 
-/// Opens a SotW stream on `channel` (with `token` as bearer, if any) as `node`, asks for `type_url` with
-/// `names`, and returns the names of the first response's resources (the call's status when it fails).
-pub async fn first_response(
+/// An open SotW stream: its responses, and the sender that keeps it open (and can send more requests).
+pub type OpenStream = (
+    tonic::Streaming<DiscoveryResponse>,
+    tokio::sync::mpsc::Sender<DiscoveryRequest>,
+);
+
+/// Opens a SotW stream on `channel` (with `token` as bearer, if any) as `node`, asking for `type_url` with `names`.
+pub async fn open_stream(
     channel: Channel,
     token: Option<&str>,
     node: Node,
     type_url: &str,
     names: &[&str],
-) -> Result<Vec<String>, tonic::Status> {
+) -> Result<OpenStream, tonic::Status> {
     let bearer: Option<tonic::metadata::MetadataValue<_>> =
         token.map(|t| format!("Bearer {t}").parse().unwrap());
     let mut client = AggregatedDiscoveryServiceClient::with_interceptor(
@@ -322,16 +354,16 @@ pub async fn first_response(
     };
     let (sender, receiver) = tokio::sync::mpsc::channel(4);
     sender.send(request).await.unwrap();
-    let mut responses = client
+    let responses = client
         .stream_aggregated_resources(tokio_stream::wrappers::ReceiverStream::new(receiver))
         .await?
         .into_inner();
-    let response = tokio::time::timeout(std::time::Duration::from_secs(10), responses.message())
-        .await
-        .expect("a response within 10 s")?
-        .ok_or_else(|| tonic::Status::unknown("the stream ended without a response"))?;
-    drop(sender);
-    Ok(response
+    Ok((responses, sender))
+}
+
+/// The names of a response's resources (a Secret's name, else the type URL).
+pub fn resource_names(response: &DiscoveryResponse) -> Vec<String> {
+    response
         .resources
         .iter()
         .map(|any| {
@@ -341,5 +373,40 @@ pub async fn first_response(
                 any.type_url.clone()
             }
         })
-        .collect())
+        .collect()
+}
+
+/// The status that ends an open stream, waiting at most `deadline` (responses before it are skipped).
+pub async fn stream_end(
+    responses: &mut tonic::Streaming<DiscoveryResponse>,
+    deadline: std::time::Duration,
+) -> tonic::Status {
+    let start = tokio::time::Instant::now();
+    loop {
+        let left = deadline.saturating_sub(start.elapsed());
+        match tokio::time::timeout(left, responses.message()).await {
+            Err(_) => panic!("the stream was not ended within {deadline:?}"),
+            Ok(Err(status)) => return status,
+            Ok(Ok(None)) => return tonic::Status::ok("ended"),
+            Ok(Ok(Some(_))) => {}
+        }
+    }
+}
+
+/// Opens a SotW stream on `channel` (with `token` as bearer, if any) as `node`, asks for `type_url` with
+/// `names`, and returns the names of the first response's resources (the call's status when it fails).
+pub async fn first_response(
+    channel: Channel,
+    token: Option<&str>,
+    node: Node,
+    type_url: &str,
+    names: &[&str],
+) -> Result<Vec<String>, tonic::Status> {
+    let (mut responses, sender) = open_stream(channel, token, node, type_url, names).await?;
+    let response = tokio::time::timeout(std::time::Duration::from_secs(10), responses.message())
+        .await
+        .expect("a response within 10 s")?
+        .ok_or_else(|| tonic::Status::unknown("the stream ended without a response"))?;
+    drop(sender);
+    Ok(resource_names(&response))
 }

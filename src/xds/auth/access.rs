@@ -14,9 +14,11 @@ use k8s_openapi::api::authorization::v1::{
 use kube::api::{Api, PostParams};
 
 use super::token::VerifiedIdentity;
+use crate::model::Kind;
 
-/// How long an allowed answer is reused (a revoked RoleBinding takes effect for new streams after this).
-pub const ALLOWED_TTL: Duration = Duration::from_secs(60);
+/// How long an allowed answer is reused at most (a revoked RoleBinding takes effect after this, for new streams
+/// and at an open stream's next re-check).
+pub const ALLOWED_TTL: Duration = Duration::from_secs(30);
 /// How long a denied answer is reused (a new RoleBinding takes effect for new streams after this).
 pub const DENIED_TTL: Duration = Duration::from_secs(10);
 /// Most cached answers; past it, expired ones are dropped, then all of them.
@@ -46,11 +48,12 @@ impl Question {
         }
     }
 
-    /// May it `list` VirtualServices in every namespace (what an MCP subscriber receives)?
-    pub fn list_config() -> Self {
+    /// May it `list` objects of `kind` in every namespace (what an MCP subscriber receives of that collection)?
+    pub fn list_all(kind: Kind) -> Self {
+        let info = kind.info();
         Question {
-            group: "networking.istio.io",
-            resource: "virtualservices",
+            group: info.group,
+            resource: info.plural,
             verb: "list",
             namespace: String::new(),
         }
@@ -98,6 +101,7 @@ type Key = (String, Question);
 /// Asks SubjectAccessReviews and remembers the answers.
 pub struct AccessReviewer {
     client: kube::Client,
+    allowed_ttl: Duration,
     cache: Mutex<HashMap<Key, (Decision, Instant)>>,
 }
 
@@ -108,10 +112,11 @@ impl std::fmt::Debug for AccessReviewer {
 }
 
 impl AccessReviewer {
-    /// Asks `client`'s API server.
-    pub fn new(client: kube::Client) -> Self {
+    /// Asks `client`'s API server, reusing an allowed answer for at most `allowed_ttl` (and [`ALLOWED_TTL`]).
+    pub fn new(client: kube::Client, allowed_ttl: Duration) -> Self {
         AccessReviewer {
             client,
+            allowed_ttl: allowed_ttl.min(ALLOWED_TTL),
             cache: Mutex::new(HashMap::new()),
         }
     }
@@ -125,7 +130,7 @@ impl AccessReviewer {
         }
         let decision = self.review(identity, question).await;
         let ttl = match decision {
-            Decision::Allowed => ALLOWED_TTL,
+            Decision::Allowed => self.allowed_ttl,
             Decision::Denied(_) => DENIED_TTL,
             Decision::Unavailable(_) => return decision,
         };
@@ -185,7 +190,7 @@ mod tests {
             "get secrets in gw"
         );
         assert_eq!(
-            Question::list_config().to_string(),
+            Question::list_all(Kind::VirtualService).to_string(),
             "list virtualservices.networking.istio.io (all namespaces)"
         );
     }

@@ -1,5 +1,6 @@
-//! The secrets one stream may receive: takes its proxy group's configurations and its [`SecretAccess`], and yields
-//! the configurations without the `kubernetes://` secrets it withholds (certificates with their private keys, and
+//! What one stream may receive: takes its group's configurations, its [`SecretAccess`] and [`CollectionAccess`], and
+//! yields the configurations without the MCP collections its identity may not list (answered empty) and without
+//! the `kubernetes://` secrets it withholds (certificates with their private keys, and
 //! on an open port also CA bundles). Secrets the gateway reads from its own files (`file-cert:`, `file-root:`)
 //! carry no key material and always pass. Each newly withheld name is logged once per stream (names only, never
 //! content) and counted in `admitpilot_xds_secret_denied_total{reason}`.
@@ -11,7 +12,7 @@ use envoy_types::pb::envoy::extensions::transport_sockets::tls::v3::{secret, Sec
 use envoy_types::pb::google::protobuf::Any;
 use prost::Message;
 
-use super::SecretAccess;
+use super::{Admitted, CollectionAccess, SecretAccess};
 use crate::xds::metrics::XdsMetrics;
 use crate::xds::resources::{Encoded, Family, GroupConfig, ResourceType, TypeResources};
 
@@ -35,20 +36,64 @@ type Withhold = Box<dyn Fn(&str, &Encoded) -> bool>;
 /// What one stream withholds, and what it has already reported.
 pub(crate) struct SecretGate {
     access: SecretAccess,
+    collections: CollectionAccess,
     reported: HashSet<Arc<str>>,
 }
 
 impl SecretGate {
-    /// A gate applying `access`.
+    /// A gate applying `access`, with every MCP collection.
+    #[cfg(test)]
     pub(crate) fn new(access: SecretAccess) -> Self {
         SecretGate {
             access,
+            collections: CollectionAccess::All,
+            reported: HashSet::new(),
+        }
+    }
+
+    /// A gate applying what a stream was admitted to.
+    pub(crate) fn admitted(admitted: &Admitted) -> Self {
+        SecretGate {
+            access: admitted.secrets.clone(),
+            collections: admitted.collections.clone(),
             reported: HashSet::new(),
         }
     }
 
     /// `config` as the stream may see it: the same `Arc` when nothing is withheld.
     pub(crate) fn view(
+        &mut self,
+        config: Arc<GroupConfig>,
+        proxy: impl FnOnce() -> String,
+        metrics: &XdsMetrics,
+    ) -> Arc<GroupConfig> {
+        match config.family {
+            Family::Envoy => self.secrets_view(config, proxy, metrics),
+            Family::Mcp => self.collections_view(config),
+        }
+    }
+
+    /// An MCP feed without the collections the stream may not list: each is answered empty.
+    fn collections_view(&self, config: Arc<GroupConfig>) -> Arc<GroupConfig> {
+        let CollectionAccess::Only(allowed) = &self.collections else {
+            return config;
+        };
+        let mut view = (*config).clone();
+        for kind in Family::Mcp.types() {
+            let ResourceType::Mcp(collection) = kind else {
+                continue;
+            };
+            if !allowed.contains(&collection.kind()) {
+                if let Some(slot) = view.types.get_mut(kind.index()) {
+                    *slot = Arc::new(TypeResources::new(Default::default()));
+                }
+            }
+        }
+        Arc::new(view)
+    }
+
+    /// An Envoy group's config without the secrets the stream withholds.
+    fn secrets_view(
         &mut self,
         config: Arc<GroupConfig>,
         proxy: impl FnOnce() -> String,
@@ -77,9 +122,6 @@ impl SecretGate {
                 )
             }
         };
-        if config.family != Family::Envoy {
-            return config;
-        }
         let secrets = config.of(ResourceType::Secret);
         let (kept, withheld): (Vec<_>, Vec<_>) = secrets
             .by_name

@@ -12,9 +12,14 @@
 //!   Secrets there (SubjectAccessReview, [`access`]); CA bundles (`-cacert`) are public and go to any verified
 //!   proxy of the namespace. Anything withheld is logged once per stream and counted
 //!   (`admitpilot_xds_secret_denied_total{reason}`). An API error denies.
-//! - An MCP subscriber (the whole validated config) must be allowed to `list` VirtualServices cluster-wide.
+//! - An MCP subscriber gets each collection only if its service account may `list` that kind cluster-wide (one
+//!   SubjectAccessReview per kind, cached); the others are answered empty, and logged. One allowed nothing is
+//!   refused (`PERMISSION_DENIED`).
 //! - A stream ends when its token expires (`UNAUTHENTICATED`): the client reconnects with its rotated token, and
 //!   is checked again.
+//! - An open stream is checked again every [`RECHECK_INTERVAL`] (token and access, through caches that keep an
+//!   answer no longer than that): a deleted ServiceAccount or RoleBinding ends it within twice that, before a
+//!   Secret created afterwards can reach it; the client reconnects and gets what it may have now.
 //! - On an open listener ([`CallPolicy::Open`]: `--xds-plaintext-addr`, folder mode) nobody is verified and no
 //!   `kubernetes://` secret is sent, unless folder mode was told to (`--xds-unauthenticated-secrets`).
 
@@ -22,8 +27,9 @@ pub mod access;
 mod gate;
 pub mod token;
 
+use std::collections::BTreeSet;
 use std::sync::Arc;
-use std::time::{Instant, SystemTime};
+use std::time::{Duration, Instant, SystemTime};
 
 use envoy_types::pb::envoy::config::core::v3::Node;
 use hyper::header::AUTHORIZATION;
@@ -33,6 +39,7 @@ use tonic::Status;
 use super::metrics::XdsMetrics;
 use super::node::NodeIdentity;
 use super::resources::Family;
+use crate::model::Kind;
 use access::{AccessReviewer, Decision, Question};
 pub(crate) use gate::SecretGate;
 use token::{TokenError, TokenReviewer, VerifiedIdentity};
@@ -50,19 +57,30 @@ pub enum CallPolicy {
     Token(Arc<KubeAuth>),
 }
 
+/// How often an open stream's token and access are checked again, by default.
+pub const RECHECK_INTERVAL: Duration = Duration::from_secs(30);
+
 /// The API-server checks of [`CallPolicy::Token`].
 #[derive(Debug)]
 pub struct KubeAuth {
     tokens: TokenReviewer,
     access: AccessReviewer,
+    recheck: Duration,
 }
 
 impl KubeAuth {
-    /// Checks with `client`'s API server; tokens must be for `audience`.
+    /// Checks with `client`'s API server; tokens must be for `audience`; open streams are checked again every
+    /// [`RECHECK_INTERVAL`].
     pub fn new(client: kube::Client, audience: String) -> Arc<Self> {
+        Self::with_recheck(client, audience, RECHECK_INTERVAL)
+    }
+
+    /// Like [`KubeAuth::new`], checking open streams again every `recheck` (answers are cached no longer).
+    pub fn with_recheck(client: kube::Client, audience: String, recheck: Duration) -> Arc<Self> {
         Arc::new(KubeAuth {
-            tokens: TokenReviewer::new(client.clone(), audience),
-            access: AccessReviewer::new(client),
+            tokens: TokenReviewer::new(client.clone(), audience, recheck),
+            access: AccessReviewer::new(client, recheck),
+            recheck,
         })
     }
 }
@@ -89,6 +107,28 @@ pub enum SecretAccess {
     },
 }
 
+impl SecretAccess {
+    /// Whether two decisions grant the same (the reasons' wording aside).
+    fn grants_same(&self, other: &SecretAccess) -> bool {
+        match (self, other) {
+            (
+                SecretAccess::Withheld { ca_bundles: a, .. },
+                SecretAccess::Withheld { ca_bundles: b, .. },
+            ) => a == b,
+            _ => self == other,
+        }
+    }
+}
+
+/// Which MCP collections a stream gets.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum CollectionAccess {
+    /// Every collection.
+    All,
+    /// The collections of these kinds; the others are answered empty.
+    Only(Arc<BTreeSet<Kind>>),
+}
+
 /// What a stream may do, decided before it is served.
 #[derive(Debug, Clone)]
 pub(crate) struct Admitted {
@@ -96,12 +136,33 @@ pub(crate) struct Admitted {
     pub identity: Option<VerifiedIdentity>,
     /// The secrets it gets.
     pub secrets: SecretAccess,
+    /// The MCP collections it gets.
+    pub collections: CollectionAccess,
     /// When the stream must end (its token expires).
     pub deadline: Option<Instant>,
 }
 
-/// The bearer token of a call's metadata (`authorization: Bearer <token>`), if any.
-pub(crate) fn bearer(headers: &HeaderMap) -> Option<&str> {
+impl Admitted {
+    /// Whether `now` grants what this decision granted.
+    pub(crate) fn grants_same(&self, now: &Admitted) -> bool {
+        self.secrets.grants_same(&now.secrets) && self.collections == now.collections
+    }
+}
+
+impl KubeAuth {
+    /// The audience tokens must carry.
+    pub fn audience(&self) -> &str {
+        self.tokens.audience()
+    }
+
+    /// Verifies a bearer token with TokenReview (cached, as for xDS calls).
+    pub async fn verify_token(&self, token: &str) -> Result<VerifiedIdentity, TokenError> {
+        self.tokens.verify(token).await
+    }
+}
+
+/// The bearer token of a request's `authorization: Bearer <token>` header or metadata, if any.
+pub fn bearer(headers: &HeaderMap) -> Option<&str> {
     let value = headers.get(AUTHORIZATION)?.to_str().ok()?.trim();
     let (scheme, token) = value.split_once(' ')?;
     scheme
@@ -111,6 +172,30 @@ pub(crate) fn bearer(headers: &HeaderMap) -> Option<&str> {
 }
 
 impl CallPolicy {
+    /// How often an open stream is checked again (`None` on an open listener: there is nothing to check).
+    pub(crate) fn recheck_interval(&self) -> Option<Duration> {
+        match self {
+            CallPolicy::Token(auth) => Some(auth.recheck),
+            CallPolicy::Open { .. } => None,
+        }
+    }
+
+    /// Checks an open stream again: its `token` is verified and its access decided as for a new stream.
+    pub(crate) async fn recheck(
+        &self,
+        token: Option<&str>,
+        node: Option<&Node>,
+        family: Family,
+        metrics: &XdsMetrics,
+    ) -> Result<Admitted, Status> {
+        let mut headers = HeaderMap::new();
+        if let Some(value) = token.and_then(|t| format!("Bearer {t}").parse().ok()) {
+            headers.insert(AUTHORIZATION, value);
+        }
+        let identity = self.authenticate(&headers, metrics).await?;
+        self.admit(identity, node, family, metrics).await
+    }
+
     /// Verifies the caller before anything is read from it (`Ok(None)` on an open listener).
     pub(crate) async fn authenticate(
         &self,
@@ -160,6 +245,7 @@ impl CallPolicy {
                 return Ok(Admitted {
                     identity: None,
                     secrets,
+                    collections: CollectionAccess::All,
                     deadline: None,
                 });
             }
@@ -212,37 +298,84 @@ impl CallPolicy {
                     },
                 }
             }
-            Family::Mcp => {
-                let question = Question::list_config();
-                match auth.access.check(&identity, &question).await {
-                    Decision::Allowed => SecretAccess::All,
-                    Decision::Denied(why) => {
-                        return refuse(
-                            "forbidden",
-                            Status::permission_denied(format!(
-                                "authorization failed: {identity} may not {question} ({why}), which the MCP feed \
-                                 carries"
-                            )),
-                        )
-                    }
-                    Decision::Unavailable(error) => {
-                        return refuse(
-                            "unavailable",
-                            Status::unavailable(format!(
-                                "cannot check whether {identity} may {question}: {error}"
-                            )),
-                        )
-                    }
-                }
-            }
+            Family::Mcp => SecretAccess::All,
+        };
+        let collections = match family {
+            Family::Envoy => CollectionAccess::All,
+            Family::Mcp => match auth.collections(&identity).await {
+                Ok(collections) => collections,
+                Err((reason, status)) => return refuse(reason, status),
+            },
         };
         let left = token::remaining(identity.expires);
         let deadline = (left != std::time::Duration::MAX).then(|| Instant::now() + left);
         Ok(Admitted {
             identity: Some(identity),
             secrets,
+            collections,
             deadline,
         })
+    }
+}
+
+impl KubeAuth {
+    /// The MCP collections `identity` may receive: the kinds it may `list` cluster-wide, as the API server's RBAC
+    /// would let it read them. An API error counts as denied; an identity allowed none is refused.
+    async fn collections(
+        &self,
+        identity: &VerifiedIdentity,
+    ) -> Result<CollectionAccess, (&'static str, Status)> {
+        let served = &*crate::mcp::collection::SERVED;
+        let decisions = futures::future::join_all(served.iter().map(|kind| async {
+            (
+                *kind,
+                self.access
+                    .check(identity, &Question::list_all(*kind))
+                    .await,
+            )
+        }))
+        .await;
+        let allowed: BTreeSet<Kind> = decisions
+            .iter()
+            .filter(|(_, decision)| decision.allowed())
+            .map(|(kind, _)| *kind)
+            .collect();
+        if allowed.len() == served.len() {
+            return Ok(CollectionAccess::All);
+        }
+        let unavailable = decisions.iter().find_map(|(_, decision)| match decision {
+            Decision::Unavailable(error) => Some(error.clone()),
+            _ => None,
+        });
+        if allowed.is_empty() {
+            return Err(match unavailable {
+                Some(error) => (
+                    "unavailable",
+                    Status::unavailable(format!(
+                        "cannot check which config {identity} may list: {error}"
+                    )),
+                ),
+                None => (
+                    "forbidden",
+                    Status::permission_denied(format!(
+                        "authorization failed: {identity} may not list any kind the MCP feed carries (e.g. {})",
+                        Question::list_all(Kind::VirtualService)
+                    )),
+                ),
+            });
+        }
+        let withheld: Vec<String> = served
+            .iter()
+            .filter(|kind| !allowed.contains(kind))
+            .map(|kind| kind.info().resource_name())
+            .collect();
+        tracing::warn!(
+            identity = %identity,
+            withheld = ?withheld,
+            api_error = unavailable.as_deref().unwrap_or("-"),
+            "MCP collections answered empty: the subscriber's service account may not list them"
+        );
+        Ok(CollectionAccess::Only(Arc::new(allowed)))
     }
 }
 

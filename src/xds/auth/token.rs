@@ -12,8 +12,8 @@ use base64::Engine as _;
 use k8s_openapi::api::authentication::v1::{TokenReview, TokenReviewSpec};
 use kube::api::{Api, PostParams};
 
-/// Longest a verified token is trusted without asking again.
-pub const VALID_TTL: Duration = Duration::from_secs(60);
+/// Longest a verified token is trusted without asking again (by default: [`super::RECHECK_INTERVAL`]).
+pub const VALID_TTL: Duration = Duration::from_secs(30);
 /// How long a token the API server refused stays refused without asking again.
 pub const INVALID_TTL: Duration = Duration::from_secs(5);
 /// Most cached answers; past it, expired ones are dropped, then all of them.
@@ -95,6 +95,7 @@ type Digest = [u8; 32];
 pub struct TokenReviewer {
     client: kube::Client,
     audience: String,
+    valid_ttl: Duration,
     cache: Mutex<HashMap<Digest, Cached>>,
 }
 
@@ -113,11 +114,13 @@ impl std::fmt::Debug for TokenReviewer {
 }
 
 impl TokenReviewer {
-    /// Verifies tokens with `client`'s API server, for `audience`.
-    pub fn new(client: kube::Client, audience: String) -> Self {
+    /// Verifies tokens with `client`'s API server, for `audience`, trusting an answer for at most `valid_ttl`
+    /// (and [`VALID_TTL`]).
+    pub fn new(client: kube::Client, audience: String, valid_ttl: Duration) -> Self {
         TokenReviewer {
             client,
             audience,
+            valid_ttl: valid_ttl.min(VALID_TTL),
             cache: Mutex::new(HashMap::new()),
         }
     }
@@ -146,7 +149,7 @@ impl TokenReviewer {
         }
         let answer = self.review(token).await;
         let until = match &answer {
-            Ok(identity) => now + VALID_TTL.min(remaining(identity.expires)),
+            Ok(identity) => now + self.valid_ttl.min(remaining(identity.expires)),
             Err(TokenError::Invalid { .. }) => now + INVALID_TTL,
             // Not an answer about the token: ask again next time.
             Err(_) => return answer,
