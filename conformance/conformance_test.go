@@ -6,7 +6,8 @@ package conformance
 // (kubelet.go), runs one Envoy per Gateway (gateways.go) and runs the suite unchanged.
 //
 // Environment: KUBECONFIG (the API server), ADMITPILOT_ENVOY (Envoy binary), ECHO_BASIC (the suite's echo server
-// binary), XDS_PORT (admitpilot's xDS port on every address), CONFORMANCE_WORK (a folder for logs),
+// binary), XDS_PORT (admitpilot's xDS port on every address, TLS with token auth), XDS_CA (the CA file that
+// signed admitpilot's xDS certificate, for the bridge's address), CONFORMANCE_WORK (a folder for logs),
 // CONFORMANCE_REPORT (where the report goes), CONFORMANCE_PROFILES (comma-separated), CONFORMANCE_RUN_TEST (one
 // test only, optional), CONFORMANCE_ONLY (comma-separated tests: every other one is skipped, optional),
 // CONFORMANCE_VERSION (admitpilot's version for the report).
@@ -117,7 +118,8 @@ func TestConformance(t *testing.T) {
 	}
 	proxies := &gateways{
 		client: harnessClient, class: gatewayClassName, envoy: env(t, "ADMITPILOT_ENVOY"), xdsPort: xdsPort,
-		workDir: workDir, running: map[client.ObjectKey]*gatewayProxy{},
+		xdsCA: env(t, "XDS_CA"), workDir: workDir, running: map[client.ObjectKey]*gatewayProxy{},
+		identities: map[string]bool{},
 	}
 	stopped := make(chan struct{})
 	go func() {

@@ -1,5 +1,8 @@
 //! The Kubernetes side of the Gateway API on a real kube-apiserver (`support::kube_server`), with `admitpilot serve
-//! --kube` and a real Envoy 1.40 (default `initial_fetch_timeout`) whose node metadata names the Gateway:
+//! --kube` and a real Envoy 1.40 (default `initial_fetch_timeout`) whose node metadata names the Gateway. admitpilot
+//! runs with the xDS security the chart ships: TLS on the xDS port and `--xds-auth=token`; the Envoy is a gateway of
+//! the test's namespace, with a ServiceAccount that a Role lets get Secrets, a token for `admitpilot` minted with the
+//! TokenRequest API, and a bootstrap that dials over TLS trusting admitpilot's CA and sends the token on every call:
 //! - a listener's `allowedRoutes` namespace selector follows the Namespace's labels as `kubectl label` changes them:
 //!   the route of a namespace that gains the label is served, and no longer once it loses it;
 //! - a BackendTLSPolicy's CA ConfigMap, created with `kubectl` after the policy, reaches Envoy as the SDS secret
@@ -20,6 +23,8 @@ mod kube_server;
 mod pipeline;
 #[path = "support/tls_backends.rs"]
 mod tls_backends;
+#[path = "support/xds_auth.rs"]
+mod xds_auth;
 
 use std::path::Path;
 use std::time::Duration;
@@ -30,6 +35,54 @@ use pipeline::Admitpilot;
 
 const CRDS: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/crds/gateway-api");
 const WAIT: Duration = Duration::from_secs(60);
+/// The gateway's ServiceAccount, in the test's namespace.
+const ACCOUNT: &str = "gateway";
+
+/// [`envoy::bootstrap`] as a gateway of `ns` runs it against admitpilot's authenticated xDS port on `xds_port`: over
+/// TLS trusting the CA in the file `ca` (admitpilot's certificate is for 127.0.0.1), every call carrying `token`
+/// (`authorization: Bearer`), node metadata naming the token's namespace and service account, and the Gateway.
+fn gateway_bootstrap(xds_port: u16, ns: &str, ca: &Path, token: &str) -> String {
+    let node_id = format!("router~127.0.0.1~gw.{ns}~{ns}.svc.cluster.local");
+    let mut yaml = envoy::bootstrap(AdsApi::Delta, xds_port, &node_id);
+    let tls = format!(
+        r#"    transport_socket:
+      name: envoy.transport_sockets.tls
+      typed_config:
+        "@type": type.googleapis.com/envoy.extensions.transport_sockets.tls.v3.UpstreamTlsContext
+        common_tls_context:
+          alpn_protocols: [h2]
+          validation_context:
+            trusted_ca: {{ filename: "{}" }}
+            match_typed_subject_alt_names: [{{ san_type: IP_ADDRESS, matcher: {{ exact: 127.0.0.1 }} }}]
+    load_assignment:
+"#,
+        ca.display()
+    );
+    for (written, here) in [
+        (
+            "NAMESPACE: default",
+            format!("NAMESPACE: {ns}, SERVICE_ACCOUNT: {ACCOUNT}"),
+        ),
+        (
+            "app: e2e",
+            "gateway.networking.k8s.io/gateway-name: gw".to_string(),
+        ),
+        (
+            "- envoy_grpc: { cluster_name: xds_cluster }\n",
+            format!(
+                "- envoy_grpc: {{ cluster_name: xds_cluster }}\n      initial_metadata: [{{ key: authorization, value: \"Bearer {token}\" }}]\n"
+            ),
+        ),
+        ("    load_assignment:\n", tls),
+    ] {
+        assert!(
+            yaml.contains(written),
+            "envoy::bootstrap no longer has {written:?}"
+        );
+        yaml = yaml.replacen(written, &here, 1);
+    }
+    yaml
+}
 
 /// A Service `name` in `ns` on port 80, without endpoints.
 fn service(ns: &str, name: &str) -> String {
@@ -132,10 +185,32 @@ spec:
         service(&team, "secure"),
     );
     kube.kubectl_ok(&["apply", "-f", "-"], Some(&objects)).await;
+    // The gateway's identity, as the chart gives it: a ServiceAccount that may get the Secrets of its namespace (what
+    // admitpilot asks with a SubjectAccessReview before it sends a certificate), and a token for admitpilot that
+    // outlives the test (admitpilot ends the stream when it expires).
+    kube.create_service_account(ACCOUNT).await;
+    let rbac = format!(
+        "apiVersion: rbac.authorization.k8s.io/v1
+kind: Role
+metadata: {{name: gateway-secrets, namespace: {ns}}}
+rules: [{{apiGroups: [''], resources: [secrets], verbs: [get]}}]
+---
+apiVersion: rbac.authorization.k8s.io/v1
+kind: RoleBinding
+metadata: {{name: gateway-secrets, namespace: {ns}}}
+roleRef: {{apiGroup: rbac.authorization.k8s.io, kind: Role, name: gateway-secrets}}
+subjects: [{{kind: ServiceAccount, name: {ACCOUNT}, namespace: {ns}}}]
+"
+    );
+    kube.kubectl_ok(&["apply", "-f", "-"], Some(&rbac)).await;
+    let token = kube.token(&ns, ACCOUNT, Some("admitpilot"), "1h").await;
+    // TLS on the xDS port (a CA and a certificate for 127.0.0.1) and tokens checked by TokenReview.
+    let pki = xds_auth::Pki::new();
     let flags: Vec<String> = [
-        "--xds-auth=none".to_string(),
-        // CA bundles on an open xDS port only when asked (they are public, but the port verifies no one).
-        "--xds-unauthenticated-secrets".to_string(),
+        format!("--xds-tls-cert={}", pki.files.cert.display()),
+        format!("--xds-tls-key={}", pki.files.key.display()),
+        "--xds-auth=token".to_string(),
+        "--xds-token-audience=admitpilot".to_string(),
         format!("--lease-namespace={ns}"),
         format!("--watch-namespaces={ns},{team}"),
         format!("--higress-namespace={ns}"),
@@ -143,13 +218,7 @@ spec:
     ]
     .into();
     let admitpilot = Admitpilot::start_kube(kube.kubeconfig(), None, &flags).await;
-    let bootstrap = envoy::bootstrap(
-        AdsApi::Delta,
-        admitpilot.xds_port,
-        "router~127.0.0.1~gw.x~x.svc.cluster.local",
-    )
-    .replace("NAMESPACE: default", &format!("NAMESPACE: {ns}"))
-    .replace("app: e2e", "gateway.networking.k8s.io/gateway-name: gw");
+    let bootstrap = gateway_bootstrap(admitpilot.xds_port, &ns, &pki.ca, &token);
     let envoy = EnvoyProcess::start(&envoy_bin, &bootstrap, 72).await;
     let url = |path: &str| format!("http://127.0.0.1:{port}{path}");
 
