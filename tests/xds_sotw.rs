@@ -327,3 +327,43 @@ async fn unknown_names_get_the_existing_resources_and_appear_when_created() {
     assert_ne!(push.version_info, eds.version_info);
     server.shutdown().await;
 }
+
+/// istiod's MCP client (`pkg/adsc` `ConfigInitialRequests`) opens with `core/v1alpha1/MeshConfig`, then asks for
+/// every collection of its schemas, some of which admitpilot does not serve: the stream is an MCP subscriber all
+/// the same, each type is answered (the unserved ones with none of it, once), and ACKs get no second answer.
+#[tokio::test]
+async fn istiods_opening_sequence_makes_an_mcp_stream_and_every_type_is_answered() {
+    let server = TestServer::start(base()).await;
+    let mut client = SotwClient::connect(&server.endpoint()).await;
+    let opening = [
+        "core/v1alpha1/MeshConfig",
+        "networking.istio.io/v1/VirtualService",
+        "networking.istio.io/v1/Gateway",
+        "networking.x-k8s.io/v1alpha1/XBackendTrafficPolicy",
+        "security.istio.io/v1/PeerAuthentication",
+    ];
+    client
+        .request(Some(node("istiod-1")), opening[0], &[], "", "")
+        .await;
+    for type_url in &opening[1..] {
+        client.request(None, type_url, &[], "", "").await;
+    }
+    let mut answered = Vec::new();
+    for _ in 0..opening.len() {
+        let response = client.next().await;
+        assert!(!response.nonce.is_empty());
+        client.ack(&response, &[]).await;
+        answered.push(response.type_url);
+    }
+    answered.sort();
+    let mut expected: Vec<String> = opening.iter().map(|t| t.to_string()).collect();
+    expected.sort();
+    assert_eq!(answered, expected);
+    // The ACKs were not answered: the next response is the one to a new request.
+    let last = "telemetry.istio.io/v1/Telemetry";
+    client.request(None, last, &[], "", "").await;
+    assert_eq!(client.next().await.type_url, last);
+    let connections = server.server.status().list();
+    assert_eq!(connections.len(), 1);
+    assert_eq!(connections[0].subscriber, "mcp");
+}

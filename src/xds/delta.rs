@@ -406,6 +406,18 @@ impl Protocol for DeltaStream {
         &self.base
     }
 
+    fn unserved(&mut self, type_url: &str) -> Option<WireMessage> {
+        if !self.base.first_unserved(type_url) {
+            return None;
+        }
+        let header = DeltaDiscoveryResponse {
+            type_url: type_url.to_string(),
+            nonce: self.base.next_nonce().to_string(),
+            ..Default::default()
+        };
+        Some(encode_message(&header, RESOURCES_TAG, &[]))
+    }
+
     fn on_request(
         &mut self,
         kind: ResourceType,

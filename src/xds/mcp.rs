@@ -20,6 +20,10 @@ pub(crate) struct McpFeed {
     sender: watch::Sender<Arc<GroupConfig>>,
     /// Each served object's encoding, with the object it was made from.
     encoded: HashMap<ObjectKey, (Arc<ConfigObject>, Arc<Encoded>)>,
+    /// When the feed first held each object that has no `creationTimestamp` of its own (folder mode): the time
+    /// its MCP resource carries, kept while the object exists, so it is stable across its changes (istiod orders
+    /// conflicting config by creation time) and never 1970-01-01.
+    first_seen: HashMap<ObjectKey, String>,
 }
 
 impl McpFeed {
@@ -28,6 +32,7 @@ impl McpFeed {
         McpFeed {
             sender: watch::channel(Arc::new(GroupConfig::empty_of(Family::Mcp))).0,
             encoded: HashMap::new(),
+            first_seen: HashMap::new(),
         }
     }
 
@@ -48,6 +53,8 @@ impl McpFeed {
             return false;
         }
         let mut encoded = HashMap::with_capacity(self.encoded.len());
+        let mut first_seen = HashMap::new();
+        let now = seconds_now();
         let mut of_kind: HashMap<Kind, Arc<TypeResources>> = HashMap::new();
         let types = Family::Mcp
             .types()
@@ -60,9 +67,14 @@ impl McpFeed {
                     let mut by_name = BTreeMap::new();
                     for object in snapshot.of_kind(collection.kind()) {
                         let key = object.key();
+                        let created = object.metadata.creation_timestamp.is_none().then(|| {
+                            let time = self.first_seen.remove(&key).unwrap_or_else(|| now.clone());
+                            first_seen.insert(key.clone(), time.clone());
+                            time
+                        });
                         let entry = match self.encoded.remove(&key) {
                             Some((old, entry)) if Arc::ptr_eq(&old, object) => Some(entry),
-                            _ => encode(object).map(Arc::new),
+                            _ => encode(object, created).map(Arc::new),
                         };
                         if let Some(entry) = entry {
                             by_name.insert(entry.name.clone(), entry.clone());
@@ -81,6 +93,7 @@ impl McpFeed {
             })
             .collect();
         self.encoded = encoded;
+        self.first_seen = first_seen;
         let config = GroupConfig {
             snapshot_version: snapshot.version,
             published,
@@ -100,8 +113,27 @@ impl McpFeed {
     }
 }
 
-/// Encodes one object as its MCP resource; an object that cannot be encoded is logged and left out.
-fn encode(object: &ConfigObject) -> Option<Encoded> {
+/// The time now, in whole seconds, as Kubernetes writes `creationTimestamp`.
+fn seconds_now() -> String {
+    let now = k8s_openapi::jiff::Timestamp::now();
+    k8s_openapi::jiff::Timestamp::from_second(now.as_second())
+        .unwrap_or(now)
+        .to_string()
+}
+
+/// Encodes one object as its MCP resource, with `created` as its creation time when it has none; an object
+/// that cannot be encoded is logged and left out.
+fn encode(object: &ConfigObject, created: Option<String>) -> Option<Encoded> {
+    let dated;
+    let object = match created {
+        Some(time) => {
+            let mut copy = object.clone();
+            copy.metadata.creation_timestamp = Some(time);
+            dated = copy;
+            &dated
+        }
+        None => object,
+    };
     match crate::mcp::encode(object) {
         Ok(resource) => {
             let name = resource
@@ -120,5 +152,60 @@ fn encode(object: &ConfigObject) -> Option<Encoded> {
                 "cannot encode the object for MCP subscribers; it is left out of the MCP feed");
             None
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::model::{ObjectMeta, Spec};
+    use envoy_types::pb::google::protobuf::Any;
+
+    fn snapshot(version: u64, hosts: &[&str]) -> Snapshot {
+        let mut spec = crate::model::istio::VirtualService::default();
+        spec.hosts = hosts.iter().map(|h| h.to_string()).collect();
+        let object = ConfigObject {
+            api_version: "networking.istio.io/v1".into(),
+            metadata: ObjectMeta {
+                name: "vs".into(),
+                namespace: "default".into(),
+                ..ObjectMeta::default()
+            },
+            spec: Spec::VirtualService(spec),
+        };
+        Snapshot {
+            version,
+            objects: [(object.key(), Arc::new(object))].into_iter().collect(),
+        }
+    }
+
+    fn create_time(feed: &McpFeed) -> i64 {
+        let config = feed.subscribe().borrow().clone();
+        let kind = ResourceType::from_type_url("networking.istio.io/v1/VirtualService")
+            .expect("a collection");
+        let entry = config
+            .of(kind)
+            .by_name
+            .values()
+            .next()
+            .cloned()
+            .expect("the object");
+        let any = Any::decode(entry.any.as_ref()).expect("an Any");
+        let resource = crate::mcp::pb::Resource::decode(any.value.as_slice()).expect("a resource");
+        resource
+            .metadata
+            .and_then(|m| m.create_time)
+            .map_or(0, |t| t.seconds)
+    }
+
+    /// Folder objects have no creation time: the feed gives each the time it first held it, kept across changes.
+    #[test]
+    fn objects_without_a_creation_time_get_the_time_first_seen_and_keep_it() {
+        let mut feed = McpFeed::new();
+        feed.refresh(&snapshot(1, &["a.example"]), Instant::now());
+        let first = create_time(&feed);
+        assert!(first > 1_700_000_000, "{first}");
+        feed.refresh(&snapshot(2, &["b.example"]), Instant::now());
+        assert_eq!(create_time(&feed), first);
     }
 }

@@ -2,10 +2,12 @@
 //! resources to gateways over ADS (SotW and Delta, tonic), and the validated config itself as Istio collections to
 //! MCP subscribers on the same port ([`mcp`]); tracks ACK/NACK per stream, exports metrics and `/debug/syncz`.
 //!
-//! A stream's first request decides what it is ([`resources::Family`]): a type URL naming an Istio collection
-//! (`networking.istio.io/v1/VirtualService`) makes it an MCP subscriber, which follows the one MCP feed every
-//! subscriber shares; anything else makes it a gateway, which follows its proxy group. Both run the same SotW and
-//! Delta state machines over their family's types.
+//! What a stream's first request asks for decides what it is ([`resources::Family`]): an Envoy type
+//! (`type.googleapis.com/…`) makes it a gateway, which follows its proxy group; an Istio collection
+//! (`networking.istio.io/v1/VirtualService`) or any other `group/version/Kind` (istiod opens with
+//! `core/v1alpha1/MeshConfig`) an MCP subscriber, which follows the one MCP feed every subscriber shares. Both run
+//! the same SotW and Delta state machines over their family's types; a type the stream does not serve is answered
+//! once with none of it (istiod counts a type as synced only once answered), never silently dropped.
 //!
 //! Every port is bounded ([`connection`]): connections per port, calls per connection, pre-authentication and
 //! idle timeouts, the size of a request and of all unfinished requests together, and how much of a NACK is kept.

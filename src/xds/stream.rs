@@ -91,7 +91,13 @@ pub(crate) trait Protocol: Send + Unpin + 'static {
     ) -> Vec<WireMessage>;
     /// Handles a new group configuration.
     fn on_push(&mut self, config: &GroupConfig) -> Vec<WireMessage>;
+    /// The answer to the first request for a type the stream does not serve: an empty response of that type (see
+    /// [`StreamBase::first_unserved`]).
+    fn unserved(&mut self, type_url: &str) -> Option<WireMessage>;
 }
+
+/// Most types one stream is answered for that it does not serve (each once).
+pub const MAX_UNSERVED_TYPES: usize = 64;
 
 /// What every protocol state machine keeps about its stream: its status entry (which also names it in logs),
 /// metrics and the nonce counter (nonces are decimal numbers, unique per stream).
@@ -103,6 +109,8 @@ pub(crate) struct StreamBase {
     nonce: u64,
     /// NACKs recorded in the current window, and when it started.
     nacks_in_window: std::cell::Cell<(u32, Instant)>,
+    /// The types asked for that the stream does not serve, each answered once (empty).
+    unserved: std::collections::BTreeSet<String>,
 }
 
 impl StreamBase {
@@ -114,7 +122,19 @@ impl StreamBase {
             family,
             nonce: 0,
             nacks_in_window: std::cell::Cell::new((0, Instant::now())),
+            unserved: std::collections::BTreeSet::new(),
         }
+    }
+
+    /// Whether a request for `type_url`, a type the stream does not serve, is the first: it is answered (empty)
+    /// once, as istiod's MCP client needs an answer for every type it asks for (it then counts that type as
+    /// synced); its ACK and any later request are not answered again. At most [`MAX_UNSERVED_TYPES`] types.
+    pub fn first_unserved(&mut self, type_url: &str) -> bool {
+        if self.unserved.len() >= MAX_UNSERVED_TYPES || self.unserved.contains(type_url) {
+            return false;
+        }
+        self.unserved.insert(type_url.to_owned());
+        true
     }
 
     /// The nonce for the next response.
@@ -228,11 +248,20 @@ fn is_bad_request(status: &Status) -> bool {
     )
 }
 
-/// The family a stream serves, from its first request: a type URL naming an MCP collection makes it an MCP
-/// subscriber; anything else a gateway.
+/// The family a stream serves, from what its first request asks for: an Envoy type
+/// (`type.googleapis.com/envoy.…`) makes it a gateway; an Istio collection, or any other `group/version/Kind`
+/// (istiod's MCP client opens with `core/v1alpha1/MeshConfig`), an MCP subscriber.
 pub(crate) fn family_of<P: Protocol>(first: &P::Request) -> Family {
-    ResourceType::from_type_url(P::type_url(first)).map_or(Family::Envoy, ResourceType::family)
+    let type_url = P::type_url(first);
+    match ResourceType::from_type_url(type_url) {
+        Some(kind) => kind.family(),
+        None if type_url.starts_with(ENVOY_TYPE_PREFIX) || type_url.is_empty() => Family::Envoy,
+        None => Family::Mcp,
+    }
 }
+
+/// The prefix of every Envoy (protobuf `Any`) type URL.
+const ENVOY_TYPE_PREFIX: &str = "type.googleapis.com/";
 
 /// The admission of a stream's first request, in progress.
 type Admission = Pin<Box<dyn Future<Output = Result<Admitted, Status>> + Send>>;
@@ -440,7 +469,16 @@ impl<P: Protocol> AdsCall<P> {
         let kind = ResourceType::from_type_url(P::type_url(&request))
             .filter(|kind| kind.family() == joined.state.base().family);
         let Some(kind) = kind else {
-            tracing::debug!(proxy = %joined.state.base().connection.name(), type_url = %P::type_url(&request), "ignoring request for an unserved type");
+            let type_url = P::type_url(&request);
+            match joined.state.unserved(type_url) {
+                Some(empty) => {
+                    tracing::debug!(proxy = %joined.state.base().connection.name(), %type_url, "answering a request for an unserved type: none of it");
+                    queued.push_back(empty);
+                }
+                None => {
+                    tracing::debug!(proxy = %joined.state.base().connection.name(), %type_url, "ignoring a request for an unserved type already answered");
+                }
+            }
             return;
         };
         queued.extend(joined.state.on_request(kind, request, &joined.config));
