@@ -162,8 +162,10 @@ mod tests {
     use envoy_types::pb::google::protobuf::Any;
 
     fn snapshot(version: u64, hosts: &[&str]) -> Snapshot {
-        let mut spec = crate::model::istio::VirtualService::default();
-        spec.hosts = hosts.iter().map(|h| h.to_string()).collect();
+        let spec = crate::model::istio::VirtualService {
+            hosts: hosts.iter().map(|h| h.to_string()).collect(),
+            ..Default::default()
+        };
         let object = ConfigObject {
             api_version: "networking.istio.io/v1".into(),
             metadata: ObjectMeta {
