@@ -9,6 +9,7 @@ Out: one JSON object per attack on stdout (name, figures; memory as /proc/PID/st
 Attacks (every loop is bounded in count and time; only 127.0.0.1 is ever connected to):
   streams      8 HTTP/2 streams on one connection, each declaring a 64 MiB gRPC message and sending 60 MiB of it
   nacks        one ADS stream NACKing a CDS response 4 times with a 50 MB error_detail message
+  nack-flood   the same 200 times with 3.9 MB (just under the 4 MiB request limit)
   idle         300 plaintext TCP and 300 TLS (handshake done) connections that send nothing for --idle-wait s
   connections  up to 2,000 TCP connections that each send the HTTP/2 preface + SETTINGS, held 2 s
 """
@@ -316,12 +317,11 @@ def attack_streams(args):
 # 2. nacks: one ADS stream, 4 NACKs of one CDS response, each with a 50 MB error message
 
 
-def attack_nacks(args):
+def attack_nacks(args, name="nacks", nacks=4, message_bytes=50_000_000):
+    """One stream NACKs its first CDS response `nacks` times with an error text of `message_bytes` each."""
     import grpc
     from envoy.config.core.v3 import base_pb2
     from envoy.service.discovery.v3 import ads_pb2_grpc, discovery_pb2
-
-    nacks, message_bytes = 4, 50_000_000
     # The example gateway's pods (examples/gateway/gateway.yaml selects higress=higress-system-higress-gateway);
     # README: node metadata NAMESPACE and LABELS, id router~IP~POD.NS~NS.svc.cluster.local.
     node = base_pb2.Node(id="router~10.0.0.1~gw.higress-system~higress-system.svc.cluster.local", cluster="gw")
@@ -384,7 +384,7 @@ def attack_nacks(args):
             call.cancel()
             channel.close()
         return {
-            "name": "nacks",
+            "name": name,
             "first_response": {"version_info": first.version_info, "nonce": first.nonce,
                                "resources": len(first.resources), "bytes": first.ByteSize()},
             "nacks_sent": nacks, "error_message_bytes": message_bytes, "nacks_counted": counted,
@@ -523,12 +523,13 @@ def table_row(r):
         what = (f"8 streams × 60 MiB of a declared 64 MiB message: {r['streams_accepted']} accepted, "
                 f"MiB sent per stream [{per}], outcome: {'; '.join(ends)}")
         return f"| streams | {what} | {mem_cell(r['memory_before'], r['memory_after'])} |"
-    if r["name"] == "nacks":
+    if r["name"] in ("nacks", "nack-flood"):
         ended = r["stream_ended_by_server"]
-        what = (f"4 CDS NACKs × 50 MB error_detail: {r['nacks_counted']} counted, stream "
+        what = (f"{r['nacks_sent']} CDS NACKs × {r['error_message_bytes'] / 1e6:g} MB error_detail: "
+                f"{r['nacks_counted']} counted, stream "
                 f"{'ended ' + ended['code'] if ended else 'kept open'}, /debug/syncz "
                 f"{r['syncz_bytes_before']:,} → {r['syncz_bytes_after']:,} bytes")
-        return f"| nacks | {what} | {mem_cell(r['memory_before'], r['memory_after'])} |"
+        return f"| {r['name']} | {what} | {mem_cell(r['memory_before'], r['memory_after'])} |"
     if r["name"] == "idle":
         o, s = r["opened"], r["still_open"]
         what = (f"silent connections after {r['idle_wait_seconds']} s: plaintext {s['plaintext']}/{o['plaintext']} "
@@ -541,7 +542,13 @@ def table_row(r):
     return f"| connections | {what} | {mem_cell(r['memory_before'], r['memory_after'])} |"
 
 
-ATTACKS = {"streams": attack_streams, "nacks": attack_nacks, "idle": attack_idle, "connections": attack_connections}
+def attack_nack_flood(args):
+    """200 NACKs of 3.9 MB each, just under the 4 MiB request limit: what a stream NACKing again and again costs."""
+    return attack_nacks(args, name="nack-flood", nacks=200, message_bytes=3_900_000)
+
+
+ATTACKS = {"streams": attack_streams, "nacks": attack_nacks, "nack-flood": attack_nack_flood, "idle": attack_idle,
+           "connections": attack_connections}
 
 
 def main():
