@@ -20,7 +20,6 @@ use crate::admin::{self, Readiness};
 use crate::admission::effects::{GatewayCheck, LiveGatewayCheck, ReferenceCheck};
 use crate::admission::metrics::WebhookMetrics;
 use crate::admission::server::{serve_https, ServerLimits};
-use crate::admission::tls::{self, CertSource, CertStore};
 use crate::admission::{self, Webhook};
 use crate::leader::LeaderConfig;
 use crate::model::decode::DecodeOptions;
@@ -28,6 +27,7 @@ use crate::model::Snapshot;
 use crate::source::{self, SourceMetrics, SourceSettings};
 use crate::status::StatusScope;
 use crate::status_writer::{self, GatewayFeedback, StatusMetrics, StatusWriterConfig};
+use crate::tls::{self, CertSource, CertStore};
 use crate::xds::{
     self, CallPolicy, ConnectionLimits, Endpoint, KubeAuth, TlsFiles as XdsTlsFiles, TranslateFn,
     XdsMetrics, XdsServer,

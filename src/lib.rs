@@ -9,7 +9,8 @@
 //! ```
 //!
 //! Pure modules (`model`, `validate`, `translate`, `envoy_proto`, `mcp`, `status`) do no I/O; `source`, `xds`,
-//! `admission`, `admin`, `leader` and `status_writer` are the edges.
+//! `admission`, `admin`, `leader`, `status_writer` and `tls` (the serving certificates of the webhook and the xDS
+//! server) are the edges.
 
 /// The process allocator: jemalloc, which holds idle xDS connections in less memory than glibc's malloc (it
 /// leaves the untouched pages of HTTP/2's fixed buffers unbacked) and speeds up webhook reviews (BENCHMARKS.md
@@ -30,6 +31,7 @@ pub mod model;
 pub mod source;
 pub mod status;
 pub mod status_writer;
+pub mod tls;
 pub mod translate;
 pub mod validate;
 pub mod xds;

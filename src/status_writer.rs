@@ -51,7 +51,7 @@ fn shared_list(kind: Kind) -> Option<&'static str> {
         None
     }
 }
-use crate::source::kubernetes::api_resource;
+use crate::model::kind::api_resource;
 use crate::status::programmed::{GenerationTracker, HeldBack, ReplicaReport};
 use crate::status::{from_reports, StatusScope, StatusUpdate};
 use crate::xds::status::StatusRegistry;
@@ -172,10 +172,7 @@ pub struct GatewayFeedback {
 
 /// The status of a snapshot's objects as the gateways connected to this process give it (what `/debug/configz`
 /// shows; in folder mode, the only status there is): this replica's report alone, as a leader would combine it.
-pub fn local_view(
-    scope: StatusScope,
-    gateways: GatewayFeedback,
-) -> crate::admin::configz::StatusView {
+pub fn local_view(scope: StatusScope, gateways: GatewayFeedback) -> crate::status::StatusView {
     let tracker =
         std::sync::Mutex::new(GenerationTracker::new(scope.istio_domain_suffix.is_some()));
     Arc::new(move |snapshot: &Snapshot| {

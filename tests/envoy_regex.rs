@@ -8,7 +8,8 @@
 #[path = "support/envoy.rs"]
 mod envoy;
 
-use admitpilot::validate::regex::{check_regex, re2_program_size_bound, start_object};
+use admitpilot::model::re2::re2_program_size_bound;
+use admitpilot::validate::regex::{check_regex, start_object};
 use serde_json::json;
 
 /// Patterns around Envoy's limit of 100 instructions, and ordinary ones.

@@ -16,11 +16,8 @@ use tokio::sync::watch;
 use std::collections::HashMap;
 
 use crate::model::{ConfigObject, ObjectKey, Snapshot, Spec};
-use crate::status::StatusUpdate;
+use crate::status::{StatusUpdate, StatusView};
 use crate::validate::enforcement::unenforced;
-
-/// Computes the status of a snapshot's objects (see [`crate::status_writer::local_view`]).
-pub type StatusView = Arc<dyn Fn(&Snapshot) -> Vec<StatusUpdate> + Send + Sync>;
 
 #[derive(Clone)]
 struct Configz {

@@ -9,7 +9,6 @@ pub mod effects;
 pub mod metrics;
 pub mod review;
 pub mod server;
-pub mod tls;
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};

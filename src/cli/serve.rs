@@ -8,7 +8,6 @@ use std::time::Duration;
 
 use admitpilot::admission::effects::ReferenceCheck;
 use admitpilot::admission::server::ServerLimits;
-use admitpilot::admission::tls::{CertSource, TlsFiles};
 use admitpilot::app::{shutdown_signal, App, ServeConfig, WebhookConfig, XdsAuth, XdsConfig};
 use admitpilot::leader::LeaderConfig;
 use admitpilot::model::decode::DecodeOptions;
@@ -16,6 +15,7 @@ use admitpilot::source::mcp::{McpAddress, McpClientAuth};
 use admitpilot::source::{AdmitOptions, SourceSettings, StateLocation, StoreConfig};
 use admitpilot::status::StatusScope;
 use admitpilot::status_writer::StatusWriterConfig;
+use admitpilot::tls::{CertSource, TlsFiles};
 use admitpilot::xds::{ConnectionLimits, TlsFiles as XdsTlsFiles, TranslateFn};
 use anyhow::Context;
 use clap::Args;

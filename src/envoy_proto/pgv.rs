@@ -8,7 +8,7 @@
 //! `gt_now`, `within`) are not checked: this module is pure and has no clock. One check beyond the proto rules:
 //! a URI template (`UriTemplateMatchConfig.path_template`) must parse as Envoy parses it ([`super::uri_template`]),
 //! as Envoy aborts on one that does not; and a regex (`RegexMatcher.regex`) must stay within Envoy's RE2 program size
-//! limit ([`crate::validate::regex::re2_program_size_bound`]), as Envoy rejects the whole resource otherwise.
+//! limit ([`crate::model::re2::re2_program_size_bound`]), as Envoy rejects the whole resource otherwise.
 
 use std::collections::HashMap;
 use std::fmt;
@@ -354,7 +354,7 @@ impl Walker {
     /// Envoy's RE2 program size limit (runtime `re2.max_program_size.error_level`, default 100), over which it rejects
     /// the resource. Generated patterns (an authorization principal's `spiffe://.*<suffix>`) can exceed it.
     fn re2_program_size(&mut self, message: &DynamicMessage) {
-        use crate::validate::regex::{re2_program_size_bound, ENVOY_RE2_PROGRAM_LIMIT};
+        use crate::model::re2::{re2_program_size_bound, ENVOY_RE2_PROGRAM_LIMIT};
         let Some(pattern) = message
             .get_field_by_name("regex")
             .and_then(|v| v.as_str().map(str::to_string))

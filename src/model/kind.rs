@@ -370,9 +370,37 @@ impl fmt::Display for Kind {
     }
 }
 
+/// Where `kind` at `version` lives in the API (what the Kubernetes source watches and the status writer patches).
+pub fn api_resource(kind: Kind, version: &str) -> kube::core::ApiResource {
+    let info = kind.info();
+    kube::core::ApiResource {
+        group: info.group.to_string(),
+        version: version.to_string(),
+        api_version: if info.group.is_empty() {
+            version.to_string()
+        } else {
+            format!("{}/{version}", info.group)
+        },
+        kind: info.kind.to_string(),
+        plural: info.plural.to_string(),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn builds_api_resources_from_kind_info() {
+        let resource = api_resource(Kind::VirtualService, "v1beta1");
+        assert_eq!(resource.api_version, "networking.istio.io/v1beta1");
+        assert_eq!(resource.plural, "virtualservices");
+        let resource = api_resource(Kind::Service, "v1");
+        assert_eq!(
+            (resource.api_version.as_str(), resource.group.as_str()),
+            ("v1", "")
+        );
+    }
 
     #[test]
     fn group_kind_round_trips_for_every_kind() {

@@ -72,6 +72,7 @@ use super::admit::{admit, Admission, AdmitOptions};
 use super::last_good::{fallback, held_without_origin, Held, HeldObjects};
 use super::state::State;
 use super::{Scope, ScopedSender, SourceEvent, SourceMetrics, Store};
+use crate::model::kind::api_resource;
 use crate::model::{ConfigObject, Finding, Kind, ObjectKey};
 
 /// Kinds watched by default: every Istio, Higress and Gateway API kind admitpilot knows
@@ -294,22 +295,6 @@ struct Shared {
     backoff: Backoff,
     state: State,
     held: HeldObjects,
-}
-
-/// Where `kind` at `version` lives in the API (the watchers' and the status writer's).
-pub(crate) fn api_resource(kind: Kind, version: &str) -> ApiResource {
-    let info = kind.info();
-    ApiResource {
-        group: info.group.to_string(),
-        version: version.to_string(),
-        api_version: if info.group.is_empty() {
-            version.to_string()
-        } else {
-            format!("{}/{version}", info.group)
-        },
-        kind: info.kind.to_string(),
-        plural: info.plural.to_string(),
-    }
 }
 
 fn is_not_found(error: &watcher::Error) -> bool {
@@ -906,18 +891,6 @@ mod tests {
             Some(Kind::MeshConfig)
         );
         assert_eq!(key("apps", "backend-ca"), Some(Kind::CaConfigMap));
-    }
-
-    #[test]
-    fn builds_api_resources_from_kind_info() {
-        let resource = api_resource(Kind::VirtualService, "v1beta1");
-        assert_eq!(resource.api_version, "networking.istio.io/v1beta1");
-        assert_eq!(resource.plural, "virtualservices");
-        let resource = api_resource(Kind::Service, "v1");
-        assert_eq!(
-            (resource.api_version.as_str(), resource.group.as_str()),
-            ("v1", "")
-        );
     }
 
     #[test]

@@ -16,6 +16,10 @@ use programmed::{
     combine, held_back_id, istio_id, no_gateway_of, ReplicaReport, NO_GATEWAY_SELECTS,
 };
 
+/// Computes the status of a snapshot's objects, as this process's gateways give it (the status writer's
+/// `local_view`); `/debug/configz` shows it.
+pub type StatusView = std::sync::Arc<dyn Fn(&Snapshot) -> Vec<StatusUpdate> + Send + Sync>;
+
 /// Which status to compute.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct StatusScope {

@@ -5,7 +5,7 @@
 //! requiring `requestPrincipals` then denies it). The validated payload goes to dynamic metadata under
 //! [`PAYLOAD_KEY`], where [`super::authz`] matches request principals and claims.
 //!
-//! Keys are inline (`jwks`, a single key given to Envoy as a one-key set, see [`crate::validate::jwks`]) or fetched by Envoy from `jwksUri` (`remote_jwks`, on the first request that needs them)
+//! Keys are inline (`jwks`, a single key given to Envoy as a one-key set, see [`crate::model::jwks`]) or fetched by Envoy from `jwksUri` (`remote_jwks`, on the first request that needs them)
 //! through the cluster `outbound|<port>||<host>`: a Service or ServiceEntry for that host defines it,
 //! otherwise the translator adds a DNS cluster for it ([`JwksUpstream`]), with TLS checked against the system roots
 //! for `https`. A rule whose URI names no host is left out (the webhook warns), so its tokens are rejected.
@@ -84,7 +84,7 @@ pub fn jwt_filter(snapshot: &Snapshot, proxy: &Proxy) -> Option<JwtAuthn> {
         let jwks = match keys {
             Keys::Inline(jwks) => jwt_provider::JwksSourceSpecifier::LocalJwks(DataSource {
                 specifier: Some(data_source::Specifier::InlineString(
-                    crate::validate::jwks::envoy_form(jwks).into_owned(),
+                    crate::model::jwks::envoy_form(jwks).into_owned(),
                 )),
                 ..Default::default()
             }),

@@ -46,8 +46,8 @@ use super::types::{target_refs, Proxy};
 use crate::model::istio::authorization_policy::{
     Action, AuthorizationPolicy, Condition, Operation, Rule, Source,
 };
+use crate::model::peer_identity::{self, IdentityMatch};
 use crate::model::{parse_go_bool, ConfigObject, Kind, Snapshot, Spec};
-use crate::validate::peer_identity::{self, IdentityMatch};
 
 /// Name of Envoy's HTTP RBAC filter.
 pub const HTTP_RBAC: &str = "envoy.filters.http.rbac";

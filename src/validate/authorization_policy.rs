@@ -9,7 +9,7 @@ use crate::model::istio::authorization_policy::{Action, Condition, Operation, Ru
 use crate::model::{istio::AuthorizationPolicy, Findings, ObjectMeta};
 
 use super::common::{go_netip, go_quote, validate_policy_attachment, DRY_RUN_ANNOTATION};
-use super::peer_identity::{self, IdentityMatch};
+use crate::model::peer_identity::{self, IdentityMatch};
 
 /// Most rules (and `from` entries per rule) the CRD accepts.
 const MAX_RULES: usize = 512;

@@ -169,7 +169,7 @@ fn check_jwks_uri(uri: &str) -> Result<(), String> {
 }
 
 /// An inline JWKS: a JSON key set (`{"keys": [...]}`) or a single key, each key an object with `kty`, that Envoy can
-/// load ([`super::jwks::envoy_load_error`]). Keys that carry private material (`d`, or symmetric `oct` keys) get a
+/// load ([`crate::model::jwks::envoy_load_error`]). Keys that carry private material (`d`, or symmetric `oct` keys) get a
 /// warning: only public keys are needed.
 fn check_jwks(jwks: &str, path: &str, out: &mut Findings) {
     let parsed: Value = match serde_json::from_str(jwks) {
@@ -208,7 +208,7 @@ fn check_jwks(jwks: &str, path: &str, out: &mut Findings) {
         }
     }
     if !key_errors {
-        if let Some(why) = super::jwks::envoy_load_error(jwks) {
+        if let Some(why) = crate::model::jwks::envoy_load_error(jwks) {
             out.error(path, format!("Envoy cannot load this jwks: {why}"));
         }
     }

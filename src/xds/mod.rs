@@ -76,7 +76,7 @@ pub enum Error {
     },
     /// The TLS files do not form a usable server configuration.
     #[error("invalid xDS TLS configuration: {0}")]
-    Certificate(#[source] crate::admission::tls::Error),
+    Certificate(#[source] crate::tls::Error),
     /// The gRPC server failed.
     #[error("xDS server failed: {0}")]
     Serve(#[source] tonic::transport::Error),

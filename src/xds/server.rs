@@ -31,8 +31,8 @@ use super::status::StatusRegistry;
 use super::stream::{AdsCall, Caller, Protocol, Shared};
 use super::wire::{self, RequestBudget};
 use super::Error;
-use crate::admission::tls::{self as certs, CertStore};
 use crate::model::Snapshot;
+use crate::tls::{self as certs, CertStore};
 
 /// Largest request accepted: gRPC's default receive limit, which istiod keeps. Envoy's requests are small (a node,
 /// a type and resource names: a few KiB); the large ones are a Delta reconnect's `initial_resource_versions` (about

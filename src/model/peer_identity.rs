@@ -4,7 +4,7 @@
 //! whose regex Envoy's RE2 would refuse, whatever else the config holds (the effect check sees it only where the
 //! policy takes effect at that moment).
 
-use super::regex::{re2_program_size_bound, ENVOY_RE2_PROGRAM_LIMIT};
+use super::re2::{re2_program_size_bound, ENVOY_RE2_PROGRAM_LIMIT};
 
 const SPIFFE: &str = "spiffe://";
 
