@@ -7,9 +7,9 @@ use std::path::Path;
 use std::time::{Duration, Instant};
 
 use admitpilot::admission::server::ServerLimits;
-use admitpilot::admission::tls::{CertSource, TlsFiles};
 use admitpilot::app::{App, Running, ServeConfig, WebhookConfig};
 use admitpilot::model::decode::DecodeOptions;
+use admitpilot::tls::{CertSource, TlsFiles};
 use rcgen::{BasicConstraints, CertificateParams, DnType, IsCa, Issuer, KeyPair};
 use serde_json::{json, Value};
 

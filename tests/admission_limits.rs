@@ -12,9 +12,9 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use admitpilot::admission::server::ServerLimits;
-use admitpilot::admission::tls::CertSource;
 use admitpilot::app::{App, Running, ServeConfig, WebhookConfig};
 use admitpilot::model::decode::DecodeOptions;
+use admitpilot::tls::CertSource;
 use reviews::many_hosts_review;
 use rustls::pki_types::pem::PemObject;
 use rustls::pki_types::{CertificateDer, ServerName};

@@ -50,13 +50,12 @@ impl axum::serve::Listener for TlsListener {
 
 /// Serves `secure` over TLS with a `localhost` certificate whose CA is written to `ca`; returns the port.
 async fn tls_backend(ca: &std::path::Path) -> (u16, tokio::task::JoinHandle<()>) {
-    let key = admitpilot::admission::tls::self_signed(ca).unwrap();
-    let config =
-        rustls::ServerConfig::builder_with_provider(admitpilot::admission::tls::provider())
-            .with_safe_default_protocol_versions()
-            .unwrap()
-            .with_no_client_auth()
-            .with_cert_resolver(Arc::new(rustls::sign::SingleCertAndKey::from(key)));
+    let key = admitpilot::tls::self_signed(ca).unwrap();
+    let config = rustls::ServerConfig::builder_with_provider(admitpilot::tls::provider())
+        .with_safe_default_protocol_versions()
+        .unwrap()
+        .with_no_client_auth()
+        .with_cert_resolver(Arc::new(rustls::sign::SingleCertAndKey::from(key)));
     let tcp = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let port = tcp.local_addr().unwrap().port();
     let listener = TlsListener {

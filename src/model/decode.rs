@@ -219,7 +219,7 @@ pub fn decode(doc: &Value, options: &DecodeOptions) -> Decoded {
 }
 
 fn decode_metadata(doc: &Value, findings: &mut Vec<Finding>) -> Option<ObjectMeta> {
-    let meta: ObjectMeta = decode_usable(&doc["metadata"], "metadata", findings, PLAIN)?;
+    let meta: ObjectMeta = decode_usable(&doc["metadata"], "metadata", findings, METADATA)?;
     if meta.name.is_empty() && !findings.iter().any(|f| f.field == "metadata.name") {
         findings.push(Finding::error("metadata.name", "name is required"));
     }
@@ -373,7 +373,14 @@ fn decode_spec<T: DeserializeOwned>(spec: &Value, findings: &mut Vec<Finding>) -
     }
 }
 
-/// Kubernetes parts and metadata: unknown fields ignored silently, `null` fields decoded as written.
+/// Metadata: unknown fields ignored silently, and a field set to `null` is absent, as the API server reads it
+/// (`annotations:` with no value is no annotations: Go's JSON decoding leaves the map nil).
+const METADATA: value_de::Options = value_de::Options {
+    warn_unknown: false,
+    skip_null_fields: true,
+};
+
+/// Kubernetes parts: unknown fields ignored silently, `null` fields decoded as written.
 const PLAIN: value_de::Options = value_de::Options {
     warn_unknown: false,
     skip_null_fields: false,
@@ -433,6 +440,25 @@ pub(crate) fn test_object(doc: Value) -> std::sync::Arc<ConfigObject> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The API server reads `annotations:` and `labels:` with no value as none (16 of Higress's own e2e Ingress
+    /// manifests are written so): decoded, not denied.
+    #[test]
+    fn null_metadata_maps_are_empty() {
+        let doc = serde_json::json!({
+            "apiVersion": "networking.istio.io/v1", "kind": "VirtualService",
+            "metadata": {"name": "vs", "namespace": "edge", "annotations": null, "labels": null},
+            "spec": {"hosts": ["a.example"]},
+        });
+        let Decoded::Object {
+            object, findings, ..
+        } = decode(&doc, &DecodeOptions::default())
+        else {
+            panic!("null annotations were refused");
+        };
+        assert!(findings.is_empty(), "{findings:?}");
+        assert!(object.metadata.annotations.is_empty() && object.metadata.labels.is_empty());
+    }
 
     /// `kubectl apply` leaves a copy of the whole Secret, keys included, in an annotation: none of it is kept.
     #[test]

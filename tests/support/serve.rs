@@ -5,9 +5,9 @@ use std::path::Path;
 use std::time::Duration;
 
 use admitpilot::admission::server::ServerLimits;
-use admitpilot::admission::tls::CertSource;
 use admitpilot::app::{ServeConfig, WebhookConfig};
 use admitpilot::model::decode::DecodeOptions;
+use admitpilot::tls::CertSource;
 
 /// Builds the test `ServeConfig`; the self-signed CA goes to `dir/ca.crt`.
 pub fn serve_config(dir: &Path) -> ServeConfig {

@@ -8,8 +8,8 @@ use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use admitpilot::admission::tls::{load_files, CertStore, TlsFiles as PemFiles};
 use admitpilot::model::Snapshot;
+use admitpilot::tls::{load_files, CertStore, TlsFiles as PemFiles};
 use admitpilot::translate::{GatewayResources, Proxy};
 use admitpilot::xds::{
     CallPolicy, ConnectionLimits, Endpoint, KubeAuth, TlsFiles, TranslateFn, XdsMetrics, XdsServer,
