@@ -16,7 +16,7 @@
 //! - `ConfigmapHttps`: the `higress-https` ConfigMap (certificates by domain, `fallbackForInvalidSecret`) is not
 //!   read.
 //! - `IngressLoadBalanceMcpSse`: `load-balance: mcp-sse` needs Higress's Envoy fork (its
-//!   `mcp_sse_stateful_session` filter); admitpilot denies the value.
+//!   `mcp_sse_stateful_session` filter); admitpilot admits the value with a warning and uses the default balancer.
 //! - `HTTPRouteExactDomainFallback`: Higress's ingress controller does not implement the fallback from an exact
 //!   host to a wildcard host; its Istio fork's gateway does (see [`KNOWN_DIFFERENCES`]), and admitpilot does not.
 //!   Its requests are still sent: the exact and the wildcard host answer as Higress expects, the fallback is a

@@ -965,10 +965,11 @@ fn load_balance(r: &mut Reader<'_>) -> Option<LoadBalance> {
     let max_age = r.uint("session-cookie-max-age", u32::MAX / 2);
     let expires = r.uint("session-cookie-expires", u32::MAX / 2);
     let hash = r.read("upstream-hash-by", hash_by);
-    let simple = r.read("load-balance", |v| match v.to_ascii_uppercase().as_str() {
-        l @ ("ROUND_ROBIN" | "LEAST_CONN" | "RANDOM" | "LEAST_REQUEST") => Ok(l.to_string()),
-        _ => Err("must be round_robin, least_conn, random or least_request".into()),
-    });
+    // Higress maps any other value to Istio's UNSPECIFIED (the default balancer): warned, never refused
+    // ([`load_balance_warning`]).
+    let simple = r
+        .read("load-balance", |v| Ok(simple_load_balancer(v)))
+        .flatten();
     if cookie {
         return Some(LoadBalance::Cookie {
             name: name.unwrap_or_else(|| "INGRESSCOOKIE".into()),
@@ -977,6 +978,40 @@ fn load_balance(r: &mut Reader<'_>) -> Option<LoadBalance> {
         });
     }
     hash.or(simple.map(LoadBalance::Simple))
+}
+
+/// The Istio simple balancer a `load-balance` value names (upper-cased, as Higress looks it up), if any.
+fn simple_load_balancer(value: &str) -> Option<String> {
+    let upper = value.trim().to_ascii_uppercase();
+    matches!(
+        upper.as_str(),
+        "ROUND_ROBIN" | "LEAST_CONN" | "RANDOM" | "LEAST_REQUEST"
+    )
+    .then_some(upper)
+}
+
+/// The warning for a `load-balance` value that names no Istio simple balancer: Higress's `loadbalance.go` looks the
+/// upper-cased value up in `LoadBalancerSettings_SimpleLB_value` and gets UNSPECIFIED (the default balancer) for
+/// anything else, such as its own `mcp-sse` (stateful MCP SSE sessions, which Higress's Envoy build serves).
+fn load_balance_warning(key: &str, value: &str) -> Option<AnnotationWarning> {
+    if simple_load_balancer(value).is_some() {
+        return None;
+    }
+    let message = if value.trim().eq_ignore_ascii_case("mcp-sse") {
+        format!(
+            "{key}: mcp-sse (Higress's stateful balancing of MCP SSE sessions) is not enforced on gateways by \
+             admitpilot: the default balancer is used"
+        )
+    } else {
+        format!(
+            "{key}: {value:?} is not round_robin, least_conn, random or least_request; as in Higress, the default \
+             balancer is used"
+        )
+    };
+    Some(AnnotationWarning {
+        key: key.to_string(),
+        message,
+    })
 }
 
 /// The `<direction>-header-control-{add,update,remove}` keys (`header_control.go`).
@@ -1083,6 +1118,9 @@ fn warnings(annotations: &BTreeMap<String, String>) -> Vec<AnnotationWarning> {
             .iter()
             .find(|(name, prefixes, _)| *name == rest && (prefix == HIGRESS || *prefixes == Both));
         match known {
+            Some(("load-balance", _, Enforced)) => {
+                out.extend(load_balance_warning(key, &annotations[key]));
+            }
             Some((_, _, Enforced)) => {}
             Some((_, _, Not(why))) => out.push(AnnotationWarning {
                 key: key.clone(),
@@ -1153,6 +1191,23 @@ mod tests {
                 .map(|(k, v)| (k.to_string(), v.to_string()))
                 .collect(),
         )
+    }
+
+    /// Higress's own `mcp-sse` (and any value naming no Istio balancer) is accepted with a warning, never denied.
+    #[test]
+    fn load_balance_values_higress_accepts_are_never_errors() {
+        let p = parsed(&[("higress.io/load-balance", "mcp-sse")]);
+        assert!(p.errors.is_empty(), "{:?}", p.errors);
+        assert!(
+            p.warnings.iter().any(|w| w.message.contains("mcp-sse")),
+            "{:?}",
+            p.warnings
+        );
+        let p = parsed(&[("nginx.ingress.kubernetes.io/load-balance", "ewma")]);
+        assert!(p.errors.is_empty(), "{:?}", p.errors);
+        assert_eq!(p.warnings.len(), 1, "{:?}", p.warnings);
+        let p = parsed(&[("nginx.ingress.kubernetes.io/load-balance", "least_conn")]);
+        assert!(p.errors.is_empty() && p.warnings.is_empty(), "{p:?}");
     }
 
     #[test]
