@@ -1,6 +1,7 @@
-//! Go's `net/netip` parsers (pure): take an address or prefix text, yield `ParseAddr`'s and `ParsePrefix`'s
-//! verdicts and error texts, transcribed, which Istio's `security.ValidateIPs` prints (see
-//! `authorization_policy`).
+//! Go's IP parsers (pure): take an address or prefix text, yield `net/netip`'s `ParseAddr` and `ParsePrefix`
+//! verdicts and error texts, transcribed, which Istio's `security.ValidateIPs` prints (see `authorization_policy`),
+//! and k8s.io/utils' `ParseIPSloppy` verdict ([`is_ip_sloppy`]), which Kubernetes reads IP fields with (Ingress
+//! hosts, the CRDs' `ipv4`/`ipv6` formats).
 
 use super::text::go_quote;
 
@@ -201,4 +202,90 @@ pub fn parse_prefix(s: &str) -> Result<(), String> {
         return fail("prefix length out of range");
     }
     Ok(())
+}
+
+/// k8s.io/utils `net.ParseIPSloppy` (Go's `net.ParseIP` of before Go 1.17, kept for stored data) accepts `s`:
+/// dotted IPv4 whose fields may have leading zeros (`010.0.0.1`), or IPv6 text (hex fields of any length up to
+/// 0xFFFF, at most one `::`, an IPv4 tail read the same sloppy way).
+pub fn is_ip_sloppy(s: &str) -> bool {
+    /// `dtoi`/`xtoi`: the leading digits of `s` in `radix` and how many there were; `None` without any, or
+    /// when the number reaches 0xFFFFFF.
+    fn number(s: &[u8], radix: u32) -> Option<(u32, usize)> {
+        let mut n = 0u32;
+        let mut i = 0;
+        while let Some(d) = s.get(i).and_then(|c| char::from(*c).to_digit(radix)) {
+            n = n * radix + d;
+            if n >= 0xFF_FFFF {
+                return None;
+            }
+            i += 1;
+        }
+        (i > 0).then_some((n, i))
+    }
+    /// `parseIPv4`.
+    fn ipv4(mut s: &[u8]) -> bool {
+        for i in 0..4 {
+            if i > 0 {
+                match s.split_first() {
+                    Some((b'.', rest)) => s = rest,
+                    _ => return false,
+                }
+            }
+            match number(s, 10) {
+                Some((n, used)) if n <= 0xFF => s = &s[used..],
+                _ => return false,
+            }
+        }
+        s.is_empty()
+    }
+    /// `parseIPv6`.
+    fn ipv6(mut s: &[u8]) -> bool {
+        let mut ellipsis = false;
+        let mut bytes = 0;
+        if s.starts_with(b"::") {
+            ellipsis = true;
+            s = &s[2..];
+            if s.is_empty() {
+                return true;
+            }
+        }
+        while bytes < 16 {
+            let Some((_, used)) = number(s, 16).filter(|(n, _)| *n <= 0xFFFF) else {
+                return false;
+            };
+            if s.get(used) == Some(&b'.') {
+                if (!ellipsis && bytes != 12) || bytes + 4 > 16 || !ipv4(s) {
+                    return false;
+                }
+                s = &[];
+                bytes += 4;
+                break;
+            }
+            bytes += 2;
+            s = &s[used..];
+            if s.is_empty() {
+                break;
+            }
+            if s[0] != b':' || s.len() == 1 {
+                return false;
+            }
+            s = &s[1..];
+            if s[0] == b':' {
+                if ellipsis {
+                    return false;
+                }
+                ellipsis = true;
+                s = &s[1..];
+                if s.is_empty() {
+                    break;
+                }
+            }
+        }
+        s.is_empty() && (bytes == 16) != ellipsis
+    }
+    match s.bytes().find(|c| *c == b'.' || *c == b':') {
+        Some(b'.') => ipv4(s.as_bytes()),
+        Some(_) => ipv6(s.as_bytes()),
+        None => false,
+    }
 }

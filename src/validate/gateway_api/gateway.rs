@@ -1,5 +1,6 @@
 //! Gateway, GatewayClass and ListenerSet rules (pure): takes their specs, records the CEL failures of the Gateway
-//! and ListenerSet CRDs' `spec.listeners` rules (each named by its message) with the API server's text.
+//! and ListenerSet CRDs' `spec.listeners` and `spec.addresses` rules (each named by its message) with the API
+//! server's text.
 
 use super::common::{cel, ARRAY, OBJECT};
 use crate::model::gateway_api::gateway::Listener;
@@ -9,6 +10,59 @@ use crate::model::Findings;
 /// Checks a Gateway spec.
 pub fn validate(gateway: &Gateway, out: &mut Findings) {
     listeners(&gateway.listeners, true, out);
+    addresses(&gateway.addresses, out);
+}
+
+/// The Gateway CRD's `spec.addresses` CEL rules (v1.6.3): a Hostname value matches the host-name pattern (per
+/// item), and IPAddress and Hostname values are unique. The `IPAddress` values' `ipv4`/`ipv6` formats are the
+/// schema's `oneOf` ([`super::schema`]).
+fn addresses(addresses: &[serde_json::Value], out: &mut Findings) {
+    // The CRD defaults `type` to IPAddress.
+    let typed = |a: &serde_json::Value| {
+        let kind = a["type"].as_str().unwrap_or("IPAddress").to_string();
+        (kind, a["value"].as_str().map(str::to_string))
+    };
+    for (i, address) in addresses.iter().enumerate() {
+        if let (kind, Some(value)) = typed(address) {
+            if kind == "Hostname" && !is_address_hostname(&value) {
+                cel(
+                    out,
+                    format!("spec.addresses[{i}]"),
+                    OBJECT,
+                    "Hostname value must be empty or contain only valid characters (matching \
+                     ^(\\*\\.)?[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$)",
+                );
+            }
+        }
+    }
+    let all: Vec<(String, Option<String>)> = addresses.iter().map(typed).collect();
+    for (kind, message) in [
+        ("IPAddress", "IPAddress values must be unique"),
+        ("Hostname", "Hostname values must be unique"),
+    ] {
+        let repeated = all.iter().any(|(k1, v1)| {
+            k1 == kind
+                && v1.is_some()
+                && all.iter().filter(|(k2, v2)| k2 == kind && v2 == v1).count() != 1
+        });
+        if repeated {
+            cel(out, "spec.addresses", ARRAY, message);
+        }
+    }
+}
+
+/// `^(\*\.)?[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$`: DNS labels of lower-case letters,
+/// digits and inner hyphens, dot-separated, optionally after `*.`.
+fn is_address_hostname(value: &str) -> bool {
+    let rest = value.strip_prefix("*.").unwrap_or(value);
+    !rest.is_empty()
+        && rest.split('.').all(|label| {
+            let bytes = label.as_bytes();
+            let edge = |b: &u8| b.is_ascii_lowercase() || b.is_ascii_digit();
+            bytes.first().is_some_and(edge)
+                && bytes.last().is_some_and(edge)
+                && bytes.iter().all(|b| edge(b) || *b == b'-')
+        })
 }
 
 /// Checks a ListenerSet spec (its listeners follow the Gateway's rules; a listener without a port is not compared
@@ -115,6 +169,35 @@ mod tests {
             "metadata": {"name": "gw", "namespace": "ns"},
             "spec": {"gatewayClassName": "admitpilot", "listeners": listeners}}),
         )
+    }
+
+    /// Texts of kube-apiserver v1.34 with the v1.6.3 CRDs (`kubectl apply --dry-run=server`).
+    #[test]
+    fn address_rules_give_the_api_servers_text() {
+        let with = |addresses: Value| {
+            error_texts(
+                json!({"apiVersion": "gateway.networking.k8s.io/v1", "kind": "Gateway",
+                "metadata": {"name": "gw", "namespace": "ns"},
+                "spec": {"gatewayClassName": "admitpilot", "addresses": addresses,
+                    "listeners": [{"name": "http", "port": 80, "protocol": "HTTP"}]}}),
+            )
+        };
+        assert_eq!(
+            with(json!([{"type": "Hostname", "value": "a.example:80"}])),
+            ["spec.addresses[0]: Invalid value: \"object\": Hostname value must be empty or contain only valid \
+              characters (matching ^(\\*\\.)?[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$)"]
+        );
+        assert_eq!(
+            with(json!([{"value": "1.2.3.4"}, {"type": "IPAddress", "value": "1.2.3.4"}])),
+            ["spec.addresses: Invalid value: \"array\": IPAddress values must be unique"]
+        );
+        assert_eq!(
+            with(
+                json!([{"type": "Hostname", "value": "*.a.example"}, {"type": "Hostname", "value": "b.example"},
+                {"type": "NamedAddress", "value": "b.example"}])
+            ),
+            Vec::<String>::new()
+        );
     }
 
     #[test]

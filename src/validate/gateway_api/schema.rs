@@ -1,6 +1,7 @@
 //! The Gateway API CRDs' OpenAPI checks (pure): takes a Gateway API document's `spec` and its CRD version's schema
 //! ([`crate::model::gateway_api::schema`]), yields every `required`, `enum`, `pattern`, `maxLength`/`minLength`,
-//! `maxItems`/`minItems`, `minimum`/`maximum`, `maxProperties` and `x-kubernetes-list-type` failure with the field
+//! `maxItems`/`minItems`, `minimum`/`maximum`, `maxProperties`, `x-kubernetes-list-type`, and `oneOf`/`anyOf`
+//! (with the `not`, `enum` and `ipv4`/`ipv6` `format` of their branches) failure with the field
 //! path and text the API server gives: apiextensions-apiserver's `kubeOpenAPIResultToFieldErrors` turning
 //! kube-openapi's `validate` errors into apimachinery `field.Error`s (`spec.port: Invalid value: 0: spec.port in
 //! body should be greater than or equal to 1`). The CRDs' CEL rules are mirrored per kind in the sibling modules.
@@ -203,6 +204,9 @@ fn object(
             format!("Too many: {count}: must have at most {max} {unit}"),
         );
     }
+    if let Some(branches) = schema.get("oneOf").and_then(Value::as_array) {
+        one_of(branches, fields, path, out);
+    }
     let properties = schema.get("properties").and_then(Value::as_object);
     let additional = schema.get("additionalProperties").filter(|a| a.is_object());
     for (name, value) in fields {
@@ -214,6 +218,113 @@ fn object(
         path.push_str(name);
         walk(crd, child, value, path, out);
         path.truncate(mark);
+    }
+}
+
+/// An object's `oneOf`: exactly one branch must hold. When none does, kube-openapi also reports each branch's
+/// property whose `anyOf` failed (`spec.addresses[0].value` for a Gateway address that is no IP).
+fn one_of(
+    branches: &[Value],
+    fields: &serde_json::Map<String, Value>,
+    path: &str,
+    out: &mut Findings,
+) {
+    let object = Value::Object(fields.clone());
+    let valid = branches.iter().filter(|b| holds(b, &object)).count();
+    if valid == 1 {
+        return;
+    }
+    let found = match valid {
+        0 => "Found none valid".to_string(),
+        n => format!("Found {n} valid alternatives"),
+    };
+    out.error(
+        path,
+        format!("Invalid value: \"\": \"{path}\" must validate one and only one schema (oneOf). {found}"),
+    );
+    if valid > 0 {
+        return;
+    }
+    for branch in branches {
+        let Some(properties) = branch.get("properties").and_then(Value::as_object) else {
+            continue;
+        };
+        for (name, property) in properties {
+            let Some(value) = fields.get(name) else {
+                continue;
+            };
+            if property.get("anyOf").is_some() && !holds(property, value) {
+                let field = format!("{path}.{name}");
+                out.error(
+                    field.as_str(),
+                    format!("Invalid value: \"\": \"{field}\" must validate at least one schema (anyOf)"),
+                );
+                // kube-openapi adds the first alternative's own failure: its format.
+                let first = property["anyOf"].get(0);
+                let format = first.and_then(|b| b.get("format")).and_then(Value::as_str);
+                if let (Some(format), Some(text)) = (format, value.as_str()) {
+                    if !format_holds(format, text) {
+                        out.error(
+                            field.as_str(),
+                            format!(
+                                "Invalid value: {text:?}: {field} in body must be of type {format}: {text:?}"
+                            ),
+                        );
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// Whether `value` satisfies the constraints a `oneOf`/`anyOf` branch states: `enum`, `not`, `format`, `anyOf`,
+/// `oneOf` and its `properties` (absent properties hold).
+fn holds(schema: &Value, value: &Value) -> bool {
+    if let Some(values) = schema.get("enum").and_then(Value::as_array) {
+        if !values.contains(value) {
+            return false;
+        }
+    }
+    if let Some(not) = schema.get("not") {
+        if holds(not, value) {
+            return false;
+        }
+    }
+    if let (Some(format), Some(text)) =
+        (schema.get("format").and_then(Value::as_str), value.as_str())
+    {
+        if !format_holds(format, text) {
+            return false;
+        }
+    }
+    if let Some(any) = schema.get("anyOf").and_then(Value::as_array) {
+        if !any.iter().any(|branch| holds(branch, value)) {
+            return false;
+        }
+    }
+    if let Some(one) = schema.get("oneOf").and_then(Value::as_array) {
+        if one.iter().filter(|branch| holds(branch, value)).count() != 1 {
+            return false;
+        }
+    }
+    let properties = schema.get("properties").and_then(Value::as_object);
+    match (properties, value.as_object()) {
+        (Some(properties), Some(fields)) => properties
+            .iter()
+            .all(|(name, property)| fields.get(name).is_none_or(|v| holds(property, v))),
+        _ => true,
+    }
+}
+
+/// kube-openapi's string formats the Gateway API CRDs use in `anyOf` branches: `ipv4` and `ipv6` are
+/// `ParseIPSloppy` addresses written with a `.` or a `:` (strfmt `IsIPv4`/`IsIPv6`); other formats are not checked
+/// here.
+fn format_holds(format: &str, text: &str) -> bool {
+    use crate::validate::common::go_netip::is_ip_sloppy;
+    match format {
+        "ipv4" => is_ip_sloppy(text) && text.contains('.'),
+        "ipv6" => is_ip_sloppy(text) && text.contains(':'),
+        _ => true,
     }
 }
 
@@ -233,6 +344,50 @@ mod tests {
             .into_iter()
             .map(|f| format!("{}: {}", f.field, f.message))
             .collect()
+    }
+
+    /// Texts from kube-apiserver v1.34 with the v1.6.3 CRDs (`kubectl apply --dry-run=server`): an IPAddress that
+    /// is no IP fails the address's `oneOf` and its value's `anyOf`; leading zeros are an IP (`ParseIPSloppy`).
+    #[test]
+    fn gateway_addresses_must_be_ips() {
+        let gateway = |address: Value| {
+            errors(
+                Kind::KubernetesGateway,
+                json!({"gatewayClassName": "c", "addresses": [address],
+                       "listeners": [{"name": "l", "port": 80, "protocol": "HTTP"}]}),
+            )
+        };
+        for bad in [
+            "1.1.1",
+            "256.255.255.255",
+            "2001:db8:3c4d:15:0:d234:3eee:::",
+        ] {
+            assert_eq!(
+                gateway(json!({"value": bad})),
+                [
+                    "spec.addresses[0]: Invalid value: \"\": \"spec.addresses[0]\" must validate one and only one \
+                     schema (oneOf). Found none valid".to_string(),
+                    "spec.addresses[0].value: Invalid value: \"\": \"spec.addresses[0].value\" must validate at \
+                     least one schema (anyOf)"
+                        .to_string(),
+                    format!(
+                        "spec.addresses[0].value: Invalid value: {bad:?}: spec.addresses[0].value in body must be of \
+                         type ipv4: {bad:?}"
+                    ),
+                ],
+                "{bad}"
+            );
+        }
+        for good in [
+            json!({"value": "01.1.1.1"}),
+            json!({"value": "1.2.3.4"}),
+            json!({"value": "::ffff:1.2.3.4"}),
+            json!({"type": "IPAddress"}),
+            json!({"type": "NamedAddress", "value": "x"}),
+            json!({"type": "Hostname", "value": "a.example:80"}),
+        ] {
+            assert!(gateway(good.clone()).is_empty(), "{good}");
+        }
     }
 
     #[test]
