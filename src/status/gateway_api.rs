@@ -11,7 +11,7 @@
 use serde_json::{json, Value};
 
 use crate::model::gateway_api::attachment::{default_kinds, parent_verdict, Owner, ParentVerdict};
-use crate::model::gateway_api::common::ParentReference;
+use crate::model::gateway_api::common::{BackendRef, HttpRouteFilter, ParentReference};
 use crate::model::gateway_api::gateway::{conflict, Listener};
 use crate::model::gateway_api::listener_set;
 use crate::model::gateway_api::reference_grant::granted;
@@ -20,7 +20,7 @@ use crate::model::{ConfigObject, Kind, ObjectKey, Snapshot, Spec};
 use crate::status::backend_tls::backend_tls_policy_status;
 use crate::status::programmed::GATEWAY_NAME_LABEL;
 use crate::translate::gateway_api::backends;
-use crate::translate::secret::unusable_certificate;
+use crate::translate::secret::{listener_may_use, unusable_certificate};
 
 /// The listener protocols admitpilot serves (others are Accepted=False, UnsupportedProtocol).
 const SERVED_PROTOCOLS: [&str; 4] = ["HTTP", "HTTPS", "TLS", "TCP"];
@@ -255,11 +255,11 @@ fn bounded(message: &str) -> String {
     }
 }
 
-/// One listener's status entry (of a Gateway or a ListenerSet, `owner`, whose Gateway is in `gateway_namespace`)
+/// One listener's status entry (of a Gateway or a ListenerSet, `owner`)
 /// and whether the listener is valid; `conflict` is its conflict with the listeners it yields to.
 fn listener_status(
     snapshot: &Snapshot,
-    (owner, gateway_namespace): (Owner<'_>, &str),
+    owner: Owner<'_>,
     listener: &Listener,
     conflict: Option<(&'static str, String)>,
     programmed: &Programmed,
@@ -268,7 +268,7 @@ fn listener_status(
     let cond =
         |kind, ok, reason, message: &str| condition(kind, ok, reason, message, generation, now);
     let supported = SERVED_PROTOCOLS.contains(&listener.protocol.as_str());
-    let refs = certificate_refs(snapshot, (owner, gateway_namespace), listener);
+    let refs = certificate_refs(snapshot, owner, listener);
     let valid = supported && refs.is_ok() && conflict.is_none();
     let attached = attached_routes(snapshot, owner, listener);
     let (programmed_ok, programmed_reason, programmed_message) = match (valid, programmed) {
@@ -355,7 +355,7 @@ fn gateway_status(
             );
             let (entry, valid) = listener_status(
                 snapshot,
-                (owner, owner.namespace),
+                owner,
                 listener,
                 conflict,
                 programmed,
@@ -373,7 +373,16 @@ fn gateway_status(
         .filter(|(_, entry)| entry["conditions"][0]["status"] == "False")
         .map(|(listener, _)| listener.name.as_str())
         .collect();
-    let accepted = if (any_valid || gateway.listeners.is_empty()) && unaccepted.is_empty() {
+    // Accepted while some listener is: a listener that is accepted but not valid (a certificate that does not
+    // resolve, a conflict) has its own conditions and is left out of what the gateways serve, and Programmed says
+    // whether any is served. Gateway API v1.6 `apis/v1/gateway_types.go`, `GatewayReasonListenersNotValid`: "one or
+    // more Listeners have an invalid or unsupported configuration and cannot be configured on the Gateway. This can
+    // be the reason when "Accepted" is "True" or "False", depending on whether the listener being invalid causes
+    // the entire Gateway to not be accepted"; the conformance suite (v1.6 `gateway-invalid-listeners-unsupported-
+    // protocol.go`: "Gateway with at least one accepted listeners should be accepted") and its
+    // GatewayInvalidTLSConfiguration (the listener's ResolvedRefs False, InvalidCertificateRef) read it so.
+    let any_accepted = unaccepted.len() < gateway.listeners.len();
+    let accepted = if unaccepted.is_empty() {
         condition(
             "Accepted",
             true,
@@ -382,7 +391,7 @@ fn gateway_status(
             generation,
             now,
         )
-    } else if any_valid {
+    } else if any_accepted {
         // The spec: ListenersNotValid also when the Gateway is accepted with some listeners left out.
         condition(
             "Accepted",
@@ -400,7 +409,7 @@ fn gateway_status(
             "Accepted",
             false,
             "ListenersNotValid",
-            "no listener is valid",
+            "no listener is accepted",
             generation,
             now,
         )
@@ -443,7 +452,7 @@ fn listener_set_status(
         let lost = conflict.clone();
         let (mut entry, valid) = listener_status(
             snapshot,
-            (owner, &gateway.metadata.namespace),
+            owner,
             listener,
             conflict,
             programmed,
@@ -611,11 +620,11 @@ fn unsupported_route_kinds(listener: &Listener) -> Vec<String> {
 }
 
 /// Whether a terminating listener's certificate resolves: a Secret (by default in the namespace of the listener's
-/// Gateway or ListenerSet), in the Gateway's `namespace` or one a ReferenceGrant opens to it, that exists, as
-/// `translate::secret` serves it. The error is the condition's reason and message.
+/// Gateway or ListenerSet, `owner`), in that namespace or one a ReferenceGrant opens to it, that exists and holds a
+/// certificate with its key, as `translate::secret` serves it. The error is the condition's reason and message.
 fn certificate_refs(
     snapshot: &Snapshot,
-    (owner, namespace): (Owner<'_>, &str),
+    owner: Owner<'_>,
     listener: &Listener,
 ) -> Result<(), (&'static str, String)> {
     let owner_namespace = owner.namespace;
@@ -637,12 +646,11 @@ fn certificate_refs(
                 format!("{} is not a core Secret", cert.name),
             ));
         }
-        // The listener's Gateway or ListenerSet may use it (grants are not inherited), and so may the Gateway
-        // whose gateways get it.
-        let not_granted = |(kind, from): (&str, &str)| {
-            target != from && !granted(snapshot, (kind, from), ("", "Secret", target, &cert.name))
-        };
-        if not_granted((owner.kind, owner_namespace)) || not_granted(("Gateway", namespace)) {
+        // The listener's Gateway or ListenerSet may use it: a Secret of its own namespace, or one a ReferenceGrant
+        // opens to its kind and namespace. Gateway API v1.6 `apis/v1/listenerset_types.go`, "ReferenceGrant
+        // Semantics": "ReferenceGrants applied to a Gateway are not inherited by child ListenerSets" and "A
+        // ListenerSet can reference secrets/backends in its own namespace without a ReferenceGrant".
+        if !listener_may_use(snapshot, owner, (target, &cert.name)) {
             return Err((
                 "RefNotPermitted",
                 format!("Secret {target}/{} is in another namespace and no ReferenceGrant there allows it", cert.name),
@@ -733,7 +741,7 @@ fn route_parent(
             "no listener's host name intersects the route's",
         ),
     };
-    let refs = resolved_refs(snapshot, route, namespace);
+    let refs = resolved_refs(snapshot, (object, route), namespace);
     let (refs_ok, refs_reason, refs_message) = match &refs {
         Ok(()) => (true, "ResolvedRefs", "every backend resolves".to_string()),
         Err((reason, message)) => (false, *reason, message.clone()),
@@ -772,14 +780,49 @@ fn hold_back(entry: &mut Value, why: &str) {
     }
 }
 
+/// The backendRefs of a route's RequestMirror filters (of its rules and of their backendRefs; HTTPRoute and
+/// GRPCRoute).
+fn mirror_refs(object: &ConfigObject) -> Vec<&BackendRef> {
+    fn of(filters: &[HttpRouteFilter]) -> impl Iterator<Item = &BackendRef> {
+        filters
+            .iter()
+            .filter_map(|f| f.request_mirror.as_ref().map(|m| &m.backend_ref))
+    }
+    fn rule<'a>(filters: &'a [HttpRouteFilter], backends: &'a [BackendRef]) -> Vec<&'a BackendRef> {
+        of(filters)
+            .chain(backends.iter().flat_map(|b| of(&b.filters)))
+            .collect()
+    }
+    match &object.spec {
+        Spec::HttpRoute(route) => route
+            .rules
+            .iter()
+            .flat_map(|r| rule(&r.filters, &r.backend_refs))
+            .collect(),
+        Spec::GrpcRoute(route) => route
+            .rules
+            .iter()
+            .flat_map(|r| rule(&r.filters, &r.backend_refs))
+            .collect(),
+        _ => Vec::new(),
+    }
+}
+
 /// Whether every backendRef of a route in `namespace` resolves as translation resolves it; else the first failure's
-/// reason (InvalidKind, RefNotPermitted, BackendNotFound) and message.
+/// reason (InvalidKind, RefNotPermitted, BackendNotFound) and message. The backendRefs of its RequestMirror filters
+/// count too: Gateway API v1.6 `apis/v1/httproute_types.go`, `HTTPRequestMirrorFilter.BackendRef`: "If the
+/// referent cannot be found, this BackendRef is invalid ... The controller must ensure the "ResolvedRefs" condition
+/// on the Route status is set to `status: False`" (and RefNotPermitted for a cross-namespace one without a grant).
 fn resolved_refs(
     snapshot: &Snapshot,
-    route: &RouteView<'_>,
+    (object, route): (&ConfigObject, &RouteView<'_>),
     namespace: &str,
 ) -> Result<(), (&'static str, String)> {
-    let refs = &route.backend_refs;
+    let refs = route
+        .backend_refs
+        .iter()
+        .copied()
+        .chain(mirror_refs(object));
     for backend in refs {
         let target = backend.namespace_or(namespace);
         if !backend.is_service() {
@@ -1277,6 +1320,226 @@ spec: {ports: [{port: 8080}]}
         assert_eq!(
             conditions(parent)[0],
             ("Accepted".into(), "True".into(), "Accepted".into())
+        );
+    }
+
+    /// A Secret `name` in `namespace` holding `cert` and `key` (PEM) as `stringData`.
+    fn tls_secret(namespace: &str, name: &str, cert: &str, key: &str) -> String {
+        let indent = |pem: &str| pem.trim_end().replace('\n', "\n    ");
+        format!(
+            "apiVersion: v1
+kind: Secret
+metadata: {{name: {name}, namespace: {namespace}}}
+type: kubernetes.io/tls
+stringData:
+  tls.crt: |
+    {}
+  tls.key: |
+    {}
+",
+            indent(cert),
+            indent(key)
+        )
+    }
+
+    fn self_signed() -> (String, String) {
+        let pair = rcgen::generate_simple_self_signed(vec!["shop.example".to_string()]).unwrap();
+        (pair.cert.pem(), pair.signing_key.serialize_pem())
+    }
+
+    #[test]
+    fn a_gateway_with_an_accepted_listener_stays_accepted_when_another_has_a_bad_certificate() {
+        let updates = status(
+            "apiVersion: gateway.networking.k8s.io/v1
+kind: Gateway
+metadata: {name: mixed, namespace: default, generation: 5}
+spec:
+  gatewayClassName: ap
+  listeners:
+  - {name: http, port: 80, protocol: HTTP}
+  - {name: https, port: 443, protocol: HTTPS, tls: {certificateRefs: [{name: missing}]}}
+---
+apiVersion: gateway.networking.k8s.io/v1
+kind: Gateway
+metadata: {name: only-https, namespace: default, generation: 6}
+spec:
+  gatewayClassName: ap
+  listeners:
+  - {name: https, port: 443, protocol: HTTPS, tls: {certificateRefs: [{name: missing}]}}
+",
+        );
+        let mixed = find(&updates, Kind::KubernetesGateway, "mixed");
+        assert_eq!(
+            conditions(mixed),
+            [
+                ("Accepted".into(), "True".into(), "Accepted".into()),
+                ("Programmed".into(), "True".into(), "Programmed".into())
+            ]
+        );
+        let https = conditions(&mixed["listeners"][1]);
+        assert_eq!(
+            https[1],
+            (
+                "ResolvedRefs".into(),
+                "False".into(),
+                "InvalidCertificateRef".into()
+            )
+        );
+        assert_eq!(
+            https[3],
+            ("Programmed".into(), "False".into(), "Invalid".into())
+        );
+        assert_eq!(
+            conditions(&mixed["listeners"][0])[3],
+            ("Programmed".into(), "True".into(), "Programmed".into())
+        );
+        // Its only listener is accepted but cannot be served: accepted, not programmed.
+        let only = find(&updates, Kind::KubernetesGateway, "only-https");
+        assert_eq!(
+            conditions(only),
+            [
+                ("Accepted".into(), "True".into(), "Accepted".into()),
+                ("Programmed".into(), "False".into(), "Invalid".into())
+            ]
+        );
+    }
+
+    #[test]
+    fn a_foreign_key_or_a_malformed_certificate_is_an_invalid_certificate_ref() {
+        let (cert, key) = self_signed();
+        let (_, other_key) = self_signed();
+        let garbage = "-----BEGIN CERTIFICATE-----\nSGVsbG8gd29ybGQK\n-----END CERTIFICATE-----\n";
+        let updates = status(&format!(
+            "apiVersion: gateway.networking.k8s.io/v1
+kind: Gateway
+metadata: {{name: tls, namespace: default}}
+spec:
+  gatewayClassName: ap
+  listeners:
+  - {{name: good, port: 443, protocol: HTTPS, hostname: a.example, tls: {{certificateRefs: [{{name: good}}]}}}}
+  - {{name: mismatch, port: 443, protocol: HTTPS, hostname: b.example, tls: {{certificateRefs: [{{name: mismatch}}]}}}}
+  - {{name: malformed, port: 443, protocol: HTTPS, hostname: c.example, tls: {{certificateRefs: [{{name: malformed}}]}}}}
+---
+{}---
+{}---
+{}",
+            tls_secret("default", "good", &cert, &key),
+            tls_secret("default", "mismatch", &cert, &other_key),
+            tls_secret("default", "malformed", garbage, &key),
+        ));
+        let listeners = &find(&updates, Kind::KubernetesGateway, "tls")["listeners"];
+        assert_eq!(conditions(&listeners[0])[1].1, "True", "{}", listeners[0]);
+        for (at, why) in [
+            (1, "not the private key of its tls.crt"),
+            (2, "not a well-formed X.509 certificate"),
+        ] {
+            assert_eq!(
+                conditions(&listeners[at])[1],
+                (
+                    "ResolvedRefs".into(),
+                    "False".into(),
+                    "InvalidCertificateRef".into()
+                )
+            );
+            let message = listeners[at]["conditions"][1]["message"].as_str().unwrap();
+            assert!(message.contains(why), "{message}");
+        }
+    }
+
+    #[test]
+    fn a_mirror_to_a_missing_service_is_backend_not_found() {
+        let updates = status(
+            "apiVersion: gateway.networking.k8s.io/v1
+kind: HTTPRoute
+metadata: {name: mirrored, namespace: default}
+spec:
+  parentRefs: [{name: gw}]
+  hostnames: [a.example]
+  rules:
+  - backendRefs: [{name: web, port: 8080}]
+    filters:
+    - {type: RequestMirror, requestMirror: {backendRef: {name: gone, port: 8080}}}
+---
+apiVersion: gateway.networking.k8s.io/v1
+kind: HTTPRoute
+metadata: {name: mirrored-ok, namespace: default}
+spec:
+  parentRefs: [{name: gw}]
+  hostnames: [b.example]
+  rules:
+  - backendRefs: [{name: web, port: 8080}]
+    filters:
+    - {type: RequestMirror, requestMirror: {backendRef: {name: web, port: 8080}}}
+",
+        );
+        let parent = &find(&updates, Kind::HttpRoute, "mirrored")["parents"][0];
+        assert_eq!(
+            conditions(parent),
+            [
+                ("Accepted".into(), "True".into(), "Accepted".into()),
+                (
+                    "ResolvedRefs".into(),
+                    "False".into(),
+                    "BackendNotFound".into()
+                )
+            ]
+        );
+        assert!(parent["conditions"][1]["message"]
+            .as_str()
+            .unwrap()
+            .contains("default/gone"));
+        let ok = &find(&updates, Kind::HttpRoute, "mirrored-ok")["parents"][0];
+        assert_eq!(conditions(ok)[1].1, "True");
+    }
+
+    #[test]
+    fn a_listener_sets_certificate_of_its_own_namespace_needs_no_grant() {
+        let (cert, key) = self_signed();
+        let updates = status(&format!(
+            "apiVersion: gateway.networking.k8s.io/v1
+kind: Gateway
+metadata: {{name: shared, namespace: default}}
+spec:
+  gatewayClassName: ap
+  allowedListeners: {{namespaces: {{from: All}}}}
+  listeners: [{{name: http, port: 80, protocol: HTTP}}]
+---
+apiVersion: gateway.networking.k8s.io/v1
+kind: ListenerSet
+metadata: {{name: team, namespace: team}}
+spec:
+  parentRef: {{name: shared, namespace: default}}
+  listeners:
+  - {{name: own, port: 443, protocol: HTTPS, hostname: a.example, tls: {{certificateRefs: [{{name: team-cert}}]}}}}
+  - {{name: gateways, port: 443, protocol: HTTPS, hostname: b.example, tls: {{certificateRefs: [{{name: gw-cert, namespace: default}}]}}}}
+---
+apiVersion: gateway.networking.k8s.io/v1beta1
+kind: ReferenceGrant
+metadata: {{name: to-gateways, namespace: default}}
+spec:
+  from: [{{group: gateway.networking.k8s.io, kind: Gateway, namespace: team}}]
+  to: [{{group: '', kind: Secret}}]
+---
+{}---
+{}",
+            tls_secret("team", "team-cert", &cert, &key),
+            tls_secret("default", "gw-cert", &cert, &key),
+        ));
+        let listeners = &find(&updates, Kind::ListenerSet, "team")["listeners"];
+        assert_eq!(
+            conditions(&listeners[0])[1],
+            ("ResolvedRefs".into(), "True".into(), "ResolvedRefs".into()),
+            "{}",
+            listeners[0]
+        );
+        // A grant to Gateways is not one to ListenerSets (grants are not inherited).
+        assert_eq!(
+            conditions(&listeners[1])[1],
+            (
+                "ResolvedRefs".into(),
+                "False".into(),
+                "RefNotPermitted".into()
+            )
         );
     }
 }

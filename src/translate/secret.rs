@@ -99,13 +99,35 @@ pub fn unusable_certificate(secret: &KubeSecret) -> Option<String> {
         return Some("it has no tls.key".into());
     };
     let certificates: Result<Vec<_>, _> = CertificateDer::pem_slice_iter(&chain).collect();
-    if !certificates.is_ok_and(|c| !c.is_empty()) {
+    let Some(certificates) = certificates.ok().filter(|c| !c.is_empty()) else {
         return Some("its tls.crt is not a PEM certificate chain".into());
-    }
-    if PrivateKeyDer::from_pem_slice(&key).is_err() {
+    };
+    let Ok(key) = PrivateKeyDer::from_pem_slice(&key) else {
         return Some("its tls.key is not a PEM private key".into());
+    };
+    key_mismatch(certificates, key)
+}
+
+/// Why the key does not serve the chain's first certificate, if it does not: the certificate is not X.509 Envoy
+/// could parse, or its public key is not the key's (Gateway API v1.6 `apis/v1/gateway_types.go`,
+/// `ListenerReasonInvalidCertificateRef`: "a reference to a certificate whose data within that resource is
+/// malformed"; Envoy would refuse the pair). A key ring cannot load (an algorithm it lacks, such as P-521) is left
+/// to Envoy: only what is certainly wrong is turned down.
+fn key_mismatch(
+    chain: Vec<rustls::pki_types::CertificateDer<'static>>,
+    key: rustls::pki_types::PrivateKeyDer<'static>,
+) -> Option<String> {
+    use rustls::crypto::ring::sign::any_supported_type;
+    use rustls::sign::CertifiedKey;
+    use rustls::{Error, InconsistentKeys};
+    let signing_key = any_supported_type(&key).ok()?;
+    match CertifiedKey::new(chain, signing_key).keys_match() {
+        Ok(()) | Err(Error::InconsistentKeys(InconsistentKeys::Unknown)) => None,
+        Err(Error::InconsistentKeys(InconsistentKeys::KeyMismatch)) => {
+            Some("its tls.key is not the private key of its tls.crt".into())
+        }
+        Err(_) => Some("its tls.crt is not a well-formed X.509 certificate".into()),
     }
-    None
 }
 
 /// Builds `kubernetes://<credential>` from the Secret's certificate and key; `None` when either is missing.
@@ -175,7 +197,8 @@ fn kube_secret<'s>(secrets: SecretsOf<'s>, name: &str) -> Option<&'s KubeSecret>
                     secrets.snapshot,
                     ("Gateway", secrets.namespace),
                     ("", "Secret", namespace, name),
-                );
+                )
+                || listener_set_certificate(secrets.snapshot, secrets.namespace, (namespace, name));
             if !allowed {
                 return None;
             }
@@ -184,6 +207,73 @@ fn kube_secret<'s>(secrets: SecretsOf<'s>, name: &str) -> Option<&'s KubeSecret>
         None => (secrets.namespace, name),
     };
     lookup(secrets.snapshot, namespace, name)
+}
+
+/// Whether the Gateway or ListenerSet `owner` may use the Secret `namespace/name` as a listener certificate: one of
+/// its own namespace, or one a ReferenceGrant there opens to its kind and namespace. Gateway API v1.6
+/// `apis/v1/listenerset_types.go`, "ReferenceGrant Semantics": "ReferenceGrants applied to a Gateway are not
+/// inherited by child ListenerSets", "ReferenceGrants applied to a ListenerSet do not grant permission to the parent
+/// Gateway's listeners", "A ListenerSet can reference secrets/backends in its own namespace without a
+/// ReferenceGrant".
+pub fn listener_may_use(
+    snapshot: &Snapshot,
+    owner: crate::model::gateway_api::attachment::Owner<'_>,
+    (namespace, name): (&str, &str),
+) -> bool {
+    namespace == owner.namespace
+        || granted(
+            snapshot,
+            (owner.kind, owner.namespace),
+            ("", "Secret", namespace, name),
+        )
+}
+
+/// Whether a ListenerSet attached to a Gateway of `gateway_namespace` has a terminating listener whose first
+/// certificate is the Secret `namespace/name` and may use it ([`listener_may_use`]): the gateways of that namespace
+/// then get it without a ReferenceGrant to their Gateway (the set's own namespace needs none, and a grant to the
+/// set is the set's; see `translate::gateway_api::terminating_tls`, which names only such Secrets).
+fn listener_set_certificate(
+    snapshot: &Snapshot,
+    gateway_namespace: &str,
+    (namespace, name): (&str, &str),
+) -> bool {
+    use crate::model::gateway_api::attachment::Owner;
+    use crate::model::gateway_api::listener_set;
+    snapshot
+        .of_kind(Kind::KubernetesGateway)
+        .filter(|object| object.metadata.namespace == gateway_namespace)
+        .filter_map(|object| match &object.spec {
+            Spec::KubernetesGateway(gateway) => Some((object, gateway)),
+            _ => None,
+        })
+        .any(|(object, gateway)| {
+            listener_set::attached(snapshot, object, gateway)
+                .into_iter()
+                .any(|(set, spec)| {
+                    let owner = Owner::listener_set(set);
+                    spec.listeners
+                        .iter()
+                        .filter(|l| l.terminates())
+                        .any(|listener| {
+                            listener
+                                .tls
+                                .as_ref()
+                                .and_then(|tls| tls.certificates().first())
+                                .is_some_and(|cert| {
+                                    let cert_namespace = cert
+                                        .namespace
+                                        .as_deref()
+                                        .filter(|n| !n.is_empty())
+                                        .unwrap_or(owner.namespace);
+                                    cert.group.as_deref().unwrap_or("").is_empty()
+                                        && cert.kind.as_deref().unwrap_or("Secret") == "Secret"
+                                        && cert_namespace == namespace
+                                        && cert.name == name
+                                        && listener_may_use(snapshot, owner, (namespace, name))
+                                })
+                        })
+                })
+        })
 }
 
 /// The Secret `namespace/name` of the snapshot.
@@ -339,5 +429,22 @@ mod tests {
         assert!(ca_bundle("x", &s, None).is_none());
         let sep = kube(&[("cacert", "A")]);
         assert!(ca_bundle("x", &s, Some(&sep)).is_some());
+    }
+
+    #[test]
+    fn a_key_that_is_not_the_certificates_makes_it_unusable() {
+        let pair = |name: &str| rcgen::generate_simple_self_signed(vec![name.to_string()]).unwrap();
+        let (a, b) = (pair("a.example"), pair("b.example"));
+        let (cert, key) = (a.cert.pem(), a.signing_key.serialize_pem());
+        assert_eq!(
+            unusable_certificate(&kube(&[("tls.crt", &cert), ("tls.key", &key)])),
+            None
+        );
+        let other = b.signing_key.serialize_pem();
+        let mismatch = unusable_certificate(&kube(&[("tls.crt", &cert), ("tls.key", &other)]));
+        assert!(mismatch.unwrap().contains("not the private key"));
+        let garbage = "-----BEGIN CERTIFICATE-----\nSGVsbG8gd29ybGQK\n-----END CERTIFICATE-----\n";
+        let malformed = unusable_certificate(&kube(&[("tls.crt", garbage), ("tls.key", &key)]));
+        assert!(malformed.unwrap().contains("not a well-formed X.509"));
     }
 }

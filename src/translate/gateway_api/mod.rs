@@ -175,11 +175,12 @@ fn server(
 
 /// The TLS settings of a listener that terminates TLS with its first certificate, a core Secret (in the namespace
 /// of the listener's Gateway or ListenerSet, `owner`, unless it names one). One outside the Gateway's `namespace`
-/// becomes the credential `kubernetes-gateway://<namespace>/<name>` (Istio's name for it), which the gateway gets
-/// only when a ReferenceGrant there allows the Gateway's namespace (`translate::secret`). A ListenerSet's
-/// listener must also be allowed the Secret itself (its namespace, or a ReferenceGrant to the ListenerSet's):
-/// grants are not inherited, so a set cannot borrow what its Gateway may use. A Secret that exists but holds no
-/// PEM certificate and key is not used ([`super::secret::unusable_certificate`]).
+/// becomes the credential `kubernetes-gateway://<namespace>/<name>` (Istio's name for it). The listener's owner
+/// must be allowed the Secret ([`super::secret::listener_may_use`]: its own namespace, or a ReferenceGrant to its
+/// kind and namespace): grants are not inherited, so a set cannot borrow what its Gateway may use, and a set's
+/// Secret of its own namespace needs no grant (the gateway's SDS lookup, `translate::secret`, allows what an
+/// attached set may use). A Secret that exists but holds no PEM certificate with its key is not used
+/// ([`super::secret::unusable_certificate`]).
 fn terminating_tls(
     snapshot: &Snapshot,
     listener: &Listener,
@@ -197,12 +198,8 @@ fn terminating_tls(
         .as_deref()
         .filter(|n| !n.is_empty())
         .unwrap_or(owner.namespace);
-    let owner_may = secret_namespace == owner.namespace
-        || crate::model::gateway_api::reference_grant::granted(
-            snapshot,
-            (owner.kind, owner.namespace),
-            ("", "Secret", secret_namespace, &certificate.name),
-        );
+    let owner_may =
+        super::secret::listener_may_use(snapshot, owner, (secret_namespace, &certificate.name));
     if !owner_may {
         return None;
     }
