@@ -313,6 +313,74 @@ fn listener_status(
     (entry, valid)
 }
 
+/// Sets `OverlappingTLSConfig` (True, `OverlappingHostnames`) on every HTTPS or TLS listener whose host name
+/// overlaps another's on the same port, and on nothing else: Gateway API v1.6 `apis/v1/gateway_types.go`,
+/// `ListenerConditionOverlappingTLSConfig`: "Controllers MUST detect the presence of overlapping hostnames … This
+/// condition MUST be set on all Listeners with overlapping TLS config … a negative polarity condition and MUST NOT be
+/// set when it is False". Overlapping certificates (a MAY) are not looked for.
+fn mark_overlapping_tls(
+    listeners: &[Listener],
+    entries: &mut [Value],
+    (generation, now): (i64, &str),
+) {
+    let tls = |l: &Listener| ["HTTPS", "TLS"].contains(&l.protocol.as_str());
+    for (i, listener) in listeners.iter().enumerate() {
+        if !tls(listener) {
+            continue;
+        }
+        let other = listeners.iter().enumerate().find(|(j, other)| {
+            *j != i
+                && tls(other)
+                && other.port == listener.port
+                && hostnames_overlap(listener.hostname.as_deref(), other.hostname.as_deref())
+        });
+        let Some((_, other)) = other else {
+            continue;
+        };
+        let shown = |h: Option<&str>| {
+            h.filter(|h| !h.is_empty())
+                .unwrap_or("(any host)")
+                .to_string()
+        };
+        let message = format!(
+            "the host name {} overlaps the host name {} of listener {:?} on port {}: a client may reuse one's \
+             TLS connection for the other",
+            shown(listener.hostname.as_deref()),
+            shown(other.hostname.as_deref()),
+            other.name,
+            listener.port
+        );
+        if let Some(conditions) = entries
+            .get_mut(i)
+            .and_then(|e| e["conditions"].as_array_mut())
+        {
+            conditions.push(condition(
+                "OverlappingTLSConfig",
+                true,
+                "OverlappingHostnames",
+                &message,
+                generation,
+                now,
+            ));
+        }
+    }
+}
+
+/// Whether two listener host names can match one request: equal, either absent (any host), or a wildcard
+/// (`*.example.com`, any name under `example.com`) covering the other name or wildcard.
+fn hostnames_overlap(a: Option<&str>, b: Option<&str>) -> bool {
+    let covers = |pattern: &str, host: &str| {
+        pattern == host
+            || pattern.strip_prefix('*').is_some_and(|suffix| {
+                suffix.starts_with('.') && host.ends_with(suffix) && host.len() > suffix.len()
+            })
+    };
+    match (a.filter(|h| !h.is_empty()), b.filter(|h| !h.is_empty())) {
+        (Some(a), Some(b)) => covers(a, b) || covers(b, a),
+        _ => true,
+    }
+}
+
 /// The `Programmed` condition of a Gateway or ListenerSet: what its gateways did, when a listener of it is valid;
 /// `none_valid` is the reason when none is (a Gateway's `Invalid`, a ListenerSet's `ListenersNotValid`).
 fn programmed_condition(
@@ -342,7 +410,7 @@ fn gateway_status(
     let generation = generation(object);
     let owner = Owner::gateway(object);
     let mut any_valid = false;
-    let listeners: Vec<Value> = gateway
+    let mut listeners: Vec<Value> = gateway
         .listeners
         .iter()
         .enumerate()
@@ -365,6 +433,7 @@ fn gateway_status(
             entry
         })
         .collect();
+    mark_overlapping_tls(&gateway.listeners, &mut listeners, (generation, now));
     // Listeners whose own Accepted is False (a protocol admitpilot does not serve).
     let unaccepted: Vec<&str> = gateway
         .listeners
@@ -905,6 +974,51 @@ spec: {ports: [{port: 8080}]}
             .find(|u| u.key.kind == kind && u.key.name == name)
             .unwrap()
             .status
+    }
+
+    /// The spec's example: A `foo.example.com`, B `foo.example.org`, C `*.example.com` on one port: A and C get
+    /// OverlappingTLSConfig, B does not; nor does a listener on another port.
+    #[test]
+    fn overlapping_tls_host_names_are_marked_on_both_listeners() {
+        let listener = |name: &str, port: u32, hostname: &str| Listener {
+            name: name.into(),
+            port,
+            protocol: "HTTPS".into(),
+            hostname: Some(hostname.into()),
+            ..Default::default()
+        };
+        let listeners = [
+            listener("a", 443, "foo.example.com"),
+            listener("b", 443, "foo.example.org"),
+            listener("c", 443, "*.example.com"),
+            listener("d", 8443, "foo.example.com"),
+        ];
+        let mut entries: Vec<Value> = listeners
+            .iter()
+            .map(|l| json!({"name": l.name, "conditions": []}))
+            .collect();
+        mark_overlapping_tls(&listeners, &mut entries, (1, "2026-01-01T00:00:00Z"));
+        let marked: Vec<&str> = entries
+            .iter()
+            .filter(|e| e["conditions"].as_array().is_some_and(|c| !c.is_empty()))
+            .map(|e| e["name"].as_str().unwrap_or_default())
+            .collect();
+        assert_eq!(marked, ["a", "c"]);
+        assert_eq!(entries[0]["conditions"][0]["type"], "OverlappingTLSConfig");
+        assert_eq!(entries[0]["conditions"][0]["status"], "True");
+        assert_eq!(
+            entries[0]["conditions"][0]["reason"],
+            "OverlappingHostnames"
+        );
+        assert!(hostnames_overlap(None, Some("a.example")));
+        assert!(hostnames_overlap(
+            Some("*.example.com"),
+            Some("*.a.example.com")
+        ));
+        assert!(!hostnames_overlap(
+            Some("*.example.com"),
+            Some("example.com")
+        ));
     }
 
     fn conditions(value: &Value) -> Vec<(String, String, String)> {
