@@ -126,7 +126,7 @@ impl Drop for StreamSlot {
     }
 }
 
-/// The limits, for `admitpilot_xds_limits_total{limit}`.
+/// The limits, for `admitpilot_xds_limits_total{limit}` (`NackRate` stays last: [`LAST_LOGGED`] is sized by it).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum Limit {
     Connections,
@@ -153,30 +153,19 @@ impl Limit {
             Limit::NackRate => "nack_rate",
         }
     }
-
-    const ALL: [Limit; 8] = [
-        Limit::Connections,
-        Limit::StreamsPerConnection,
-        Limit::PreAuth,
-        Limit::Idle,
-        Limit::RequestSize,
-        Limit::BufferedRequests,
-        Limit::NackDetail,
-        Limit::NackRate,
-    ];
 }
 
-/// The second each limit last logged, so a flood logs one line a second per limit.
-static LAST_LOGGED: [AtomicU64; 8] = [const { AtomicU64::new(u64::MAX) }; 8];
+/// The second each limit last logged (indexed by the [`Limit`]), so a flood logs one line a second per limit.
+static LAST_LOGGED: [AtomicU64; Limit::NackRate as usize + 1] =
+    [const { AtomicU64::new(u64::MAX) }; Limit::NackRate as usize + 1];
 
 /// Counts a limit that bit and logs `message`, at most once a second per limit.
 pub(crate) fn limit_hit(metrics: &XdsMetrics, limit: Limit, message: std::fmt::Arguments<'_>) {
     metrics.limit_hit(limit.as_str());
-    let index = Limit::ALL.iter().position(|l| *l == limit).unwrap_or(0);
     let second = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .map_or(0, |d| d.as_secs());
-    if LAST_LOGGED[index].swap(second, Ordering::Relaxed) != second {
+    if LAST_LOGGED[limit as usize].swap(second, Ordering::Relaxed) != second {
         tracing::warn!(limit = limit.as_str(), "{message}");
     }
 }
@@ -202,6 +191,24 @@ impl<T> Drop for Guarded<T> {
 }
 
 impl<T> Guarded<T> {
+    /// Guards an established connection: counted open, its pre-authentication timer running, holding `permit`
+    /// until it is dropped.
+    fn new(
+        io: T,
+        state: ConnectionState,
+        limits: ConnectionLimits,
+        permit: OwnedSemaphorePermit,
+    ) -> Self {
+        state.0.metrics.connection_opened();
+        Guarded {
+            io,
+            state,
+            limits,
+            timer: Box::pin(tokio::time::sleep(limits.pre_auth_timeout)),
+            _permit: permit,
+        }
+    }
+
     /// Whether the connection must close now; otherwise re-arms the timer for the next check.
     fn expired(&mut self) -> Option<io::Error> {
         let inner = &self.state.0;
@@ -349,22 +356,15 @@ where
             };
             let _ = tcp.set_nodelay(true);
             let state = ConnectionState::new(Some(peer), limits.max_streams, metrics.clone());
-            let timer = Box::pin(tokio::time::sleep(limits.pre_auth_timeout));
             let established = handshake(tcp);
             let sender = sender.clone();
             // The permit is held through the handshake, and released with the connection.
             tokio::spawn(async move {
                 match tokio::time::timeout(limits.handshake_timeout, established).await {
                     Ok(Ok(io)) => {
-                        state.0.metrics.connection_opened();
-                        let guarded = Guarded {
-                            io,
-                            state,
-                            limits,
-                            timer,
-                            _permit: permit,
-                        };
-                        let _ = sender.send(Ok(guarded)).await;
+                        let _ = sender
+                            .send(Ok(Guarded::new(io, state, limits, permit)))
+                            .await;
                     }
                     Ok(Err(error)) => tracing::debug!(%peer, %error, "xDS handshake failed"),
                     Err(_) => tracing::debug!(%peer, "xDS handshake timed out"),
@@ -392,21 +392,19 @@ mod tests {
         assert!(state.open_stream().is_some());
     }
 
+    fn permit() -> OwnedSemaphorePermit {
+        Arc::new(Semaphore::new(1))
+            .try_acquire_owned()
+            .expect("a permit")
+    }
+
     #[tokio::test(start_paused = true)]
     async fn a_connection_without_an_authenticated_call_closes_after_the_pre_auth_timeout() {
         let (_client, server) = tokio::io::duplex(64);
         let metrics = XdsMetrics::default();
         let limits = ConnectionLimits::default();
         let state = ConnectionState::new(None, 1, metrics.clone());
-        let mut guarded = Guarded {
-            io: server,
-            state,
-            limits,
-            timer: Box::pin(tokio::time::sleep(limits.pre_auth_timeout)),
-            _permit: Arc::new(Semaphore::new(1))
-                .try_acquire_owned()
-                .expect("a permit"),
-        };
+        let mut guarded = Guarded::new(server, state, limits, permit());
         let mut buf = [0u8; 8];
         let read = tokio::io::AsyncReadExt::read(&mut guarded, &mut buf);
         let error = read.await.expect_err("the connection must close");
@@ -422,15 +420,7 @@ mod tests {
         let state = ConnectionState::new(None, 1, metrics.clone());
         state.authenticated();
         let slot = state.open_stream();
-        let mut guarded = Guarded {
-            io: server,
-            state,
-            limits,
-            timer: Box::pin(tokio::time::sleep(limits.pre_auth_timeout)),
-            _permit: Arc::new(Semaphore::new(1))
-                .try_acquire_owned()
-                .expect("a permit"),
-        };
+        let mut guarded = Guarded::new(server, state, limits, permit());
         let mut buf = [0u8; 8];
         // With a call open, ten idle timeouts pass without closing.
         let read = tokio::time::timeout(
