@@ -20,18 +20,18 @@
 #[global_allocator]
 static ALLOCATOR: tikv_jemallocator::Jemalloc = tikv_jemallocator::Jemalloc;
 
-pub mod admin;
-pub mod admission;
 pub mod app;
-pub mod envoy_proto;
 pub mod leader;
-pub mod mcp;
-pub mod metrics;
-pub mod model;
-pub mod source;
-pub mod status;
 pub mod status_writer;
-pub mod tls;
-pub mod translate;
-pub mod validate;
-pub mod xds;
+
+pub use admitpilot_admin as admin;
+pub use admitpilot_admission as admission;
+pub use admitpilot_envoy_proto as envoy_proto;
+pub use admitpilot_mcp as mcp;
+pub use admitpilot_model as model;
+pub use admitpilot_serving::{metrics, tls};
+pub use admitpilot_source as source;
+pub use admitpilot_status as status;
+pub use admitpilot_translate as translate;
+pub use admitpilot_validate as validate;
+pub use admitpilot_xds as xds;

@@ -1,5 +1,5 @@
 //! The real kube-apiserver (`support::kube_server`) judges admitpilot's Ingress spec rules
-//! (`src/validate/ingress.rs`, which mirrors `ValidateIngressSpec` of k8s v1.34): a table of networking.k8s.io/v1
+//! (`crates/validate/src/ingress.rs`, which mirrors `ValidateIngressSpec` of k8s v1.34): a table of networking.k8s.io/v1
 //! Ingresses, valid ones and ones breaking each rule (rules or a default backend, host names, `pathType` and
 //! paths, backends, ports, TLS hosts and secret names, the class name), goes to the API server as a server-side
 //! dry run (`dryRun=All` creates, as `kubectl create --dry-run=server` sends them, no webhook installed) and

@@ -12,7 +12,7 @@
 //! The documents that cannot take part are listed in [`EXCLUDED`] with the reason; the only others left out are
 //! those of a kind admitpilot does not know (InboundTrafficPolicy), printed with their count. The Higress corpus
 //! (`../shared/corpus/higress`) holds higress-config cases only, a ConfigMap that is not served over MCP, so it
-//! contributes nothing here; the Higress kinds are covered by the unit tests of `src/mcp/resource.rs`.
+//! contributes nothing here; the Higress kinds are covered by the unit tests of `crates/mcp/src/resource.rs`.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 #[path = "support/corpus.rs"]

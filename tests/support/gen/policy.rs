@@ -1,5 +1,5 @@
 //! Random AuthorizationPolicies and RequestAuthentications: takes a [`Rng`] and a name, yields the document (JSON)
-//! over the whole grammar admitpilot's validator accepts (src/validate/authorization_policy.rs,
+//! over the whole grammar admitpilot's validator accepts (crates/validate/src/authorization_policy.rs,
 //! request_authentication.rs): every source and operation field and its `not*` form, `when` conditions on every
 //! key the validator knows, `*` prefixes and suffixes, `{*}`/`{**}` path templates, all four actions (CUSTOM with
 //! the base config's providers), `istio.io/dry-run` spellings, selectors and `targetRefs`, and policies in the

@@ -1,0 +1,1663 @@
+//! Gateway API status (pure): takes a snapshot, the controller name admitpilot answers for and, per Gateway, what
+//! its gateways did with the config ([`Programmed`]), and yields the `status` of every GatewayClass, Gateway,
+//! ListenerSet and route of that controller, and of the BackendTLSPolicies on their backends
+//! ([`super::backend_tls`]) ([`StatusUpdate`]), with the spec's conditions and reasons (gateway-api
+//! `apis/v1/{gatewayclass,gateway,shared}_types.go`) and `observedGeneration` on each condition.
+//!
+//! It reads attachment and references exactly as translation does ([`attachment`], [`backends::destination`],
+//! the certificate rules of `translate::secret`), so a route said Accepted is one the gateways get. Route parents
+//! of other controllers are not produced here: a writer merges ours into `status.parents` and leaves theirs.
+
+use serde_json::{json, Value};
+
+use crate::backend_tls::backend_tls_policy_status;
+use crate::programmed::GATEWAY_NAME_LABEL;
+use admitpilot_model::gateway_api::attachment::{
+    default_kinds, parent_verdict, Owner, ParentVerdict,
+};
+use admitpilot_model::gateway_api::common::{BackendRef, HttpRouteFilter, ParentReference};
+use admitpilot_model::gateway_api::gateway::{conflict, Listener};
+use admitpilot_model::gateway_api::listener_set;
+use admitpilot_model::gateway_api::reference_grant::granted;
+use admitpilot_model::gateway_api::{
+    route_view, Gateway, ListenerSet, RouteView, GROUP, ROUTE_KINDS,
+};
+use admitpilot_model::{ConfigObject, Kind, ObjectKey, Snapshot, Spec};
+use admitpilot_translate::gateway_api::backends;
+use admitpilot_translate::secret::{listener_may_use, unusable_certificate};
+
+/// The listener protocols admitpilot serves (others are Accepted=False, UnsupportedProtocol).
+const SERVED_PROTOCOLS: [&str; 4] = ["HTTP", "HTTPS", "TLS", "TCP"];
+
+/// What the gateways of one Gateway did with the config version holding its current generation.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Programmed {
+    /// Every connected gateway of it has ACKed it.
+    Served,
+    /// Not yet (no gateway connected, or not yet acknowledged): the message says which.
+    Pending(String),
+    /// A gateway NACKed it: Envoy's error.
+    Rejected(String),
+}
+
+/// The `status` one object should carry.
+#[derive(Debug, Clone, PartialEq)]
+pub struct StatusUpdate {
+    /// The object.
+    pub key: ObjectKey,
+    /// Its generation the status describes (`observedGeneration`).
+    pub generation: i64,
+    /// The `status` (for routes, the `parents` entries of admitpilot's controller only).
+    pub status: Value,
+}
+
+/// What the gateways did with the config, as status reports it.
+pub struct Served<'a> {
+    /// Per Gateway: whether its gateways serve its current generation.
+    pub programmed: &'a dyn Fn(&ObjectKey) -> Programmed,
+    /// Per route and Gateway: why the push guard leaves the route out of that Gateway's config (what Envoy would
+    /// reject), if it does.
+    pub held_back: &'a dyn Fn(&ObjectKey, &ObjectKey) -> Option<String>,
+    /// The bundle version of the Gateway API CRDs installed (their `gateway.networking.k8s.io/bundle-version`
+    /// annotation), when known: a GatewayClass's `SupportedVersion` says whether admitpilot supports it.
+    pub bundle_version: Option<&'a str>,
+}
+
+/// The newest Gateway API minor version admitpilot is built and tested against (its `crds/gateway-api` bundle).
+pub const NEWEST_SUPPORTED_MINOR: u64 = 6;
+
+/// The `SupportedVersion` condition of a GatewayClass for the installed CRDs' bundle version (`v1.<minor>.<patch>`):
+/// True for v1.0 up to [`NEWEST_SUPPORTED_MINOR`]; False, reason `UnsupportedVersion`, for anything else (as the spec
+/// asks of an implementation that does not support the installed version; the class stays Accepted, as Istio
+/// keeps it).
+fn supported_version(bundle: &str, generation: i64, now: &str) -> Value {
+    let minor = bundle
+        .strip_prefix("v1.")
+        .and_then(|rest| rest.split(['.', '-']).next())
+        .and_then(|minor| minor.parse::<u64>().ok());
+    match minor {
+        Some(minor) if minor <= NEWEST_SUPPORTED_MINOR => condition(
+            "SupportedVersion",
+            true,
+            "SupportedVersion",
+            &format!("Gateway API CRDs {bundle} are supported"),
+            generation,
+            now,
+        ),
+        _ => condition(
+            "SupportedVersion",
+            false,
+            "UnsupportedVersion",
+            &format!(
+                "Gateway API CRDs {bundle} are not supported: admitpilot supports v1.0 to v1.{NEWEST_SUPPORTED_MINOR}"
+            ),
+            generation,
+            now,
+        ),
+    }
+}
+
+/// The status of every GatewayClass of `controller`, every Gateway of those classes and every HTTPRoute attached
+/// to one of them; `served` says what the gateways did; `now` (RFC 3339) stamps the conditions.
+pub fn gateway_api_status(
+    snapshot: &Snapshot,
+    controller: &str,
+    served: &Served<'_>,
+    now: &str,
+) -> Vec<StatusUpdate> {
+    let programmed = served.programmed;
+    let mut out = Vec::new();
+    let ours: Vec<&str> = snapshot
+        .of_kind(Kind::GatewayClass)
+        .filter_map(|object| match &object.spec {
+            Spec::GatewayClass(class) if class.controller_name == controller => {
+                let generation = generation(object);
+                let mut conditions = vec![condition(
+                    "Accepted",
+                    true,
+                    "Accepted",
+                    "handled by admitpilot",
+                    generation,
+                    now,
+                )];
+                conditions.extend(
+                    served
+                        .bundle_version
+                        .map(|bundle| supported_version(bundle, generation, now)),
+                );
+                out.push(StatusUpdate {
+                    key: object.key(),
+                    generation,
+                    status: json!({ "conditions": conditions }),
+                });
+                Some(object.metadata.name.as_str())
+            }
+            _ => None,
+        })
+        .collect();
+    let gateways: Vec<(&ConfigObject, &Gateway)> = snapshot
+        .of_kind(Kind::KubernetesGateway)
+        .filter_map(|object| match &object.spec {
+            Spec::KubernetesGateway(gateway)
+                if ours.contains(&gateway.gateway_class_name.as_str()) =>
+            {
+                Some((object.as_ref(), gateway.as_ref()))
+            }
+            _ => None,
+        })
+        .collect();
+    // Every ListenerSet naming one of them: (set, spec, admitted, its Gateway).
+    let mut sets: Vec<(&ConfigObject, &ListenerSet, bool, &ConfigObject)> = Vec::new();
+    for (object, gateway) in &gateways {
+        let served = programmed(&object.key());
+        let mut earlier = gateway.listeners.clone();
+        let mut attached = 0;
+        for (set, spec, admitted) in listener_set::naming(snapshot, object, gateway) {
+            let (update, accepted) = listener_set_status(
+                snapshot,
+                (set, spec, admitted),
+                &mut earlier,
+                object,
+                &served,
+                now,
+            );
+            attached += usize::from(accepted);
+            out.push(update);
+            sets.push((set, spec, admitted, object));
+        }
+        out.push(gateway_status(
+            snapshot, object, gateway, &served, attached, now,
+        ));
+    }
+    let routes = ROUTE_KINDS.iter().flat_map(|kind| snapshot.of_kind(*kind));
+    for object in routes {
+        let Some(route) = route_view(object) else {
+            continue;
+        };
+        let parents: Vec<Value> = route
+            .parent_refs
+            .iter()
+            .filter_map(|parent| {
+                let names = |o: &ConfigObject| {
+                    parent.group() == GROUP
+                        && o.metadata.name == parent.name
+                        && o.metadata.namespace == parent.namespace_or(&object.metadata.namespace)
+                };
+                // The Gateway or ListenerSet it names, its listeners, whether it is attached, and its Gateway.
+                let (owner, listeners, attached, gateway) = match parent.kind() {
+                    "Gateway" => gateways
+                        .iter()
+                        .find(|(g, _)| names(g))
+                        .map(|(g, spec)| (Owner::gateway(g), &spec.listeners, true, *g))?,
+                    "ListenerSet" => {
+                        sets.iter()
+                            .find(|(s, ..)| names(s))
+                            .map(|(s, spec, admitted, g)| {
+                                (Owner::listener_set(s), &spec.listeners, *admitted, *g)
+                            })?
+                    }
+                    _ => return None,
+                };
+                let mut entry = route_parent(
+                    snapshot,
+                    (object, &route),
+                    (owner, listeners, attached),
+                    parent,
+                    controller,
+                    now,
+                );
+                if let Some(why) = (served.held_back)(&object.key(), &gateway.key()) {
+                    hold_back(&mut entry, &why);
+                }
+                Some(entry)
+            })
+            .collect();
+        if !parents.is_empty() {
+            out.push(StatusUpdate {
+                key: object.key(),
+                generation: generation(object),
+                status: json!({"parents": parents}),
+            });
+        }
+    }
+    let ours: Vec<&ConfigObject> = gateways.iter().map(|(g, _)| *g).collect();
+    out.extend(backend_tls_policy_status(snapshot, &ours, controller, now));
+    out
+}
+
+pub(super) fn generation(object: &ConfigObject) -> i64 {
+    object.metadata.generation.unwrap_or(0)
+}
+
+/// A `metav1.Condition`.
+pub(super) fn condition(
+    kind: &str,
+    ok: bool,
+    reason: &str,
+    message: &str,
+    generation: i64,
+    now: &str,
+) -> Value {
+    json!({
+        "type": kind,
+        "status": if ok { "True" } else { "False" },
+        "reason": reason,
+        "message": bounded(message),
+        "observedGeneration": generation,
+        "lastTransitionTime": now,
+    })
+}
+
+/// The longest condition message written (the CRDs allow 32,768 characters; Envoy's rejections can be longer).
+const MESSAGE_MAX_CHARS: usize = 4096;
+
+/// `message`, cut to [`MESSAGE_MAX_CHARS`] characters.
+fn bounded(message: &str) -> String {
+    match message.char_indices().nth(MESSAGE_MAX_CHARS) {
+        Some((at, _)) => format!("{}…", &message[..at]),
+        None => message.to_string(),
+    }
+}
+
+/// One listener's status entry (of a Gateway or a ListenerSet, `owner`)
+/// and whether the listener is valid; `conflict` is its conflict with the listeners it yields to.
+fn listener_status(
+    snapshot: &Snapshot,
+    owner: Owner<'_>,
+    listener: &Listener,
+    conflict: Option<(&'static str, String)>,
+    programmed: &Programmed,
+    (generation, now): (i64, &str),
+) -> (Value, bool) {
+    let cond =
+        |kind, ok, reason, message: &str| condition(kind, ok, reason, message, generation, now);
+    let supported = SERVED_PROTOCOLS.contains(&listener.protocol.as_str());
+    let refs = certificate_refs(snapshot, owner, listener);
+    let valid = supported && refs.is_ok() && conflict.is_none();
+    let attached = attached_routes(snapshot, owner, listener);
+    let (programmed_ok, programmed_reason, programmed_message) = match (valid, programmed) {
+        (false, _) => (false, "Invalid", "the listener is not valid".to_string()),
+        (true, Programmed::Served) => (true, "Programmed", "served by the gateways".to_string()),
+        (true, Programmed::Pending(why)) => (false, "Pending", why.clone()),
+        (true, Programmed::Rejected(why)) => (false, "Invalid", why.clone()),
+    };
+    let invalid_kinds = unsupported_route_kinds(listener);
+    let (refs_ok, refs_reason, refs_message) = match &refs {
+        _ if !invalid_kinds.is_empty() => (
+            false,
+            "InvalidRouteKinds",
+            format!(
+                "allowedRoutes.kinds names route kinds a {} listener does not take: {}",
+                listener.protocol,
+                invalid_kinds.join(", ")
+            ),
+        ),
+        Ok(()) => (true, "ResolvedRefs", "references resolved".to_string()),
+        Err((reason, message)) => (false, *reason, message.clone()),
+    };
+    let entry = json!({
+        "name": listener.name,
+        "supportedKinds": supported_kinds(listener),
+        "attachedRoutes": attached,
+        "conditions": [
+            if supported {
+                cond("Accepted", true, "Accepted", "accepted")
+            } else {
+                cond("Accepted", false, "UnsupportedProtocol",
+                     &format!("admitpilot does not serve {} listeners yet", listener.protocol))
+            },
+            cond("ResolvedRefs", refs_ok, refs_reason, &refs_message),
+            match conflict {
+                None => cond("Conflicted", false, "NoConflicts", "no conflicts"),
+                Some((reason, message)) => cond("Conflicted", true, reason, &message),
+            },
+            cond("Programmed", programmed_ok, programmed_reason, &programmed_message),
+        ],
+    });
+    (entry, valid)
+}
+
+/// Sets `OverlappingTLSConfig` (True, `OverlappingHostnames`) on every HTTPS or TLS listener whose host name
+/// overlaps another's on the same port, and on nothing else: Gateway API v1.6 `apis/v1/gateway_types.go`,
+/// `ListenerConditionOverlappingTLSConfig`: "Controllers MUST detect the presence of overlapping hostnames … This
+/// condition MUST be set on all Listeners with overlapping TLS config … a negative polarity condition and MUST NOT be
+/// set when it is False". Overlapping certificates (a MAY) are not looked for.
+fn mark_overlapping_tls(
+    listeners: &[Listener],
+    entries: &mut [Value],
+    (generation, now): (i64, &str),
+) {
+    let tls = |l: &Listener| ["HTTPS", "TLS"].contains(&l.protocol.as_str());
+    for (i, listener) in listeners.iter().enumerate() {
+        if !tls(listener) {
+            continue;
+        }
+        let other = listeners.iter().enumerate().find(|(j, other)| {
+            *j != i
+                && tls(other)
+                && other.port == listener.port
+                && hostnames_overlap(listener.hostname.as_deref(), other.hostname.as_deref())
+        });
+        let Some((_, other)) = other else {
+            continue;
+        };
+        let shown = |h: Option<&str>| {
+            h.filter(|h| !h.is_empty())
+                .unwrap_or("(any host)")
+                .to_string()
+        };
+        let message = format!(
+            "the host name {} overlaps the host name {} of listener {:?} on port {}: a client may reuse one's \
+             TLS connection for the other",
+            shown(listener.hostname.as_deref()),
+            shown(other.hostname.as_deref()),
+            other.name,
+            listener.port
+        );
+        if let Some(conditions) = entries
+            .get_mut(i)
+            .and_then(|e| e["conditions"].as_array_mut())
+        {
+            conditions.push(condition(
+                "OverlappingTLSConfig",
+                true,
+                "OverlappingHostnames",
+                &message,
+                generation,
+                now,
+            ));
+        }
+    }
+}
+
+/// Whether two listener host names can match one request: equal, either absent (any host), or a wildcard
+/// (`*.example.com`, any name under `example.com`) covering the other name or wildcard.
+fn hostnames_overlap(a: Option<&str>, b: Option<&str>) -> bool {
+    let covers = |pattern: &str, host: &str| {
+        pattern == host
+            || pattern.strip_prefix('*').is_some_and(|suffix| {
+                suffix.starts_with('.') && host.ends_with(suffix) && host.len() > suffix.len()
+            })
+    };
+    match (a.filter(|h| !h.is_empty()), b.filter(|h| !h.is_empty())) {
+        (Some(a), Some(b)) => covers(a, b) || covers(b, a),
+        _ => true,
+    }
+}
+
+/// The `Programmed` condition of a Gateway or ListenerSet: what its gateways did, when a listener of it is valid;
+/// `none_valid` is the reason when none is (a Gateway's `Invalid`, a ListenerSet's `ListenersNotValid`).
+fn programmed_condition(
+    programmed: &Programmed,
+    (any_valid, none_valid): (bool, &str),
+    (generation, now): (i64, &str),
+) -> Value {
+    let cond =
+        |ok, reason, message: &str| condition("Programmed", ok, reason, message, generation, now);
+    match programmed {
+        Programmed::Served if any_valid => cond(true, "Programmed", "served by the gateways"),
+        Programmed::Served => cond(false, none_valid, "no listener is valid"),
+        Programmed::Pending(why) => cond(false, "Pending", why),
+        Programmed::Rejected(why) => cond(false, "Invalid", why),
+    }
+}
+
+/// A Gateway's conditions, listeners and addresses; `attached_sets` ListenerSets are attached to it.
+fn gateway_status(
+    snapshot: &Snapshot,
+    object: &ConfigObject,
+    gateway: &Gateway,
+    programmed: &Programmed,
+    attached_sets: usize,
+    now: &str,
+) -> StatusUpdate {
+    let generation = generation(object);
+    let owner = Owner::gateway(object);
+    let mut any_valid = false;
+    let mut listeners: Vec<Value> = gateway
+        .listeners
+        .iter()
+        .enumerate()
+        .map(|(i, listener)| {
+            let conflict = conflict(
+                gateway.listeners[..i]
+                    .iter()
+                    .chain(&gateway.listeners[i + 1..]),
+                listener,
+            );
+            let (entry, valid) = listener_status(
+                snapshot,
+                owner,
+                listener,
+                conflict,
+                programmed,
+                (generation, now),
+            );
+            any_valid |= valid;
+            entry
+        })
+        .collect();
+    mark_overlapping_tls(&gateway.listeners, &mut listeners, (generation, now));
+    // Listeners whose own Accepted is False (a protocol admitpilot does not serve).
+    let unaccepted: Vec<&str> = gateway
+        .listeners
+        .iter()
+        .zip(&listeners)
+        .filter(|(_, entry)| entry["conditions"][0]["status"] == "False")
+        .map(|(listener, _)| listener.name.as_str())
+        .collect();
+    // Accepted while some listener is: a listener that is accepted but not valid (a certificate that does not
+    // resolve, a conflict) has its own conditions and is left out of what the gateways serve, and Programmed says
+    // whether any is served. Gateway API v1.6 `apis/v1/gateway_types.go`, `GatewayReasonListenersNotValid`: "one or
+    // more Listeners have an invalid or unsupported configuration and cannot be configured on the Gateway. This can
+    // be the reason when "Accepted" is "True" or "False", depending on whether the listener being invalid causes
+    // the entire Gateway to not be accepted"; the conformance suite (v1.6 `gateway-invalid-listeners-unsupported-
+    // protocol.go`: "Gateway with at least one accepted listeners should be accepted") and its
+    // GatewayInvalidTLSConfiguration (the listener's ResolvedRefs False, InvalidCertificateRef) read it so.
+    let any_accepted = unaccepted.len() < gateway.listeners.len();
+    let accepted = if unaccepted.is_empty() {
+        condition(
+            "Accepted",
+            true,
+            "Accepted",
+            "accepted by admitpilot",
+            generation,
+            now,
+        )
+    } else if any_accepted {
+        // The spec: ListenersNotValid also when the Gateway is accepted with some listeners left out.
+        condition(
+            "Accepted",
+            true,
+            "ListenersNotValid",
+            &format!(
+                "accepted; listeners not accepted: {}",
+                unaccepted.join(", ")
+            ),
+            generation,
+            now,
+        )
+    } else {
+        condition(
+            "Accepted",
+            false,
+            "ListenersNotValid",
+            "no listener is accepted",
+            generation,
+            now,
+        )
+    };
+    let programmed = programmed_condition(programmed, (any_valid, "Invalid"), (generation, now));
+    // Written even when empty, so a merge patch clears addresses whose Service is gone.
+    let status = json!({"conditions": [accepted, programmed], "listeners": listeners,
+        "addresses": addresses(snapshot, object), "attachedListenerSets": attached_sets});
+    StatusUpdate {
+        key: object.key(),
+        generation,
+        status,
+    }
+}
+
+/// A ListenerSet naming the Gateway `gateway`: Accepted when the Gateway admits it (`allowedListeners`, else
+/// `NotAllowed`) and a listener of it is valid (else `ListenersNotValid`); its listeners yield to the Gateway's and
+/// to those of the sets before it (`earlier`), as translation serves them. Returns the status and whether the set
+/// is attached.
+fn listener_set_status(
+    snapshot: &Snapshot,
+    (object, set, admitted): (&ConfigObject, &ListenerSet, bool),
+    earlier: &mut Vec<Listener>,
+    gateway: &ConfigObject,
+    programmed: &Programmed,
+    now: &str,
+) -> (StatusUpdate, bool) {
+    let generation = generation(object);
+    let owner = Owner::listener_set(object);
+    let mut any_valid = false;
+    let mut listeners = Vec::new();
+    for listener in &set.listeners {
+        let conflict = if admitted {
+            conflict(earlier.iter(), listener)
+        } else {
+            None
+        };
+        // As translation does: every listener it serves is one the later ones yield to, valid or not.
+        let yields_to = admitted && conflict.is_none();
+        let lost = conflict.clone();
+        let (mut entry, valid) = listener_status(
+            snapshot,
+            owner,
+            listener,
+            conflict,
+            programmed,
+            (generation, now),
+        );
+        // A set's listener that yields to an earlier one is not accepted (the spec's listener precedence for
+        // ListenerSets): Accepted and Programmed False with the conflict's reason.
+        if let Some((reason, message)) = lost {
+            entry["conditions"][0] =
+                condition("Accepted", false, reason, &message, generation, now);
+            entry["conditions"][3] =
+                condition("Programmed", false, reason, &message, generation, now);
+        }
+        if yields_to {
+            earlier.push(listener.clone());
+        }
+        any_valid |= valid;
+        listeners.push(entry);
+    }
+    let attached = admitted && any_valid;
+    let accepted = if !admitted {
+        condition(
+            "Accepted",
+            false,
+            "NotAllowed",
+            &format!(
+                "Gateway {}/{} does not allow ListenerSets from this namespace (spec.allowedListeners)",
+                gateway.metadata.namespace, gateway.metadata.name
+            ),
+            generation,
+            now,
+        )
+    } else if attached {
+        condition(
+            "Accepted",
+            true,
+            "Accepted",
+            "attached to its Gateway",
+            generation,
+            now,
+        )
+    } else {
+        condition(
+            "Accepted",
+            false,
+            "ListenersNotValid",
+            "no listener is valid",
+            generation,
+            now,
+        )
+    };
+    let programmed = if admitted {
+        programmed_condition(
+            programmed,
+            (any_valid, "ListenersNotValid"),
+            (generation, now),
+        )
+    } else {
+        // The same reason as Accepted's (the conformance suite's ListenerSetAllowedNamespace* expect it).
+        condition(
+            "Programmed",
+            false,
+            "NotAllowed",
+            "not attached to its Gateway",
+            generation,
+            now,
+        )
+    };
+    let status = json!({"conditions": [accepted, programmed], "listeners": listeners});
+    (
+        StatusUpdate {
+            key: object.key(),
+            generation,
+            status,
+        },
+        attached,
+    )
+}
+
+/// A Gateway's addresses: those of the Services in its namespace that select its proxies (selector
+/// `gateway.networking.k8s.io/gateway-name: <name>`): their `externalIPs`, `loadBalancerIP` and the load balancer
+/// addresses of their status (`status.loadBalancer.ingress`, IPs and host names), else their cluster DNS name
+/// (Istio's gateway status gives the Service's host name when no address is assigned); each address once, at most
+/// [`MAX_ADDRESSES`].
+fn addresses(snapshot: &Snapshot, gateway: &ConfigObject) -> Vec<Value> {
+    let namespace = gateway.metadata.namespace.as_str();
+    let mut out: Vec<Value> = Vec::new();
+    for object in snapshot.of_kind(Kind::Service) {
+        let Spec::Service(service) = &object.spec else {
+            continue;
+        };
+        let selects = object.metadata.namespace == namespace
+            && service
+                .selector
+                .as_ref()
+                .and_then(|selector| selector.get(GATEWAY_NAME_LABEL))
+                .is_some_and(|name| *name == gateway.metadata.name);
+        if !selects {
+            continue;
+        }
+        let ip = |value: &String| json!({"type": "IPAddress", "value": value});
+        let hostname = |value: &String| json!({"type": "Hostname", "value": value});
+        let mut assigned: Vec<Value> = service
+            .external_ips
+            .iter()
+            .flatten()
+            .chain(service.load_balancer_ip.iter())
+            .map(ip)
+            .collect();
+        for ingress in &service.load_balancer_ingress {
+            assigned.extend(ingress.ip.iter().map(ip));
+            assigned.extend(ingress.hostname.iter().map(hostname));
+        }
+        if assigned.is_empty() {
+            assigned.push(hostname(&format!(
+                "{}.{namespace}.svc.cluster.local",
+                object.metadata.name
+            )));
+        }
+        for address in assigned {
+            if !out.contains(&address) && out.len() < MAX_ADDRESSES {
+                out.push(address);
+            }
+        }
+    }
+    out
+}
+
+/// The most addresses a Gateway's status holds (the CRD's `maxItems`).
+const MAX_ADDRESSES: usize = 16;
+
+/// The route kinds a listener takes: its protocol's ([`default_kinds`]), narrowed by `allowedRoutes.kinds`.
+fn supported_kinds(listener: &Listener) -> Vec<Value> {
+    let wanted = listener
+        .allowed_routes
+        .as_ref()
+        .map(|a| a.kinds.as_slice())
+        .unwrap_or_default();
+    default_kinds(listener)
+        .iter()
+        .filter(|kind| {
+            wanted.is_empty()
+                || wanted
+                    .iter()
+                    .any(|k| k.kind == **kind && k.group.as_deref().unwrap_or(GROUP) == GROUP)
+        })
+        .map(|kind| json!({"group": GROUP, "kind": kind}))
+        .collect()
+}
+
+/// The kinds of `allowedRoutes.kinds` the listener's protocol does not take ([`default_kinds`]), as `group/kind`
+/// (the listener's `ResolvedRefs` is then False with reason InvalidRouteKinds, as the spec asks).
+fn unsupported_route_kinds(listener: &Listener) -> Vec<String> {
+    let served = default_kinds(listener);
+    listener
+        .allowed_routes
+        .iter()
+        .flat_map(|a| a.kinds.iter())
+        .filter(|k| {
+            let group = k.group.as_deref().unwrap_or(GROUP);
+            group != GROUP || !served.contains(&k.kind.as_str())
+        })
+        .map(|k| format!("{}/{}", k.group.as_deref().unwrap_or(GROUP), k.kind))
+        .collect()
+}
+
+/// Whether a terminating listener's certificate resolves: a Secret (by default in the namespace of the listener's
+/// Gateway or ListenerSet, `owner`), in that namespace or one a ReferenceGrant opens to it, that exists and holds a
+/// certificate with its key, as `translate::secret` serves it. The error is the condition's reason and message.
+fn certificate_refs(
+    snapshot: &Snapshot,
+    owner: Owner<'_>,
+    listener: &Listener,
+) -> Result<(), (&'static str, String)> {
+    let owner_namespace = owner.namespace;
+    let Some(tls) = listener.tls.as_ref().filter(|_| listener.terminates()) else {
+        // No TLS, or passed through: certificateRefs are not used (the spec: ignored in Passthrough mode).
+        return Ok(());
+    };
+    for cert in tls.certificates() {
+        let target = cert
+            .namespace
+            .as_deref()
+            .filter(|n| !n.is_empty())
+            .unwrap_or(owner_namespace);
+        let is_secret = cert.group.as_deref().unwrap_or("").is_empty()
+            && cert.kind.as_deref().unwrap_or("Secret") == "Secret";
+        if !is_secret {
+            return Err((
+                "InvalidCertificateRef",
+                format!("{} is not a core Secret", cert.name),
+            ));
+        }
+        // The listener's Gateway or ListenerSet may use it: a Secret of its own namespace, or one a ReferenceGrant
+        // opens to its kind and namespace. Gateway API v1.6 `apis/v1/listenerset_types.go`, "ReferenceGrant
+        // Semantics": "ReferenceGrants applied to a Gateway are not inherited by child ListenerSets" and "A
+        // ListenerSet can reference secrets/backends in its own namespace without a ReferenceGrant".
+        if !listener_may_use(snapshot, owner, (target, &cert.name)) {
+            return Err((
+                "RefNotPermitted",
+                format!("Secret {target}/{} is in another namespace and no ReferenceGrant there allows it", cert.name),
+            ));
+        }
+        let usable = match snapshot
+            .get(&ObjectKey::new(Kind::Secret, target, cert.name.clone()))
+            .map(|o| &o.spec)
+        {
+            Some(Spec::Secret(secret)) => unusable_certificate(secret).map_or(Ok(()), Err),
+            _ => Err("it does not exist".to_string()),
+        };
+        if let Err(why) = usable {
+            return Err((
+                "InvalidCertificateRef",
+                format!("Secret {target}/{} cannot serve: {why}", cert.name),
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// How many routes attach to `listener` of `owner` (named it, allowed by it, host names intersecting).
+fn attached_routes(snapshot: &Snapshot, owner: Owner<'_>, listener: &Listener) -> usize {
+    ROUTE_KINDS
+        .iter()
+        .flat_map(|kind| snapshot.of_kind(*kind))
+        .filter(|object| {
+            let Some(route) = route_view(object) else {
+                return false;
+            };
+            let namespace = object.metadata.namespace.as_str();
+            route.parent_refs.iter().any(|parent| {
+                parent_verdict(
+                    snapshot,
+                    [listener],
+                    parent,
+                    (route.kind, namespace),
+                    owner,
+                    route.hostnames,
+                ) == ParentVerdict::Attached
+            })
+        })
+        .count()
+}
+
+/// One `status.parents` entry: whether the route attaches to the Gateway or ListenerSet `parent` names (its
+/// `owner`, with `listeners`; a ListenerSet its Gateway does not take attaches nothing), and whether its backends
+/// resolve.
+fn route_parent(
+    snapshot: &Snapshot,
+    (object, route): (&ConfigObject, &RouteView<'_>),
+    (owner, listeners, attached): (Owner<'_>, &[Listener], bool),
+    parent: &ParentReference,
+    controller: &str,
+    now: &str,
+) -> Value {
+    let generation = generation(object);
+    let namespace = object.metadata.namespace.as_str();
+    let verdict = parent_verdict(
+        snapshot,
+        listeners,
+        parent,
+        (route.kind, namespace),
+        owner,
+        route.hostnames,
+    );
+    let (ok, reason, message) = match verdict {
+        _ if !attached => (
+            false,
+            "NoMatchingParent",
+            "the ListenerSet is not attached to its Gateway (its spec.allowedListeners)",
+        ),
+        ParentVerdict::Attached => (true, "Accepted", "attached"),
+        ParentVerdict::NoMatchingParent => (
+            false,
+            "NoMatchingParent",
+            "no listener matches the parentRef's sectionName or port",
+        ),
+        ParentVerdict::NotAllowedByListeners => (
+            false,
+            "NotAllowedByListeners",
+            "no listener it names allows this route (kind or namespace)",
+        ),
+        ParentVerdict::NoMatchingListenerHostname => (
+            false,
+            "NoMatchingListenerHostname",
+            "no listener's host name intersects the route's",
+        ),
+    };
+    let refs = resolved_refs(snapshot, (object, route), namespace);
+    let (refs_ok, refs_reason, refs_message) = match &refs {
+        Ok(()) => (true, "ResolvedRefs", "every backend resolves".to_string()),
+        Err((reason, message)) => (false, *reason, message.clone()),
+    };
+    // The reference as written: fields left out stay out (the API server compares parentRefs field by field).
+    let mut parent_ref = json!(parent);
+    if let Some(fields) = parent_ref.as_object_mut() {
+        fields.retain(|_, value| !value.is_null());
+    }
+    json!({
+        "parentRef": parent_ref,
+        "controllerName": controller,
+        "conditions": [
+            condition("Accepted", ok, reason, message, generation, now),
+            condition("ResolvedRefs", refs_ok, refs_reason, &refs_message, generation, now),
+        ],
+    })
+}
+
+/// An attached route the push guard leaves out is not Accepted: the gateways keep its last good version, or
+/// nothing of it.
+fn hold_back(entry: &mut Value, why: &str) {
+    let Some(accepted) = entry["conditions"]
+        .as_array_mut()
+        .and_then(|conditions| conditions.iter_mut().find(|c| c["type"] == "Accepted"))
+    else {
+        return;
+    };
+    if accepted["status"] == "True" {
+        accepted["status"] = json!("False");
+        accepted["reason"] = json!("UnsupportedValue");
+        accepted["message"] = json!(format!(
+            "not served: Envoy would reject what it makes of the gateways' config ({why}); they keep its last \
+             good version, if any"
+        ));
+    }
+}
+
+/// The backendRefs of a route's RequestMirror filters (of its rules and of their backendRefs; HTTPRoute and
+/// GRPCRoute).
+fn mirror_refs(object: &ConfigObject) -> Vec<&BackendRef> {
+    fn of(filters: &[HttpRouteFilter]) -> impl Iterator<Item = &BackendRef> {
+        filters
+            .iter()
+            .filter_map(|f| f.request_mirror.as_ref().map(|m| &m.backend_ref))
+    }
+    fn rule<'a>(filters: &'a [HttpRouteFilter], backends: &'a [BackendRef]) -> Vec<&'a BackendRef> {
+        of(filters)
+            .chain(backends.iter().flat_map(|b| of(&b.filters)))
+            .collect()
+    }
+    match &object.spec {
+        Spec::HttpRoute(route) => route
+            .rules
+            .iter()
+            .flat_map(|r| rule(&r.filters, &r.backend_refs))
+            .collect(),
+        Spec::GrpcRoute(route) => route
+            .rules
+            .iter()
+            .flat_map(|r| rule(&r.filters, &r.backend_refs))
+            .collect(),
+        _ => Vec::new(),
+    }
+}
+
+/// Whether every backendRef of a route in `namespace` resolves as translation resolves it; else the first failure's
+/// reason (InvalidKind, RefNotPermitted, BackendNotFound) and message. The backendRefs of its RequestMirror filters
+/// count too: Gateway API v1.6 `apis/v1/httproute_types.go`, `HTTPRequestMirrorFilter.BackendRef`: "If the
+/// referent cannot be found, this BackendRef is invalid ... The controller must ensure the "ResolvedRefs" condition
+/// on the Route status is set to `status: False`" (and RefNotPermitted for a cross-namespace one without a grant).
+fn resolved_refs(
+    snapshot: &Snapshot,
+    (object, route): (&ConfigObject, &RouteView<'_>),
+    namespace: &str,
+) -> Result<(), (&'static str, String)> {
+    let refs = route
+        .backend_refs
+        .iter()
+        .copied()
+        .chain(mirror_refs(object));
+    for backend in refs {
+        let target = backend.namespace_or(namespace);
+        if !backend.is_service() {
+            return Err((
+                "InvalidKind",
+                format!("{} {} is not a core Service", backend.kind(), backend.name),
+            ));
+        }
+        if target != namespace
+            && !granted(
+                snapshot,
+                (route.kind, namespace),
+                ("", "Service", target, &backend.name),
+            )
+        {
+            return Err((
+                "RefNotPermitted",
+                format!("Service {target}/{} is in another namespace and no ReferenceGrant there allows it", backend.name),
+            ));
+        }
+        if backends::destination(snapshot, backend, (route.kind, namespace), "cluster.local")
+            .is_none()
+        {
+            return Err((
+                "BackendNotFound",
+                format!(
+                    "Service {target}/{} or its port {} does not exist",
+                    backend.name,
+                    backend.port.unwrap_or(0)
+                ),
+            ));
+        }
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use admitpilot_model::snapshot::snapshot_from_yaml as snapshot;
+
+    const BASE: &str = "apiVersion: gateway.networking.k8s.io/v1
+kind: GatewayClass
+metadata: {name: ap, generation: 1}
+spec: {controllerName: admitpilot.io/gateway-controller}
+---
+apiVersion: gateway.networking.k8s.io/v1
+kind: Gateway
+metadata: {name: gw, namespace: default, generation: 2}
+spec:
+  gatewayClassName: ap
+  listeners:
+  - {name: http, port: 80, protocol: HTTP, hostname: '*.example'}
+  - {name: tcp, port: 9000, protocol: TCP}
+  - {name: udp, port: 9001, protocol: UDP}
+---
+apiVersion: v1
+kind: Service
+metadata: {name: web, namespace: default}
+spec: {ports: [{port: 8080}]}
+";
+
+    fn status(yaml: &str) -> Vec<StatusUpdate> {
+        let snapshot = snapshot(&format!("{BASE}---\n{yaml}"));
+        gateway_api_status(
+            &snapshot,
+            "admitpilot.io/gateway-controller",
+            &Served {
+                programmed: &|_| Programmed::Served,
+                held_back: &|_, _| None,
+                bundle_version: None,
+            },
+            "2026-11-26T00:00:00Z",
+        )
+    }
+
+    fn find<'a>(updates: &'a [StatusUpdate], kind: Kind, name: &str) -> &'a Value {
+        &updates
+            .iter()
+            .find(|u| u.key.kind == kind && u.key.name == name)
+            .unwrap()
+            .status
+    }
+
+    /// The spec's example: A `foo.example.com`, B `foo.example.org`, C `*.example.com` on one port: A and C get
+    /// OverlappingTLSConfig, B does not; nor does a listener on another port.
+    #[test]
+    fn overlapping_tls_host_names_are_marked_on_both_listeners() {
+        let listener = |name: &str, port: u32, hostname: &str| Listener {
+            name: name.into(),
+            port,
+            protocol: "HTTPS".into(),
+            hostname: Some(hostname.into()),
+            ..Default::default()
+        };
+        let listeners = [
+            listener("a", 443, "foo.example.com"),
+            listener("b", 443, "foo.example.org"),
+            listener("c", 443, "*.example.com"),
+            listener("d", 8443, "foo.example.com"),
+        ];
+        let mut entries: Vec<Value> = listeners
+            .iter()
+            .map(|l| json!({"name": l.name, "conditions": []}))
+            .collect();
+        mark_overlapping_tls(&listeners, &mut entries, (1, "2026-01-01T00:00:00Z"));
+        let marked: Vec<&str> = entries
+            .iter()
+            .filter(|e| e["conditions"].as_array().is_some_and(|c| !c.is_empty()))
+            .map(|e| e["name"].as_str().unwrap_or_default())
+            .collect();
+        assert_eq!(marked, ["a", "c"]);
+        assert_eq!(entries[0]["conditions"][0]["type"], "OverlappingTLSConfig");
+        assert_eq!(entries[0]["conditions"][0]["status"], "True");
+        assert_eq!(
+            entries[0]["conditions"][0]["reason"],
+            "OverlappingHostnames"
+        );
+        assert!(hostnames_overlap(None, Some("a.example")));
+        assert!(hostnames_overlap(
+            Some("*.example.com"),
+            Some("*.a.example.com")
+        ));
+        assert!(!hostnames_overlap(
+            Some("*.example.com"),
+            Some("example.com")
+        ));
+    }
+
+    fn conditions(value: &Value) -> Vec<(String, String, String)> {
+        value["conditions"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|c| {
+                (
+                    c["type"].as_str().unwrap().into(),
+                    c["status"].as_str().unwrap().into(),
+                    c["reason"].as_str().unwrap().into(),
+                )
+            })
+            .collect()
+    }
+
+    fn route(name: &str, host: &str, backend: &str) -> String {
+        format!(
+            "apiVersion: gateway.networking.k8s.io/v1
+kind: HTTPRoute
+metadata: {{name: {name}, namespace: default, generation: 3}}
+spec:
+  parentRefs: [{{name: gw}}]
+  hostnames: [{host}]
+  rules: [{{backendRefs: [{{name: {backend}, port: 8080}}]}}]
+"
+        )
+    }
+
+    #[test]
+    fn a_route_the_push_guard_holds_back_is_not_accepted() {
+        let snapshot = snapshot(&format!("{BASE}---\n{}", route("held", "a.example", "web")));
+        let served = Served {
+            programmed: &|_| Programmed::Served,
+            held_back: &|key, _| {
+                (key.name == "held").then(|| "listener x: regex too large".to_string())
+            },
+            bundle_version: None,
+        };
+        let updates =
+            gateway_api_status(&snapshot, "admitpilot.io/gateway-controller", &served, "t");
+        let parent = &find(&updates, Kind::HttpRoute, "held")["parents"][0];
+        let accepted = &parent["conditions"][0];
+        assert_eq!(
+            (&accepted["status"], &accepted["reason"]),
+            (&json!("False"), &json!("UnsupportedValue"))
+        );
+        assert!(
+            accepted["message"]
+                .as_str()
+                .unwrap()
+                .contains("regex too large"),
+            "{accepted}"
+        );
+    }
+
+    #[test]
+    fn addresses_come_from_the_services_selecting_the_gateway() {
+        let none = status("");
+        assert_eq!(
+            find(&none, Kind::KubernetesGateway, "gw")["addresses"],
+            json!([])
+        );
+        let updates = status(
+            "apiVersion: v1
+kind: Service
+metadata: {name: gw-lb, namespace: default}
+spec: {selector: {gateway.networking.k8s.io/gateway-name: gw}, externalIPs: [203.0.113.7], ports: [{port: 80}]}
+---
+apiVersion: v1
+kind: Service
+metadata: {name: gw-internal, namespace: default}
+spec: {selector: {gateway.networking.k8s.io/gateway-name: gw}, ports: [{port: 80}]}
+---
+apiVersion: v1
+kind: Service
+metadata: {name: other, namespace: default}
+spec: {selector: {gateway.networking.k8s.io/gateway-name: other}, externalIPs: [203.0.113.8], ports: [{port: 80}]}
+---
+apiVersion: v1
+kind: Service
+metadata: {name: gw-public, namespace: default}
+spec: {type: LoadBalancer, selector: {gateway.networking.k8s.io/gateway-name: gw}, ports: [{port: 80}]}
+status: {loadBalancer: {ingress: [{ip: 198.51.100.4}, {hostname: lb.example}, {ip: 203.0.113.7}]}}
+",
+        );
+        assert_eq!(
+            find(&updates, Kind::KubernetesGateway, "gw")["addresses"],
+            json!([{"type": "Hostname", "value": "gw-internal.default.svc.cluster.local"},
+                   {"type": "IPAddress", "value": "203.0.113.7"},
+                   {"type": "IPAddress", "value": "198.51.100.4"},
+                   {"type": "Hostname", "value": "lb.example"}])
+        );
+    }
+
+    #[test]
+    fn a_served_gateway_is_accepted_and_programmed_with_its_attached_routes() {
+        let tcp_route = "apiVersion: gateway.networking.k8s.io/v1alpha2
+kind: TCPRoute
+metadata: {name: db, namespace: default}
+spec: {parentRefs: [{name: gw, sectionName: tcp}], rules: [{backendRefs: [{name: web, port: 8080}]}]}
+";
+        let updates = status(&format!(
+            "{}---\n{tcp_route}",
+            route("web", "shop.example", "web")
+        ));
+        let class = find(&updates, Kind::GatewayClass, "ap");
+        assert_eq!(
+            conditions(class),
+            [("Accepted".into(), "True".into(), "Accepted".into())]
+        );
+        let gateway = find(&updates, Kind::KubernetesGateway, "gw");
+        // Accepted, with its UDP listener left out (the spec's ListenersNotValid for an accepted Gateway).
+        assert_eq!(
+            conditions(gateway),
+            [
+                ("Accepted".into(), "True".into(), "ListenersNotValid".into()),
+                ("Programmed".into(), "True".into(), "Programmed".into())
+            ]
+        );
+        assert!(gateway["conditions"][0]["message"]
+            .as_str()
+            .unwrap()
+            .ends_with("listeners not accepted: udp"));
+        assert_eq!(gateway["conditions"][0]["observedGeneration"], 2);
+        let http = &gateway["listeners"][0];
+        assert_eq!(http["attachedRoutes"], 1);
+        assert_eq!(
+            http["supportedKinds"],
+            json!([{"group": GROUP, "kind": "HTTPRoute"}, {"group": GROUP, "kind": "GRPCRoute"}])
+        );
+        let tcp = &gateway["listeners"][1];
+        assert_eq!(tcp["attachedRoutes"], 1);
+        assert_eq!(
+            tcp["supportedKinds"],
+            json!([{"group": GROUP, "kind": "TCPRoute"}])
+        );
+        assert_eq!(
+            conditions(tcp)[0],
+            ("Accepted".into(), "True".into(), "Accepted".into())
+        );
+        let tcp_parent = &find(&updates, Kind::TcpRoute, "db")["parents"][0];
+        assert_eq!(
+            conditions(tcp_parent)[0],
+            ("Accepted".into(), "True".into(), "Accepted".into())
+        );
+        let udp = &gateway["listeners"][2];
+        assert_eq!(
+            conditions(udp)[0],
+            (
+                "Accepted".into(),
+                "False".into(),
+                "UnsupportedProtocol".into()
+            )
+        );
+        assert_eq!(
+            conditions(udp)[3],
+            ("Programmed".into(), "False".into(), "Invalid".into())
+        );
+        let route = find(&updates, Kind::HttpRoute, "web");
+        let parent = &route["parents"][0];
+        assert_eq!(parent["controllerName"], "admitpilot.io/gateway-controller");
+        assert_eq!(
+            conditions(parent),
+            [
+                ("Accepted".into(), "True".into(), "Accepted".into()),
+                ("ResolvedRefs".into(), "True".into(), "ResolvedRefs".into())
+            ]
+        );
+        assert_eq!(parent["conditions"][0]["observedGeneration"], 3);
+    }
+
+    #[test]
+    fn routes_say_why_they_are_not_accepted_or_resolved() {
+        let updates = status(&format!(
+            "{}---\n{}",
+            route("missing-backend", "shop.example", "nowhere"),
+            route("other-host", "shop.other", "web")
+        ));
+        let missing = &find(&updates, Kind::HttpRoute, "missing-backend")["parents"][0];
+        assert_eq!(
+            conditions(missing)[1],
+            (
+                "ResolvedRefs".into(),
+                "False".into(),
+                "BackendNotFound".into()
+            )
+        );
+        let other = &find(&updates, Kind::HttpRoute, "other-host")["parents"][0];
+        assert_eq!(
+            conditions(other)[0],
+            (
+                "Accepted".into(),
+                "False".into(),
+                "NoMatchingListenerHostname".into()
+            )
+        );
+        let gateway = find(&updates, Kind::KubernetesGateway, "gw");
+        assert_eq!(gateway["listeners"][0]["attachedRoutes"], 1);
+    }
+
+    #[test]
+    fn supported_version_follows_the_installed_bundle() {
+        let status = |bundle| supported_version(bundle, 1, "t");
+        for bundle in ["v1.0.0", "v1.6.3", "v1.2.0-rc1"] {
+            assert_eq!(status(bundle)["status"], "True", "{bundle}");
+        }
+        for bundle in ["v1.7.0", "v2.0.0", "v0.8.1", "main"] {
+            let condition = status(bundle);
+            assert_eq!(
+                (&condition["status"], &condition["reason"]),
+                (&json!("False"), &json!("UnsupportedVersion")),
+                "{bundle}"
+            );
+        }
+    }
+
+    #[test]
+    fn programmed_follows_what_the_gateways_did() {
+        let snapshot = snapshot(BASE);
+        let rejected = gateway_api_status(
+            &snapshot,
+            "admitpilot.io/gateway-controller",
+            &Served {
+                programmed: &|_| Programmed::Rejected("lds NACK: bad listener".into()),
+                held_back: &|_, _| None,
+                bundle_version: None,
+            },
+            "2026-11-26T00:00:00Z",
+        );
+        let gateway = find(&rejected, Kind::KubernetesGateway, "gw");
+        assert_eq!(gateway["conditions"][1]["status"], "False");
+        assert_eq!(
+            gateway["conditions"][1]["message"],
+            "lds NACK: bad listener"
+        );
+        let other = gateway_api_status(
+            &snapshot,
+            "someone.else/controller",
+            &Served {
+                programmed: &|_| Programmed::Served,
+                held_back: &|_, _| None,
+                bundle_version: None,
+            },
+            "t",
+        );
+        assert!(
+            other.is_empty(),
+            "another controller's objects get no status from admitpilot"
+        );
+    }
+
+    #[test]
+    fn a_secret_without_a_pem_certificate_is_an_invalid_certificate_ref() {
+        let updates = status(
+            "apiVersion: gateway.networking.k8s.io/v1
+kind: Gateway
+metadata: {name: tls, namespace: default}
+spec:
+  gatewayClassName: ap
+  listeners:
+  - {name: https, port: 443, protocol: HTTPS, tls: {certificateRefs: [{name: malformed}]}}
+---
+apiVersion: v1
+kind: Secret
+metadata: {name: malformed, namespace: default}
+type: kubernetes.io/tls
+data: {tls.crt: SGVsbG8gd29ybGQK, tls.key: SGVsbG8gd29ybGQK}
+",
+        );
+        let listener = &find(&updates, Kind::KubernetesGateway, "tls")["listeners"][0];
+        assert_eq!(
+            conditions(listener)[1],
+            (
+                "ResolvedRefs".into(),
+                "False".into(),
+                "InvalidCertificateRef".into()
+            )
+        );
+        assert!(listener["conditions"][1]["message"]
+            .as_str()
+            .unwrap()
+            .contains("not a PEM certificate chain"));
+    }
+
+    #[test]
+    fn route_kinds_a_listener_does_not_take_are_invalid_route_kinds() {
+        let updates = status(
+            "apiVersion: gateway.networking.k8s.io/v1
+kind: Gateway
+metadata: {name: kinds, namespace: default}
+spec:
+  gatewayClassName: ap
+  listeners:
+  - {name: none, port: 80, protocol: HTTP, allowedRoutes: {kinds: [{kind: InvalidRoute}]}}
+  - {name: some, port: 81, protocol: HTTP, allowedRoutes: {kinds: [{kind: InvalidRoute}, {kind: HTTPRoute}]}}
+  - {name: tcp, port: 82, protocol: TCP, allowedRoutes: {kinds: [{kind: HTTPRoute}]}}
+  - {name: ok, port: 83, protocol: HTTP, allowedRoutes: {kinds: [{kind: HTTPRoute}]}}
+",
+        );
+        let listeners = &find(&updates, Kind::KubernetesGateway, "kinds")["listeners"];
+        let refs = |i: usize| conditions(&listeners[i])[1].clone();
+        let invalid = (
+            "ResolvedRefs".to_string(),
+            "False".to_string(),
+            "InvalidRouteKinds".to_string(),
+        );
+        assert_eq!(refs(0), invalid);
+        assert_eq!(listeners[0]["supportedKinds"], json!([]));
+        assert_eq!(refs(1), invalid);
+        assert_eq!(
+            listeners[1]["supportedKinds"],
+            json!([{"group": GROUP, "kind": "HTTPRoute"}])
+        );
+        assert_eq!(refs(2), invalid);
+        assert!(listeners[2]["conditions"][1]["message"]
+            .as_str()
+            .unwrap()
+            .contains("gateway.networking.k8s.io/HTTPRoute"));
+        assert_eq!(refs(3).2, "ResolvedRefs");
+    }
+
+    #[test]
+    fn listener_sets_report_attachment_and_their_listeners() {
+        let snapshot = snapshot(
+            "apiVersion: gateway.networking.k8s.io/v1
+kind: GatewayClass
+metadata: {name: ap}
+spec: {controllerName: admitpilot.io/gateway-controller}
+---
+apiVersion: gateway.networking.k8s.io/v1
+kind: Gateway
+metadata: {name: gw, namespace: default}
+spec:
+  gatewayClassName: ap
+  allowedListeners: {namespaces: {from: Same}}
+  listeners: [{name: http, port: 80, protocol: HTTP, hostname: a.example}]
+---
+apiVersion: gateway.networking.k8s.io/v1
+kind: ListenerSet
+metadata: {name: mine, namespace: default, generation: 4}
+spec:
+  parentRef: {name: gw}
+  listeners:
+  - {name: b, port: 80, protocol: HTTP, hostname: b.example}
+  - {name: dup, port: 80, protocol: HTTP, hostname: a.example}
+---
+apiVersion: gateway.networking.k8s.io/v1
+kind: ListenerSet
+metadata: {name: theirs, namespace: other}
+spec:
+  parentRef: {name: gw, namespace: default}
+  listeners: [{name: c, port: 80, protocol: HTTP, hostname: c.example}]
+---
+apiVersion: gateway.networking.k8s.io/v1
+kind: HTTPRoute
+metadata: {name: r, namespace: default}
+spec:
+  parentRefs: [{kind: ListenerSet, name: mine, sectionName: b}]
+  rules: [{backendRefs: [{name: web, port: 8080}]}]
+---
+apiVersion: v1
+kind: Service
+metadata: {name: web, namespace: default}
+spec: {ports: [{port: 8080}]}
+",
+        );
+        let updates = gateway_api_status(
+            &snapshot,
+            "admitpilot.io/gateway-controller",
+            &Served {
+                programmed: &|_| Programmed::Served,
+                held_back: &|_, _| None,
+                bundle_version: None,
+            },
+            "2026-11-27T00:00:00Z",
+        );
+        let gateway = find(&updates, Kind::KubernetesGateway, "gw");
+        assert_eq!(gateway["attachedListenerSets"], 1);
+        let mine = find(&updates, Kind::ListenerSet, "mine");
+        assert_eq!(
+            conditions(mine),
+            [
+                ("Accepted".into(), "True".into(), "Accepted".into()),
+                ("Programmed".into(), "True".into(), "Programmed".into())
+            ]
+        );
+        assert_eq!(mine["conditions"][0]["observedGeneration"], 4);
+        assert_eq!(mine["listeners"][0]["attachedRoutes"], 1);
+        let lost = conditions(&mine["listeners"][1]);
+        assert_eq!(
+            lost[2],
+            (
+                "Conflicted".into(),
+                "True".into(),
+                "HostnameConflict".into()
+            )
+        );
+        // Not accepted, nor programmed, for that reason.
+        for at in [0, 3] {
+            assert_eq!(
+                (lost[at].1.as_str(), lost[at].2.as_str()),
+                ("False", "HostnameConflict")
+            );
+        }
+        let theirs = find(&updates, Kind::ListenerSet, "theirs");
+        assert_eq!(
+            conditions(theirs)[0],
+            ("Accepted".into(), "False".into(), "NotAllowed".into())
+        );
+        let parent = &find(&updates, Kind::HttpRoute, "r")["parents"][0];
+        assert_eq!(
+            conditions(parent)[0],
+            ("Accepted".into(), "True".into(), "Accepted".into())
+        );
+    }
+
+    /// A Secret `name` in `namespace` holding `cert` and `key` (PEM) as `stringData`.
+    fn tls_secret(namespace: &str, name: &str, cert: &str, key: &str) -> String {
+        let indent = |pem: &str| pem.trim_end().replace('\n', "\n    ");
+        format!(
+            "apiVersion: v1
+kind: Secret
+metadata: {{name: {name}, namespace: {namespace}}}
+type: kubernetes.io/tls
+stringData:
+  tls.crt: |
+    {}
+  tls.key: |
+    {}
+",
+            indent(cert),
+            indent(key)
+        )
+    }
+
+    fn self_signed() -> (String, String) {
+        let pair = rcgen::generate_simple_self_signed(vec!["shop.example".to_string()]).unwrap();
+        (pair.cert.pem(), pair.signing_key.serialize_pem())
+    }
+
+    #[test]
+    fn a_gateway_with_an_accepted_listener_stays_accepted_when_another_has_a_bad_certificate() {
+        let updates = status(
+            "apiVersion: gateway.networking.k8s.io/v1
+kind: Gateway
+metadata: {name: mixed, namespace: default, generation: 5}
+spec:
+  gatewayClassName: ap
+  listeners:
+  - {name: http, port: 80, protocol: HTTP}
+  - {name: https, port: 443, protocol: HTTPS, tls: {certificateRefs: [{name: missing}]}}
+---
+apiVersion: gateway.networking.k8s.io/v1
+kind: Gateway
+metadata: {name: only-https, namespace: default, generation: 6}
+spec:
+  gatewayClassName: ap
+  listeners:
+  - {name: https, port: 443, protocol: HTTPS, tls: {certificateRefs: [{name: missing}]}}
+",
+        );
+        let mixed = find(&updates, Kind::KubernetesGateway, "mixed");
+        assert_eq!(
+            conditions(mixed),
+            [
+                ("Accepted".into(), "True".into(), "Accepted".into()),
+                ("Programmed".into(), "True".into(), "Programmed".into())
+            ]
+        );
+        let https = conditions(&mixed["listeners"][1]);
+        assert_eq!(
+            https[1],
+            (
+                "ResolvedRefs".into(),
+                "False".into(),
+                "InvalidCertificateRef".into()
+            )
+        );
+        assert_eq!(
+            https[3],
+            ("Programmed".into(), "False".into(), "Invalid".into())
+        );
+        assert_eq!(
+            conditions(&mixed["listeners"][0])[3],
+            ("Programmed".into(), "True".into(), "Programmed".into())
+        );
+        // Its only listener is accepted but cannot be served: accepted, not programmed.
+        let only = find(&updates, Kind::KubernetesGateway, "only-https");
+        assert_eq!(
+            conditions(only),
+            [
+                ("Accepted".into(), "True".into(), "Accepted".into()),
+                ("Programmed".into(), "False".into(), "Invalid".into())
+            ]
+        );
+    }
+
+    #[test]
+    fn a_foreign_key_or_a_malformed_certificate_is_an_invalid_certificate_ref() {
+        let (cert, key) = self_signed();
+        let (_, other_key) = self_signed();
+        let garbage = "-----BEGIN CERTIFICATE-----\nSGVsbG8gd29ybGQK\n-----END CERTIFICATE-----\n";
+        let updates = status(&format!(
+            "apiVersion: gateway.networking.k8s.io/v1
+kind: Gateway
+metadata: {{name: tls, namespace: default}}
+spec:
+  gatewayClassName: ap
+  listeners:
+  - {{name: good, port: 443, protocol: HTTPS, hostname: a.example, tls: {{certificateRefs: [{{name: good}}]}}}}
+  - {{name: mismatch, port: 443, protocol: HTTPS, hostname: b.example, tls: {{certificateRefs: [{{name: mismatch}}]}}}}
+  - {{name: malformed, port: 443, protocol: HTTPS, hostname: c.example, tls: {{certificateRefs: [{{name: malformed}}]}}}}
+---
+{}---
+{}---
+{}",
+            tls_secret("default", "good", &cert, &key),
+            tls_secret("default", "mismatch", &cert, &other_key),
+            tls_secret("default", "malformed", garbage, &key),
+        ));
+        let listeners = &find(&updates, Kind::KubernetesGateway, "tls")["listeners"];
+        assert_eq!(conditions(&listeners[0])[1].1, "True", "{}", listeners[0]);
+        for (at, why) in [
+            (1, "not the private key of its tls.crt"),
+            (2, "not a well-formed X.509 certificate"),
+        ] {
+            assert_eq!(
+                conditions(&listeners[at])[1],
+                (
+                    "ResolvedRefs".into(),
+                    "False".into(),
+                    "InvalidCertificateRef".into()
+                )
+            );
+            let message = listeners[at]["conditions"][1]["message"].as_str().unwrap();
+            assert!(message.contains(why), "{message}");
+        }
+    }
+
+    #[test]
+    fn a_mirror_to_a_missing_service_is_backend_not_found() {
+        let updates = status(
+            "apiVersion: gateway.networking.k8s.io/v1
+kind: HTTPRoute
+metadata: {name: mirrored, namespace: default}
+spec:
+  parentRefs: [{name: gw}]
+  hostnames: [a.example]
+  rules:
+  - backendRefs: [{name: web, port: 8080}]
+    filters:
+    - {type: RequestMirror, requestMirror: {backendRef: {name: gone, port: 8080}}}
+---
+apiVersion: gateway.networking.k8s.io/v1
+kind: HTTPRoute
+metadata: {name: mirrored-ok, namespace: default}
+spec:
+  parentRefs: [{name: gw}]
+  hostnames: [b.example]
+  rules:
+  - backendRefs: [{name: web, port: 8080}]
+    filters:
+    - {type: RequestMirror, requestMirror: {backendRef: {name: web, port: 8080}}}
+",
+        );
+        let parent = &find(&updates, Kind::HttpRoute, "mirrored")["parents"][0];
+        assert_eq!(
+            conditions(parent),
+            [
+                ("Accepted".into(), "True".into(), "Accepted".into()),
+                (
+                    "ResolvedRefs".into(),
+                    "False".into(),
+                    "BackendNotFound".into()
+                )
+            ]
+        );
+        assert!(parent["conditions"][1]["message"]
+            .as_str()
+            .unwrap()
+            .contains("default/gone"));
+        let ok = &find(&updates, Kind::HttpRoute, "mirrored-ok")["parents"][0];
+        assert_eq!(conditions(ok)[1].1, "True");
+    }
+
+    #[test]
+    fn a_listener_sets_certificate_of_its_own_namespace_needs_no_grant() {
+        let (cert, key) = self_signed();
+        let updates = status(&format!(
+            "apiVersion: gateway.networking.k8s.io/v1
+kind: Gateway
+metadata: {{name: shared, namespace: default}}
+spec:
+  gatewayClassName: ap
+  allowedListeners: {{namespaces: {{from: All}}}}
+  listeners: [{{name: http, port: 80, protocol: HTTP}}]
+---
+apiVersion: gateway.networking.k8s.io/v1
+kind: ListenerSet
+metadata: {{name: team, namespace: team}}
+spec:
+  parentRef: {{name: shared, namespace: default}}
+  listeners:
+  - {{name: own, port: 443, protocol: HTTPS, hostname: a.example, tls: {{certificateRefs: [{{name: team-cert}}]}}}}
+  - {{name: gateways, port: 443, protocol: HTTPS, hostname: b.example, tls: {{certificateRefs: [{{name: gw-cert, namespace: default}}]}}}}
+---
+apiVersion: gateway.networking.k8s.io/v1beta1
+kind: ReferenceGrant
+metadata: {{name: to-gateways, namespace: default}}
+spec:
+  from: [{{group: gateway.networking.k8s.io, kind: Gateway, namespace: team}}]
+  to: [{{group: '', kind: Secret}}]
+---
+{}---
+{}",
+            tls_secret("team", "team-cert", &cert, &key),
+            tls_secret("default", "gw-cert", &cert, &key),
+        ));
+        let listeners = &find(&updates, Kind::ListenerSet, "team")["listeners"];
+        assert_eq!(
+            conditions(&listeners[0])[1],
+            ("ResolvedRefs".into(), "True".into(), "ResolvedRefs".into()),
+            "{}",
+            listeners[0]
+        );
+        // A grant to Gateways is not one to ListenerSets (grants are not inherited).
+        assert_eq!(
+            conditions(&listeners[1])[1],
+            (
+                "ResolvedRefs".into(),
+                "False".into(),
+                "RefNotPermitted".into()
+            )
+        );
+    }
+}
