@@ -14,12 +14,9 @@
 //! ```
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-#[path = "../tests/support/envoy.rs"]
-mod envoy;
-#[path = "../tests/support/xds_harness.rs"]
-mod harness;
-#[path = "../tests/support/pipeline.rs"]
-mod pipeline;
+use support::envoy;
+use support::pipeline;
+use support::xds_harness as harness;
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};

@@ -14,8 +14,7 @@
 
 // The bench uses only part of the double's controls.
 #[allow(dead_code)]
-#[path = "../tests/support/apiserver.rs"]
-mod apiserver;
+use support::apiserver;
 
 use std::path::Path;
 use std::sync::Arc;

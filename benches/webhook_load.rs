@@ -31,14 +31,13 @@
 //! `ADMITPILOT_BIN` names another server binary (default `target/release/admitpilot`).
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-#[path = "../tests/support/reviews.rs"]
-mod reviews;
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::{SocketAddr, TcpListener, TcpStream};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
+use support::reviews;
 
 use rustls::pki_types::pem::PemObject;
 use rustls::pki_types::{CertificateDer, ServerName};

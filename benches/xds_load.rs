@@ -17,8 +17,7 @@
 //! ```
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-#[path = "../tests/support/xds_harness.rs"]
-mod harness;
+use support::xds_harness as harness;
 
 use std::io::{BufRead, BufReader, Write};
 use std::process::{Child, Command, Stdio};

@@ -88,12 +88,12 @@ pub fn example_proxy() -> Proxy {
 
 /// Returns `tests/golden`.
 pub fn golden_root() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/golden")
+    Path::new(crate::REPO_ROOT).join("tests/golden")
 }
 
 /// Returns `examples/gateway`.
 pub fn example_dir() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("examples/gateway")
+    Path::new(crate::REPO_ROOT).join("examples/gateway")
 }
 
 /// Lists the golden case folders of `tests/golden`, sorted.

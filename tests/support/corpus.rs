@@ -7,7 +7,7 @@ use std::path::{Path, PathBuf};
 pub fn corpus_dir(part: &str) -> Option<PathBuf> {
     let root = std::env::var_os("ADMITPILOT_CORPUS")
         .map(PathBuf::from)
-        .unwrap_or_else(|| Path::new(env!("CARGO_MANIFEST_DIR")).join("../shared/corpus"));
+        .unwrap_or_else(|| Path::new(crate::REPO_ROOT).join("../shared/corpus"));
     let dir = root.join(part);
     if dir.is_dir() {
         Some(dir)

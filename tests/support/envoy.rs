@@ -15,7 +15,7 @@ pub const CONVERGE: Duration = Duration::from_secs(30);
 pub fn envoy_binary() -> Option<PathBuf> {
     let path = std::env::var_os("ADMITPILOT_ENVOY")
         .map(PathBuf::from)
-        .unwrap_or_else(|| Path::new(env!("CARGO_MANIFEST_DIR")).join(".venv/bin/envoy"));
+        .unwrap_or_else(|| Path::new(crate::REPO_ROOT).join(".venv/bin/envoy"));
     if !path.exists() {
         eprintln!("skipping: Envoy not found (set ADMITPILOT_ENVOY or install .venv/bin/envoy)");
         return None;
@@ -28,7 +28,7 @@ pub fn envoy_binary() -> Option<PathBuf> {
 pub fn python_with(modules: &str) -> Option<PathBuf> {
     let path = std::env::var_os("ADMITPILOT_PYTHON")
         .map(PathBuf::from)
-        .unwrap_or_else(|| Path::new(env!("CARGO_MANIFEST_DIR")).join(".venv/bin/python"));
+        .unwrap_or_else(|| Path::new(crate::REPO_ROOT).join(".venv/bin/python"));
     let usable = path.exists()
         && Command::new(&path)
             .args(["-c", &format!("import {modules}")])

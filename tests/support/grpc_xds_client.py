@@ -1,4 +1,4 @@
-"""Proxyless gRPC xDS client for tests/e2e_grpc_xds.rs.
+"""Proxyless gRPC xDS client for tests/e2e/e2e_grpc_xds.rs.
 
 Starts a gRPC health server on 127.0.0.1 (prints "BACKEND <port>"), waits for "GO" on stdin (the Rust test
 has then configured the xDS server to route to that port), resolves xds:///<target> through the xDS server

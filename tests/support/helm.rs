@@ -8,7 +8,7 @@ use std::process::{Command, Output};
 use serde_json::Value;
 
 /// The chart's folder.
-pub const CHART: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/charts/admitpilot");
+pub const CHART: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../../charts/admitpilot");
 
 /// Runs `helm` with `args` and empty Helm folders of its own.
 pub fn run_helm(helm: &Path, args: &[&str]) -> Output {

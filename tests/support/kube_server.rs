@@ -22,7 +22,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
 use std::sync::atomic::{AtomicU32, Ordering};
 
-const ROOT: &str = env!("CARGO_MANIFEST_DIR");
+const ROOT: &str = crate::REPO_ROOT;
 
 /// The exit code of `scripts/kube-up --no-build` when kube-apiserver, etcd or kubectl is not installed.
 const NOT_INSTALLED: i32 = 3;

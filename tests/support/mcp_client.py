@@ -1,4 +1,4 @@
-"""An independent MCP-over-xDS subscriber for tests/mcp_python_client.rs.
+"""An independent MCP-over-xDS subscriber for tests/xds/mcp_python_client.rs.
 
 Generates its own Python message classes from the project's .proto files (grpc_tools.protoc, into --out), opens one
 ADS stream (SotW or Delta, the ADS stubs of the xds-protos package), subscribes to every collection given, ACKs

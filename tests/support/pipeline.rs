@@ -262,7 +262,7 @@ impl Admitpilot {
             None => vec!["--self-signed-ca-out".into(), ca.into()],
         };
         let log = std::fs::File::create(dir.path().join("admitpilot.log")).unwrap();
-        let child = Command::new(env!("CARGO_BIN_EXE_admitpilot"))
+        let child = Command::new(crate::admitpilot_bin())
             .arg("serve")
             .args(sources)
             .args(["--xds-addr", &format!("127.0.0.1:{xds_port}")])

@@ -16,6 +16,7 @@ pub struct Ca {
 }
 
 impl Ca {
+    #[allow(clippy::new_without_default)] // each call mints a new CA: not a default value
     pub fn new() -> Ca {
         let mut params = CertificateParams::new(Vec::new()).unwrap();
         params.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);

@@ -82,6 +82,7 @@ pub struct Pki {
 }
 
 impl Pki {
+    #[allow(clippy::new_without_default)] // each call mints a new PKI: not a default value
     pub fn new() -> Pki {
         let mut params = CertificateParams::new(Vec::<String>::new()).unwrap();
         // Distinct subjects: BoringSSL (Envoy's gRPC) takes a leaf whose subject is its issuer's for self-signed.

@@ -378,7 +378,7 @@ impl Walker {
     }
 
     /// Envoy converts a `TypedStruct`'s `value` into the message its `type_url` names (ignoring unknown fields) and
-    /// rejects the resource when that fails, e.g. a Duration given as a number (found by tests/envoy_generated.rs).
+    /// rejects the resource when that fails, e.g. a Duration given as a number (found by tests/e2e/envoy_generated.rs).
     /// Types the descriptors do not know (a Wasm or Go plugin's own config) are left to the gateway.
     fn typed_struct(&mut self, message: &DynamicMessage) {
         let Some(desc) = super::json::typed_struct_target(message) else {

@@ -4,7 +4,7 @@
 //! `HttpProtocolOptions`), `HeaderValueOption.append` (`addXRealIpHeader`; becomes `append_action`) and the
 //! compressor's `content_type` (gzip; becomes `content_type_matcher` with one exact matcher per type, which
 //! Envoy compares with the response's content type without its parameters, as it did the list). User EnvoyFilters
-//! (corpus examples, found by tests/envoy_generated.rs) also set `Cluster.http2_protocol_options` (becomes the
+//! (corpus examples, found by tests/e2e/envoy_generated.rs) also set `Cluster.http2_protocol_options` (becomes the
 //! explicit HTTP/2 config of `HttpProtocolOptions`), the Lua filter's `inline_code` (becomes
 //! `default_source_code`) and `append` in header options of HTTP filter configs, typed or in a `TypedStruct`
 //! ([`super::deprecated_filter_headers`]).

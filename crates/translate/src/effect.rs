@@ -360,7 +360,7 @@ fn check_filter_chain_matches(listener: &Listener, resource: &str, out: &mut Vec
 
 /// Envoy rejects an HTTP connection manager whose router (a terminal filter) is not its last HTTP filter
 /// (`terminal filter named … must be the last filter in a http filter chain`), e.g. after an EnvoyFilter `ADD`
-/// appended a filter behind it (found by tests/envoy_generated.rs).
+/// appended a filter behind it (found by tests/e2e/envoy_generated.rs).
 fn check_router_is_last(listener: &Listener, resource: &str, out: &mut Vec<Rejection>) {
     let chains = listener
         .filter_chains

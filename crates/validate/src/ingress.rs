@@ -6,7 +6,7 @@
 //! group, kind and name, not both); TLS hosts and secret names; the class name. These are the create rules
 //! (`ValidateIngressCreate`, feature gate `RelaxedServiceNameValidation` off as in v1.34); the allowances an update
 //! keeps for stored objects are not mirrored. Checked against a real kube-apiserver by
-//! `tests/kube_ingress_validation.rs`.
+//! `tests/kube/kube_ingress_validation.rs`.
 //! Higress's annotations are checked apart (issue 33, not yet).
 
 use k8s_openapi::api::core::v1::TypedLocalObjectReference;
@@ -373,7 +373,7 @@ rules:
         assert!(findings("{}")[0].contains("either `defaultBackend` or `rules` must be specified"));
     }
 
-    /// What a real kube-apiserver v1.34 answered (tests/kube_ingress_validation.rs), where an earlier version of
+    /// What a real kube-apiserver v1.34 answered (tests/kube/kube_ingress_validation.rs), where an earlier version of
     /// these rules differed.
     #[test]
     fn the_api_servers_details_are_mirrored() {

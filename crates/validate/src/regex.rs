@@ -6,7 +6,7 @@
 //! 1. at most [`REGEX_MAX_LEN`] bytes;
 //! 2. parsed as RE2 reads it (`\w`, `\d`, `\s` and `\b` are ASCII), and when it has no Unicode property classes,
 //!    given a lower bound of its RE2 program size ([`re2_program_size_at_least`], checked against Envoy with real
-//!    Envoy in `tests/envoy_validate.rs`): over Envoy's limit is an error naming the limit;
+//!    Envoy in `tests/e2e/envoy_validate.rs`): over Envoy's limit is an error naming the limit;
 //! 3. compiled to a Thompson NFA within [`REGEX_COMPILED_SIZE_LIMIT`], after a cheap estimate of that NFA's size
 //!    ([`nfa_weight`]) has ruled out patterns too large to try.
 //!
@@ -135,7 +135,7 @@ mod tests {
 
     #[test]
     fn lower_bounds_stay_under_what_envoy_reports() {
-        // Sizes Envoy 1.40 reported for these patterns (see tests/envoy_validate.rs for the live comparison).
+        // Sizes Envoy 1.40 reported for these patterns (see tests/e2e/envoy_validate.rs for the live comparison).
         for (re, envoy) in [
             ("a{97}", 101),
             ("a{100}", 104),
@@ -151,7 +151,7 @@ mod tests {
             assert!(bound > ENVOY_RE2_PROGRAM_LIMIT, "{re}: {bound}");
         }
         assert_eq!(re2_size("a{96}"), 100);
-        // Open-ended repetitions: n copies and a loop, not n + 1 copies (tests/envoy_regex.rs has Envoy load them).
+        // Open-ended repetitions: n copies and a loop, not n + 1 copies (tests/e2e/envoy_regex.rs has Envoy load them).
         assert!(
             re2_size("(?:abcdefghijklmnopqrstuvwxyz0123456789){2,}") <= ENVOY_RE2_PROGRAM_LIMIT
         );

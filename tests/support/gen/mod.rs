@@ -59,6 +59,7 @@ impl Rng {
     }
 
     /// A raw 64-bit draw.
+    #[allow(clippy::should_implement_trait)] // an endless stream, never an Iterator
     pub fn next(&mut self) -> u64 {
         self.0.next_u64()
     }

@@ -220,7 +220,7 @@ mod tests {
         );
         assert_eq!(
             gateway(json!([{"name": "a", "port": 443, "protocol": "HTTPS", "tls": {}}])),
-            // The real API server's words (CEL's error for the absent field), `tests/kube_gateway_api_validation.rs`.
+            // The real API server's words (CEL's error for the absent field), `tests/kube/kube_gateway_api_validation.rs`.
             ["spec.listeners[0].tls: Invalid value: \"object\": no such key: certificateRefs evaluating rule: \
               certificateRefs or options must be specified when mode is Terminate"]
         );

@@ -62,7 +62,7 @@ fn unsupported(bad: &str, schema: &Value) -> String {
 }
 
 /// A string's `maxLength`, `minLength` and `pattern`, the first that fails only (kube-openapi's string validator
-/// stops there; the real API server is the judge, `tests/kube_gateway_api_validation.rs`), then its `enum`.
+/// stops there; the real API server is the judge, `tests/kube/kube_gateway_api_validation.rs`), then its `enum`.
 fn string(crd: &Crd, schema: &Value, text: &str, path: &str, out: &mut Findings) {
     let chars = text.chars().count() as u64;
     if let Some(max) = limit(schema, "maxLength").filter(|max| chars > *max) {

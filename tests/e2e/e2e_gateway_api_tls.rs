@@ -1,0 +1,343 @@
+//! Gateway API TLS end to end: the real `admitpilot serve --config-dir` binary, a real Envoy 1.40 (SotW, default
+//! `initial_fetch_timeout`) serving the Gateway `default/gw`, and backends on 127.0.0.1. A TLS `Passthrough`
+//! listener sends each connection, still encrypted, to the TLSRoute whose host names match its SNI (the client
+//! verifies the backend's own certificate); a TLS listener that terminates hands the decrypted bytes to the backend
+//! of the TLSRoute its SNI names; a TCP listener sends bytes to its TCPRoute's. BackendTLSPolicy: Envoy calls the backend over
+//! TLS with the policy's SNI and verifies its certificate against the ConfigMap's CA and the policy's host name, and
+//! a backend whose certificate does not pass gets no request. Every `*update_rejected` stat stays 0.
+//!
+//! Skips with a message when Envoy is not installed.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use support::envoy;
+use support::pipeline;
+use support::tls_backends;
+
+use std::time::Duration;
+
+use envoy::*;
+use pipeline::*;
+use tls_backends::{Ca, StreamBackend};
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+
+const NODE_ID: &str = "router~127.0.0.1~gw.default~default.svc.cluster.local";
+
+/// Sends `bytes` over `stream` and reads the reply to the end.
+async fn exchange(
+    mut stream: impl tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin,
+    bytes: &str,
+) -> String {
+    stream.write_all(bytes.as_bytes()).await.ok();
+    let mut reply = Vec::new();
+    let _ = tokio::time::timeout(Duration::from_secs(5), stream.read_to_end(&mut reply)).await;
+    String::from_utf8_lossy(&reply).into_owned()
+}
+
+/// What a TLS client verifying against `ca` with SNI `sni` gets back through 127.0.0.1:`port`, or the error.
+async fn over_tls(ca: &Ca, port: u16, sni: &str, bytes: &str) -> Result<String, String> {
+    let tcp = tokio::net::TcpStream::connect(("127.0.0.1", port))
+        .await
+        .map_err(|e| e.to_string())?;
+    let name = rustls::pki_types::ServerName::try_from(sni.to_string()).unwrap();
+    let tls = tokio::time::timeout(Duration::from_secs(5), ca.client().connect(name, tcp))
+        .await
+        .map_err(|_| "handshake timed out".to_string())?
+        .map_err(|e| e.to_string())?;
+    Ok(exchange(tls, bytes).await)
+}
+
+/// What a plain TCP client gets back through 127.0.0.1:`port`.
+async fn over_tcp(port: u16, bytes: &str) -> String {
+    match tokio::net::TcpStream::connect(("127.0.0.1", port)).await {
+        Ok(tcp) => exchange(tcp, bytes).await,
+        Err(e) => e.to_string(),
+    }
+}
+
+/// A Service `name` on port 9000 whose endpoint is 127.0.0.1:`port`.
+fn service(name: &str, port: u16) -> String {
+    format!(
+        "apiVersion: v1\nkind: Service\nmetadata: {{name: {name}, namespace: default}}\nspec: {{ports: [{{name: tcp, port: 9000}}]}}\n---\napiVersion: discovery.k8s.io/v1\nkind: EndpointSlice\nmetadata: {{name: {name}-1, namespace: default, labels: {{kubernetes.io/service-name: {name}}}}}\naddressType: IPv4\nports: [{{name: tcp, port: {port}, protocol: TCP}}]\nendpoints: [{{addresses: [127.0.0.1], conditions: {{ready: true}}}}]\n"
+    )
+}
+
+/// Writes `config` and the Services of `backends` (name, port) into a folder, starts `admitpilot serve` on it (folder
+/// mode serves certificates and CAs only when asked: `--xds-unauthenticated-secrets`) and an Envoy serving the
+/// Gateway `default/gw`; the folder lives as long as admitpilot does.
+async fn serve(
+    binary: &std::path::Path,
+    config: &str,
+    backends: &[(&str, u16)],
+    base_id: u32,
+) -> (tempfile::TempDir, Admitpilot, EnvoyProcess) {
+    let dir = tempfile::tempdir().unwrap();
+    write(dir.path(), "gateway.yaml", config);
+    let services: Vec<String> = backends
+        .iter()
+        .map(|(name, port)| service(name, *port))
+        .collect();
+    write(dir.path(), "services.yaml", &services.join("---\n"));
+    let admitpilot =
+        Admitpilot::start_with_args(dir.path(), &["--xds-unauthenticated-secrets"]).await;
+    let bootstrap = bootstrap(AdsApi::Sotw, admitpilot.xds_port, NODE_ID).replace(
+        "LABELS: { app: e2e }",
+        "LABELS: { gateway.networking.k8s.io/gateway-name: gw }",
+    );
+    let envoy = EnvoyProcess::start(binary, &bootstrap, base_id).await;
+    (dir, admitpilot, envoy)
+}
+
+/// Polls `check` until it returns `Some`, failing with the admitpilot log after the deadline.
+async fn eventually<T, F: std::future::Future<Output = Option<T>>>(
+    what: &str,
+    admitpilot: &Admitpilot,
+    mut check: impl FnMut() -> F,
+) -> T {
+    let deadline = tokio::time::Instant::now() + CONVERGE;
+    loop {
+        if let Some(value) = check().await {
+            return value;
+        }
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "{what}: never converged\n{}",
+            admitpilot.log()
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn tls_and_tcp_routes_are_served_by_envoy() {
+    let Some(binary) = envoy_binary() else {
+        return;
+    };
+    let ca = Ca::new();
+    let a = StreamBackend::start("a", Some(ca.leaf("a.example"))).await;
+    let b = StreamBackend::start("b", Some(ca.leaf("b.example"))).await;
+    let db = StreamBackend::start("db", None).await;
+    let (passthrough, terminate, tcp) = (free_port(), free_port(), free_port());
+    let store = StreamBackend::start("store", None).await;
+    let (cert, key) = ca.leaf_for(&["shop.example", "store.example"]);
+    let b64 = |text: &str| {
+        use base64::Engine;
+        base64::engine::general_purpose::STANDARD.encode(text)
+    };
+    let config = format!(
+        r#"apiVersion: gateway.networking.k8s.io/v1
+kind: GatewayClass
+metadata: {{name: admitpilot}}
+spec: {{controllerName: admitpilot.io/gateway-controller}}
+---
+apiVersion: v1
+kind: Secret
+metadata: {{name: shop-cert, namespace: default}}
+type: kubernetes.io/tls
+data: {{tls.crt: {}, tls.key: {}}}
+---
+apiVersion: gateway.networking.k8s.io/v1
+kind: Gateway
+metadata: {{name: gw, namespace: default}}
+spec:
+  gatewayClassName: admitpilot
+  listeners:
+  - {{name: passthrough, port: {passthrough}, protocol: TLS, hostname: "*.example", tls: {{mode: Passthrough}}}}
+  - name: terminate
+    port: {terminate}
+    protocol: TLS
+    tls: {{mode: Terminate, certificateRefs: [{{name: shop-cert}}]}}
+  - {{name: tcp, port: {tcp}, protocol: TCP}}
+---
+apiVersion: gateway.networking.k8s.io/v1alpha2
+kind: TLSRoute
+metadata: {{name: a, namespace: default}}
+spec:
+  parentRefs: [{{name: gw, sectionName: passthrough}}]
+  hostnames: [a.example]
+  rules: [{{backendRefs: [{{name: a, port: 9000}}]}}]
+---
+apiVersion: gateway.networking.k8s.io/v1alpha2
+kind: TLSRoute
+metadata: {{name: b, namespace: default}}
+spec:
+  parentRefs: [{{name: gw, sectionName: passthrough}}]
+  hostnames: [b.example]
+  rules: [{{backendRefs: [{{name: b, port: 9000}}]}}]
+---
+apiVersion: gateway.networking.k8s.io/v1alpha2
+kind: TLSRoute
+metadata: {{name: gone, namespace: default}}
+spec:
+  parentRefs: [{{name: gw, sectionName: passthrough}}]
+  hostnames: [gone.example]
+  rules: [{{backendRefs: [{{name: missing, port: 9000}}]}}]
+---
+apiVersion: gateway.networking.k8s.io/v1alpha2
+kind: TLSRoute
+metadata: {{name: shop, namespace: default}}
+spec:
+  parentRefs: [{{name: gw, sectionName: terminate}}]
+  hostnames: [shop.example]
+  rules: [{{backendRefs: [{{name: db, port: 9000}}]}}]
+---
+apiVersion: gateway.networking.k8s.io/v1alpha2
+kind: TLSRoute
+metadata: {{name: store, namespace: default}}
+spec:
+  parentRefs: [{{name: gw, sectionName: terminate}}]
+  hostnames: [store.example]
+  rules: [{{backendRefs: [{{name: store, port: 9000}}]}}]
+---
+apiVersion: gateway.networking.k8s.io/v1alpha2
+kind: TCPRoute
+metadata: {{name: db, namespace: default}}
+spec:
+  parentRefs: [{{name: gw, sectionName: tcp}}]
+  rules: [{{backendRefs: [{{name: db, port: 9000}}]}}]
+"#,
+        b64(&cert),
+        b64(&key)
+    );
+    let (_dir, admitpilot, envoy) = serve(
+        &binary,
+        &config,
+        &[
+            ("a", a.port),
+            ("b", b.port),
+            ("db", db.port),
+            ("store", store.port),
+        ],
+        53_700,
+    )
+    .await;
+
+    // Passthrough: the client's TLS session ends at the backend its SNI names (it verifies that backend's own
+    // certificate), so Envoy never decrypts it.
+    for (sni, expected) in [("a.example", "a:hello"), ("b.example", "b:hello")] {
+        let reply = eventually(sni, &admitpilot, || async {
+            over_tls(&ca, passthrough, sni, "hello")
+                .await
+                .ok()
+                .filter(|r| !r.is_empty())
+        })
+        .await;
+        assert_eq!(reply, expected, "SNI {sni}");
+    }
+    // No TLSRoute names c.example: no filter chain matches and the connection is closed. gone.example's only
+    // backend does not exist: its chain has no filters, so Envoy accepts the connection and closes it.
+    for sni in ["c.example", "gone.example"] {
+        let rejected = over_tls(&ca, passthrough, sni, "hello").await;
+        assert!(
+            rejected.as_ref().map_or(true, String::is_empty),
+            "{sni}: {rejected:?}"
+        );
+    }
+
+    // Terminate: Envoy ends TLS with the listener's certificate and the backend of the TLSRoute the SNI names gets
+    // the plain bytes.
+    for (sni, expected) in [("shop.example", "db:ping"), ("store.example", "store:ping")] {
+        let reply = eventually(sni, &admitpilot, || async {
+            over_tls(&ca, terminate, sni, "ping")
+                .await
+                .ok()
+                .filter(|r| !r.is_empty())
+        })
+        .await;
+        assert_eq!(reply, expected, "SNI {sni}");
+    }
+
+    // TCP: bytes in, bytes out.
+    let reply = eventually("tcp", &admitpilot, || async {
+        Some(over_tcp(tcp, "raw").await).filter(|r| r.starts_with("db:"))
+    })
+    .await;
+    assert_eq!(reply, "db:raw");
+    envoy.assert_nothing_rejected("tls and tcp routes").await;
+}
+
+/// BackendTLSPolicy: the gateway calls the backend over TLS, with the policy's host name as SNI, trusting only the
+/// ConfigMap's CA and only a certificate for that host name; a backend whose certificate names another host, and
+/// one whose policy's CA cannot be resolved, get no request (503), never a request in plain text.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn backend_tls_policies_are_enforced_by_envoy() {
+    let Some(binary) = envoy_binary() else {
+        return;
+    };
+    let ca = Ca::new();
+    let secure = StreamBackend::start_as("secure", Some(ca.leaf("secure.example")), true).await;
+    let impostor = StreamBackend::start_as("impostor", Some(ca.leaf("other.example")), true).await;
+    let unresolved =
+        StreamBackend::start_as("unresolved", Some(ca.leaf("unresolved.example")), true).await;
+    let port = free_port();
+    let policy = |name: &str, ca_ref: &str, hostname: &str| {
+        format!(
+            "apiVersion: gateway.networking.k8s.io/v1\nkind: BackendTLSPolicy\nmetadata: {{name: {name}, namespace: default}}\nspec:\n  targetRefs: [{{group: \"\", kind: Service, name: {name}}}]\n  validation:\n    caCertificateRefs: [{{group: \"\", kind: ConfigMap, name: {ca_ref}}}]\n    hostname: {hostname}\n"
+        )
+    };
+    let ca_pem: String = ca.pem.lines().map(|l| format!("    {l}\n")).collect();
+    let config = format!(
+        r#"apiVersion: gateway.networking.k8s.io/v1
+kind: GatewayClass
+metadata: {{name: admitpilot}}
+spec: {{controllerName: admitpilot.io/gateway-controller}}
+---
+apiVersion: gateway.networking.k8s.io/v1
+kind: Gateway
+metadata: {{name: gw, namespace: default}}
+spec:
+  gatewayClassName: admitpilot
+  listeners: [{{name: http, port: {port}, protocol: HTTP}}]
+---
+apiVersion: v1
+kind: ConfigMap
+metadata: {{name: backend-ca, namespace: default}}
+data:
+  ca.crt: |
+{ca_pem}---
+{}---
+{}---
+{}---
+apiVersion: gateway.networking.k8s.io/v1
+kind: HTTPRoute
+metadata: {{name: r, namespace: default}}
+spec:
+  parentRefs: [{{name: gw}}]
+  rules:
+  - matches: [{{path: {{value: /secure}}}}]
+    backendRefs: [{{name: secure, port: 9000}}]
+  - matches: [{{path: {{value: /impostor}}}}]
+    backendRefs: [{{name: impostor, port: 9000}}]
+  - matches: [{{path: {{value: /unresolved}}}}]
+    backendRefs: [{{name: unresolved, port: 9000}}]
+"#,
+        policy("secure", "backend-ca", "secure.example"),
+        policy("impostor", "backend-ca", "secure.example"),
+        policy("unresolved", "no-such-configmap", "unresolved.example"),
+    );
+    let (_dir, _admitpilot, envoy) = serve(
+        &binary,
+        &config,
+        &[
+            ("secure", secure.port),
+            ("impostor", impostor.port),
+            ("unresolved", unresolved.port),
+        ],
+        53_710,
+    )
+    .await;
+    let http = client();
+    let base = format!("http://127.0.0.1:{port}");
+    wait_for_response(
+        &http,
+        &format!("{base}/secure"),
+        200,
+        "secure sni=secure.example",
+    )
+    .await;
+    for path in ["/impostor", "/unresolved"] {
+        let (status, body) = get(&http, &format!("{base}{path}")).await.unwrap();
+        assert_eq!(status, 503, "{path}: {body}");
+        assert!(!body.contains("sni="), "{path} reached its backend: {body}");
+    }
+    envoy.assert_nothing_rejected("backend tls policies").await;
+}

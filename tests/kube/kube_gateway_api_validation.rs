@@ -1,0 +1,294 @@
+//! The real kube-apiserver (`support::kube_server`, with the v1.6.3 Gateway API CRDs of `crds/gateway-api`) judges
+//! admitpilot's Gateway API validation: every Gateway API object of the Gateway API goldens
+//! (`tests/golden-gateway-api/*/input.yaml`), and mutants generated from each (every string, number and list of its
+//! `spec` changed in turn: emptied, made invalid for a name or path, made too long, pushed out of range, a list
+//! item repeated or the list grown past any limit), goes to the API server as a server-side dry run
+//! (`dryRun=All` creates, as `kubectl create --dry-run=server` sends them, no webhook installed) and through `admitpilot::validate::validate_document`.
+//! They must agree on the verdict, and every error the API server gives (its field path and words) must be one of
+//! admitpilot's, except for the rules admitpilot documents as not mirrored (README, "Gateway API").
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use support::kube_server;
+
+use std::collections::BTreeSet;
+use std::path::Path;
+
+use admitpilot::model::decode::DecodeOptions;
+use futures::StreamExt;
+use kube_server::Kube;
+use serde_json::{json, Value};
+
+const CRDS: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/crds/gateway-api");
+const GROUP: &str = "gateway.networking.k8s.io";
+
+/// The Gateway API objects of the golden inputs, placed in `namespace`.
+fn bases(namespace: &str) -> Vec<Value> {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/golden-gateway-api");
+    let mut cases: Vec<_> = std::fs::read_dir(root)
+        .unwrap()
+        .map(|e| e.unwrap().path().join("input.yaml"))
+        .collect();
+    cases.sort();
+    let mut out = Vec::new();
+    for case in cases {
+        let text = std::fs::read_to_string(&case).unwrap();
+        for doc in serde_yaml_ng::Deserializer::from_str(&text) {
+            let mut value: Value = serde::Deserialize::deserialize(doc).unwrap();
+            let api_version = value["apiVersion"].as_str().unwrap_or_default();
+            if !api_version.starts_with(GROUP) {
+                continue;
+            }
+            let cluster_scoped = value["kind"] == "GatewayClass";
+            if let Some(meta) = value["metadata"].as_object_mut() {
+                meta.remove("creationTimestamp");
+                if !cluster_scoped {
+                    meta.insert("namespace".into(), json!(namespace));
+                }
+            }
+            out.push(value);
+        }
+    }
+    out
+}
+
+/// Every leaf and list of `value` under `path` (JSON pointer), in document order.
+fn places(value: &Value, path: &str, out: &mut Vec<String>) {
+    match value {
+        Value::Object(map) => {
+            for (key, item) in map {
+                places(item, &format!("{path}/{key}"), out);
+            }
+        }
+        Value::Array(items) => {
+            out.push(path.to_string());
+            for (i, item) in items.iter().enumerate() {
+                places(item, &format!("{path}/{i}"), out);
+            }
+        }
+        _ => out.push(path.to_string()),
+    }
+}
+
+/// The mutants of `base`: each place of its `spec` changed in each way that applies to it.
+fn mutants(base: &Value) -> Vec<(String, Value)> {
+    let mut paths = Vec::new();
+    places(&base["spec"], "/spec", &mut paths);
+    let mut out = Vec::new();
+    for path in paths {
+        let original = base.pointer(&path).cloned().unwrap_or(Value::Null);
+        let changes: Vec<(&str, Value)> = match &original {
+            Value::String(_) => vec![
+                ("empty", json!("")),
+                ("not a name", json!("Not A_Name!")),
+                ("no leading slash", json!("relative/path")),
+                ("too long", json!("a".repeat(300))),
+            ],
+            Value::Number(_) => vec![
+                ("zero", json!(0)),
+                ("negative", json!(-1)),
+                ("huge", json!(100_000_000)),
+            ],
+            Value::Bool(b) => vec![("flipped", json!(!b))],
+            Value::Array(items) if !items.is_empty() => vec![
+                ("first repeated", {
+                    let mut items = items.clone();
+                    items.push(items[0].clone());
+                    json!(items)
+                }),
+                ("emptied", json!([])),
+                (
+                    "grown past limits",
+                    json!(std::iter::repeat_n(items[0].clone(), 70).collect::<Vec<_>>()),
+                ),
+            ],
+            _ => Vec::new(),
+        };
+        for (how, value) in changes {
+            let mut mutant = base.clone();
+            if let Some(slot) = mutant.pointer_mut(&path) {
+                *slot = value;
+                out.push((format!("{path} {how}"), mutant));
+            }
+        }
+    }
+    out
+}
+
+/// The collection URL `doc` is created in: `/apis/<group>/<version>[/namespaces/<ns>]/<plural>`.
+fn collection_url(doc: &Value) -> String {
+    let kind = doc["kind"]
+        .as_str()
+        .unwrap_or_default()
+        .to_ascii_lowercase();
+    let plural = if kind.ends_with('s') {
+        format!("{kind}es")
+    } else if let Some(stem) = kind.strip_suffix("cy") {
+        format!("{stem}cies")
+    } else {
+        format!("{kind}s")
+    };
+    let api_version = doc["apiVersion"].as_str().unwrap_or_default();
+    match doc["metadata"]["namespace"].as_str() {
+        Some(namespace) => format!("/apis/{api_version}/namespaces/{namespace}/{plural}"),
+        None => format!("/apis/{api_version}/{plural}"),
+    }
+}
+
+/// The API server's errors for `doc` (server-side dry run, `dryRun=All`), as `field: message` lines (kubectl's
+/// rendering of the Status causes); empty when it accepts it; `None` when it refuses it before validation.
+async fn server_errors(client: &kube::Client, doc: &Value) -> Option<BTreeSet<String>> {
+    // JSON, not YAML: a YAML 1.1 reader would take a string such as `yes` for a boolean.
+    let request = axum::http::Request::post(format!("{}?dryRun=All", collection_url(doc)))
+        .header("content-type", "application/json")
+        .body(serde_json::to_vec(doc).unwrap())
+        .unwrap();
+    let status = match client.request_text(request).await {
+        Ok(_) => return Some(BTreeSet::new()),
+        Err(kube::Error::Api(status)) if status.reason == "Invalid" => status,
+        Err(_) => return None,
+    };
+    let causes = status.details.map(|d| d.causes).unwrap_or_default();
+    if causes.is_empty() {
+        return None;
+    }
+    Some(
+        causes
+            .into_iter()
+            .map(|c| format!("{}: {}", cause_field(&c.field, &c.message), c.message))
+            // The API server's note that it skipped the CEL rules after schema errors.
+            .filter(|l| !l.contains("some validation rules were not checked"))
+            .collect(),
+    )
+}
+
+/// The field of a Status cause: kube-openapi's `oneOf`/`anyOf` errors come with the field `<nil>` and the path
+/// quoted in the message (`Invalid value: "": "spec.addresses[0]" must validate …`); admitpilot names that path.
+fn cause_field<'a>(field: &'a str, message: &'a str) -> &'a str {
+    if field != "<nil>" {
+        return field;
+    }
+    message
+        .strip_prefix("Invalid value: \"\": \"")
+        .and_then(|rest| rest.split_once('"'))
+        .map_or(field, |(path, _)| path)
+}
+
+/// A Gateway with `addresses` (the golden inputs have none), as written and as the issue's refused values.
+fn address_cases(namespace: &str) -> Vec<(String, Value)> {
+    let gateway = |addresses: Value| {
+        json!({"apiVersion": "gateway.networking.k8s.io/v1", "kind": "Gateway",
+            "metadata": {"name": "addresses", "namespace": namespace},
+            "spec": {"gatewayClassName": "admitpilot", "addresses": addresses,
+                "listeners": [{"name": "http", "port": 80, "protocol": "HTTP"}]}})
+    };
+    [
+        json!([{"value": "1.1.1"}]),
+        json!([{"value": "256.255.255.255"}]),
+        json!([{"value": "2001:db8:3c4d:15:0:d234:3eee:::"}]),
+        json!([{"type": "Hostname", "value": "a.example:80"}]),
+        json!([{"value": "01.1.1.1"}, {"value": "::ffff:1.2.3.4"}]),
+        json!([{"type": "IPAddress"}, {"type": "NamedAddress", "value": "x"}]),
+        json!([{"value": "1.2.3.4"}, {"type": "IPAddress", "value": "1.2.3.4"}]),
+        json!([{"type": "Hostname", "value": "*.a.example"}, {"type": "Hostname", "value": "*.a.example"}]),
+    ]
+    .into_iter()
+    .map(|addresses| (format!("Gateway addresses {addresses}"), gateway(addresses)))
+    .collect()
+}
+
+/// admitpilot's errors for `doc`, as `field: message`.
+fn our_errors(doc: &Value) -> BTreeSet<String> {
+    admitpilot::validate::validate_document(doc, &DecodeOptions::default())
+        .findings
+        .iter()
+        .filter(|f| f.is_error())
+        .map(|f| format!("{}: {}", f.field, f.message))
+        .collect()
+}
+
+/// Rules admitpilot does not mirror (README "Gateway API"): an API server error naming one of these is not
+/// expected from admitpilot.
+fn not_mirrored(error: &str) -> bool {
+    ["spec.infrastructure", "sessionPersistence"]
+        .iter()
+        .any(|field| error.contains(field))
+}
+
+/// What admitpilot denies beyond the CRDs, by design (README "Gateway API"): what Envoy would then refuse, such as
+/// a regular expression RE2 or Envoy's validation refuses (an empty one among them).
+fn stricter_by_design(error: &str) -> bool {
+    error.contains("regex")
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_api_server_and_admitpilot_agree_on_gateway_api_objects() {
+    let Some(kube) = Kube::shared("kube-gwapi-validation").await else {
+        return;
+    };
+    kube.install_crds(Path::new(CRDS)).await;
+    let namespace = kube.namespace().to_string();
+    let mut compared = 0;
+    let (mut rejected, mut accepted) = (0, 0);
+    let mut disagreements = Vec::new();
+    let mut cases = Vec::new();
+    for base in bases(&namespace) {
+        let name = format!(
+            "{} {}",
+            base["kind"].as_str().unwrap_or_default(),
+            base["metadata"]["name"].as_str().unwrap_or_default()
+        );
+        cases.push((format!("{name}, as written"), base.clone()));
+        cases.extend(
+            mutants(&base)
+                .into_iter()
+                .map(|(how, doc)| (format!("{name}, {how}"), doc)),
+        );
+    }
+    cases.extend(address_cases(&namespace));
+    let client = kube.client().await;
+    // Several dry runs in flight: each is one round trip to the API server.
+    let verdicts: Vec<_> = futures::stream::iter(cases)
+        .map(|(case, doc)| {
+            let client = client.clone();
+            async move { (case, server_errors(&client, &doc).await, our_errors(&doc)) }
+        })
+        .buffer_unordered(8)
+        .collect()
+        .await;
+    for (case, server, ours) in verdicts {
+        let Some(server) = server else {
+            // Refused before validation (e.g. the document does not decode): not a validation verdict.
+            continue;
+        };
+        compared += 1;
+        if server.is_empty() {
+            accepted += 1;
+        } else {
+            rejected += 1;
+        }
+        let missing: Vec<&String> = server
+            .iter()
+            .filter(|e| !ours.contains(*e) && !not_mirrored(e))
+            .collect();
+        let verdicts_differ = server.is_empty() != ours.is_empty()
+            && !(ours.is_empty() && server.iter().all(|e| not_mirrored(e)))
+            && !(server.is_empty() && ours.iter().all(|e| stricter_by_design(e)));
+        if verdicts_differ || !missing.is_empty() {
+            disagreements.push(format!(
+                "{case}:\n  API server: {server:?}\n  admitpilot: {ours:?}"
+            ));
+        }
+    }
+    println!(
+        "compared {compared} documents with the API server: {rejected} rejected, {accepted} accepted, {} \
+         disagreements",
+        disagreements.len()
+    );
+    assert!(compared > 100, "only {compared} documents compared");
+    assert!(
+        disagreements.is_empty(),
+        "{} of {compared} documents judged differently:\n{}",
+        disagreements.len(),
+        disagreements.join("\n")
+    );
+}
