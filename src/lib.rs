@@ -35,3 +35,76 @@ pub use admitpilot_status as status;
 pub use admitpilot_translate as translate;
 pub use admitpilot_validate as validate;
 pub use admitpilot_xds as xds;
+
+#[cfg(test)]
+mod tests {
+    use std::collections::BTreeMap;
+
+    /// The `admitpilot-…` crates each workspace crate's `Cargo.toml` lists under `[dependencies]`.
+    fn declared_graph() -> BTreeMap<String, Vec<String>> {
+        let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
+        let mut graph = BTreeMap::new();
+        let crates = std::fs::read_dir(root.join("crates")).expect("crates/ is readable");
+        for entry in crates {
+            let dir = entry.expect("a crates/ entry").path();
+            let manifest = std::fs::read_to_string(dir.join("Cargo.toml")).expect("a Cargo.toml");
+            let name = manifest
+                .lines()
+                .find_map(|line| line.strip_prefix("name = "))
+                .expect("a package name")
+                .trim_matches('"')
+                .to_string();
+            let dependencies = manifest
+                .split("\n[")
+                .find(|section| section.starts_with("dependencies]"))
+                .map(|section| {
+                    section
+                        .lines()
+                        .filter_map(|line| line.strip_prefix("admitpilot-"))
+                        .filter_map(|line| line.split(['.', ' ']).next())
+                        .map(str::to_string)
+                        .collect()
+                })
+                .unwrap_or_default();
+            graph.insert(name, dependencies);
+        }
+        graph
+    }
+
+    /// The crate list of the README's "Where things are" section, as crate → dependencies.
+    fn readme_graph() -> BTreeMap<String, Vec<String>> {
+        let readme = include_str!("../README.md");
+        let block = readme
+            .split(" crate                    depends on (admitpilot-…)\n")
+            .nth(1)
+            .and_then(|rest| rest.split("```").next())
+            .expect("the README lists the crate graph");
+        block
+            .lines()
+            .filter(|line| line.starts_with(" admitpilot-"))
+            .map(|line| {
+                let (name, uses) = line.trim().split_once(' ').expect("crate and dependencies");
+                let uses = uses.trim();
+                let uses = if uses == "—" {
+                    Vec::new()
+                } else {
+                    uses.split(", ").map(str::to_string).collect()
+                };
+                (name.to_string(), uses)
+            })
+            .collect()
+    }
+
+    #[test]
+    fn the_readme_crate_graph_is_the_declared_one() {
+        let mut declared = declared_graph();
+        for uses in declared.values_mut() {
+            uses.sort();
+        }
+        let mut readme = readme_graph();
+        for uses in readme.values_mut() {
+            uses.sort();
+        }
+        assert_eq!(readme, declared);
+    }
+}
