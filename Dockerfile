@@ -1,9 +1,10 @@
-# Multi-stage build: a static-ish release build, then a distroless non-root runtime with both binaries.
+# Multi-stage build: a static-ish release build (with jemalloc, the shipped allocator), then a distroless non-root
+# runtime with both binaries.
 # Build: docker build -t admitpilot/admitpilot:0.1.0 .
 FROM rust:1.95-bookworm AS build
 WORKDIR /src
 COPY . .
-RUN cargo build --release --locked --bin admitpilot --package certs-gen \
+RUN cargo build --release --locked --bin admitpilot --package certs-gen --features admitpilot/jemalloc \
  && install -D target/release/admitpilot /out/admitpilot \
  && install -D target/release/certs-gen /out/certs-gen
 

@@ -4,8 +4,8 @@
 //! received and ACKed the change, plus server CPU time and RSS; `--idle N` measures RSS with N idle streams (every
 //! client has ACKed its initial CDS/EDS/LDS/RDS responses and the server's CPU time has stopped growing).
 //! `scripts/bench-xds` runs the whole table; `XDS_LOAD_SERVER_WRAPPER=heaptrack` (or `valgrind --tool=callgrind`)
-//! runs the server under a profiler (heaptrack sees only malloc: add `--no-default-features` to `cargo bench`
-//! so the server uses the system allocator instead of jemalloc). `--floor` replaces admitpilot's server with
+//! runs the server under a profiler (heaptrack sees only malloc: leave out `--features jemalloc`, which
+//! `scripts/bench-xds` passes, so the server uses the system allocator). `--floor` replaces admitpilot's server with
 //! the transport's floor: a stock tonic ADS service (envoy-types' generated server, default settings) that
 //! answers every new subscription with an empty response, so `--idle N --floor` is the memory tonic, hyper and
 //! h2 need to hold N streams.

@@ -12,10 +12,11 @@
 //! `admission`, `admin`, `leader`, `status_writer` and `tls` (the serving certificates of the webhook and the xDS
 //! server) are the edges.
 
-/// The process allocator: jemalloc, which holds idle xDS connections in less memory than glibc's malloc (it
-/// leaves the untouched pages of HTTP/2's fixed buffers unbacked) and speeds up webhook reviews (BENCHMARKS.md
-/// has both figures). Declared here, in the library, so that the binary, the tests and the benchmarks all run
-/// with the allocator that ships. The default feature `jemalloc`; without it the system allocator is used.
+/// The shipped process allocator: jemalloc, which holds idle xDS connections in less memory than glibc's malloc
+/// (it leaves the untouched pages of HTTP/2's fixed buffers unbacked) and speeds up webhook reviews (BENCHMARKS.md
+/// has both figures). Declared here, in the library, so that the binary and the benchmarks run with it when the
+/// feature `jemalloc` is on (the container image and the benchmark scripts turn it on); without it, the system
+/// allocator.
 #[cfg(feature = "jemalloc")]
 #[global_allocator]
 static ALLOCATOR: tikv_jemallocator::Jemalloc = tikv_jemallocator::Jemalloc;
