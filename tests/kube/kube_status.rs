@@ -320,6 +320,26 @@ metadata: {{name: lost, namespace: {ns}}}
 spec:
   parentRefs: [{{name: gw}}]
   rules: [{{backendRefs: [{{name: missing, port: 80}}]}}]
+---
+apiVersion: v1
+kind: Service
+metadata: {{name: tls-backend, namespace: {ns}}}
+spec: {{ports: [{{port: 443}}]}}
+---
+apiVersion: gateway.networking.k8s.io/v1
+kind: HTTPRoute
+metadata: {{name: unmet-tls, namespace: {ns}}}
+spec:
+  parentRefs: [{{name: gw}}]
+  hostnames: [tls.example]
+  rules: [{{backendRefs: [{{name: tls-backend, port: 443}}]}}]
+---
+apiVersion: gateway.networking.k8s.io/v1
+kind: BackendTLSPolicy
+metadata: {{name: no-ca, namespace: {ns}}}
+spec:
+  targetRefs: [{{group: '', kind: Service, name: tls-backend}}]
+  validation: {{hostname: tls-backend.example, caCertificateRefs: [{{group: '', kind: ConfigMap, name: no-such-ca}}]}}
 "
     );
     kube.kubectl_ok(
@@ -410,6 +430,57 @@ spec: {{type: LoadBalancer, selector: {{gateway.networking.k8s.io/gateway-name: 
         (&refs["status"], &refs["reason"]),
         (&"False".into(), &"BackendNotFound".into()),
         "{refs}"
+    );
+
+    // A BackendTLSPolicy whose CA ConfigMap does not exist: its own status says so per Gateway (ancestor), the
+    // route to its Service is not ResolvedRefs, and the Gateway's own references (no backend client certificate,
+    // listeners resolved) are.
+    let policy = wait_status(
+        &kube,
+        "backendtlspolicy/no-ca",
+        |p| {
+            p["status"]["ancestors"]
+                .as_array()
+                .is_some_and(|a| !a.is_empty())
+        },
+        &[&admitpilot],
+    )
+    .await;
+    let ancestor = &policy["status"]["ancestors"][0];
+    assert_eq!(ancestor["ancestorRef"]["name"], "gw", "{ancestor}");
+    for (kind, reason) in [
+        ("Accepted", "NoValidCACertificate"),
+        ("ResolvedRefs", "InvalidCACertificateRef"),
+    ] {
+        let c = condition(&ancestor["conditions"], kind);
+        assert_eq!(
+            (&c["status"], &c["reason"]),
+            (&"False".into(), &reason.into()),
+            "{c}"
+        );
+    }
+    let unmet = wait_status(
+        &kube,
+        "httproute/unmet-tls",
+        |r| {
+            r["status"]["parents"]
+                .as_array()
+                .is_some_and(|p| !p.is_empty())
+        },
+        &[&admitpilot],
+    )
+    .await;
+    let refs = condition(&unmet["status"]["parents"][0]["conditions"], "ResolvedRefs");
+    assert_eq!(
+        (&refs["status"], &refs["reason"]),
+        (&"False".into(), &"NoValidCACertificate".into()),
+        "{refs}"
+    );
+    let gateway_refs = condition(&gateway["status"]["conditions"], "ResolvedRefs");
+    assert_eq!(
+        (&gateway_refs["status"], &gateway_refs["reason"]),
+        (&"True".into(), &"ResolvedRefs".into()),
+        "{gateway_refs}"
     );
 
     // The route moves to a Gateway admitpilot does not serve: admitpilot's parent entry goes.

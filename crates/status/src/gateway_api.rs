@@ -23,6 +23,7 @@ use admitpilot_model::gateway_api::{
     route_view, Gateway, ListenerSet, RouteView, GROUP, ROUTE_KINDS,
 };
 use admitpilot_model::{ConfigObject, Kind, ObjectKey, Snapshot, Spec};
+use admitpilot_translate::gateway_api::backend_tls::unmet_policy;
 use admitpilot_translate::gateway_api::backends;
 use admitpilot_translate::secret::{listener_may_use, unusable_certificate};
 
@@ -488,13 +489,106 @@ fn gateway_status(
         )
     };
     let programmed = programmed_condition(programmed, (any_valid, "Invalid"), (generation, now));
+    let (refs_ok, refs_reason, refs_message) =
+        match gateway_refs(snapshot, object, gateway, &listeners) {
+            Ok(()) => (true, "ResolvedRefs", "references resolved".to_string()),
+            Err((reason, message)) => (false, reason, message),
+        };
+    let resolved = condition(
+        "ResolvedRefs",
+        refs_ok,
+        refs_reason,
+        &refs_message,
+        generation,
+        now,
+    );
     // Written even when empty, so a merge patch clears addresses whose Service is gone.
-    let status = json!({"conditions": [accepted, programmed], "listeners": listeners,
+    let status = json!({"conditions": [accepted, programmed, resolved], "listeners": listeners,
         "addresses": addresses(snapshot, object), "attachedListenerSets": attached_sets});
     StatusUpdate {
         key: object.key(),
         generation,
         status,
+    }
+}
+
+/// The Gateway's own `ResolvedRefs` (Gateway API v1.6 `apis/v1/gateway_types.go`, `GatewayConditionResolvedRefs`
+/// and `GatewayBackendTLS.ClientCertificateRef`): `spec.tls.backend.clientCertificateRef` MUST name a Secret the
+/// Gateway may use (its namespace, or one a ReferenceGrant opens to Gateways of its namespace, else
+/// `RefNotPermitted`) that exists and holds `tls.crt` and `tls.key` that serve (else `InvalidClientCertificateRef`);
+/// then every listener's `ResolvedRefs` must be True (else `ListenersNotResolved`, the positive-polarity summary).
+fn gateway_refs(
+    snapshot: &Snapshot,
+    object: &ConfigObject,
+    gateway: &Gateway,
+    listeners: &[Value],
+) -> Result<(), (&'static str, String)> {
+    let namespace = object.metadata.namespace.as_str();
+    if let Some(reference) = gateway.backend_client_certificate() {
+        let target = reference
+            .namespace
+            .as_deref()
+            .filter(|n| !n.is_empty())
+            .unwrap_or(namespace);
+        let (group, kind) = (
+            reference.group.as_deref().unwrap_or(""),
+            reference.kind.as_deref().unwrap_or("Secret"),
+        );
+        let name = &reference.name;
+        if target != namespace
+            && !granted(
+                snapshot,
+                ("Gateway", namespace),
+                (group, kind, target, name),
+            )
+        {
+            return Err((
+                "RefNotPermitted",
+                format!(
+                    "spec.tls.backend.clientCertificateRef: {kind} {target}/{name} is in another namespace and no \
+                     ReferenceGrant there allows Gateways of {namespace}"
+                ),
+            ));
+        }
+        let usable = if !group.is_empty() || kind != "Secret" {
+            Err(format!("{group}/{kind} is not a core Secret"))
+        } else {
+            match snapshot
+                .get(&ObjectKey::new(Kind::Secret, target, name.clone()))
+                .map(|o| &o.spec)
+            {
+                Some(Spec::Secret(secret)) => unusable_certificate(secret).map_or(Ok(()), Err),
+                _ => Err(format!("Secret {target}/{name} does not exist")),
+            }
+        };
+        if let Err(why) = usable {
+            return Err((
+                "InvalidClientCertificateRef",
+                format!("spec.tls.backend.clientCertificateRef {target}/{name}: {why}"),
+            ));
+        }
+    }
+    let unresolved: Vec<&str> = listeners
+        .iter()
+        .filter(|entry| {
+            entry["conditions"]
+                .as_array()
+                .into_iter()
+                .flatten()
+                .any(|c| c["type"] == "ResolvedRefs" && c["status"] == "False")
+        })
+        .filter_map(|entry| entry["name"].as_str())
+        .collect();
+    if unresolved.is_empty() {
+        Ok(())
+    } else {
+        Err((
+            "ListenersNotResolved",
+            format!(
+                "listeners whose references do not resolve: {}",
+                unresolved.join(", ")
+            ),
+        ))
     }
 }
 
@@ -882,7 +976,8 @@ fn mirror_refs(object: &ConfigObject) -> Vec<&BackendRef> {
 }
 
 /// Whether every backendRef of a route in `namespace` resolves as translation resolves it; else the first failure's
-/// reason (InvalidKind, RefNotPermitted, BackendNotFound) and message. The backendRefs of its RequestMirror filters
+/// reason (InvalidKind, RefNotPermitted, BackendNotFound, NoValidCACertificate for a BackendTLSPolicy whose CA
+/// cannot be had) and message. The backendRefs of its RequestMirror filters
 /// count too: Gateway API v1.6 `apis/v1/httproute_types.go`, `HTTPRequestMirrorFilter.BackendRef`: "If the
 /// referent cannot be found, this BackendRef is invalid ... The controller must ensure the "ResolvedRefs" condition
 /// on the Route status is set to `status: False`" (and RefNotPermitted for a cross-namespace one without a grant).
@@ -925,6 +1020,20 @@ fn resolved_refs(
                     "Service {target}/{} or its port {} does not exist",
                     backend.name,
                     backend.port.unwrap_or(0)
+                ),
+            ));
+        }
+        // The spec lists no route reason for this case and lets controllers use others; the policy's own reason
+        // (`BackendTLSPolicyReasonNoValidCACertificate`) says what to fix.
+        if let Some(policy) =
+            unmet_policy(snapshot, target, &backend.name, backend.port.unwrap_or(0))
+        {
+            return Err((
+                "NoValidCACertificate",
+                format!(
+                    "Service {target}/{} is targeted by BackendTLSPolicy {target}/{policy}, none of whose \
+                     caCertificateRefs resolves: requests to it fail until one does",
+                    backend.name
                 ),
             ));
         }
@@ -1141,7 +1250,8 @@ spec: {parentRefs: [{name: gw, sectionName: tcp}], rules: [{backendRefs: [{name:
             conditions(gateway),
             [
                 ("Accepted".into(), "True".into(), "ListenersNotValid".into()),
-                ("Programmed".into(), "True".into(), "Programmed".into())
+                ("Programmed".into(), "True".into(), "Programmed".into()),
+                ("ResolvedRefs".into(), "True".into(), "ResolvedRefs".into())
             ]
         );
         assert!(gateway["conditions"][0]["message"]
@@ -1194,6 +1304,101 @@ spec: {parentRefs: [{name: gw, sectionName: tcp}], rules: [{backendRefs: [{name:
             ]
         );
         assert_eq!(parent["conditions"][0]["observedGeneration"], 3);
+    }
+
+    /// gateway_types.go, GatewayConditionResolvedRefs and GatewayBackendTLS.ClientCertificateRef.
+    #[test]
+    fn the_gateway_resolves_its_backend_client_certificate_and_sums_up_its_listeners() {
+        let gateway = |tls: &str, listener: &str| {
+            format!(
+                "apiVersion: gateway.networking.k8s.io/v1
+kind: GatewayClass
+metadata: {{name: ap}}
+spec: {{controllerName: admitpilot.io/gateway-controller}}
+---
+apiVersion: gateway.networking.k8s.io/v1
+kind: Gateway
+metadata: {{name: gw, namespace: default}}
+spec:
+  gatewayClassName: ap
+  {tls}
+  listeners: [{listener}]
+"
+            )
+        };
+        let http = "{name: http, port: 80, protocol: HTTP}";
+        let resolved_refs = |yaml: &str| {
+            let updates = status(yaml);
+            let gw = find(&updates, Kind::KubernetesGateway, "gw");
+            let row = conditions(gw)
+                .into_iter()
+                .find(|c| c.0 == "ResolvedRefs")
+                .expect("the Gateway has ResolvedRefs");
+            (row.1, row.2)
+        };
+        assert_eq!(
+            resolved_refs(&gateway("", http)),
+            ("True".into(), "ResolvedRefs".into())
+        );
+        assert_eq!(
+            resolved_refs(&gateway(
+                "tls: {backend: {clientCertificateRef: {name: client, namespace: certs}}}",
+                http
+            )),
+            ("False".into(), "RefNotPermitted".into())
+        );
+        assert_eq!(
+            resolved_refs(&gateway(
+                "tls: {backend: {clientCertificateRef: {name: client}}}",
+                http
+            )),
+            ("False".into(), "InvalidClientCertificateRef".into())
+        );
+        assert_eq!(
+            resolved_refs(&gateway(
+                "",
+                "{name: https, port: 443, protocol: HTTPS, tls: {certificateRefs: [{name: gone}]}}"
+            )),
+            ("False".into(), "ListenersNotResolved".into())
+        );
+    }
+
+    /// httproute_types.go, HTTPBackendRef: a backend whose BackendTLSPolicy cannot be met is an invalid
+    /// BackendRef, so the route is not ResolvedRefs; a policy whose CA resolves (here: the system's) leaves it so.
+    #[test]
+    fn a_backend_whose_tls_policy_cannot_be_met_is_not_resolved() {
+        let policy = |ca: &str| {
+            format!(
+                "{}---\napiVersion: gateway.networking.k8s.io/v1
+kind: BackendTLSPolicy
+metadata: {{name: tls, namespace: default}}
+spec:
+  targetRefs: [{{group: '', kind: Service, name: web}}]
+  validation: {{hostname: web.example, {ca}}}
+",
+                route("r", "shop.example", "web")
+            )
+        };
+        let unmet = status(&policy(
+            "caCertificateRefs: [{group: '', kind: ConfigMap, name: gone}]",
+        ));
+        let parent = &find(&unmet, Kind::HttpRoute, "r")["parents"][0];
+        assert_eq!(
+            conditions(parent)[1],
+            (
+                "ResolvedRefs".into(),
+                "False".into(),
+                "NoValidCACertificate".into()
+            )
+        );
+        let message = parent["conditions"][1]["message"].as_str().unwrap();
+        assert!(
+            message.contains("BackendTLSPolicy default/tls"),
+            "{message}"
+        );
+        let met = status(&policy("wellKnownCACertificates: System"));
+        let parent = &find(&met, Kind::HttpRoute, "r")["parents"][0];
+        assert_eq!(conditions(parent)[1].2, "ResolvedRefs");
     }
 
     #[test]
@@ -1491,7 +1696,12 @@ spec:
             conditions(mixed),
             [
                 ("Accepted".into(), "True".into(), "Accepted".into()),
-                ("Programmed".into(), "True".into(), "Programmed".into())
+                ("Programmed".into(), "True".into(), "Programmed".into()),
+                (
+                    "ResolvedRefs".into(),
+                    "False".into(),
+                    "ListenersNotResolved".into()
+                )
             ]
         );
         let https = conditions(&mixed["listeners"][1]);
@@ -1517,7 +1727,12 @@ spec:
             conditions(only),
             [
                 ("Accepted".into(), "True".into(), "Accepted".into()),
-                ("Programmed".into(), "False".into(), "Invalid".into())
+                ("Programmed".into(), "False".into(), "Invalid".into()),
+                (
+                    "ResolvedRefs".into(),
+                    "False".into(),
+                    "ListenersNotResolved".into()
+                )
             ]
         );
     }

@@ -17,12 +17,26 @@ pub struct Gateway {
     pub addresses: Vec<serde_json::Value>,
     /// Infrastructure labels and annotations (not used).
     pub infrastructure: Option<serde_json::Value>,
-    /// Gateway-wide TLS settings (not translated).
+    /// Gateway-wide TLS settings (`frontend` client validation is not translated; `backend` is read by
+    /// [`Gateway::backend_client_certificate`]).
     pub tls: Option<serde_json::Value>,
     /// Which ListenerSets may attach.
     pub allowed_listeners: Option<AllowedListeners>,
     /// `All` or `None` for default-gateway routes (experimental).
     pub default_scope: Option<String>,
+}
+
+impl Gateway {
+    /// `spec.tls.backend.clientCertificateRef`: the certificate the Gateway presents to backends it connects to
+    /// over TLS (`GatewayBackendTLS`); `None` when absent or not an object reference (the schema refuses that).
+    pub fn backend_client_certificate(&self) -> Option<ObjectReference> {
+        let reference = self
+            .tls
+            .as_ref()?
+            .get("backend")?
+            .get("clientCertificateRef")?;
+        serde_json::from_value(reference.clone()).ok()
+    }
 }
 
 /// `Listener` (also the `ListenerEntry` of a ListenerSet).

@@ -15,8 +15,9 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use crate::{naming, secret};
-use admitpilot_model::gateway_api::backend_tls_policy::oldest_first_policies;
-use admitpilot_model::gateway_api::backend_tls_policy::BackendTlsValidation;
+use admitpilot_model::gateway_api::backend_tls_policy::{
+    oldest_first_policies, BackendTlsPolicy, BackendTlsValidation,
+};
 use admitpilot_model::gateway_api::common::LocalReference;
 use admitpilot_model::istio::destination_rule::{
     ClientTlsMode, ClientTlsSettings, PortTrafficPolicy,
@@ -143,6 +144,43 @@ impl ServiceTls {
     }
 }
 
+/// The BackendTLSPolicy that decides the TLS to port `port` of the Service `namespace/name` (a policy naming that
+/// port by `sectionName` over one for every port, the oldest first within each, as [`destination_rules`] sets
+/// them), when the CA it asks for cannot be had: `caCertificateRefs` none of which resolves. The backend then gets
+/// no traffic (the CA never arrives), so a route to it is not resolved (Gateway API v1.6 `apis/v1/httproute_types.go`,
+/// `HTTPBackendRef`: a BackendRef is invalid if "a BackendTLSPolicy is present that refers to the Service, and the
+/// implementation is unable to meet the requirement"). Returns the policy's name.
+pub fn unmet_policy(snapshot: &Snapshot, namespace: &str, name: &str, port: u32) -> Option<String> {
+    let targets = |policy: &BackendTlsPolicy, by_section: bool| {
+        policy.target_refs.iter().any(|target| {
+            target.group.is_empty()
+                && target.kind == "Service"
+                && target.name == name
+                && match &target.section_name {
+                    Some(section) => {
+                        by_section && port_number(snapshot, namespace, name, section) == Some(port)
+                    }
+                    None => !by_section,
+                }
+        })
+    };
+    let policies = oldest_first_policies(snapshot);
+    let in_namespace = || {
+        policies
+            .iter()
+            .filter(|(object, _)| object.metadata.namespace == namespace)
+    };
+    let (object, policy) = in_namespace()
+        .find(|(_, policy)| targets(policy, true))
+        .or_else(|| in_namespace().find(|(_, policy)| targets(policy, false)))?;
+    let refs = &policy.validation.ca_certificate_refs;
+    let unmet = !refs.is_empty()
+        && refs
+            .iter()
+            .all(|reference| ca_reference(snapshot, namespace, reference).is_err());
+    unmet.then(|| object.metadata.name.clone())
+}
+
 /// What the policies ask for, per targeted Service (namespace, name); the oldest policy wins a port.
 fn service_tls(snapshot: &Snapshot) -> BTreeMap<(String, String), (ServiceTls, Option<String>)> {
     let policies = oldest_first_policies(snapshot);
@@ -250,4 +288,44 @@ pub fn destination_rules(snapshot: &Snapshot, domain_suffix: &str) -> Vec<Arc<Co
         }
     }
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use admitpilot_model::snapshot::snapshot_from_yaml;
+
+    /// A Service with two named ports, a policy for every port whose CA is gone, and one for port `https` that
+    /// trusts the system's CAs.
+    const CONFIG: &str = "apiVersion: v1
+kind: Service
+metadata: {name: web, namespace: default}
+spec: {ports: [{name: https, port: 443}, {name: admin, port: 8443}]}
+---
+apiVersion: gateway.networking.k8s.io/v1
+kind: BackendTLSPolicy
+metadata: {name: every-port, namespace: default, creationTimestamp: '2026-01-01T00:00:00Z'}
+spec:
+  targetRefs: [{group: '', kind: Service, name: web}]
+  validation: {hostname: web.example, caCertificateRefs: [{group: '', kind: ConfigMap, name: gone}]}
+---
+apiVersion: gateway.networking.k8s.io/v1
+kind: BackendTLSPolicy
+metadata: {name: https-port, namespace: default, creationTimestamp: '2026-01-02T00:00:00Z'}
+spec:
+  targetRefs: [{group: '', kind: Service, name: web, sectionName: https}]
+  validation: {hostname: web.example, wellKnownCACertificates: System}
+";
+
+    #[test]
+    fn a_port_policy_decides_its_port_and_an_unresolved_ca_is_unmet_elsewhere() {
+        let snapshot = snapshot_from_yaml(CONFIG);
+        assert_eq!(unmet_policy(&snapshot, "default", "web", 443), None);
+        assert_eq!(
+            unmet_policy(&snapshot, "default", "web", 8443).as_deref(),
+            Some("every-port")
+        );
+        assert_eq!(unmet_policy(&snapshot, "default", "other", 443), None);
+        assert_eq!(unmet_policy(&snapshot, "elsewhere", "web", 8443), None);
+    }
 }
