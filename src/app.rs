@@ -24,6 +24,7 @@ use crate::admission::{self, Webhook};
 use crate::leader::LeaderConfig;
 use crate::model::decode::DecodeOptions;
 use crate::model::Snapshot;
+use crate::source::refusals::Refusals;
 use crate::source::{self, SourceMetrics, SourceSettings};
 use crate::status::StatusScope;
 use crate::status_writer::{self, GatewayFeedback, StatusMetrics, StatusWriterConfig};
@@ -261,6 +262,8 @@ impl App {
         let mut tasks = Tasks::new();
         let mut kube_client = None;
         let mut leader = None;
+        // Without sources (a snapshot feed), nothing is refused.
+        let mut refusals = Refusals::default();
         // admitpilot's own namespace (the Lease's), whose service accounts may read `/debug/*` with a token.
         let own_namespace = self.leader.as_ref().map(|config| config.namespace.clone());
         let snapshots = match self.sources.take() {
@@ -276,6 +279,7 @@ impl App {
                 .await?;
                 kube_client = started.kube_client;
                 leader = started.leader;
+                refusals = started.refusals;
                 Some(started.snapshots)
             }
             None => self.snapshot_feed.clone(),
@@ -316,6 +320,7 @@ impl App {
                         connections: server.connected.status(),
                         held_back: Arc::new(move || xds.held_back()),
                     },
+                    refusals.clone(),
                 );
                 configz_status = Some(view);
             }
@@ -331,7 +336,7 @@ impl App {
                 let writer = status_writer::run(
                     client,
                     config,
-                    snapshots.clone(),
+                    (snapshots.clone(), refusals.clone()),
                     gateways,
                     metrics,
                     leader,
@@ -556,6 +561,7 @@ async fn start_sources(
     }
     let sources = source::start(config, metrics)?;
     let snapshots = sources.snapshots.clone();
+    let refusals = sources.refusals.clone();
     let mut synced = sources.synced.clone();
     let shutdown = stopped(stop.clone());
     tasks.spawn(async move {
@@ -576,6 +582,7 @@ async fn start_sources(
     });
     Ok(StartedSources {
         snapshots,
+        refusals,
         kube_client,
         leader,
     })
@@ -584,6 +591,8 @@ async fn start_sources(
 /// Started config sources: their snapshots, and the Kubernetes client when one of them is the API server.
 struct StartedSources {
     snapshots: watch::Receiver<Arc<Snapshot>>,
+    /// The objects stored although validation refuses them (their status says why).
+    refusals: Refusals,
     kube_client: Option<kube::Client>,
     /// True while this replica holds the leader Lease (with a Kubernetes source and [`App::leader`]).
     leader: Option<watch::Receiver<bool>>,

@@ -52,6 +52,7 @@ fn shared_list(kind: Kind) -> Option<&'static str> {
     }
 }
 use crate::model::kind::api_resource;
+use crate::source::refusals::Refusals;
 use crate::status::programmed::{GenerationTracker, HeldBack, ReplicaReport};
 use crate::status::{from_reports, StatusScope, StatusUpdate};
 use crate::xds::status::StatusRegistry;
@@ -117,7 +118,7 @@ impl StatusMetrics {
 pub async fn run(
     client: Client,
     config: StatusWriterConfig,
-    mut snapshots: watch::Receiver<Arc<Snapshot>>,
+    (mut snapshots, refusals): (watch::Receiver<Arc<Snapshot>>, Refusals),
     gateways: GatewayFeedback,
     metrics: StatusMetrics,
     mut leader: watch::Receiver<bool>,
@@ -132,6 +133,7 @@ pub async fn run(
         tracker,
         published: None,
         bundle: None,
+        refusals,
     };
     let mut tick = tokio::time::interval(writer.config.interval);
     tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
@@ -172,7 +174,11 @@ pub struct GatewayFeedback {
 
 /// The status of a snapshot's objects as the gateways connected to this process give it (what `/debug/configz`
 /// shows; in folder mode, the only status there is): this replica's report alone, as a leader would combine it.
-pub fn local_view(scope: StatusScope, gateways: GatewayFeedback) -> crate::status::StatusView {
+pub fn local_view(
+    scope: StatusScope,
+    gateways: GatewayFeedback,
+    refusals: Refusals,
+) -> crate::status::StatusView {
     let tracker =
         std::sync::Mutex::new(GenerationTracker::new(scope.istio_domain_suffix.is_some()));
     Arc::new(move |snapshot: &Snapshot| {
@@ -187,7 +193,7 @@ pub fn local_view(scope: StatusScope, gateways: GatewayFeedback) -> crate::statu
                 &(gateways.held_back)(),
             )
         };
-        from_reports(snapshot, &scope, &[report], None, &now())
+        from_reports(snapshot, &scope, (&[report], &refusals.all()), None, &now())
     })
 }
 
@@ -230,6 +236,8 @@ struct Writer {
     published: Option<(ReplicaReport, Instant)>,
     /// The installed Gateway API CRDs' bundle version as last read (none when unreadable), and when.
     bundle: Option<(Option<String>, Instant)>,
+    /// The objects stored although validation refuses them.
+    refusals: Refusals,
 }
 
 impl Writer {
@@ -373,14 +381,17 @@ impl Writer {
     }
 
     async fn pass(&mut self, snapshot: &Snapshot, reports: &[ReplicaReport]) {
-        // Objects gone from the config: nothing to remember (a route that only moved away is still here).
-        self.written
-            .retain(|key, _| snapshot.objects.contains_key(key));
+        // Objects gone from the config: nothing to remember (a route that only moved away is still here). A refused
+        // object is still there, whether or not a last valid version of it is in the config.
+        let refusals = self.refusals.all();
+        self.written.retain(|key, _| {
+            snapshot.objects.contains_key(key) || refusals.iter().any(|r| &r.key == key)
+        });
         let bundle = self.bundle_version().await;
         let updates = from_reports(
             snapshot,
             &self.config.scope,
-            reports,
+            (reports, &refusals),
             bundle.as_deref(),
             &now(),
         );

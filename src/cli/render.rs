@@ -12,6 +12,7 @@ use anyhow::{bail, Context};
 use clap::{Args, ValueEnum};
 
 use admitpilot::model::decode::DecodeOptions;
+use admitpilot::model::refusal::Refusal;
 use admitpilot::model::Snapshot;
 use admitpilot::source::folder::Folder;
 use admitpilot::source::{AdmitOptions, SourceMetrics, DEFAULT_NAMESPACE};
@@ -85,6 +86,7 @@ pub fn run(args: RenderArgs) -> anyhow::Result<ExitCode> {
     };
     let mut folder = Folder::new(root, options, SourceMetrics::default());
     folder.rescan();
+    let refusals: Vec<_> = folder.refusals().into_values().collect();
     let snapshot = Snapshot {
         version: 1,
         objects: folder
@@ -94,7 +96,7 @@ pub fn run(args: RenderArgs) -> anyhow::Result<ExitCode> {
             .collect(),
     };
     if args.status {
-        return print_status(&snapshot, &args);
+        return print_status(&snapshot, &refusals, &args);
     }
     let mut translator = Translator::new(Options {
         ingress: args.ingress.options(),
@@ -117,7 +119,11 @@ pub fn run(args: RenderArgs) -> anyhow::Result<ExitCode> {
 }
 
 /// Prints each object's status as `{kind, namespace, name, status}`.
-fn print_status(snapshot: &Snapshot, args: &RenderArgs) -> anyhow::Result<ExitCode> {
+fn print_status(
+    snapshot: &Snapshot,
+    refusals: &[Refusal],
+    args: &RenderArgs,
+) -> anyhow::Result<ExitCode> {
     let now = admitpilot::status_writer::now();
     let scope = StatusScope {
         controller: args.gateway_controller_name.clone(),
@@ -127,7 +133,7 @@ fn print_status(snapshot: &Snapshot, args: &RenderArgs) -> anyhow::Result<ExitCo
             .then(|| admitpilot::translate::Options::default().domain_suffix),
     };
     // No replica reports: nothing has acknowledged this configuration.
-    let updates = from_reports(snapshot, &scope, &[], None, &now);
+    let updates = from_reports(snapshot, &scope, (&[], refusals), None, &now);
     let json: Vec<serde_json::Value> = updates
         .into_iter()
         .map(|update| {

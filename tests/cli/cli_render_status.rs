@@ -77,3 +77,48 @@ fn the_example_is_accepted_and_pending_without_gateways() {
         }
     }
 }
+
+/// A route in the folder that validation refuses is not served, and its status says so (the same code path as
+/// `serve --kube` for a route the API server stored without the webhook).
+#[test]
+fn a_refused_route_says_why_in_its_status() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(
+        dir.path().join("config.yaml"),
+        "apiVersion: gateway.networking.k8s.io/v1
+kind: GatewayClass
+metadata: {name: ap}
+spec: {controllerName: admitpilot.io/gateway-controller}
+---
+apiVersion: gateway.networking.k8s.io/v1
+kind: Gateway
+metadata: {name: gw, namespace: default}
+spec:
+  gatewayClassName: ap
+  listeners: [{name: http, port: 80, protocol: HTTP}]
+---
+apiVersion: gateway.networking.k8s.io/v1
+kind: HTTPRoute
+metadata: {name: refused, namespace: default, generation: 2}
+spec:
+  parentRefs: [{name: gw}]
+  rules: [{matches: [{path: {type: RegularExpression, value: '/(?=x)'}}]}]
+",
+    )
+    .unwrap();
+    let objects = render_status(dir.path().to_str().unwrap());
+    let route = objects
+        .iter()
+        .find(|o| o["kind"] == "HTTPRoute")
+        .expect("the refused route has a status");
+    let parent = &route["status"]["parents"][0];
+    let accepted = condition(parent, "Accepted");
+    assert_eq!(
+        (&accepted["status"], &accepted["reason"], &accepted["observedGeneration"]),
+        (&"False".into(), &"UnsupportedValue".into(), &2.into())
+    );
+    assert!(accepted["message"]
+        .as_str()
+        .unwrap()
+        .contains("spec.rules[0].matches[0].path.value: invalid regex"));
+}

@@ -340,6 +340,13 @@ metadata: {{name: no-ca, namespace: {ns}}}
 spec:
   targetRefs: [{{group: '', kind: Service, name: tls-backend}}]
   validation: {{hostname: tls-backend.example, caCertificateRefs: [{{group: '', kind: ConfigMap, name: no-such-ca}}]}}
+---
+apiVersion: gateway.networking.k8s.io/v1
+kind: HTTPRoute
+metadata: {{name: refused, namespace: {ns}}}
+spec:
+  parentRefs: [{{name: gw}}]
+  rules: [{{matches: [{{path: {{type: RegularExpression, value: '/(?=x)'}}}}]}}]
 "
     );
     kube.kubectl_ok(
@@ -481,6 +488,31 @@ spec: {{type: LoadBalancer, selector: {{gateway.networking.k8s.io/gateway-name: 
         (&gateway_refs["status"], &gateway_refs["reason"]),
         (&"True".into(), &"ResolvedRefs".into()),
         "{gateway_refs}"
+    );
+
+    // A route the API server stores (no webhook here) but admitpilot's validation refuses (look-ahead is not RE2):
+    // its status says why, naming the field.
+    let refused = wait_status(
+        &kube,
+        "httproute/refused",
+        |r| {
+            r["status"]["parents"]
+                .as_array()
+                .is_some_and(|p| !p.is_empty())
+        },
+        &[&admitpilot],
+    )
+    .await;
+    let accepted = condition(&refused["status"]["parents"][0]["conditions"], "Accepted");
+    assert_eq!(
+        (&accepted["status"], &accepted["reason"]),
+        (&"False".into(), &"UnsupportedValue".into()),
+        "{accepted}"
+    );
+    let why = accepted["message"].as_str().unwrap_or_default();
+    assert!(
+        why.contains("spec.rules[0].matches[0].path.value") && why.contains("serve nothing of it"),
+        "{why}"
     );
 
     // The route moves to a Gateway admitpilot does not serve: admitpilot's parent entry goes.

@@ -17,6 +17,7 @@ pub mod mesh_config;
 pub mod object;
 pub mod peer_identity;
 pub mod re2;
+pub mod refusal;
 pub mod service;
 pub mod snapshot;
 pub mod value_de;

@@ -34,9 +34,11 @@ use tokio::time::Instant;
 
 use super::admit::{admit, Admission, AdmitOptions};
 use super::last_good::{fallback, Held, HeldObject, HeldObjects};
+use super::refusals::Refusals;
 use super::state::State;
 use super::{Scope, ScopedSender, SourceEvent, SourceMetrics};
 use admitpilot_model::document::{parse_documents, Document};
+use admitpilot_model::refusal::{self, Refusal};
 use admitpilot_model::{ConfigObject, Finding, ObjectKey};
 
 /// Quiet time that ends a burst of file-system events before the touched files are re-read.
@@ -79,6 +81,7 @@ pub fn spawn(
     metrics: SourceMetrics,
     state: State,
     held: HeldObjects,
+    refusals: Refusals,
 ) -> Result<JoinHandle<()>, Error> {
     let root = dir.canonicalize().map_err(Error::NotADirectory)?;
     if !root.is_dir() {
@@ -95,17 +98,18 @@ pub fn spawn(
     Ok(tokio::spawn(async move {
         let _watcher = watcher;
         folder.persisted = state.loaded().await;
-        folder.run(rx, sender, held).await;
+        folder.run(rx, sender, (held, refusals)).await;
     }))
 }
 
-/// What one file contributes: its content hash, the objects in force from it, and which of them are last good
-/// versions of invalid documents.
+/// What one file contributes: its content hash, the objects in force from it, which of them are last good
+/// versions of invalid documents, and the documents validation refuses.
 #[derive(Debug, Default)]
 struct FileState {
     hash: u64,
     objects: BTreeMap<ObjectKey, Arc<ConfigObject>>,
     held: BTreeSet<ObjectKey>,
+    refused: BTreeMap<ObjectKey, Refusal>,
 }
 
 /// The folder's state: every file's objects and, per key, the files that define it.
@@ -137,10 +141,11 @@ impl Folder {
         mut self,
         mut rx: mpsc::UnboundedReceiver<notify::Result<notify::Event>>,
         sender: ScopedSender,
-        held: HeldObjects,
+        (held, refusals): (HeldObjects, Refusals),
     ) {
         self.rescan();
         held.set(sender.scope(), self.held());
+        refusals.set(sender.scope(), self.refusals());
         if sender.send(SourceEvent::Resync(self.objects())).is_err() {
             return;
         }
@@ -160,6 +165,7 @@ impl Folder {
             }
             let events = self.process(batch);
             held.set(sender.scope(), self.held());
+            refusals.set(sender.scope(), self.refusals());
             for event in events {
                 if sender.send(event).is_err() {
                     return;
@@ -196,6 +202,15 @@ impl Folder {
         keys.sort();
         keys.into_iter()
             .filter_map(|key| self.resolve(key))
+            .collect()
+    }
+
+    /// The documents of every file that validation refuses.
+    pub fn refusals(&self) -> BTreeMap<ObjectKey, Refusal> {
+        self.files
+            .values()
+            .flat_map(|file| file.refused.iter())
+            .map(|(key, refusal)| (key.clone(), refusal.clone()))
             .collect()
     }
 
@@ -345,8 +360,10 @@ impl Folder {
             return self.restore_persisted(path, hash);
         }
         let previous = self.files.remove(path).unwrap_or_default();
-        let mut objects = BTreeMap::new();
-        let mut held = BTreeSet::new();
+        let mut loaded = FileState {
+            hash,
+            ..FileState::default()
+        };
         for Document { position, value } in documents {
             if let Ok(value) = value {
                 let document = Admitted {
@@ -354,28 +371,21 @@ impl Folder {
                     label: &position,
                     previous: &previous.objects,
                 };
-                self.admit_document(&document, value, &mut objects, &mut held);
+                self.admit_document(&document, value, &mut loaded);
             }
         }
         let mut affected: BTreeSet<ObjectKey> = previous.objects.keys().cloned().collect();
         for key in previous.objects.keys() {
             self.unindex(key, path);
         }
-        for key in objects.keys() {
+        for key in loaded.objects.keys() {
             self.index
                 .entry(key.clone())
                 .or_default()
                 .insert(path.to_path_buf());
             affected.insert(key.clone());
         }
-        self.files.insert(
-            path.to_path_buf(),
-            FileState {
-                hash,
-                objects,
-                held,
-            },
-        );
+        self.files.insert(path.to_path_buf(), loaded);
         affected
     }
 
@@ -406,19 +416,22 @@ impl Folder {
                 hash,
                 objects,
                 held: keys.clone(),
+                refused: BTreeMap::new(),
             },
         );
         keys
     }
 
-    /// Admits one document into `objects`; a key served in its last good version goes into `held`.
-    fn admit_document(
-        &self,
-        document: &Admitted<'_>,
-        value: Value,
-        objects: &mut BTreeMap<ObjectKey, Arc<ConfigObject>>,
-        held: &mut BTreeSet<ObjectKey>,
-    ) {
+    /// Admits one document into the file's `objects`; a key served in its last good version goes into `held`, a
+    /// refused document into `refused`.
+    fn admit_document(&self, document: &Admitted<'_>, value: Value, file: &mut FileState) {
+        let FileState {
+            objects,
+            held,
+            refused,
+            ..
+        } = file;
+        let addressing = refusal::addressing(&value);
         let Admitted {
             path,
             label,
@@ -462,7 +475,17 @@ impl Folder {
                         field = %error.field, error = %error.message, "invalid object skipped");
                 }
                 if let Some(key) = key {
-                    if let Some(last_good) = self.last_good_of(path, &key, previous) {
+                    let last_good = self.last_good_of(path, &key, previous);
+                    refused.insert(
+                        key.clone(),
+                        Refusal::from_document(
+                            key.clone(),
+                            &addressing,
+                            &errors,
+                            last_good.is_some(),
+                        ),
+                    );
+                    if let Some(last_good) = last_good {
                         if let std::collections::btree_map::Entry::Vacant(entry) =
                             objects.entry(key)
                         {

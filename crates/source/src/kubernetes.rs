@@ -54,7 +54,7 @@
 //!   verbs: [create, patch]
 //! ```
 
-use std::collections::{BTreeSet, HashMap};
+use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::path::Path;
 use std::sync::Arc;
 use std::time::Duration;
@@ -70,9 +70,11 @@ use tokio::task::JoinHandle;
 
 use super::admit::{admit, Admission, AdmitOptions};
 use super::last_good::{fallback, held_without_origin, Held, HeldObjects};
+use super::refusals::Refusals;
 use super::state::State;
 use super::{Scope, ScopedSender, SourceEvent, SourceMetrics, Store};
 use admitpilot_model::kind::api_resource;
+use admitpilot_model::refusal::{self, Refusal};
 use admitpilot_model::{ConfigObject, Finding, Kind, ObjectKey};
 
 /// Kinds watched by default: every Istio, Higress and Gateway API kind admitpilot knows
@@ -264,6 +266,7 @@ pub fn spawn(
     metrics: SourceMetrics,
     state: State,
     held: HeldObjects,
+    refusals: Refusals,
 ) -> Vec<JoinHandle<()>> {
     let reporter = Reporter {
         controller: REPORTER.into(),
@@ -277,6 +280,7 @@ pub fn spawn(
         backoff: config.backoff,
         state,
         held,
+        refusals,
     });
     watch_specs(&config, &shared.options)
         .into_iter()
@@ -295,6 +299,7 @@ struct Shared {
     backoff: Backoff,
     state: State,
     held: HeldObjects,
+    refusals: Refusals,
 }
 
 fn is_not_found(error: &watcher::Error) -> bool {
@@ -373,6 +378,8 @@ async fn run_watcher(spec: WatchSpec, shared: Arc<Shared>, sender: ScopedSender)
         relist: None,
         reported: HashMap::new(),
         held: BTreeSet::new(),
+        refused: BTreeMap::new(),
+        relist_refused: None,
     };
     let mut version = 0;
     let mut retry = RetryDelay::new(shared.backoff);
@@ -395,11 +402,15 @@ async fn run_watcher(spec: WatchSpec, shared: Arc<Shared>, sender: ScopedSender)
                         retry.reset();
                     }
                     let held = state.held.len();
+                    let refused = state.refused.clone();
                     if state.handle(event, &resource, &shared, &sender).is_err() {
                         return;
                     }
                     if held != state.held.len() || !state.held.is_empty() {
                         state.report_held(&shared);
+                    }
+                    if refused != state.refused {
+                        shared.refusals.set(&state.scope, state.refused.clone());
                     }
                 }
                 Err(error) if is_gone(&error) => {
@@ -426,7 +437,9 @@ async fn run_watcher(spec: WatchSpec, shared: Arc<Shared>, sender: ScopedSender)
                         state.last_good.clear();
                         state.reported.clear();
                         state.held.clear();
+                        state.refused.clear();
                         state.report_held(&shared);
+                        shared.refusals.set(&state.scope, BTreeMap::new());
                         if state.resync(&sender).is_err() {
                             return;
                         }
@@ -462,6 +475,10 @@ struct WatchState {
     relist: Option<HashMap<ObjectKey, Arc<ConfigObject>>>,
     /// resourceVersion of the last rejected version reported per object (avoids repeating Events on relists).
     reported: HashMap<ObjectKey, String>,
+    /// Objects the API server stores that validation refuses (their status says why).
+    refused: BTreeMap<ObjectKey, Refusal>,
+    /// The refusals seen during a relist, until `InitDone` replaces `refused` with them.
+    relist_refused: Option<BTreeMap<ObjectKey, Refusal>>,
 }
 
 impl WatchState {
@@ -475,6 +492,7 @@ impl WatchState {
         match event {
             Event::Init => {
                 self.relist = Some(HashMap::new());
+                self.relist_refused = Some(BTreeMap::new());
                 Ok(())
             }
             Event::InitApply(object) => {
@@ -490,6 +508,7 @@ impl WatchState {
                 self.reported
                     .retain(|key, _| self.last_good.contains_key(key));
                 self.held.retain(|key| self.last_good.contains_key(key));
+                self.refused = self.relist_refused.take().unwrap_or_default();
                 self.resync(sender)
             }
             Event::Apply(object) => {
@@ -516,6 +535,7 @@ impl WatchState {
                 self.last_good.remove(&key);
                 self.reported.remove(&key);
                 self.held.remove(&key);
+                self.refused.remove(&key);
                 sender.send(SourceEvent::Delete(key))
             }
         }
@@ -545,6 +565,7 @@ impl WatchState {
             }
         };
         prepare(&mut value, resource);
+        let addressing = refusal::addressing(&value);
         let uid = reference.uid.as_deref();
         let verdict = admit(value, &shared.options, &|key| self.last_good_of(key, uid));
         if verdict.kind().is_some_and(|kind| kind != self.kind) {
@@ -560,6 +581,7 @@ impl WatchState {
                 object,
                 rejected,
             } => {
+                self.refusals_mut().remove(&key);
                 if rejected.is_empty() {
                     self.reported.remove(&key);
                     self.held.remove(&key);
@@ -585,6 +607,9 @@ impl WatchState {
                     Excluded::NotServed
                 };
                 self.reject(&key, &reference, &errors, excluded, shared);
+                let refusal =
+                    Refusal::from_document(key.clone(), &addressing, &errors, last_good.is_some());
+                self.refusals_mut().insert(key.clone(), refusal);
                 if last_good.is_some() {
                     tracing::warn!(object = %key, "keeping the last good version of the invalid object");
                     self.held.insert(key);
@@ -610,6 +635,14 @@ impl WatchState {
     }
 
     /// Reports the objects this watcher serves in a last good version.
+    /// Where a refusal goes: the relist's buffer while relisting, else the watcher's refusals.
+    fn refusals_mut(&mut self) -> &mut BTreeMap<ObjectKey, Refusal> {
+        match &mut self.relist_refused {
+            Some(relisting) => relisting,
+            None => &mut self.refused,
+        }
+    }
+
     fn report_held(&self, shared: &Shared) {
         let held = held_without_origin(self.held.iter(), |key| self.last_good.get(key));
         shared.held.set(&self.scope, held);

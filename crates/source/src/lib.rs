@@ -24,6 +24,7 @@ pub mod kubernetes;
 pub mod last_good;
 pub mod mcp;
 pub mod metrics;
+pub mod refusals;
 pub mod state;
 pub mod store;
 
@@ -213,6 +214,8 @@ pub struct Sources {
     pub snapshots: watch::Receiver<Arc<Snapshot>>,
     /// True once every source finished its initial sync and the first snapshot is published.
     pub synced: watch::Receiver<bool>,
+    /// Objects stored (in the cluster, in the folder) that validation refuses: their status says why.
+    pub refusals: refusals::Refusals,
     tasks: Vec<JoinHandle<()>>,
 }
 
@@ -239,6 +242,7 @@ pub fn start(config: SourceConfig, metrics: SourceMetrics) -> Result<Sources, Er
         None => state::State::default(),
     };
     let held = last_good::HeldObjects::default();
+    let refusals = refusals::Refusals::default();
     let mut tasks = Vec::new();
     if let Some(dir) = &config.config_dir {
         let sender = store.sender(folder::scope(dir));
@@ -249,6 +253,7 @@ pub fn start(config: SourceConfig, metrics: SourceMetrics) -> Result<Sources, Er
             metrics.clone(),
             state.clone(),
             held.clone(),
+            refusals.clone(),
         )
         .map_err(|source| Error::Folder {
             path: dir.clone(),
@@ -276,12 +281,14 @@ pub fn start(config: SourceConfig, metrics: SourceMetrics) -> Result<Sources, Er
             metrics.clone(),
             state.clone(),
             held.clone(),
+            refusals.clone(),
         ));
     }
     tasks.push(state.spawn_writer(held, store.synced(), metrics.clone(), config.leader.clone()));
     Ok(Sources {
         snapshots: store.subscribe(),
         synced: store.synced(),
+        refusals,
         tasks,
     })
 }

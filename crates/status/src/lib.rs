@@ -8,9 +8,11 @@ pub mod backend_tls;
 pub mod gateway_api;
 pub mod istio;
 pub mod programmed;
+pub mod refused;
 
 pub use gateway_api::{gateway_api_status, Programmed, Served, StatusUpdate};
 
+use admitpilot_model::refusal::Refusal;
 use admitpilot_model::{ObjectKey, Snapshot};
 use programmed::{
     combine, held_back_id, istio_id, no_gateway_of, ReplicaReport, NO_GATEWAY_SELECTS,
@@ -32,12 +34,12 @@ pub struct StatusScope {
 }
 
 /// The status of every object in `scope`, from every replica's report on what its gateways did (this replica's
-/// included) and the installed Gateway API CRDs' `bundle_version` (when known); `now` (RFC 3339) stamps the
-/// conditions.
+/// included), the objects stored although validation refuses them (`refusals`, [`refused`]) and the installed
+/// Gateway API CRDs' `bundle_version` (when known); `now` (RFC 3339) stamps the conditions.
 pub fn from_reports(
     snapshot: &Snapshot,
     scope: &StatusScope,
-    reports: &[ReplicaReport],
+    (reports, refusals): (&[ReplicaReport], &[Refusal]),
     bundle_version: Option<&str>,
     now: &str,
 ) -> Vec<StatusUpdate> {
@@ -71,7 +73,12 @@ pub fn from_reports(
         bundle_version,
     };
     let mut updates = if scope.gateway_api {
-        gateway_api_status(snapshot, &scope.controller, &served, now)
+        let mut updates = gateway_api_status(snapshot, &scope.controller, &served, now);
+        // A refused object's status says why, over what its last valid version (if still served) would get.
+        let refused = refused::refused_status(snapshot, &scope.controller, refusals, now);
+        updates.retain(|update| !refused.iter().any(|r| r.key == update.key));
+        updates.extend(refused);
+        updates
     } else {
         Vec::new()
     };
