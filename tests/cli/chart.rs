@@ -625,8 +625,13 @@ fn schema_rejects_bad_values_with_the_field_named() {
     }
 }
 
+/// The chart's gateway Envoy runs as rendered: the container's command and args (with `$(POD_*)` expanded as the
+/// kubelet does from the container's `env`), its volumes mounted (each mount path mapped to a folder holding what
+/// the volume would: the bootstrap ConfigMap, the CA, the token), in Envoy's `validate` mode (the xDS server's
+/// cluster DNS name does not resolve here). Envoy 1.40 refuses `--flag=value` arguments, so this is what would
+/// crash-loop on a cluster.
 #[test]
-fn gateway_bootstrap_is_accepted_by_envoy() {
+fn the_gateway_container_starts_envoy_as_rendered() {
     let Some(helm) = helm() else { return };
     let Some(envoy) = tool("ADMITPILOT_ENVOY", ".venv/bin/envoy") else {
         return;
@@ -639,34 +644,99 @@ fn gateway_bootstrap_is_accepted_by_envoy() {
                 &format!("gateway.xdsApiType={api_type}"),
             ],
         );
+        let pod = &find(&docs, "Deployment", "ap-admitpilot-gateway")["spec"]["template"]["spec"];
+        let container = &pod["containers"][0];
+        let strings = |value: &Value| -> Vec<String> {
+            value
+                .as_array()
+                .into_iter()
+                .flatten()
+                .map(|s| s.as_str().unwrap().to_string())
+                .collect()
+        };
+        // What the downward API gives each env var the args use.
+        let field_values = [
+            ("status.podIP", "10.1.2.3"),
+            ("metadata.name", "gw-0"),
+            ("metadata.namespace", "higress-system"),
+        ];
+        let env: Vec<(String, String)> = container["env"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|var| {
+                let path = var["valueFrom"]["fieldRef"]["fieldPath"].as_str().unwrap();
+                let value = field_values
+                    .iter()
+                    .find(|(field, _)| *field == path)
+                    .unwrap_or_else(|| panic!("no test value for {path}"))
+                    .1;
+                (var["name"].as_str().unwrap().to_string(), value.to_string())
+            })
+            .collect();
+        let dir = tempfile::tempdir().unwrap();
         let bootstrap = find(&docs, "ConfigMap", "ap-admitpilot-gateway-bootstrap")["data"]
             ["envoy.yaml"]
             .as_str()
             .unwrap()
             .to_string();
-        let dir = tempfile::tempdir().unwrap();
-        // The mounted CA and token, as files Envoy can open here.
-        let ca = dir.path().join("ca.crt");
-        std::fs::write(&ca, "").unwrap();
-        let token = dir.path().join("token");
-        std::fs::write(&token, "t").unwrap();
-        let bootstrap = bootstrap
-            .replace("/etc/admitpilot-ca/ca.crt", ca.to_str().unwrap())
-            .replace("/var/run/secrets/admitpilot/token", token.to_str().unwrap());
-        let file = dir.path().join("envoy.yaml");
-        std::fs::write(&file, bootstrap).unwrap();
+        // Each mount path, and the folder standing in for it with the volume's files.
+        let mounts: Vec<(String, std::path::PathBuf)> = container["volumeMounts"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|mount| {
+                let name = mount["name"].as_str().unwrap();
+                let folder = dir.path().join(name);
+                std::fs::create_dir_all(&folder).unwrap();
+                let files: &[(&str, &str)] = match name {
+                    "bootstrap" => &[("envoy.yaml", "")],
+                    "xds-ca" => &[("ca.crt", "")],
+                    "xds-token" => &[("token", "t")],
+                    _ => &[],
+                };
+                for (file, content) in files {
+                    std::fs::write(folder.join(file), content).unwrap();
+                }
+                (mount["mountPath"].as_str().unwrap().to_string(), folder)
+            })
+            .collect();
+        // In one pass (placeholders first), so a folder under /tmp is not remapped again by the /tmp mount.
+        let remap = |text: &str| {
+            let marked = mounts
+                .iter()
+                .enumerate()
+                .fold(text.to_string(), |text, (i, (path, _))| {
+                    text.replace(&format!("{path}/"), &format!("\u{1}{i}\u{1}"))
+                });
+            mounts
+                .iter()
+                .enumerate()
+                .fold(marked, |text, (i, (_, folder))| {
+                    text.replace(&format!("\u{1}{i}\u{1}"), &format!("{}/", folder.display()))
+                })
+        };
+        std::fs::write(dir.path().join("bootstrap/envoy.yaml"), remap(&bootstrap)).unwrap();
+        let expand = |arg: &str| {
+            env.iter().fold(arg.to_string(), |arg, (name, value)| {
+                arg.replace(&format!("$({name})"), value)
+            })
+        };
+        let command = strings(&container["command"]);
+        assert_eq!(command, ["envoy"]);
+        let args: Vec<String> = strings(&container["args"])
+            .iter()
+            .map(|arg| remap(&expand(arg)))
+            .collect();
+        assert!(args.iter().all(|arg| !arg.contains("$(")), "{args:?}");
         let output = Command::new(&envoy)
-            .args(["--mode", "validate", "--disable-hot-restart", "-c"])
-            .arg(&file)
-            .args([
-                "--service-node",
-                "router~10.1.2.3~gw-0.higress-system~higress-system.svc.cluster.local",
-            ])
+            .args(&args)
+            .args(["--mode", "validate"])
             .output()
             .expect("run envoy");
         assert!(
             output.status.success(),
-            "{api_type}: {}",
+            "{api_type}: envoy {args:?}: {}",
             String::from_utf8_lossy(&output.stderr)
         );
     }

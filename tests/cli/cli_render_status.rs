@@ -114,7 +114,11 @@ spec:
     let parent = &route["status"]["parents"][0];
     let accepted = condition(parent, "Accepted");
     assert_eq!(
-        (&accepted["status"], &accepted["reason"], &accepted["observedGeneration"]),
+        (
+            &accepted["status"],
+            &accepted["reason"],
+            &accepted["observedGeneration"]
+        ),
         (&"False".into(), &"UnsupportedValue".into(), &2.into())
     );
     assert!(accepted["message"]
