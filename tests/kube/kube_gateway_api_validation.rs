@@ -103,6 +103,14 @@ fn mutants(base: &Value) -> Vec<(String, Value)> {
             ],
             _ => Vec::new(),
         };
+        // Every place also as null (the API server drops a null it does not allow) and as the wrong JSON type.
+        let wrong_type = match &original {
+            Value::String(_) => json!(7),
+            _ => json!("seven"),
+        };
+        let changes = changes
+            .into_iter()
+            .chain([("null", Value::Null), ("wrong type", wrong_type)]);
         for (how, value) in changes {
             let mut mutant = base.clone();
             if let Some(slot) = mutant.pointer_mut(&path) {

@@ -27,13 +27,58 @@ pub fn check(crd: &Crd, version: &str, spec: &Value, out: &mut Findings) {
     walk(crd, schema, &spec, &mut path, out);
 }
 
+/// A value's checks. A null object field is not looked at: the API server drops a null it does not allow before
+/// validating (structural pruning); a null list item is checked ([`null_item`]).
 fn walk(crd: &Crd, schema: &Value, value: &Value, path: &mut String, out: &mut Findings) {
+    if !value.is_null() {
+        type_check(schema, value, path, out);
+    }
     match value {
         Value::String(text) => string(crd, schema, text, path, out),
         Value::Number(number) => number_checks(schema, number, path, out),
         Value::Array(items) => array(crd, schema, items, path, out),
         Value::Object(fields) => object(crd, schema, fields, path, out),
         Value::Null | Value::Bool(_) => {}
+    }
+}
+
+/// The JSON type kube-openapi names a value by (`integer` for a whole number).
+fn json_type(value: &Value) -> &'static str {
+    match value {
+        Value::Null => "null",
+        Value::Bool(_) => "boolean",
+        Value::Number(n) if n.is_i64() || n.is_u64() => "integer",
+        Value::Number(_) => "number",
+        Value::String(_) => "string",
+        Value::Array(_) => "array",
+        Value::Object(_) => "object",
+    }
+}
+
+/// The schema's `type`, as kube-openapi's type validator words a mismatch: `spec.port: Invalid value: "string":
+/// spec.port in body must be of type integer: "string"`.
+fn type_check(schema: &Value, value: &Value, path: &str, out: &mut Findings) {
+    let Some(expected) = schema.get("type").and_then(Value::as_str) else {
+        return;
+    };
+    let actual = json_type(value);
+    if actual == expected || (expected == "number" && actual == "integer") {
+        return;
+    }
+    out.error(
+        path,
+        format!("Invalid value: {actual:?}: {path} in body must be of type {expected}: {actual:?}"),
+    );
+}
+
+/// A null list item: a type error, and an enum's `Unsupported value: null` too, as the API server gives both.
+fn null_item(schema: &Value, path: &str, out: &mut Findings) {
+    if schema.get("nullable").and_then(Value::as_bool) == Some(true) {
+        return;
+    }
+    type_check(schema, &Value::Null, path, out);
+    if schema.get("enum").is_some() {
+        out.error(path, unsupported("null", schema));
     }
 }
 
@@ -142,6 +187,9 @@ fn array(crd: &Crd, schema: &Value, items: &[Value], path: &mut String, out: &mu
     for (i, item) in items.iter().enumerate() {
         let mark = path.len();
         path.push_str(&format!("[{i}]"));
+        if item.is_null() {
+            null_item(item_schema, path, out);
+        }
         walk(crd, item_schema, item, path, out);
         path.truncate(mark);
     }
