@@ -47,6 +47,8 @@ pub fn validate_metadata(kind: Kind, meta: &ObjectMeta, out: &mut Findings) {
             out.error("metadata.namespace", field_invalid(&meta.namespace, text));
         }
     }
+    super::object_meta::validate_labels(&meta.labels, out);
+    super::object_meta::validate_annotations(&meta.annotations, out);
     // Istio's annotation rules are Istio's: Gateway API objects only get the API server's name checks.
     if kind.is_gateway_api() {
         return;

@@ -27,6 +27,7 @@ pub mod header;
 pub mod host;
 pub mod labels;
 pub mod metadata;
+pub mod object_meta;
 pub mod path;
 pub mod regex;
 pub mod server_tls;

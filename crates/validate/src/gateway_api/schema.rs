@@ -9,6 +9,7 @@
 use serde_json::Value;
 
 use crate::common::metadata::{field_invalid, field_too_long};
+use crate::common::text::go_quote;
 use admitpilot_model::gateway_api::schema::{apply_defaults, Crd};
 use admitpilot_model::Findings;
 
@@ -217,8 +218,20 @@ fn list_type_duplicates(schema: &Value, items: &[Value], path: &str, out: &mut F
             _ => None,
         }
     };
+    let is_map = schema.get("x-kubernetes-list-type").and_then(Value::as_str) == Some("map");
     let mut seen: Vec<Value> = Vec::new();
     for (i, item) in items.iter().enumerate() {
+        if is_map && !item.is_object() && !item.is_null() {
+            let shown = match item {
+                Value::String(text) => go_quote(text),
+                other => other.to_string(),
+            };
+            out.error(
+                format!("{path}[{i}]"),
+                format!("Invalid value: {shown}: must be an object for an array of list-type map"),
+            );
+            continue;
+        }
         let Some(key) = key_of(item) else {
             return;
         };
