@@ -11,6 +11,7 @@
 //! `ingressClassName`) is not part of the spec rules compared here.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
+use support::differential::{self, metadata_mutants, mutants};
 use support::kube_server;
 
 use std::collections::BTreeSet;
@@ -454,5 +455,77 @@ async fn the_api_server_and_admitpilot_agree_on_ingresses() {
         problems.len(),
         verdicts.len(),
         problems.join("\n")
+    );
+}
+
+/// The generative differential for Ingresses: mutants of every valid case of the table (`support::differential`:
+/// every place of the spec changed in turn, and the metadata) go to the API server as dry runs and through
+/// admitpilot's validation. Verdicts must agree, and every error the API server gives must be one of admitpilot's.
+/// A mutant the API server refuses before validation (a wrong JSON type does not decode into the Go type) is not a
+/// validation verdict and is left out.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn generated_ingresses_are_judged_alike() {
+    let Some(kube) = Kube::shared("kube-ingress-differential").await else {
+        return;
+    };
+    let namespace = kube.namespace().to_string();
+    let mut documents = Vec::new();
+    for (i, (name, expect, spec)) in cases().into_iter().enumerate() {
+        if expect != Valid {
+            continue;
+        }
+        let base = json!({
+            "apiVersion": "networking.k8s.io/v1",
+            "kind": "Ingress",
+            "metadata": {"name": format!("generated-{i}"), "namespace": namespace},
+            "spec": spec,
+        });
+        documents.extend(
+            mutants(&base)
+                .into_iter()
+                .chain(metadata_mutants(&base))
+                .map(|(how, doc)| (format!("{name}, {how}"), doc)),
+        );
+    }
+    let client = kube.client().await;
+    let verdicts: Vec<_> = futures::stream::iter(documents)
+        .map(|(case, doc)| {
+            let client = client.clone();
+            async move {
+                (
+                    case,
+                    differential::server_errors(&client, &doc).await,
+                    our_errors(&doc),
+                )
+            }
+        })
+        .buffer_unordered(8)
+        .collect()
+        .await;
+    let (mut compared, mut rejected) = (0, 0);
+    let mut disagreements = Vec::new();
+    for (case, server, ours) in verdicts {
+        let Some(server) = server else {
+            continue;
+        };
+        compared += 1;
+        rejected += usize::from(!server.is_empty());
+        let missing: Vec<&String> = server.iter().filter(|e| !ours.contains(*e)).collect();
+        if server.is_empty() != ours.is_empty() || !missing.is_empty() {
+            disagreements.push(format!(
+                "{case}:\n  API server: {server:?}\n  admitpilot: {ours:?}"
+            ));
+        }
+    }
+    println!(
+        "compared {compared} generated Ingresses with the API server: {rejected} rejected, {} disagreements",
+        disagreements.len()
+    );
+    assert!(compared >= 500, "only {compared} documents compared");
+    assert!(
+        disagreements.is_empty(),
+        "{} of {compared} documents judged differently:\n{}",
+        disagreements.len(),
+        disagreements.join("\n")
     );
 }

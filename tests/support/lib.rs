@@ -7,6 +7,7 @@
 pub mod apiserver;
 pub mod cases;
 pub mod corpus;
+pub mod differential;
 pub mod echo;
 pub mod envoy;
 pub mod gen;

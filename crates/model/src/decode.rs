@@ -361,6 +361,7 @@ fn decode_spec<T: DeserializeOwned>(spec: &Value, findings: &mut Vec<Finding>) -
     let options = value_de::Options {
         warn_unknown: true,
         skip_null_fields: true,
+        null_is_zero: false,
     };
     match spec {
         Value::Null => decode_usable(
@@ -378,12 +379,15 @@ fn decode_spec<T: DeserializeOwned>(spec: &Value, findings: &mut Vec<Finding>) -
 const METADATA: value_de::Options = value_de::Options {
     warn_unknown: false,
     skip_null_fields: true,
+    null_is_zero: true,
 };
 
-/// Kubernetes parts: unknown fields ignored silently, `null` fields decoded as written.
+/// Kubernetes parts: unknown fields ignored silently, and a `null` (a field, or a list item) is its type's zero
+/// value, as Go's `encoding/json` decodes built-in types for the API server.
 const PLAIN: value_de::Options = value_de::Options {
     warn_unknown: false,
     skip_null_fields: false,
+    null_is_zero: true,
 };
 
 /// Decodes a Kubernetes built-in part as k8s-openapi defines it (unknown fields ignored silently).
@@ -421,6 +425,7 @@ pub fn decode_lenient<T: DeserializeOwned>(
     let options = value_de::Options {
         warn_unknown,
         skip_null_fields: false,
+        null_is_zero: false,
     };
     match value_de::deserialize(value, prefix, options, findings) {
         Outcome::Clean(decoded) => Some(decoded),
@@ -458,6 +463,32 @@ mod tests {
         };
         assert!(findings.is_empty(), "{findings:?}");
         assert!(object.metadata.annotations.is_empty() && object.metadata.labels.is_empty());
+    }
+
+    /// Built-in kinds decode as Go's `encoding/json` does for the API server: a null list item is a zero item, a
+    /// null string list item an empty string (validation then judges them), not a type error.
+    #[test]
+    fn nulls_in_built_in_kinds_are_zero_values() {
+        let doc = serde_json::json!({
+            "apiVersion": "networking.k8s.io/v1", "kind": "Ingress",
+            "metadata": {"name": "web", "namespace": "edge"},
+            "spec": {"rules": [null, {"host": "a.example"}], "tls": [{"hosts": [null]}]},
+        });
+        let Decoded::Object {
+            object, findings, ..
+        } = decode(&doc, &DecodeOptions::default())
+        else {
+            panic!("null list items were refused");
+        };
+        assert!(findings.is_empty(), "{findings:?}");
+        let Spec::Ingress(spec) = &object.spec else {
+            panic!("an Ingress");
+        };
+        let rules = spec.rules.as_deref().unwrap_or_default();
+        assert_eq!(rules.len(), 2);
+        assert_eq!(rules[0].host, None);
+        let tls = spec.tls.as_deref().unwrap_or_default();
+        assert_eq!(tls[0].hosts.as_deref(), Some(&[String::new()][..]));
     }
 
     /// `kubectl apply` leaves a copy of the whole Secret, keys included, in an annotation: none of it is kept.

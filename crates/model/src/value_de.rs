@@ -30,6 +30,9 @@ pub struct Options {
     pub warn_unknown: bool,
     /// Treat an object field set to `null` as absent, as the API server prunes such fields from CRD objects.
     pub skip_null_fields: bool,
+    /// Decode a `null` where a bool, number, string, list, map or struct is expected as its zero value, without an
+    /// error, as Go's `encoding/json` decodes the API server's built-in types (a `null` list item is a zero item).
+    pub null_is_zero: bool,
 }
 
 /// The result of decoding one value.
@@ -232,7 +235,9 @@ impl<'de> De<'_, 'de> {
         match fit_unsigned(self.value, max, &visitor) {
             Ok(u) => self.locate(visitor.visit_u64(u)),
             Err(error) => {
-                self.record(error);
+                if !self.zero_for_null() {
+                    self.record(error);
+                }
                 self.locate(visitor.visit_u64(0))
             }
         }
@@ -243,9 +248,23 @@ impl<'de> De<'_, 'de> {
         match fit_signed(self.value, min, max, &visitor) {
             Ok(i) => self.locate(visitor.visit_i64(i)),
             Err(error) => {
-                self.record(error);
+                if !self.zero_for_null() {
+                    self.record(error);
+                }
                 self.locate(visitor.visit_i64(0))
             }
+        }
+    }
+
+    /// Whether this value is a `null` the options decode as the zero value, silently.
+    fn zero_for_null(&self) -> bool {
+        self.value.is_null() && self.ctx.options.null_is_zero
+    }
+
+    /// Records a type mismatch, unless it is a `null` the options decode as the zero value.
+    fn mismatch<'v, V: Visitor<'v>>(&self, visitor: &V) {
+        if !self.zero_for_null() {
+            self.record_type(visitor);
         }
     }
 
@@ -253,7 +272,7 @@ impl<'de> De<'_, 'de> {
         match self.value {
             Value::Number(n) => self.locate(visit_number(n, visitor)),
             _ => {
-                self.record_type(&visitor);
+                self.mismatch(&visitor);
                 self.locate(visitor.visit_f64(0.0))
             }
         }
@@ -263,7 +282,7 @@ impl<'de> De<'_, 'de> {
         match self.value {
             Value::String(s) => self.locate(visitor.visit_borrowed_str(s)),
             _ => {
-                self.record_type(&visitor);
+                self.mismatch(&visitor);
                 self.locate(visitor.visit_borrowed_str(""))
             }
         }
@@ -273,7 +292,7 @@ impl<'de> De<'_, 'de> {
         match self.value {
             Value::Array(items) => self.locate(self.visit_array(items, visitor)),
             _ => {
-                self.record_type(&visitor);
+                self.mismatch(&visitor);
                 self.locate(self.visit_array(&[], visitor))
             }
         }
@@ -283,7 +302,7 @@ impl<'de> De<'_, 'de> {
         match self.value {
             Value::Object(fields) => self.locate(self.visit_object(fields, visitor)),
             _ => {
-                self.record_type(&visitor);
+                self.mismatch(&visitor);
                 self.locate(visitor.visit_map(Fields {
                     iter: EMPTY_MAP.iter(),
                     pending: None,
@@ -383,7 +402,7 @@ impl<'de> de::Deserializer<'de> for De<'_, 'de> {
         match self.value {
             Value::Bool(b) => self.locate(visitor.visit_bool(*b)),
             _ => {
-                self.record_type(&visitor);
+                self.mismatch(&visitor);
                 self.locate(visitor.visit_bool(false))
             }
         }
@@ -816,6 +835,7 @@ mod tests {
     const SPEC: Options = Options {
         warn_unknown: true,
         skip_null_fields: true,
+        null_is_zero: false,
     };
 
     fn run<T: DeserializeOwned>(value: Value, options: Options) -> (Outcome<T>, Vec<Finding>) {

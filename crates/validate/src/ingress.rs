@@ -197,10 +197,7 @@ fn validate_path(
         || (!path.starts_with('/')).then(|| field_invalid(path, "must be an absolute path"));
     match rule_path.path_type.as_str() {
         "" => {
-            out.error(
-                format!("{at}.pathType"),
-                "Required value: pathType must be specified",
-            );
+            out.error(format!("{at}.pathType"), PATH_TYPE_REQUIRED);
             return;
         }
         "Exact" | "Prefix" => {
@@ -233,14 +230,40 @@ fn validate_path(
                 }
             }
         }
-        other => out.error(
-            format!("{at}.pathType"),
-            format!(
-                "Unsupported value: \"{other}\": supported values: \"Exact\", \"ImplementationSpecific\", \"Prefix\""
-            ),
-        ),
+        other => out.error(format!("{at}.pathType"), unsupported_path_type(other)),
     }
     validate_backend(&rule_path.backend, &format!("{at}.backend"), out);
+}
+
+/// `field.NotSupported` for a `pathType` (`validateHTTPIngressPath`).
+fn unsupported_path_type(value: &str) -> String {
+    format!(
+        "Unsupported value: {value:?}: supported values: \"Exact\", \"ImplementationSpecific\", \"Prefix\""
+    )
+}
+
+/// The Required text of a missing `pathType` (`validateHTTPIngressPath`).
+const PATH_TYPE_REQUIRED: &str = "Required value: pathType must be specified";
+
+/// What the typed spec cannot tell apart: a `pathType` written as `""` is, to Go, a pointer to the empty string,
+/// an unsupported value (`field.NotSupported`), not a missing one. Rewrites the Required finding of each such path
+/// in `findings` (of the Ingress document `doc`).
+pub fn empty_path_types(doc: &serde_json::Value, findings: &mut [admitpilot_model::Finding]) {
+    let rules = doc["spec"]["rules"].as_array().into_iter().flatten();
+    for (i, rule) in rules.enumerate() {
+        let paths = rule["http"]["paths"].as_array().into_iter().flatten();
+        for (j, path) in paths.enumerate() {
+            if path.get("pathType").and_then(serde_json::Value::as_str) != Some("") {
+                continue;
+            }
+            let field = format!("spec.rules[{i}].http.paths[{j}].pathType");
+            for finding in findings.iter_mut() {
+                if finding.field == field && finding.message == PATH_TYPE_REQUIRED {
+                    finding.message = unsupported_path_type("");
+                }
+            }
+        }
+    }
 }
 
 /// `ValidateIngressSpec`: the API server's rules for an Ingress spec.

@@ -76,6 +76,15 @@ impl Report {
 
 /// Decodes and validates one document.
 pub fn validate_document(doc: &Value, options: &DecodeOptions) -> Report {
+    let mut report = decode_and_validate(doc, options);
+    if report.kind == Some(Kind::Ingress) {
+        ingress::empty_path_types(doc, &mut report.findings);
+    }
+    report
+}
+
+/// [`validate_document`] but for what only the raw document tells.
+fn decode_and_validate(doc: &Value, options: &DecodeOptions) -> Report {
     // Decoding higress-config items checks regexes before `validate_object` runs: start the object's allowance here.
     regex::start_object();
     match decode(doc, options) {
