@@ -109,6 +109,34 @@ async fn wait_status(
     }
 }
 
+/// Waits until the route `name` has a parent entry, and checks that entry's condition `kind` says `status` with
+/// `reason`; returns the condition.
+async fn parent_condition(
+    kube: &Kube,
+    name: &str,
+    (kind, status, reason): (&str, &str, &str),
+    logs: &[&Admitpilot],
+) -> Value {
+    let route = wait_status(
+        kube,
+        &format!("httproute/{name}"),
+        |r| {
+            r["status"]["parents"]
+                .as_array()
+                .is_some_and(|p| !p.is_empty())
+        },
+        logs,
+    )
+    .await;
+    let found = condition(&route["status"]["parents"][0]["conditions"], kind).clone();
+    assert_eq!(
+        (&found["status"], &found["reason"]),
+        (&status.into(), &reason.into()),
+        "{name}: {found}"
+    );
+    found
+}
+
 fn condition<'a>(conditions: &'a Value, kind: &str) -> &'a Value {
     conditions
         .as_array()
@@ -421,23 +449,8 @@ spec: {{type: LoadBalancer, selector: {{gateway.networking.k8s.io/gateway-name: 
     .await;
     let supported = condition(&gateway_class["status"]["conditions"], "SupportedVersion");
     assert_eq!(supported["reason"], "SupportedVersion", "{supported}");
-    let lost = wait_status(
-        &kube,
-        "httproute/lost",
-        |r| {
-            r["status"]["parents"]
-                .as_array()
-                .is_some_and(|p| !p.is_empty())
-        },
-        &[&admitpilot],
-    )
-    .await;
-    let refs = condition(&lost["status"]["parents"][0]["conditions"], "ResolvedRefs");
-    assert_eq!(
-        (&refs["status"], &refs["reason"]),
-        (&"False".into(), &"BackendNotFound".into()),
-        "{refs}"
-    );
+    let refs = ("ResolvedRefs", "False", "BackendNotFound");
+    parent_condition(&kube, "lost", refs, &[&admitpilot]).await;
 
     // A BackendTLSPolicy whose CA ConfigMap does not exist: its own status says so per Gateway (ancestor), the
     // route to its Service is not ResolvedRefs, and the Gateway's own references (no backend client certificate,
@@ -466,23 +479,8 @@ spec: {{type: LoadBalancer, selector: {{gateway.networking.k8s.io/gateway-name: 
             "{c}"
         );
     }
-    let unmet = wait_status(
-        &kube,
-        "httproute/unmet-tls",
-        |r| {
-            r["status"]["parents"]
-                .as_array()
-                .is_some_and(|p| !p.is_empty())
-        },
-        &[&admitpilot],
-    )
-    .await;
-    let refs = condition(&unmet["status"]["parents"][0]["conditions"], "ResolvedRefs");
-    assert_eq!(
-        (&refs["status"], &refs["reason"]),
-        (&"False".into(), &"NoValidCACertificate".into()),
-        "{refs}"
-    );
+    let refs = ("ResolvedRefs", "False", "NoValidCACertificate");
+    parent_condition(&kube, "unmet-tls", refs, &[&admitpilot]).await;
     let gateway_refs = condition(&gateway["status"]["conditions"], "ResolvedRefs");
     assert_eq!(
         (&gateway_refs["status"], &gateway_refs["reason"]),
@@ -492,23 +490,8 @@ spec: {{type: LoadBalancer, selector: {{gateway.networking.k8s.io/gateway-name: 
 
     // A route the API server stores (no webhook here) but admitpilot's validation refuses (look-ahead is not RE2):
     // its status says why, naming the field.
-    let refused = wait_status(
-        &kube,
-        "httproute/refused",
-        |r| {
-            r["status"]["parents"]
-                .as_array()
-                .is_some_and(|p| !p.is_empty())
-        },
-        &[&admitpilot],
-    )
-    .await;
-    let accepted = condition(&refused["status"]["parents"][0]["conditions"], "Accepted");
-    assert_eq!(
-        (&accepted["status"], &accepted["reason"]),
-        (&"False".into(), &"UnsupportedValue".into()),
-        "{accepted}"
-    );
+    let not_accepted = ("Accepted", "False", "UnsupportedValue");
+    let accepted = parent_condition(&kube, "refused", not_accepted, &[&admitpilot]).await;
     let why = accepted["message"].as_str().unwrap_or_default();
     assert!(
         why.contains("spec.rules[0].matches[0].path.value") && why.contains("serve nothing of it"),
