@@ -341,8 +341,10 @@ mod config_dir {
         let port = free_port();
         let dir = api_config_dir(port, one.port);
         let sources = support::pipeline::folder_sources(dir.path());
-        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-        let xds_addr = listener.local_addr().unwrap();
+        // A port below the ephemeral range (not port 0), so no other socket of the tests running alongside takes it
+        // while the server is down for its restart below.
+        let xds_addr: std::net::SocketAddr = ([127, 0, 0, 1], free_port()).into();
+        let listener = tokio::net::TcpListener::bind(xds_addr).await.unwrap();
         let (_server, stop, task) = start_xds(listener, sources.snapshots.clone()).await;
         let yaml =
             bootstrap(api, xds_addr.port(), NODE_ID).replace("app: e2e", "istio: ingressgateway");

@@ -158,8 +158,10 @@ impl ApiServer {
             down: AtomicBool::new(false),
             bookmark_every,
         });
-        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-        let addr = listener.local_addr().unwrap();
+        // A port below the ephemeral range (not port 0), so no other socket of the tests running alongside takes it
+        // while the server is down between `stop` and `restart`.
+        let addr: std::net::SocketAddr = ([127, 0, 0, 1], crate::envoy::free_port()).into();
+        let listener = tokio::net::TcpListener::bind(addr).await.unwrap();
         let (task, stop) = serve(listener, shared.clone());
         ApiServer {
             shared,
