@@ -525,11 +525,7 @@ fn gateway_refs(
 ) -> Result<(), (&'static str, String)> {
     let namespace = object.metadata.namespace.as_str();
     if let Some(reference) = gateway.backend_client_certificate() {
-        let target = reference
-            .namespace
-            .as_deref()
-            .filter(|n| !n.is_empty())
-            .unwrap_or(namespace);
+        let target = reference.namespace_or(namespace);
         let (group, kind) = (
             reference.group.as_deref().unwrap_or(""),
             reference.kind.as_deref().unwrap_or("Secret"),
@@ -550,16 +546,10 @@ fn gateway_refs(
                 ),
             ));
         }
-        let usable = if !group.is_empty() || kind != "Secret" {
-            Err(format!("{group}/{kind} is not a core Secret"))
+        let usable = if reference.is_core_secret() {
+            secret_serves(snapshot, target, name)
         } else {
-            match snapshot
-                .get(&ObjectKey::new(Kind::Secret, target, name.clone()))
-                .map(|o| &o.spec)
-            {
-                Some(Spec::Secret(secret)) => unusable_certificate(secret).map_or(Ok(()), Err),
-                _ => Err(format!("Secret {target}/{name} does not exist")),
-            }
+            Err(format!("{group}/{kind} is not a core Secret"))
         };
         if let Err(why) = usable {
             return Err((
@@ -800,14 +790,8 @@ fn certificate_refs(
         return Ok(());
     };
     for cert in tls.certificates() {
-        let target = cert
-            .namespace
-            .as_deref()
-            .filter(|n| !n.is_empty())
-            .unwrap_or(owner_namespace);
-        let is_secret = cert.group.as_deref().unwrap_or("").is_empty()
-            && cert.kind.as_deref().unwrap_or("Secret") == "Secret";
-        if !is_secret {
+        let target = cert.namespace_or(owner_namespace);
+        if !cert.is_core_secret() {
             return Err((
                 "InvalidCertificateRef",
                 format!("{} is not a core Secret", cert.name),
@@ -823,14 +807,7 @@ fn certificate_refs(
                 format!("Secret {target}/{} is in another namespace and no ReferenceGrant there allows it", cert.name),
             ));
         }
-        let usable = match snapshot
-            .get(&ObjectKey::new(Kind::Secret, target, cert.name.clone()))
-            .map(|o| &o.spec)
-        {
-            Some(Spec::Secret(secret)) => unusable_certificate(secret).map_or(Ok(()), Err),
-            _ => Err("it does not exist".to_string()),
-        };
-        if let Err(why) = usable {
+        if let Err(why) = secret_serves(snapshot, target, &cert.name) {
             return Err((
                 "InvalidCertificateRef",
                 format!("Secret {target}/{} cannot serve: {why}", cert.name),
@@ -838,6 +815,18 @@ fn certificate_refs(
         }
     }
     Ok(())
+}
+
+/// Whether the Secret `namespace/name` exists and holds a certificate with its key, as `translate::secret` serves
+/// it; else why not.
+fn secret_serves(snapshot: &Snapshot, namespace: &str, name: &str) -> Result<(), String> {
+    match snapshot
+        .get(&ObjectKey::new(Kind::Secret, namespace, name))
+        .map(|o| &o.spec)
+    {
+        Some(Spec::Secret(secret)) => unusable_certificate(secret).map_or(Ok(()), Err),
+        _ => Err("it does not exist".to_string()),
+    }
 }
 
 /// How many routes attach to `listener` of `owner` (named it, allowed by it, host names intersecting).
@@ -913,19 +902,24 @@ fn route_parent(
         Ok(()) => (true, "ResolvedRefs", "every backend resolves".to_string()),
         Err((reason, message)) => (false, *reason, message.clone()),
     };
-    // The reference as written: fields left out stay out (the API server compares parentRefs field by field).
-    let mut parent_ref = json!(parent);
-    if let Some(fields) = parent_ref.as_object_mut() {
-        fields.retain(|_, value| !value.is_null());
-    }
     json!({
-        "parentRef": parent_ref,
+        "parentRef": parent_ref_as_written(parent),
         "controllerName": controller,
         "conditions": [
             condition("Accepted", ok, reason, message, generation, now),
             condition("ResolvedRefs", refs_ok, refs_reason, &refs_message, generation, now),
         ],
     })
+}
+
+/// A route parent entry's `parentRef`: the reference as written, fields left out staying out (the API server
+/// compares parentRefs field by field).
+pub(super) fn parent_ref_as_written(parent: &ParentReference) -> Value {
+    let mut parent_ref = json!(parent);
+    if let Some(fields) = parent_ref.as_object_mut() {
+        fields.retain(|_, value| !value.is_null());
+    }
+    parent_ref
 }
 
 /// An attached route the push guard leaves out is not Accepted: the gateways keep its last good version, or

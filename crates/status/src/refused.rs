@@ -13,7 +13,7 @@
 
 use serde_json::{json, Value};
 
-use super::gateway_api::{condition, StatusUpdate};
+use super::gateway_api::{condition, parent_ref_as_written, StatusUpdate};
 use admitpilot_model::gateway_api::common::ParentReference;
 use admitpilot_model::gateway_api::{GROUP, ROUTE_KINDS};
 use admitpilot_model::refusal::Refusal;
@@ -92,12 +92,8 @@ fn invalid(refusal: &Refusal, reason: &str, now: &str) -> Value {
 
 /// A route's parent entry: not accepted, `UnsupportedValue`.
 fn route_parent(refusal: &Refusal, parent: &ParentReference, controller: &str, now: &str) -> Value {
-    let mut parent_ref = json!(parent);
-    if let Some(fields) = parent_ref.as_object_mut() {
-        fields.retain(|_, value| !value.is_null());
-    }
     json!({
-        "parentRef": parent_ref,
+        "parentRef": parent_ref_as_written(parent),
         "controllerName": controller,
         "conditions": [condition("Accepted", false, "UnsupportedValue", &message(refusal),
             refusal.generation, now)],

@@ -260,14 +260,8 @@ fn listener_set_certificate(
                                 .as_ref()
                                 .and_then(|tls| tls.certificates().first())
                                 .is_some_and(|cert| {
-                                    let cert_namespace = cert
-                                        .namespace
-                                        .as_deref()
-                                        .filter(|n| !n.is_empty())
-                                        .unwrap_or(owner.namespace);
-                                    cert.group.as_deref().unwrap_or("").is_empty()
-                                        && cert.kind.as_deref().unwrap_or("Secret") == "Secret"
-                                        && cert_namespace == namespace
+                                    cert.is_core_secret()
+                                        && cert.namespace_or(owner.namespace) == namespace
                                         && cert.name == name
                                         && listener_may_use(snapshot, owner, (namespace, name))
                                 })

@@ -109,6 +109,22 @@ pub struct ObjectReference {
     pub namespace: Option<String>,
 }
 
+impl ObjectReference {
+    /// Whether it names a core Secret (group empty, kind `Secret` by default).
+    pub fn is_core_secret(&self) -> bool {
+        self.group.as_deref().unwrap_or("").is_empty()
+            && self.kind.as_deref().unwrap_or("Secret") == "Secret"
+    }
+
+    /// Its namespace, or `referrer_namespace` (the referring object's) when unset or empty.
+    pub fn namespace_or<'a>(&'a self, referrer_namespace: &'a str) -> &'a str {
+        self.namespace
+            .as_deref()
+            .filter(|n| !n.is_empty())
+            .unwrap_or(referrer_namespace)
+    }
+}
+
 /// `LocalObjectReference` / `LocalPolicyTargetReferenceWithSectionName`: a same-namespace object.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase", default)]

@@ -188,16 +188,10 @@ fn terminating_tls(
     namespace: &str,
 ) -> Option<ServerTlsSettings> {
     let certificate = listener.tls.as_ref()?.certificates().first()?;
-    let secret = certificate.group.as_deref().unwrap_or("").is_empty()
-        && certificate.kind.as_deref().unwrap_or("Secret") == "Secret";
-    if !secret {
+    if !certificate.is_core_secret() {
         return None;
     }
-    let secret_namespace = certificate
-        .namespace
-        .as_deref()
-        .filter(|n| !n.is_empty())
-        .unwrap_or(owner.namespace);
+    let secret_namespace = certificate.namespace_or(owner.namespace);
     let owner_may =
         super::secret::listener_may_use(snapshot, owner, (secret_namespace, &certificate.name));
     if !owner_may {
