@@ -5,7 +5,8 @@
 use serde_json::Value;
 
 use crate::gateway_api::common::ParentReference;
-use crate::{Finding, ObjectKey};
+use crate::gateway_api::GROUP;
+use crate::{Finding, Kind, ObjectKey};
 
 /// One refused object: enough of its raw document to address its status, and why it is refused.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -26,8 +27,13 @@ pub struct Refusal {
 }
 
 /// The parts of `document` a [`Refusal`] reads (`metadata.generation`, `spec.gatewayClassName`,
-/// `spec.parentRefs`, `spec.parentRef`), copied before the document is handed on to validation.
-pub fn addressing(document: &Value) -> Value {
+/// `spec.parentRefs`, `spec.parentRef`), copied before the document is handed on to validation; `None` for a
+/// document outside the Gateway API's group, whose refusal no status reports (nothing is copied for it).
+pub fn addressing(document: &Value) -> Option<Value> {
+    let (group, _) = Kind::split_api_version(document["apiVersion"].as_str()?);
+    if group != GROUP {
+        return None;
+    }
     let spec = &document["spec"];
     let mut kept = serde_json::Map::new();
     for field in ["gatewayClassName", "parentRefs", "parentRef"] {
@@ -35,10 +41,10 @@ pub fn addressing(document: &Value) -> Value {
             kept.insert(field.to_string(), value.clone());
         }
     }
-    serde_json::json!({
+    Some(serde_json::json!({
         "metadata": {"generation": document["metadata"]["generation"].clone()},
         "spec": Value::Object(kept),
-    })
+    }))
 }
 
 impl Refusal {
@@ -86,8 +92,19 @@ fn first_text(finding: &Finding) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::Kind;
     use serde_json::json;
+
+    #[test]
+    fn only_gateway_api_documents_are_addressed() {
+        let route = json!({"apiVersion": "gateway.networking.k8s.io/v1", "kind": "HTTPRoute",
+            "metadata": {"generation": 2}, "spec": {"parentRefs": [{"name": "gw"}], "rules": []}});
+        assert_eq!(
+            addressing(&route),
+            Some(json!({"metadata": {"generation": 2}, "spec": {"parentRefs": [{"name": "gw"}]}}))
+        );
+        let istio = json!({"apiVersion": "networking.istio.io/v1", "kind": "VirtualService"});
+        assert_eq!(addressing(&istio), None);
+    }
 
     #[test]
     fn a_refused_route_keeps_its_parents_and_says_its_first_error() {

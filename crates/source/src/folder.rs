@@ -476,15 +476,12 @@ impl Folder {
                 }
                 if let Some(key) = key {
                     let last_good = self.last_good_of(path, &key, previous);
-                    refused.insert(
-                        key.clone(),
-                        Refusal::from_document(
-                            key.clone(),
-                            &addressing,
-                            &errors,
-                            last_good.is_some(),
-                        ),
-                    );
+                    if let Some(addressing) = &addressing {
+                        let kept = last_good.is_some();
+                        let refusal =
+                            Refusal::from_document(key.clone(), addressing, &errors, kept);
+                        refused.insert(key.clone(), refusal);
+                    }
                     if let Some(last_good) = last_good {
                         if let std::collections::btree_map::Entry::Vacant(entry) =
                             objects.entry(key)

@@ -380,6 +380,7 @@ async fn run_watcher(spec: WatchSpec, shared: Arc<Shared>, sender: ScopedSender)
         held: BTreeSet::new(),
         refused: BTreeMap::new(),
         relist_refused: None,
+        refused_changed: false,
     };
     let mut version = 0;
     let mut retry = RetryDelay::new(shared.backoff);
@@ -402,14 +403,13 @@ async fn run_watcher(spec: WatchSpec, shared: Arc<Shared>, sender: ScopedSender)
                         retry.reset();
                     }
                     let held = state.held.len();
-                    let refused = state.refused.clone();
                     if state.handle(event, &resource, &shared, &sender).is_err() {
                         return;
                     }
                     if held != state.held.len() || !state.held.is_empty() {
                         state.report_held(&shared);
                     }
-                    if refused != state.refused {
+                    if std::mem::take(&mut state.refused_changed) {
                         shared.refusals.set(&state.scope, state.refused.clone());
                     }
                 }
@@ -479,6 +479,8 @@ struct WatchState {
     refused: BTreeMap<ObjectKey, Refusal>,
     /// The refusals seen during a relist, until `InitDone` replaces `refused` with them.
     relist_refused: Option<BTreeMap<ObjectKey, Refusal>>,
+    /// Whether `refused` changed since it was last published.
+    refused_changed: bool,
 }
 
 impl WatchState {
@@ -509,6 +511,7 @@ impl WatchState {
                     .retain(|key, _| self.last_good.contains_key(key));
                 self.held.retain(|key| self.last_good.contains_key(key));
                 self.refused = self.relist_refused.take().unwrap_or_default();
+                self.refused_changed = true;
                 self.resync(sender)
             }
             Event::Apply(object) => {
@@ -535,7 +538,7 @@ impl WatchState {
                 self.last_good.remove(&key);
                 self.reported.remove(&key);
                 self.held.remove(&key);
-                self.refused.remove(&key);
+                self.unrefuse(&key);
                 sender.send(SourceEvent::Delete(key))
             }
         }
@@ -581,7 +584,7 @@ impl WatchState {
                 object,
                 rejected,
             } => {
-                self.refusals_mut().remove(&key);
+                self.unrefuse(&key);
                 if rejected.is_empty() {
                     self.reported.remove(&key);
                     self.held.remove(&key);
@@ -607,9 +610,15 @@ impl WatchState {
                     Excluded::NotServed
                 };
                 self.reject(&key, &reference, &errors, excluded, shared);
-                let refusal =
-                    Refusal::from_document(key.clone(), &addressing, &errors, last_good.is_some());
-                self.refusals_mut().insert(key.clone(), refusal);
+                if let Some(addressing) = &addressing {
+                    let refusal = Refusal::from_document(
+                        key.clone(),
+                        addressing,
+                        &errors,
+                        last_good.is_some(),
+                    );
+                    self.refuse(refusal);
+                }
                 if last_good.is_some() {
                     tracing::warn!(object = %key, "keeping the last good version of the invalid object");
                     self.held.insert(key);
@@ -635,12 +644,25 @@ impl WatchState {
     }
 
     /// Reports the objects this watcher serves in a last good version.
-    /// Where a refusal goes: the relist's buffer while relisting, else the watcher's refusals.
-    fn refusals_mut(&mut self) -> &mut BTreeMap<ObjectKey, Refusal> {
+    /// Records a refusal: in the relist's buffer while relisting, else in the watcher's refusals.
+    fn refuse(&mut self, refusal: Refusal) {
         match &mut self.relist_refused {
-            Some(relisting) => relisting,
-            None => &mut self.refused,
+            Some(relisting) => {
+                relisting.insert(refusal.key.clone(), refusal);
+            }
+            None => {
+                self.refused.insert(refusal.key.clone(), refusal);
+                self.refused_changed = true;
+            }
         }
+    }
+
+    /// Forgets the refusal of `key`, if any (it is valid again, or gone).
+    fn unrefuse(&mut self, key: &ObjectKey) {
+        if let Some(relisting) = &mut self.relist_refused {
+            relisting.remove(key);
+        }
+        self.refused_changed |= self.refused.remove(key).is_some();
     }
 
     fn report_held(&self, shared: &Shared) {
