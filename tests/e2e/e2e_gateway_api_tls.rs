@@ -341,3 +341,105 @@ spec:
     }
     envoy.assert_nothing_rejected("backend tls policies").await;
 }
+
+/// GatewayBackendClientCertificate: a Gateway whose `spec.tls.backend.clientCertificateRef` names a Secret of another
+/// namespace that a ReferenceGrant opens to it presents that certificate to a backend its BackendTLSPolicy protects;
+/// the backend, which completes a handshake only with a client certificate its CA signed, answers. With the reference
+/// gone the gateway presents none, and the backend gets no request (503).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_gateway_presents_its_client_certificate_to_backends() {
+    use base64::Engine;
+    let Some(binary) = envoy_binary() else {
+        return;
+    };
+    let (server_ca, client_ca) = (Ca::new(), Ca::new());
+    let backend =
+        StreamBackend::start_mutual("mutual", server_ca.leaf("mutual.example"), &client_ca.pem)
+            .await;
+    let port = free_port();
+    let b64 = |text: &str| base64::engine::general_purpose::STANDARD.encode(text);
+    let (client_cert, client_key) = client_ca.leaf("gw.default");
+    let ca_pem: String = server_ca
+        .pem
+        .lines()
+        .map(|l| format!("    {l}\n"))
+        .collect();
+    let gateway = |tls: &str| {
+        format!(
+            "apiVersion: gateway.networking.k8s.io/v1\nkind: Gateway\nmetadata: {{name: gw, namespace: default}}\nspec:\n  gatewayClassName: admitpilot\n  listeners: [{{name: http, port: {port}, protocol: HTTP}}]\n{tls}"
+        )
+    };
+    let presenting = gateway(
+        "  tls: {backend: {clientCertificateRef: {name: gateway-client, namespace: certs}}}\n",
+    );
+    let rest = format!(
+        r#"apiVersion: gateway.networking.k8s.io/v1
+kind: GatewayClass
+metadata: {{name: admitpilot}}
+spec: {{controllerName: admitpilot.io/gateway-controller}}
+---
+apiVersion: v1
+kind: Secret
+metadata: {{name: gateway-client, namespace: certs}}
+type: kubernetes.io/tls
+data: {{tls.crt: {}, tls.key: {}}}
+---
+apiVersion: gateway.networking.k8s.io/v1beta1
+kind: ReferenceGrant
+metadata: {{name: gateways-of-default, namespace: certs}}
+spec:
+  from: [{{group: gateway.networking.k8s.io, kind: Gateway, namespace: default}}]
+  to: [{{group: "", kind: Secret, name: gateway-client}}]
+---
+apiVersion: v1
+kind: ConfigMap
+metadata: {{name: backend-ca, namespace: default}}
+data:
+  ca.crt: |
+{ca_pem}---
+apiVersion: gateway.networking.k8s.io/v1
+kind: BackendTLSPolicy
+metadata: {{name: mutual, namespace: default}}
+spec:
+  targetRefs: [{{group: "", kind: Service, name: mutual}}]
+  validation:
+    caCertificateRefs: [{{group: "", kind: ConfigMap, name: backend-ca}}]
+    hostname: mutual.example
+---
+apiVersion: gateway.networking.k8s.io/v1
+kind: HTTPRoute
+metadata: {{name: r, namespace: default}}
+spec:
+  parentRefs: [{{name: gw}}]
+  rules: [{{backendRefs: [{{name: mutual, port: 9000}}]}}]
+"#,
+        b64(&client_cert),
+        b64(&client_key),
+    );
+    let (dir, admitpilot, envoy) = serve(
+        &binary,
+        &format!("{presenting}---\n{rest}"),
+        &[("mutual", backend.port)],
+        53_720,
+    )
+    .await;
+    let http = client();
+    let url = format!("http://127.0.0.1:{port}/");
+    wait_for_response(&http, &url, 200, "mutual sni=mutual.example").await;
+    write(
+        dir.path(),
+        "gateway.yaml",
+        &format!("{}---\n{rest}", gateway("")),
+    );
+    let refused = eventually("no client certificate, no request", &admitpilot, || async {
+        get(&http, &url).await.filter(|(status, _)| *status == 503)
+    })
+    .await;
+    assert!(
+        !refused.1.contains("sni="),
+        "reached its backend: {refused:?}"
+    );
+    envoy
+        .assert_nothing_rejected("backend client certificate")
+        .await;
+}

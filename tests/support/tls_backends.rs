@@ -83,23 +83,28 @@ impl StreamBackend {
         tls: Option<(String, String)>,
         http: bool,
     ) -> StreamBackend {
+        let acceptor = tls.map(|(cert, key)| acceptor(&cert, &key, None));
+        StreamBackend::start_with(name, acceptor, http).await
+    }
+
+    /// An HTTP backend in TLS with the certificate and key `tls` that completes a handshake only with a client
+    /// certificate `client_ca` (PEM) signed.
+    pub async fn start_mutual(
+        name: &'static str,
+        (cert, key): (String, String),
+        client_ca: &str,
+    ) -> StreamBackend {
+        let acceptor = acceptor(&cert, &key, Some(client_ca));
+        StreamBackend::start_with(name, Some(acceptor), true).await
+    }
+
+    async fn start_with(
+        name: &'static str,
+        acceptor: Option<tokio_rustls::TlsAcceptor>,
+        http: bool,
+    ) -> StreamBackend {
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
         let port = listener.local_addr().unwrap().port();
-        let acceptor = tls.map(|(cert, key)| {
-            let certs = CertificateDer::pem_slice_iter(cert.as_bytes())
-                .collect::<Result<Vec<_>, _>>()
-                .unwrap();
-            let key = PrivateKeyDer::from_pem_slice(key.as_bytes()).unwrap();
-            let config = rustls::ServerConfig::builder_with_provider(Arc::new(
-                rustls::crypto::ring::default_provider(),
-            ))
-            .with_safe_default_protocol_versions()
-            .unwrap()
-            .with_no_client_auth()
-            .with_single_cert(certs, key)
-            .unwrap();
-            tokio_rustls::TlsAcceptor::from(Arc::new(config))
-        });
         let task = tokio::spawn(async move {
             loop {
                 let Ok((stream, _)) = listener.accept().await else {
@@ -121,6 +126,36 @@ impl StreamBackend {
         });
         StreamBackend { port, task }
     }
+}
+
+/// A TLS acceptor serving `cert` with `key`; with `client_ca`, it requires a client certificate that CA signed.
+fn acceptor(cert: &str, key: &str, client_ca: Option<&str>) -> tokio_rustls::TlsAcceptor {
+    let certs = CertificateDer::pem_slice_iter(cert.as_bytes())
+        .collect::<Result<Vec<_>, _>>()
+        .unwrap();
+    let key = PrivateKeyDer::from_pem_slice(key.as_bytes()).unwrap();
+    let provider = Arc::new(rustls::crypto::ring::default_provider());
+    let builder = rustls::ServerConfig::builder_with_provider(provider.clone())
+        .with_safe_default_protocol_versions()
+        .unwrap();
+    let builder = match client_ca {
+        None => builder.with_no_client_auth(),
+        Some(ca) => {
+            let mut roots = rustls::RootCertStore::empty();
+            for cert in CertificateDer::pem_slice_iter(ca.as_bytes()) {
+                roots.add(cert.unwrap()).unwrap();
+            }
+            let verifier = rustls::server::WebPkiClientVerifier::builder_with_provider(
+                Arc::new(roots),
+                provider,
+            )
+            .build()
+            .unwrap();
+            builder.with_client_cert_verifier(verifier)
+        }
+    };
+    let config = builder.with_single_cert(certs, key).unwrap();
+    tokio_rustls::TlsAcceptor::from(Arc::new(config))
 }
 
 impl Drop for StreamBackend {

@@ -23,7 +23,7 @@ use admitpilot_model::gateway_api::{
     route_view, Gateway, ListenerSet, RouteView, GROUP, ROUTE_KINDS,
 };
 use admitpilot_model::{ConfigObject, Kind, ObjectKey, Snapshot, Spec};
-use admitpilot_translate::gateway_api::backend_tls::unmet_policy;
+use admitpilot_translate::gateway_api::backend_tls::{client_certificate, unmet_policy};
 use admitpilot_translate::gateway_api::backends;
 use admitpilot_translate::secret::{listener_may_use, unusable_certificate};
 
@@ -515,49 +515,16 @@ fn gateway_status(
 /// The Gateway's own `ResolvedRefs` (Gateway API v1.6 `apis/v1/gateway_types.go`, `GatewayConditionResolvedRefs`
 /// and `GatewayBackendTLS.ClientCertificateRef`): `spec.tls.backend.clientCertificateRef` MUST name a Secret the
 /// Gateway may use (its namespace, or one a ReferenceGrant opens to Gateways of its namespace, else
-/// `RefNotPermitted`) that exists and holds `tls.crt` and `tls.key` that serve (else `InvalidClientCertificateRef`);
-/// then every listener's `ResolvedRefs` must be True (else `ListenersNotResolved`, the positive-polarity summary).
+/// `RefNotPermitted`) that exists and holds `tls.crt` and `tls.key` that serve (else `InvalidClientCertificateRef`),
+/// the verdict the conversion presents the certificate by ([`client_certificate`]); then every listener's
+/// `ResolvedRefs` must be True (else `ListenersNotResolved`, the positive-polarity summary).
 fn gateway_refs(
     snapshot: &Snapshot,
     object: &ConfigObject,
     gateway: &Gateway,
     listeners: &[Value],
 ) -> Result<(), (&'static str, String)> {
-    let namespace = object.metadata.namespace.as_str();
-    if let Some(reference) = gateway.backend_client_certificate() {
-        let target = reference.namespace_or(namespace);
-        let (group, kind) = (
-            reference.group.as_deref().unwrap_or(""),
-            reference.kind.as_deref().unwrap_or("Secret"),
-        );
-        let name = &reference.name;
-        if target != namespace
-            && !granted(
-                snapshot,
-                ("Gateway", namespace),
-                (group, kind, target, name),
-            )
-        {
-            return Err((
-                "RefNotPermitted",
-                format!(
-                    "spec.tls.backend.clientCertificateRef: {kind} {target}/{name} is in another namespace and no \
-                     ReferenceGrant there allows Gateways of {namespace}"
-                ),
-            ));
-        }
-        let usable = if reference.is_core_secret() {
-            secret_serves(snapshot, target, name)
-        } else {
-            Err(format!("{group}/{kind} is not a core Secret"))
-        };
-        if let Err(why) = usable {
-            return Err((
-                "InvalidClientCertificateRef",
-                format!("spec.tls.backend.clientCertificateRef {target}/{name}: {why}"),
-            ));
-        }
-    }
+    client_certificate(snapshot, object, gateway)?;
     let unresolved: Vec<&str> = listeners
         .iter()
         .filter(|entry| {

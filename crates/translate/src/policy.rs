@@ -560,6 +560,12 @@ pub fn apply_tls(out: &mut Cluster, tls: &ClientTlsSettings) -> Vec<String> {
             });
         }
     }
+    if !tls.presented_credential.is_empty() {
+        common
+            .tls_certificate_sds_secret_configs
+            .push(sds(naming::credential_secret(&tls.presented_credential)));
+        credentials.push(tls.presented_credential.clone());
+    }
     let context = UpstreamTlsContext {
         common_tls_context: Some(common),
         sni: tls.sni.clone(),

@@ -112,16 +112,7 @@ fn unenforced_gateway_api(spec: &Spec) -> Option<(&'static str, &'static str)> {
                 "spec.listeners",
                 "a UDP or implementation-specific listener is not enforced on gateways by admitpilot: only HTTP, \
                  HTTPS, TLS and TCP listeners are served",
-            ))
-            .or_else(|| {
-                gateway.backend_client_certificate().map(|_| {
-                    (
-                        "spec.tls.backend.clientCertificateRef",
-                        "a client certificate for backends is resolved and reported in the Gateway's ResolvedRefs \
-                         condition, but not enforced on gateways by admitpilot yet: it is not presented to backends",
-                    )
-                })
-            }),
+            )),
         Spec::HttpRoute(route) => route
             .rules
             .iter()
@@ -248,33 +239,6 @@ mod tests {
             );
         }
         assert_eq!(unenforced_kind(Kind::VirtualService), None);
-    }
-
-    #[test]
-    fn a_gateway_backend_client_certificate_is_reported_as_not_presented() {
-        let gateway = |spec: serde_json::Value| {
-            test_object(
-                json!({"apiVersion": "gateway.networking.k8s.io/v1", "kind": "Gateway",
-                "metadata": {"name": "gw", "namespace": "default"}, "spec": spec}),
-            )
-        };
-        let listeners = json!([{"name": "http", "port": 80, "protocol": "HTTP"}]);
-        assert_eq!(
-            unenforced(&gateway(
-                json!({"gatewayClassName": "ap", "listeners": listeners})
-            )),
-            None
-        );
-        let with_client_certificate = unenforced(&gateway(json!({"gatewayClassName": "ap",
-            "listeners": listeners, "tls": {"backend": {"clientCertificateRef": {"name": "client"}}}})))
-        .expect("warned");
-        assert_eq!(
-            with_client_certificate.field,
-            "spec.tls.backend.clientCertificateRef"
-        );
-        assert!(with_client_certificate
-            .why
-            .contains("not presented to backends"));
     }
 
     #[test]

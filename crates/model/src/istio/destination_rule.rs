@@ -457,6 +457,11 @@ pub struct ClientTlsSettings {
     /// CRL file.
     #[serde(skip_serializing_if = "String::is_empty")]
     pub ca_crl: String,
+    /// A credential (a `credentialName`-style Secret name) whose certificate and key are presented to the server,
+    /// whatever the mode: not an Istio field, never read from a document; the Gateway API conversion sets it from
+    /// the Gateway's `spec.tls.backend.clientCertificateRef` on the TLS a BackendTLSPolicy asks for.
+    #[serde(skip)]
+    pub presented_credential: String,
 }
 
 /// Locality-weighted load balancing.

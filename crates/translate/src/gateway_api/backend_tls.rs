@@ -9,7 +9,8 @@
 //! backend gets no traffic rather than unverified traffic. A `sectionName` narrows the policy to that Service port.
 //! When two policies target the same Service port, the oldest wins (then namespace/name), as the spec's conflict
 //! rule says. A DestinationRule of the config for the same host gets the policies' TLS set over its own, so it
-//! cannot send a protected port in plain text.
+//! cannot send a protected port in plain text. The gateway of a Gateway whose `spec.tls.backend.clientCertificateRef`
+//! resolves presents that certificate on this TLS.
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -19,6 +20,8 @@ use admitpilot_model::gateway_api::backend_tls_policy::{
     oldest_first_policies, BackendTlsPolicy, BackendTlsValidation,
 };
 use admitpilot_model::gateway_api::common::LocalReference;
+use admitpilot_model::gateway_api::reference_grant::granted;
+use admitpilot_model::gateway_api::Gateway;
 use admitpilot_model::istio::destination_rule::{
     ClientTlsMode, ClientTlsSettings, PortTrafficPolicy,
 };
@@ -55,11 +58,75 @@ pub fn ca_reference(
     Ok(())
 }
 
-/// The client TLS a policy asks for, its CA resolved against `snapshot`.
+/// The credential of the client certificate a Gateway presents to the backends it calls over TLS (Gateway API
+/// v1.6 `apis/v1/gateway_types.go`, `GatewayBackendTLS.ClientCertificateRef`, feature
+/// GatewayBackendClientCertificate): `None` when `spec.tls.backend.clientCertificateRef` is not set; the Secret's
+/// name when it is in the Gateway's namespace, `kubernetes-gateway://<namespace>/<name>` when a ReferenceGrant there
+/// opens it to Gateways of the Gateway's namespace (the gateway's SDS lookup, `translate::secret`, checks the same
+/// grant). Otherwise the Gateway's `ResolvedRefs` reason and message: `RefNotPermitted` (another namespace, no grant),
+/// `InvalidClientCertificateRef` (not a core Secret, missing, or no certificate Envoy could load with its key). The
+/// status layer writes this verdict, and the conversion presents only a credential it accepts.
+pub fn client_certificate(
+    snapshot: &Snapshot,
+    object: &ConfigObject,
+    gateway: &Gateway,
+) -> Result<Option<String>, (&'static str, String)> {
+    let Some(reference) = gateway.backend_client_certificate() else {
+        return Ok(None);
+    };
+    let namespace = object.metadata.namespace.as_str();
+    let target = reference.namespace_or(namespace);
+    let (group, kind) = (
+        reference.group.as_deref().unwrap_or(""),
+        reference.kind.as_deref().unwrap_or("Secret"),
+    );
+    let name = &reference.name;
+    if target != namespace
+        && !granted(
+            snapshot,
+            ("Gateway", namespace),
+            (group, kind, target, name),
+        )
+    {
+        return Err((
+            "RefNotPermitted",
+            format!(
+                "spec.tls.backend.clientCertificateRef: {kind} {target}/{name} is in another namespace and no \
+                 ReferenceGrant there allows Gateways of {namespace}"
+            ),
+        ));
+    }
+    let unusable = if !reference.is_core_secret() {
+        Some(format!("{group}/{kind} is not a core Secret"))
+    } else {
+        match snapshot
+            .get(&ObjectKey::new(Kind::Secret, target, name.clone()))
+            .map(|o| &o.spec)
+        {
+            Some(Spec::Secret(secret)) => secret::unusable_certificate(secret),
+            _ => Some("it does not exist".to_string()),
+        }
+    };
+    if let Some(why) = unusable {
+        return Err((
+            "InvalidClientCertificateRef",
+            format!("spec.tls.backend.clientCertificateRef {target}/{name}: {why}"),
+        ));
+    }
+    Ok(Some(if target == namespace {
+        name.clone()
+    } else {
+        naming::gateway_credential(target, name)
+    }))
+}
+
+/// The client TLS a policy asks for, its CA resolved against `snapshot`, presenting the credential `presented` (the
+/// Gateway's client certificate, [`client_certificate`]) when there is one.
 fn client_tls(
     snapshot: &Snapshot,
     namespace: &str,
     validation: &BackendTlsValidation,
+    presented: Option<&str>,
 ) -> ClientTlsSettings {
     let mut subject_alt_names: Vec<String> = validation
         .subject_alt_names
@@ -88,6 +155,7 @@ fn client_tls(
         credential_name,
         subject_alt_names,
         sni: validation.hostname.clone(),
+        presented_credential: presented.unwrap_or_default().to_string(),
         ..ClientTlsSettings::default()
     }
 }
@@ -182,12 +250,15 @@ pub fn unmet_policy(snapshot: &Snapshot, namespace: &str, name: &str, port: u32)
 }
 
 /// What the policies ask for, per targeted Service (namespace, name); the oldest policy wins a port.
-fn service_tls(snapshot: &Snapshot) -> BTreeMap<(String, String), (ServiceTls, Option<String>)> {
+fn service_tls(
+    snapshot: &Snapshot,
+    presented: Option<&str>,
+) -> BTreeMap<(String, String), (ServiceTls, Option<String>)> {
     let policies = oldest_first_policies(snapshot);
     let mut out: BTreeMap<(String, String), (ServiceTls, Option<String>)> = BTreeMap::new();
     for (object, policy) in policies {
         let namespace = object.metadata.namespace.as_str();
-        let tls = client_tls(snapshot, namespace, &policy.validation);
+        let tls = client_tls(snapshot, namespace, &policy.validation, presented);
         for target in &policy.target_refs {
             if !target.group.is_empty() || target.kind != "Service" {
                 continue;
@@ -219,9 +290,14 @@ fn service_tls(snapshot: &Snapshot) -> BTreeMap<(String, String), (ServiceTls, O
 /// (`gateway-api~backend-tls~<service>`, in its namespace, with the oldest policy's creation time; the settings of
 /// the config's first DestinationRule for that host, if any), and every DestinationRule of the config for that
 /// host with the policies' TLS set over its own (same key, so it stands in for it): whichever rule the translator
-/// picks for the host, the policies' TLS is in it.
-pub fn destination_rules(snapshot: &Snapshot, domain_suffix: &str) -> Vec<Arc<ConfigObject>> {
-    let wanted = service_tls(snapshot);
+/// picks for the host, the policies' TLS is in it. The TLS presents the credential `presented`, the client
+/// certificate of the Gateway the proxy serves ([`client_certificate`]), when it has one.
+pub fn destination_rules(
+    snapshot: &Snapshot,
+    domain_suffix: &str,
+    presented: Option<&str>,
+) -> Vec<Arc<ConfigObject>> {
+    let wanted = service_tls(snapshot, presented);
     if wanted.is_empty() {
         return Vec::new();
     }

@@ -601,9 +601,13 @@ impl Converted {
                 }));
             }
         }
+        let presented = backend_tls::client_certificate(snapshot, object, gateway)
+            .ok()
+            .flatten();
         out.extend(backend_tls::destination_rules(
             snapshot,
             &options.domain_suffix,
+            presented.as_deref(),
         ));
         out
     }
