@@ -7,6 +7,10 @@ use std::process::Command;
 use serde_json::Value;
 
 fn render_status(dir: &str) -> Vec<Value> {
+    render_status_with(dir, &[])
+}
+
+fn render_status_with(dir: &str, extra: &[&str]) -> Vec<Value> {
     let output = Command::new(env!("CARGO_BIN_EXE_admitpilot"))
         .args([
             "render",
@@ -16,6 +20,7 @@ fn render_status(dir: &str) -> Vec<Value> {
             "--output",
             "json",
         ])
+        .args(extra)
         .output()
         .unwrap();
     assert!(
@@ -78,10 +83,12 @@ fn the_example_is_accepted_and_pending_without_gateways() {
     }
 }
 
-/// A route in the folder that validation refuses is not served, and its status says so (the same code path as
-/// `serve --kube` for a route the API server stored without the webhook).
+/// A route, a BackendTLSPolicy and a VirtualService in the folder that validation refuses are not served, and
+/// their status says so (the same code path as `serve --kube` for objects the API server stored without the
+/// webhook): the route's parent is not accepted (`UnsupportedValue`), the policy's ancestor not accepted
+/// (`Invalid`), the VirtualService not reconciled, with istiod's IST0106.
 #[test]
-fn a_refused_route_says_why_in_its_status() {
+fn refused_objects_say_why_in_their_status() {
     let dir = tempfile::tempdir().unwrap();
     std::fs::write(
         dir.path().join("config.yaml"),
@@ -103,13 +110,71 @@ metadata: {name: refused, namespace: default, generation: 2}
 spec:
   parentRefs: [{name: gw}]
   rules: [{matches: [{path: {type: RegularExpression, value: '/(?=x)'}}]}]
+---
+apiVersion: gateway.networking.k8s.io/v1
+kind: HTTPRoute
+metadata: {name: to-secure, namespace: default}
+spec:
+  parentRefs: [{name: gw}]
+  rules: [{backendRefs: [{name: secure, port: 443}]}]
+---
+apiVersion: v1
+kind: Service
+metadata: {name: secure, namespace: default}
+spec: {ports: [{port: 443}]}
+---
+apiVersion: gateway.networking.k8s.io/v1
+kind: BackendTLSPolicy
+metadata: {name: bad-host, namespace: default, generation: 3}
+spec:
+  targetRefs: [{group: '', kind: Service, name: secure}]
+  validation: {hostname: Not_A_Host, wellKnownCACertificates: System}
+---
+apiVersion: networking.istio.io/v1
+kind: VirtualService
+metadata: {name: bad-regex, namespace: default, generation: 4}
+spec:
+  hosts: [a.example]
+  http: [{match: [{uri: {regex: '(?=x)'}}], route: [{destination: {host: secure}}]}]
 ",
     )
     .unwrap();
+    let objects = render_status_with(dir.path().to_str().unwrap(), &["--istio-status"]);
+    let policy = objects
+        .iter()
+        .find(|o| o["kind"] == "BackendTLSPolicy")
+        .expect("the refused policy has a status");
+    let ancestor = &policy["status"]["ancestors"][0];
+    assert_eq!(ancestor["ancestorRef"]["name"], "gw", "{policy}");
+    let accepted = condition(ancestor, "Accepted");
+    assert_eq!(
+        (
+            &accepted["status"],
+            &accepted["reason"],
+            &accepted["observedGeneration"]
+        ),
+        (&"False".into(), &"Invalid".into(), &3.into())
+    );
+    assert!(accepted["message"]
+        .as_str()
+        .unwrap()
+        .contains("spec.validation.hostname"));
+    let service = objects
+        .iter()
+        .find(|o| o["kind"] == "VirtualService")
+        .expect("the refused VirtualService has a status");
+    let reconciled = condition(&service["status"], "Reconciled");
+    assert_eq!(
+        (&reconciled["status"], &reconciled["reason"]),
+        (&"False".into(), &"Invalid".into()),
+        "{service}"
+    );
+    let finding = &service["status"]["validationMessages"][0];
+    assert_eq!(finding["type"]["code"], "IST0106", "{service}");
     let objects = render_status(dir.path().to_str().unwrap());
     let route = objects
         .iter()
-        .find(|o| o["kind"] == "HTTPRoute")
+        .find(|o| o["kind"] == "HTTPRoute" && o["name"] == "refused")
         .expect("the refused route has a status");
     let parent = &route["status"]["parents"][0];
     let accepted = condition(parent, "Accepted");

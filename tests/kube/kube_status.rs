@@ -620,6 +620,14 @@ spec:
   hosts: [orphan.example]
   gateways: [missing]
   http: [{{route: [{{destination: {{host: web}}}}]}}]
+---
+apiVersion: networking.istio.io/v1
+kind: VirtualService
+metadata: {{name: refused, namespace: {ns}}}
+spec:
+  hosts: [refused.example]
+  gateways: [edge]
+  http: [{{match: [{{uri: {{regex: '(?=x)'}}}}], route: [{{destination: {{host: web}}}}]}}]
 "
         )
     };
@@ -676,6 +684,26 @@ spec:
         "{orphan}"
     );
     assert_eq!(orphan["status"]["observedGeneration"], 1);
+    // One the API server stored (no webhook here) but admitpilot's validation refuses (look-ahead is not RE2): not
+    // served, and its status says why as istiod's analysis would, with IST0106.
+    let refused = wait_status(
+        &kube,
+        "virtualservices.networking.istio.io/refused",
+        |o| reconciled(o, "False", 1) && o["status"]["validationMessages"].is_array(),
+        &[&admitpilot],
+    )
+    .await;
+    let message = &refused["status"]["validationMessages"][0];
+    assert_eq!(message["type"]["code"], "IST0106", "{refused}");
+    assert!(
+        message["message"]
+            .as_str()
+            .unwrap_or_default()
+            .contains("spec.http[0].match[0].uri: invalid regex"),
+        "{refused}"
+    );
+    let reason = &condition(&refused["status"]["conditions"], "Reconciled")["reason"];
+    assert_eq!(reason, "Invalid", "{refused}");
 
     // A new generation is Reconciled once the gateway acknowledged it.
     kube.kubectl_ok(&["apply", "-f", "-"], Some(&config("/v2")))

@@ -4,7 +4,7 @@
 
 use serde_json::Value;
 
-use crate::gateway_api::common::ParentReference;
+use crate::gateway_api::common::{LocalReference, ParentReference};
 use crate::gateway_api::GROUP;
 use crate::{Finding, Kind, ObjectKey};
 
@@ -24,19 +24,23 @@ pub struct Refusal {
     /// A route's `spec.parentRefs`, or a ListenerSet's `spec.parentRef` (read leniently: entries that do not
     /// decode are left out).
     pub parent_refs: Vec<ParentReference>,
+    /// A policy's `spec.targetRefs` (BackendTLSPolicy; read leniently like `parent_refs`).
+    pub target_refs: Vec<LocalReference>,
 }
 
 /// The parts of `document` a [`Refusal`] reads (`metadata.generation`, `spec.gatewayClassName`,
-/// `spec.parentRefs`, `spec.parentRef`), copied before the document is handed on to validation; `None` for a
-/// document outside the Gateway API's group, whose refusal no status reports (nothing is copied for it).
+/// `spec.parentRefs`, `spec.parentRef`, `spec.targetRefs`), copied before the document is handed on to
+/// validation; `None` for a document outside the Gateway API's group and Istio's (`*.istio.io`), whose refusal no
+/// status reports (nothing is copied for it). An Istio document has none of those spec fields: only its generation
+/// is copied.
 pub fn addressing(document: &Value) -> Option<Value> {
     let (group, _) = Kind::split_api_version(document["apiVersion"].as_str()?);
-    if group != GROUP {
+    if group != GROUP && !group.ends_with(".istio.io") {
         return None;
     }
     let spec = &document["spec"];
     let mut kept = serde_json::Map::new();
-    for field in ["gatewayClassName", "parentRefs", "parentRef"] {
+    for field in ["gatewayClassName", "parentRefs", "parentRef", "targetRefs"] {
         if let Some(value) = spec.get(field) {
             kept.insert(field.to_string(), value.clone());
         }
@@ -61,6 +65,13 @@ impl Refusal {
             Some(list) => list.iter().filter_map(parent).collect(),
             None => spec.get("parentRef").and_then(parent).into_iter().collect(),
         };
+        let target_refs = spec
+            .get("targetRefs")
+            .and_then(Value::as_array)
+            .into_iter()
+            .flatten()
+            .filter_map(|value| serde_json::from_value::<LocalReference>(value.clone()).ok())
+            .collect();
         let reason = match errors {
             [] => "invalid".to_string(),
             [first] => first_text(first),
@@ -76,6 +87,7 @@ impl Refusal {
                 .unwrap_or_default()
                 .to_string(),
             parent_refs,
+            target_refs,
         }
     }
 }
@@ -95,15 +107,21 @@ mod tests {
     use serde_json::json;
 
     #[test]
-    fn only_gateway_api_documents_are_addressed() {
+    fn gateway_api_and_istio_documents_are_addressed() {
         let route = json!({"apiVersion": "gateway.networking.k8s.io/v1", "kind": "HTTPRoute",
             "metadata": {"generation": 2}, "spec": {"parentRefs": [{"name": "gw"}], "rules": []}});
         assert_eq!(
             addressing(&route),
             Some(json!({"metadata": {"generation": 2}, "spec": {"parentRefs": [{"name": "gw"}]}}))
         );
-        let istio = json!({"apiVersion": "networking.istio.io/v1", "kind": "VirtualService"});
-        assert_eq!(addressing(&istio), None);
+        let istio = json!({"apiVersion": "networking.istio.io/v1", "kind": "VirtualService",
+            "metadata": {"generation": 5}, "spec": {"hosts": ["a"]}});
+        assert_eq!(
+            addressing(&istio),
+            Some(json!({"metadata": {"generation": 5}, "spec": {}}))
+        );
+        let service = json!({"apiVersion": "v1", "kind": "Service"});
+        assert_eq!(addressing(&service), None);
     }
 
     #[test]
@@ -130,7 +148,7 @@ mod tests {
     }
 
     #[test]
-    fn a_listener_set_names_its_one_parent_and_a_gateway_its_class() {
+    fn a_listener_set_names_its_one_parent_a_gateway_its_class_and_a_policy_its_targets() {
         let set = json!({"spec": {"parentRef": {"name": "gw"}}});
         let key = ObjectKey::new(Kind::ListenerSet, "ns", "s");
         let refusal = Refusal::from_document(key, &set, &[], true);
@@ -142,5 +160,11 @@ mod tests {
             Refusal::from_document(key, &gateway, &[], false).gateway_class_name,
             "ap"
         );
+        let policy =
+            json!({"spec": {"targetRefs": [{"group": "", "kind": "Service", "name": "web"}, 3]}});
+        let key = ObjectKey::new(Kind::BackendTlsPolicy, "ns", "p");
+        let targets = Refusal::from_document(key, &policy, &[], false).target_refs;
+        assert_eq!(targets.len(), 1);
+        assert_eq!(targets[0].name, "web");
     }
 }

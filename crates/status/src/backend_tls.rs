@@ -39,7 +39,7 @@ fn ca_refs(
 }
 
 /// The Gateways (of `gateways`) with a route whose backends include Service `namespace/name` for any of `services`.
-fn ancestors<'a>(
+pub(crate) fn ancestors<'a>(
     snapshot: &Snapshot,
     gateways: &[&'a ConfigObject],
     namespace: &str,
@@ -76,6 +76,24 @@ fn ancestors<'a>(
     }
     out.sort_by_key(|g| g.key());
     out
+}
+
+/// One `status.ancestors` entry: the Gateway `gateway`, admitpilot's `controller`, and `conditions`.
+pub(crate) fn ancestor_entry(
+    gateway: &ConfigObject,
+    controller: &str,
+    conditions: &[Value],
+) -> Value {
+    json!({
+        "ancestorRef": {
+            "group": GROUP,
+            "kind": "Gateway",
+            "namespace": gateway.metadata.namespace,
+            "name": gateway.metadata.name,
+        },
+        "controllerName": controller,
+        "conditions": conditions,
+    })
 }
 
 /// The status of every BackendTLSPolicy that has an ancestor among `gateways` (of admitpilot's classes).
@@ -136,16 +154,7 @@ pub fn backend_tls_policy_status(
         let entries: Vec<Value> = gateways
             .iter()
             .map(|gateway| {
-                json!({
-                    "ancestorRef": {
-                        "group": GROUP,
-                        "kind": "Gateway",
-                        "namespace": gateway.metadata.namespace,
-                        "name": gateway.metadata.name,
-                    },
-                    "controllerName": controller,
-                    "conditions": [accepted.clone(), resolved.clone()],
-                })
+                ancestor_entry(gateway, controller, &[accepted.clone(), resolved.clone()])
             })
             .collect();
         out.push(StatusUpdate {

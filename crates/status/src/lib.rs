@@ -93,12 +93,12 @@ pub fn from_reports(
             let of_it: Vec<_> = reports.iter().filter_map(|r| r.istio.get(&id)).collect();
             combine(generation_of(key), &of_it, NO_GATEWAY_SELECTS.to_string())
         };
-        updates.extend(istio::istio_status(
-            snapshot,
-            &reconciled_of,
-            domain_suffix,
-            now,
-        ));
+        let mut istio = istio::istio_status(snapshot, &reconciled_of, domain_suffix, now);
+        // As for Gateway API objects: a refused object's status says why, over its last valid version's.
+        let refused = refused::refused_istio_status(refusals, now);
+        istio.retain(|update| !refused.iter().any(|r| r.key == update.key));
+        updates.extend(istio);
+        updates.extend(refused);
     }
     updates
 }
