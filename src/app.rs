@@ -24,6 +24,7 @@ use crate::admission::{self, Webhook};
 use crate::leader::LeaderConfig;
 use crate::model::decode::DecodeOptions;
 use crate::model::Snapshot;
+use crate::provisioner::{self, ProvisionerConfig, ProvisionerMetrics};
 use crate::source::refusals::Refusals;
 use crate::source::{self, SourceMetrics, SourceSettings};
 use crate::status::StatusScope;
@@ -153,6 +154,7 @@ pub struct App {
     snapshot_feed: Option<watch::Receiver<Arc<Snapshot>>>,
     xds: Option<XdsSetup>,
     status_writer: Option<StatusWriterConfig>,
+    provisioner: Option<ProvisionerConfig>,
     status_scope: Option<StatusScope>,
     leader: Option<LeaderConfig>,
 }
@@ -195,6 +197,7 @@ impl App {
             snapshot_feed: None,
             xds: None,
             status_writer: None,
+            provisioner: None,
             status_scope: None,
             leader: None,
         }
@@ -230,6 +233,13 @@ impl App {
     /// [`crate::status_writer`]).
     pub fn status_writer(mut self, config: StatusWriterConfig) -> Self {
         self.status_writer = Some(config);
+        self
+    }
+
+    /// Provisions the proxies of Gateway API Gateways as the Lease's leader (with a Kubernetes source; see
+    /// [`crate::provisioner`]).
+    pub fn provisioner(mut self, config: ProvisionerConfig) -> Self {
+        self.provisioner = Some(config);
         self
     }
 
@@ -284,6 +294,22 @@ impl App {
             }
             None => self.snapshot_feed.clone(),
         };
+        if let (Some(config), Some(client), Some(snapshots), Some(leader)) =
+            (self.provisioner.take(), &kube_client, &snapshots, &leader)
+        {
+            let provisioner = provisioner::run(
+                client.clone(),
+                config,
+                snapshots.clone(),
+                ProvisionerMetrics::register(&mut self.registry),
+                leader.clone(),
+                stopped_rx.clone(),
+            );
+            tasks.spawn(async move {
+                provisioner.await;
+                Ok(())
+            });
+        }
         let webhook_metrics = WebhookMetrics::register(&mut self.registry);
         let mut xds_addr = None;
         let mut xds_plaintext_addr = None;

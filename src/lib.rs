@@ -23,6 +23,7 @@ static ALLOCATOR: tikv_jemallocator::Jemalloc = tikv_jemallocator::Jemalloc;
 
 pub mod app;
 pub mod leader;
+pub mod provisioner;
 pub mod status_writer;
 
 pub use admitpilot_admin as admin;
@@ -30,6 +31,7 @@ pub use admitpilot_admission as admission;
 pub use admitpilot_envoy_proto as envoy_proto;
 pub use admitpilot_mcp as mcp;
 pub use admitpilot_model as model;
+pub use admitpilot_provision as provision;
 pub use admitpilot_serving::{metrics, tls};
 pub use admitpilot_source as source;
 pub use admitpilot_status as status;

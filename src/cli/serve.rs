@@ -11,6 +11,8 @@ use admitpilot::admission::server::ServerLimits;
 use admitpilot::app::{shutdown_signal, App, ServeConfig, WebhookConfig, XdsAuth, XdsConfig};
 use admitpilot::leader::LeaderConfig;
 use admitpilot::model::decode::DecodeOptions;
+use admitpilot::provision::Settings;
+use admitpilot::provisioner::ProvisionerConfig;
 use admitpilot::source::mcp::{McpAddress, McpClientAuth};
 use admitpilot::source::{AdmitOptions, SourceSettings, StateLocation, StoreConfig};
 use admitpilot::status::StatusScope;
@@ -162,6 +164,39 @@ pub struct ServeArgs {
     /// (--istio-status is separate.)
     #[arg(long)]
     no_status: bool,
+
+    /// Run the proxies of every Gateway of --gateway-controller-name's classes (with --kube; the leader does it):
+    /// in the Gateway's namespace, a ServiceAccount, a Role that lets it read that namespace's Secrets, a
+    /// ConfigMap with the Envoy bootstrap (ADS to --gateway-xds-address over TLS trusting --gateway-ca-file, with a
+    /// projected token for --xds-token-audience) and the CA, a Deployment of --gateway-image and a Service of
+    /// --gateway-service-type with one port per listener port; all named `<gateway>-<class>`, owned by the Gateway
+    /// and kept as generated (server-side apply). A Gateway annotated `admitpilot.io/manual-deployment: "true"` is
+    /// left to proxies deployed by hand.
+    #[arg(long, requires_all = ["gateway_xds_address", "gateway_ca_file"])]
+    provision_gateways: bool,
+
+    /// The Envoy image of provisioned gateways.
+    #[arg(long, default_value = "envoyproxy/envoy:v1.40.0")]
+    gateway_image: String,
+
+    /// `host:port` of this process's authenticated xDS port (--xds-addr with TLS and --xds-auth=token) as
+    /// provisioned gateways reach it, e.g. `admitpilot.admitpilot.svc:15012`; the xDS certificate must name the
+    /// host.
+    #[arg(long)]
+    gateway_xds_address: Option<String>,
+
+    /// PEM CA that signed the xDS certificate (read again every 30 s and copied into every provisioned gateway's
+    /// ConfigMap).
+    #[arg(long)]
+    gateway_ca_file: Option<PathBuf>,
+
+    /// The type of provisioned gateways' Services.
+    #[arg(long, default_value = "LoadBalancer", value_parser = ["LoadBalancer", "NodePort", "ClusterIP"])]
+    gateway_service_type: String,
+
+    /// Lifetime of provisioned gateways' projected tokens, in seconds (the kubelet renews them at 80%).
+    #[arg(long, default_value_t = 3600, value_parser = clap::value_parser!(i64).range(600..=86_400))]
+    gateway_token_expiration_seconds: i64,
 
     /// Also give Istio objects a status, as istiod does when asked to: on Gateways, VirtualServices,
     /// DestinationRules, ServiceEntries, EnvoyFilters, AuthorizationPolicies, RequestAuthentications and
@@ -329,6 +364,33 @@ impl ServeArgs {
         })
     }
 
+    /// The provisioner's settings: with --kube and --provision-gateways.
+    fn provisioner_config(&self, leader: Option<&LeaderConfig>) -> Option<ProvisionerConfig> {
+        let leader = leader?;
+        if !self.provision_gateways {
+            return None;
+        }
+        Some(ProvisionerConfig {
+            controller: self.gateway_controller_name.clone(),
+            settings: Settings {
+                image: self.gateway_image.clone(),
+                xds_address: self.gateway_xds_address.clone()?,
+                token_audience: self.xds_token_audience.clone(),
+                token_expiration_seconds: self.gateway_token_expiration_seconds,
+                ca_pem: String::new(),
+                service_type: self.gateway_service_type.clone(),
+            },
+            ca_file: self.gateway_ca_file.clone()?,
+            leader: leader.clone(),
+            namespaces: self
+                .watch_namespaces
+                .iter()
+                .map(|ns| ns.trim().to_string())
+                .filter(|ns| !ns.is_empty())
+                .collect(),
+        })
+    }
+
     /// Which objects get a status (in /debug/configz): the Gateway API objects of --gateway-controller-name and,
     /// with --istio-status, Istio objects.
     fn status_scope(&self) -> StatusScope {
@@ -488,6 +550,7 @@ pub fn run(args: ServeArgs) -> anyhow::Result<ExitCode> {
     let push_guard = !args.no_push_guard;
     let leader = args.leader_config();
     let status = args.status_writer_config(leader.as_ref());
+    let provisioner = args.provisioner_config(leader.as_ref());
     let status_scope = args.status_scope();
     let config = args.into_config();
     let runtime = tokio::runtime::Builder::new_multi_thread()
@@ -515,6 +578,9 @@ pub fn run(args: ServeArgs) -> anyhow::Result<ExitCode> {
         }
         if let Some(status) = status {
             app = app.status_writer(status);
+        }
+        if let Some(provisioner) = provisioner {
+            app = app.provisioner(provisioner);
         }
         let running = app.start().await?;
         running.run_until(shutdown_signal()).await

@@ -81,7 +81,7 @@ fn gateway_bootstrap(xds_port: u16, ns: &str) -> String {
 }
 
 /// Polls `kind/name`'s JSON until `ready` holds, for at most [`WAIT`]; returns it.
-async fn wait_status(
+pub(crate) async fn wait_status(
     kube: &Kube,
     what: &str,
     ready: impl Fn(&Value) -> bool,
@@ -137,7 +137,7 @@ async fn parent_condition(
     found
 }
 
-fn condition<'a>(conditions: &'a Value, kind: &str) -> &'a Value {
+pub(crate) fn condition<'a>(conditions: &'a Value, kind: &str) -> &'a Value {
     conditions
         .as_array()
         .and_then(|list| list.iter().find(|c| c["type"] == kind))

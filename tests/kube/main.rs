@@ -6,6 +6,7 @@ mod kube_gateway_api;
 mod kube_gateway_api_validation;
 mod kube_ingress_validation;
 mod kube_mcp_auth;
+mod kube_provision;
 mod kube_status;
 mod kube_watch;
 mod kube_webhook;

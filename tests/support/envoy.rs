@@ -120,9 +120,6 @@ impl EnvoyProcess {
         let dir = tempfile::tempdir().unwrap();
         let config = dir.path().join("bootstrap.yaml");
         std::fs::write(&config, bootstrap_yaml).unwrap();
-        let admin_path = dir.path().join("admin-address");
-        let log = std::fs::File::create(dir.path().join("envoy.log")).unwrap();
-        let stdout = std::fs::File::create(dir.path().join("stdout.log")).unwrap();
         let log_level = if extra_args.contains(&"--log-level") {
             Vec::new()
         } else {
@@ -131,7 +128,8 @@ impl EnvoyProcess {
                 std::env::var("ADMITPILOT_ENVOY_LOG_LEVEL").unwrap_or_else(|_| "info".into()),
             ]
         };
-        let child = Command::new(binary)
+        let mut command = Command::new(binary);
+        command
             .arg("-c")
             .arg(&config)
             .args(log_level)
@@ -145,9 +143,26 @@ impl EnvoyProcess {
             ])
             .arg("--base-id")
             .arg(base_id.to_string())
+            .args(extra_args);
+        Self::spawn(command, dir).await
+    }
+
+    /// Starts Envoy with exactly the arguments `args` (a container's), with only `--admin-address-path` added to
+    /// learn its admin address.
+    pub async fn start_argv(binary: &Path, args: &[String]) -> EnvoyProcess {
+        let mut command = Command::new(binary);
+        command.args(args);
+        Self::spawn(command, tempfile::tempdir().unwrap()).await
+    }
+
+    /// Runs `command` with its logs in `dir` and waits until its admin address is known.
+    async fn spawn(mut command: Command, dir: tempfile::TempDir) -> EnvoyProcess {
+        let admin_path = dir.path().join("admin-address");
+        let log = std::fs::File::create(dir.path().join("envoy.log")).unwrap();
+        let stdout = std::fs::File::create(dir.path().join("stdout.log")).unwrap();
+        let child = command
             .arg("--admin-address-path")
             .arg(&admin_path)
-            .args(extra_args)
             .stdout(stdout)
             .stderr(log)
             .spawn()
@@ -384,7 +399,23 @@ pub struct Backend {
 
 impl Backend {
     pub async fn start(body: &'static str) -> Backend {
-        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        Self::start_on("127.0.0.1", body).await
+    }
+
+    /// A backend on every address of the machine, and the machine's own IPv4 address (the one its default route
+    /// leaves from): an address an EndpointSlice may name, as a pod's (the API server refuses loopback ones).
+    /// `None` when the machine has no such address.
+    pub async fn start_for_pods(body: &'static str) -> Option<(Backend, std::net::IpAddr)> {
+        let probe = std::net::UdpSocket::bind("0.0.0.0:0").ok()?;
+        // No packet is sent: connecting a UDP socket only picks the route.
+        probe.connect("192.0.2.255:9").ok()?;
+        let ip = probe.local_addr().ok()?.ip();
+        (!ip.is_loopback()).then_some(())?;
+        Some((Self::start_on("0.0.0.0", body).await, ip))
+    }
+
+    async fn start_on(address: &str, body: &'static str) -> Backend {
+        let listener = tokio::net::TcpListener::bind((address, 0)).await.unwrap();
         let port = listener.local_addr().unwrap().port();
         let requests: std::sync::Arc<std::sync::Mutex<Vec<axum::http::HeaderMap>>> =
             std::sync::Arc::default();

@@ -14,6 +14,7 @@ pub mod gen;
 pub mod helm;
 pub mod jwt;
 pub mod kube_server;
+pub mod kubelet;
 pub mod logs;
 pub mod pipeline;
 pub mod reviews;

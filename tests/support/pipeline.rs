@@ -236,6 +236,13 @@ impl Admitpilot {
         Self::launch(&flag, free_port(), webhook, args).await
     }
 
+    /// [`Admitpilot::start_kube`] without a webhook certificate, its xDS server on `xds_port` (which its flags may
+    /// then name, e.g. as provisioned gateways' xDS address).
+    pub async fn start_kube_at(kubeconfig: &Path, xds_port: u16, args: &[String]) -> Admitpilot {
+        let flag = [format!("--kubeconfig={}", kubeconfig.display())];
+        Self::launch(&flag, xds_port, None, args).await
+    }
+
     /// Runs `admitpilot serve` with the config source flags `sources`, the xDS server on `xds_port`, the webhook's
     /// certificate and port (self-signed on a free port when `None`) and more flags `args`, and waits until
     /// `/readyz` answers 200.

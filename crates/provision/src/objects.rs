@@ -1,0 +1,306 @@
+//! The objects of one provisioned Gateway (pure): takes the Gateway and the [`Settings`], yields the ServiceAccount,
+//! Role, RoleBinding, ConfigMap, Deployment and Service as JSON documents ready for a server-side apply, in the
+//! order they are applied (what a later one names exists first).
+
+use std::collections::BTreeMap;
+
+use serde_json::{json, Value};
+
+use crate::bootstrap::{self, BOOTSTRAP_KEY, CA_KEY, CONFIG_DIR, TOKEN_DIR};
+use crate::{
+    infrastructure, object_name, Settings, GATEWAY_NAME_LABEL, MANAGED_BY_LABEL, MANAGED_BY_VALUE,
+    READINESS_PORT,
+};
+use admitpilot_model::gateway_api::Gateway;
+use admitpilot_model::ConfigObject;
+
+/// The user and group the proxies run as (Envoy's image's `envoy` user).
+const PROXY_UID: i64 = 101;
+
+/// The objects that run the proxies of Gateway `object` (spec `gateway`), in apply order; none when the Gateway
+/// has no UID yet (an owner reference needs it).
+pub fn objects(object: &ConfigObject, gateway: &Gateway, settings: &Settings) -> Vec<Value> {
+    let Some(uid) = object.metadata.uid.as_deref() else {
+        return Vec::new();
+    };
+    let namespace = object.metadata.namespace.as_str();
+    let gateway_name = object.metadata.name.as_str();
+    let name = object_name(gateway_name, &gateway.gateway_class_name);
+    let (infra_labels, annotations) = infrastructure(gateway);
+    // The Gateway's own labels win over the infrastructure's, so a selector cannot be redirected.
+    let mut labels = infra_labels.clone();
+    labels.insert(MANAGED_BY_LABEL.into(), MANAGED_BY_VALUE.into());
+    labels.insert(GATEWAY_NAME_LABEL.into(), gateway_name.into());
+    let metadata = |kind_name: &str| {
+        json!({
+            "name": kind_name,
+            "namespace": namespace,
+            "labels": labels,
+            "annotations": annotations,
+            "ownerReferences": [{
+                "apiVersion": "gateway.networking.k8s.io/v1",
+                "kind": "Gateway",
+                "name": gateway_name,
+                "uid": uid,
+                "controller": true,
+                "blockOwnerDeletion": true,
+            }],
+        })
+    };
+    let selector: BTreeMap<&str, &str> = [(GATEWAY_NAME_LABEL, gateway_name)].into();
+    let mut pod_labels = infra_labels;
+    pod_labels.insert(GATEWAY_NAME_LABEL.into(), gateway_name.into());
+    let ports = listener_ports(gateway);
+    let bootstrap = bootstrap::bootstrap(namespace, &name, gateway_name, settings);
+    vec![
+        json!({"apiVersion": "v1", "kind": "ServiceAccount", "metadata": metadata(&name)}),
+        json!({
+            "apiVersion": "rbac.authorization.k8s.io/v1",
+            "kind": "Role",
+            "metadata": metadata(&name),
+            // What admitpilot asks (SubjectAccessReview) before it sends the proxies a certificate of this namespace.
+            "rules": [{"apiGroups": [""], "resources": ["secrets"], "verbs": ["get"]}],
+        }),
+        json!({
+            "apiVersion": "rbac.authorization.k8s.io/v1",
+            "kind": "RoleBinding",
+            "metadata": metadata(&name),
+            "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": name},
+            "subjects": [{"kind": "ServiceAccount", "name": name, "namespace": namespace}],
+        }),
+        json!({
+            "apiVersion": "v1",
+            "kind": "ConfigMap",
+            "metadata": metadata(&name),
+            "data": {BOOTSTRAP_KEY: bootstrap, CA_KEY: settings.ca_pem},
+        }),
+        deployment(
+            metadata(&name),
+            &name,
+            (&selector, &pod_labels),
+            &ports,
+            settings,
+        ),
+        service(metadata(&name), &selector, &ports, gateway, settings),
+    ]
+}
+
+/// The distinct ports of the Gateway's listeners, with their transport (`UDP` for UDP listeners, else `TCP`).
+fn listener_ports(gateway: &Gateway) -> Vec<(u32, &'static str)> {
+    let mut ports: Vec<(u32, &'static str)> = gateway
+        .listeners
+        .iter()
+        .map(|l| (l.port, if l.protocol == "UDP" { "UDP" } else { "TCP" }))
+        .collect();
+    ports.sort_unstable();
+    ports.dedup();
+    ports
+}
+
+/// The Deployment: Envoy with the bootstrap, the projected token and the CA, non-root on a read-only root file
+/// system, ready when Envoy is (its `/ready`, through the readiness listener).
+fn deployment(
+    metadata: Value,
+    name: &str,
+    (selector, pod_labels): (&BTreeMap<&str, &str>, &BTreeMap<String, String>),
+    ports: &[(u32, &str)],
+    settings: &Settings,
+) -> Value {
+    let mut container_ports: Vec<Value> = ports
+        .iter()
+        .map(|(port, protocol)| json!({"containerPort": port, "protocol": protocol}))
+        .collect();
+    container_ports.push(json!({"name": "readiness", "containerPort": READINESS_PORT}));
+    json!({
+        "apiVersion": "apps/v1",
+        "kind": "Deployment",
+        "metadata": metadata,
+        "spec": {
+            "replicas": 1,
+            "selector": {"matchLabels": selector},
+            "template": {
+                "metadata": {"labels": pod_labels},
+                "spec": {
+                    "serviceAccountName": name,
+                    "securityContext": {
+                        "runAsNonRoot": true,
+                        "runAsUser": PROXY_UID,
+                        "runAsGroup": PROXY_UID,
+                        "seccompProfile": {"type": "RuntimeDefault"},
+                        // Listener ports below 1024 without a capability, as istiod's gateways do.
+                        "sysctls": [{"name": "net.ipv4.ip_unprivileged_port_start", "value": "0"}],
+                    },
+                    "containers": [{
+                        "name": "envoy",
+                        "image": settings.image,
+                        "command": ["envoy"],
+                        // Envoy's command line (TCLAP) takes each value as its own argument.
+                        "args": [
+                            "--config-path", bootstrap::BOOTSTRAP_PATH,
+                            "--service-node",
+                            "router~$(POD_IP)~$(POD_NAME).$(POD_NAMESPACE)~$(POD_NAMESPACE).svc.cluster.local",
+                            "--disable-hot-restart",
+                            "--log-level", "info",
+                        ],
+                        "env": [
+                            {"name": "POD_IP", "valueFrom": {"fieldRef": {"fieldPath": "status.podIP"}}},
+                            {"name": "POD_NAME", "valueFrom": {"fieldRef": {"fieldPath": "metadata.name"}}},
+                            {"name": "POD_NAMESPACE", "valueFrom": {"fieldRef": {"fieldPath": "metadata.namespace"}}},
+                        ],
+                        "ports": container_ports,
+                        "readinessProbe": {
+                            "httpGet": {"path": "/healthz/ready", "port": READINESS_PORT},
+                            "periodSeconds": 5,
+                        },
+                        "resources": {
+                            "requests": {"cpu": "100m", "memory": "128Mi"},
+                            "limits": {"memory": "1Gi"},
+                        },
+                        "securityContext": {
+                            "allowPrivilegeEscalation": false,
+                            "readOnlyRootFilesystem": true,
+                            "capabilities": {"drop": ["ALL"]},
+                        },
+                        "volumeMounts": [
+                            {"name": "bootstrap", "mountPath": CONFIG_DIR, "readOnly": true},
+                            {"name": "xds-token", "mountPath": TOKEN_DIR, "readOnly": true},
+                            {"name": "tmp", "mountPath": "/tmp"},
+                        ],
+                    }],
+                    "volumes": [
+                        {"name": "bootstrap", "configMap": {"name": name}},
+                        {"name": "xds-token", "projected": {"sources": [{"serviceAccountToken": {
+                            "path": "token",
+                            "audience": settings.token_audience,
+                            "expirationSeconds": settings.token_expiration_seconds,
+                        }}]}},
+                        {"name": "tmp", "emptyDir": {}},
+                    ],
+                },
+            },
+        },
+    })
+}
+
+/// The Service: one port per listener port, selecting the proxies; the Gateway's first `IPAddress` in
+/// `spec.addresses` asked of the load balancer.
+fn service(
+    metadata: Value,
+    selector: &BTreeMap<&str, &str>,
+    ports: &[(u32, &str)],
+    gateway: &Gateway,
+    settings: &Settings,
+) -> Value {
+    let ports: Vec<Value> = ports
+        .iter()
+        .map(|(port, protocol)| {
+            json!({
+                "name": format!("{}-{port}", protocol.to_ascii_lowercase()),
+                "port": port,
+                "targetPort": port,
+                "protocol": protocol,
+            })
+        })
+        .collect();
+    let mut spec = json!({"type": settings.service_type, "selector": selector, "ports": ports});
+    let requested_ip = gateway.addresses.iter().find_map(|address| {
+        let kind = address
+            .get("type")
+            .and_then(Value::as_str)
+            .unwrap_or("IPAddress");
+        (kind == "IPAddress").then(|| address.get("value")?.as_str())?
+    });
+    if let (Some(ip), Some(spec)) = (requested_ip, spec.as_object_mut()) {
+        spec.insert("loadBalancerIP".into(), json!(ip));
+    }
+    json!({"apiVersion": "v1", "kind": "Service", "metadata": metadata, "spec": spec})
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use admitpilot_model::decode::test_object;
+    use admitpilot_model::Spec;
+
+    fn settings() -> Settings {
+        Settings {
+            image: "envoyproxy/envoy:v1.40.0".into(),
+            xds_address: "admitpilot.admitpilot.svc:15012".into(),
+            token_audience: "admitpilot".into(),
+            token_expiration_seconds: 3600,
+            ca_pem: "-----BEGIN CERTIFICATE-----\n".into(),
+            service_type: "LoadBalancer".into(),
+        }
+    }
+
+    #[test]
+    fn a_gateway_gets_its_proxies_owned_by_it_with_its_infrastructure() {
+        let object = test_object(json!({
+            "apiVersion": "gateway.networking.k8s.io/v1", "kind": "Gateway",
+            "metadata": {"name": "gw", "namespace": "apps", "uid": "u-1"},
+            "spec": {"gatewayClassName": "admitpilot",
+                "infrastructure": {"labels": {"team": "a", GATEWAY_NAME_LABEL: "other"},
+                    "annotations": {"note": "x"}},
+                "addresses": [{"type": "IPAddress", "value": "203.0.113.9"}],
+                "listeners": [{"name": "http", "port": 80, "protocol": "HTTP"},
+                    {"name": "https", "port": 443, "protocol": "HTTPS"},
+                    {"name": "h2", "port": 80, "protocol": "HTTP", "hostname": "b.example"}]}}));
+        let Spec::KubernetesGateway(gateway) = &object.spec else {
+            panic!("a Gateway");
+        };
+        let out = objects(&object, gateway, &settings());
+        let kinds: Vec<&str> = out.iter().map(|o| o["kind"].as_str().unwrap()).collect();
+        assert_eq!(
+            kinds,
+            [
+                "ServiceAccount",
+                "Role",
+                "RoleBinding",
+                "ConfigMap",
+                "Deployment",
+                "Service"
+            ]
+        );
+        for object in &out {
+            let meta = &object["metadata"];
+            assert_eq!(meta["name"], "gw-admitpilot");
+            assert_eq!(meta["namespace"], "apps");
+            assert_eq!(meta["labels"]["team"], "a");
+            assert_eq!(
+                meta["labels"][GATEWAY_NAME_LABEL], "gw",
+                "the Gateway's label wins"
+            );
+            assert_eq!(meta["labels"][MANAGED_BY_LABEL], MANAGED_BY_VALUE);
+            assert_eq!(meta["annotations"]["note"], "x");
+            assert_eq!(meta["ownerReferences"][0]["uid"], "u-1");
+        }
+        let deployment = &out[4]["spec"]["template"];
+        assert_eq!(deployment["metadata"]["labels"][GATEWAY_NAME_LABEL], "gw");
+        assert_eq!(deployment["spec"]["serviceAccountName"], "gw-admitpilot");
+        let service = &out[5]["spec"];
+        let ports: Vec<u64> = service["ports"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|p| p["port"].as_u64().unwrap())
+            .collect();
+        assert_eq!(ports, [80, 443], "one port per listener port");
+        assert_eq!(service["type"], "LoadBalancer");
+        assert_eq!(service["loadBalancerIP"], "203.0.113.9");
+        let bootstrap = out[3]["data"][BOOTSTRAP_KEY].as_str().unwrap();
+        assert!(bootstrap.contains("admitpilot.admitpilot.svc:15012"));
+        assert!(bootstrap.contains("\"SERVICE_ACCOUNT\": \"gw-admitpilot\""));
+    }
+
+    #[test]
+    fn a_gateway_not_yet_stored_gets_nothing() {
+        let object = test_object(json!({
+            "apiVersion": "gateway.networking.k8s.io/v1", "kind": "Gateway",
+            "metadata": {"name": "gw", "namespace": "apps"},
+            "spec": {"gatewayClassName": "c", "listeners": []}}));
+        let Spec::KubernetesGateway(gateway) = &object.spec else {
+            panic!("a Gateway");
+        };
+        assert!(objects(&object, gateway, &settings()).is_empty());
+    }
+}

@@ -1,0 +1,371 @@
+//! Gateway provisioner (I/O): takes the config snapshots and, while this replica holds the leader Lease
+//! ([`crate::leader`]), makes the API server hold the objects [`crate::provision`] says each Gateway of admitpilot's
+//! GatewayClasses needs, and no others.
+//!
+//! * Server-side apply with one field manager ([`FIELD_MANAGER`]), forced: a field a user changed on a provisioned
+//!   object is put back at the next pass; fields admitpilot does not set (a `replicas` an autoscaler changes)
+//!   are left alone.
+//! * A pass runs when the snapshot changes and every [`RESYNC`] (which also picks up a new CA in
+//!   [`ProvisionerConfig::ca_file`], kept current in every gateway's ConfigMap); an object whose applied form is
+//!   unchanged since the last pass is not sent again, except on the resync.
+//! * Objects labelled as provisioned whose Gateway no longer wants them (its class changed, it opted out with
+//!   `admitpilot.io/manual-deployment: "true"`, its listeners changed names) are deleted; a deleted Gateway's
+//!   objects go with it through their owner reference (the garbage collector).
+//! * Nothing is pruned before the first snapshot is ready, so a restart never deletes a running gateway.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Duration;
+
+use kube::api::{DeleteParams, DynamicObject, ListParams, Patch, PatchParams};
+use kube::core::{ApiResource, GroupVersionKind};
+use kube::{Api, Client};
+use prometheus_client::encoding::EncodeLabelSet;
+use prometheus_client::metrics::counter::Counter;
+use prometheus_client::metrics::family::Family;
+use prometheus_client::registry::Registry;
+use serde_json::Value;
+use tokio::sync::watch;
+
+use crate::leader::{still_holds, LeaderConfig};
+use crate::model::{Kind, Snapshot, Spec};
+use crate::provision::{self, Settings, MANAGED_BY_LABEL, MANAGED_BY_VALUE};
+
+/// The field manager of every provisioned object.
+pub const FIELD_MANAGER: &str = "admitpilot-provisioner";
+/// How often every object is applied again (and the CA file read again) without a config change.
+pub const RESYNC: Duration = Duration::from_secs(30);
+
+/// The kinds provisioned, in the order a Gateway's objects are applied.
+const KINDS: [(&str, &str, &str, &str); 6] = [
+    ("", "v1", "ServiceAccount", "serviceaccounts"),
+    ("rbac.authorization.k8s.io", "v1", "Role", "roles"),
+    (
+        "rbac.authorization.k8s.io",
+        "v1",
+        "RoleBinding",
+        "rolebindings",
+    ),
+    ("", "v1", "ConfigMap", "configmaps"),
+    ("apps", "v1", "Deployment", "deployments"),
+    ("", "v1", "Service", "services"),
+];
+
+/// Settings of the provisioner.
+#[derive(Debug, Clone)]
+pub struct ProvisionerConfig {
+    /// The GatewayClass controllerName whose Gateways are provisioned.
+    pub controller: String,
+    /// How proxies run; `ca_pem` is read from `ca_file` at each pass.
+    pub settings: Settings,
+    /// The PEM CA of admitpilot's xDS port, copied into every gateway's ConfigMap.
+    pub ca_file: PathBuf,
+    /// The leader Lease, checked before a pass writes.
+    pub leader: LeaderConfig,
+    /// The namespaces whose provisioned objects are pruned (those the sources watch); empty: every namespace.
+    pub namespaces: Vec<String>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Hash, EncodeLabelSet)]
+struct ApplyLabels {
+    kind: String,
+    result: &'static str,
+}
+
+/// The provisioner's metrics.
+#[derive(Debug, Clone, Default)]
+pub struct ProvisionerMetrics {
+    writes: Family<ApplyLabels, Counter>,
+}
+
+impl ProvisionerMetrics {
+    /// Registers `admitpilot_provision_writes_total{kind, result}` (result `applied`, `deleted`, `error`).
+    pub fn register(registry: &mut Registry) -> Self {
+        let metrics = Self::default();
+        registry.register(
+            "admitpilot_provision_writes",
+            "Writes of provisioned gateway objects, by kind and result (applied, deleted, error)",
+            metrics.writes.clone(),
+        );
+        metrics
+    }
+
+    fn count(&self, kind: &str, result: &'static str) {
+        self.writes
+            .get_or_create(&ApplyLabels {
+                kind: kind.to_string(),
+                result,
+            })
+            .inc();
+    }
+}
+
+/// What the objects of one kind are addressed by: (namespace, name).
+type Address = (String, String);
+
+/// Runs the provisioner until `stop` turns true.
+pub async fn run(
+    client: Client,
+    config: ProvisionerConfig,
+    mut snapshots: watch::Receiver<Arc<Snapshot>>,
+    metrics: ProvisionerMetrics,
+    mut leader: watch::Receiver<bool>,
+    mut stop: watch::Receiver<bool>,
+) {
+    let mut provisioner = Provisioner {
+        client,
+        config,
+        metrics,
+        applied: BTreeMap::new(),
+    };
+    let mut tick = tokio::time::interval(RESYNC);
+    tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    loop {
+        let resync = tokio::select! {
+            _ = stop.wait_for(|stop| *stop) => break,
+            _ = tick.tick() => true,
+            changed = snapshots.changed() => {
+                if changed.is_err() {
+                    break;
+                }
+                false
+            }
+            changed = leader.changed() => {
+                if changed.is_err() {
+                    break;
+                }
+                true
+            }
+        };
+        if !*leader.borrow() {
+            provisioner.applied.clear();
+            continue;
+        }
+        let snapshot = snapshots.borrow_and_update().clone();
+        if snapshot.version == 0 {
+            continue;
+        }
+        if resync {
+            provisioner.applied.clear();
+        }
+        provisioner.pass(&snapshot).await;
+    }
+}
+
+struct Provisioner {
+    client: Client,
+    config: ProvisionerConfig,
+    metrics: ProvisionerMetrics,
+    /// What the last passes applied, by kind and address: not sent again while unchanged.
+    applied: BTreeMap<(&'static str, Address), Value>,
+}
+
+impl Provisioner {
+    /// Applies what the snapshot's Gateways need and deletes what none needs.
+    async fn pass(&mut self, snapshot: &Snapshot) {
+        let ca_pem = match std::fs::read_to_string(&self.config.ca_file) {
+            Ok(pem) => pem,
+            Err(error) => {
+                tracing::warn!(file = %self.config.ca_file.display(), %error,
+                    "cannot read the xDS CA for provisioned gateways; nothing provisioned this pass");
+                return;
+            }
+        };
+        let settings = Settings {
+            ca_pem,
+            ..self.config.settings.clone()
+        };
+        let wanted = wanted(snapshot, &self.config.controller, &settings);
+        if !still_holds(&self.client, &self.config.leader).await {
+            return;
+        }
+        let mut addresses: BTreeSet<(&'static str, Address)> = BTreeSet::new();
+        for object in wanted {
+            let Some((kind, address)) = address_of(&object) else {
+                continue;
+            };
+            addresses.insert((kind, address.clone()));
+            if self.applied.get(&(kind, address.clone())) == Some(&object) {
+                continue;
+            }
+            match self.apply(kind, &address, &object).await {
+                Ok(()) => {
+                    self.metrics.count(kind, "applied");
+                    self.applied.insert((kind, address), object);
+                }
+                Err(error) => {
+                    self.metrics.count(kind, "error");
+                    tracing::warn!(kind, namespace = %address.0, name = %address.1, %error,
+                        "cannot apply a provisioned gateway object; retried at the next pass");
+                }
+            }
+        }
+        self.applied.retain(|key, _| addresses.contains(key));
+        self.prune(&addresses).await;
+    }
+
+    async fn apply(
+        &self,
+        kind: &'static str,
+        (namespace, name): &Address,
+        object: &Value,
+    ) -> Result<(), kube::Error> {
+        let api: Api<DynamicObject> =
+            Api::namespaced_with(self.client.clone(), namespace, &resource(kind));
+        let params = PatchParams::apply(FIELD_MANAGER).force();
+        api.patch(name, &params, &Patch::Apply(object))
+            .await
+            .map(|_| ())
+    }
+
+    /// Deletes the provisioned objects (by label) of the watched namespaces that no Gateway wants.
+    async fn prune(&self, wanted: &BTreeSet<(&'static str, Address)>) {
+        let selector = format!("{MANAGED_BY_LABEL}={MANAGED_BY_VALUE}");
+        let params = ListParams::default().labels(&selector);
+        for (_, _, kind, _) in KINDS {
+            let apis: Vec<Api<DynamicObject>> = if self.config.namespaces.is_empty() {
+                vec![Api::all_with(self.client.clone(), &resource(kind))]
+            } else {
+                self.config
+                    .namespaces
+                    .iter()
+                    .map(|namespace| {
+                        Api::namespaced_with(self.client.clone(), namespace, &resource(kind))
+                    })
+                    .collect()
+            };
+            let mut items = Vec::new();
+            for api in apis {
+                match api.list_metadata(&params).await {
+                    Ok(listed) => items.extend(listed.items),
+                    Err(error) => {
+                        tracing::warn!(kind, %error, "cannot list provisioned objects; none pruned this pass");
+                    }
+                }
+            }
+            for item in items {
+                let (Some(namespace), Some(name)) = (item.metadata.namespace, item.metadata.name)
+                else {
+                    continue;
+                };
+                if wanted.contains(&(kind, (namespace.clone(), name.clone()))) {
+                    continue;
+                }
+                let api: Api<DynamicObject> =
+                    Api::namespaced_with(self.client.clone(), &namespace, &resource(kind));
+                match api.delete(&name, &DeleteParams::background()).await {
+                    Ok(_) => {
+                        self.metrics.count(kind, "deleted");
+                        tracing::info!(kind, %namespace, %name, "deleted a provisioned object no Gateway needs");
+                    }
+                    Err(kube::Error::Api(status)) if status.code == 404 => {}
+                    Err(error) => {
+                        self.metrics.count(kind, "error");
+                        tracing::warn!(kind, %namespace, %name, %error, "cannot delete a provisioned object");
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// Every object the snapshot's provisioned Gateways of `controller`'s classes need, in apply order.
+fn wanted(snapshot: &Snapshot, controller: &str, settings: &Settings) -> Vec<Value> {
+    let ours: BTreeSet<&str> = snapshot
+        .of_kind(Kind::GatewayClass)
+        .filter_map(|object| match &object.spec {
+            Spec::GatewayClass(class) if class.controller_name == controller => {
+                Some(object.metadata.name.as_str())
+            }
+            _ => None,
+        })
+        .collect();
+    snapshot
+        .of_kind(Kind::KubernetesGateway)
+        .filter(|object| provision::provisioned(object))
+        .flat_map(|object| match &object.spec {
+            Spec::KubernetesGateway(gateway)
+                if ours.contains(gateway.gateway_class_name.as_str()) =>
+            {
+                provision::objects(object, gateway, settings)
+            }
+            _ => Vec::new(),
+        })
+        .collect()
+}
+
+/// The kind (of [`KINDS`]) and address of a provisioned object.
+fn address_of(object: &Value) -> Option<(&'static str, Address)> {
+    let kind = object["kind"].as_str()?;
+    let (_, _, kind, _) = KINDS.iter().find(|(_, _, k, _)| *k == kind)?;
+    let meta = &object["metadata"];
+    Some((
+        kind,
+        (
+            meta["namespace"].as_str()?.to_string(),
+            meta["name"].as_str()?.to_string(),
+        ),
+    ))
+}
+
+/// The API resource of a kind of [`KINDS`].
+fn resource(kind: &str) -> ApiResource {
+    let (group, version, kind, plural) = KINDS
+        .iter()
+        .find(|(_, _, k, _)| *k == kind)
+        .copied()
+        .unwrap_or(KINDS[0]);
+    ApiResource::from_gvk_with_plural(&GroupVersionKind::gvk(group, version, kind), plural)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::model::snapshot::snapshot_from_yaml;
+
+    fn settings() -> Settings {
+        Settings {
+            image: "envoy".into(),
+            xds_address: "xds:15012".into(),
+            token_audience: "admitpilot".into(),
+            token_expiration_seconds: 3600,
+            ca_pem: String::new(),
+            service_type: "ClusterIP".into(),
+        }
+    }
+
+    #[test]
+    fn only_our_classes_gateways_that_did_not_opt_out_are_provisioned() {
+        let snapshot = snapshot_from_yaml(
+            "apiVersion: gateway.networking.k8s.io/v1
+kind: GatewayClass
+metadata: {name: ours}
+spec: {controllerName: admitpilot.io/gateway-controller}
+---
+apiVersion: gateway.networking.k8s.io/v1
+kind: Gateway
+metadata: {name: a, namespace: apps, uid: u-a}
+spec: {gatewayClassName: ours, listeners: [{name: http, port: 80, protocol: HTTP}]}
+---
+apiVersion: gateway.networking.k8s.io/v1
+kind: Gateway
+metadata: {name: manual, namespace: apps, uid: u-m, annotations: {admitpilot.io/manual-deployment: 'true'}}
+spec: {gatewayClassName: ours, listeners: [{name: http, port: 80, protocol: HTTP}]}
+---
+apiVersion: gateway.networking.k8s.io/v1
+kind: Gateway
+metadata: {name: theirs, namespace: apps, uid: u-t}
+spec: {gatewayClassName: other, listeners: [{name: http, port: 80, protocol: HTTP}]}
+",
+        );
+        let wanted = wanted(&snapshot, "admitpilot.io/gateway-controller", &settings());
+        let addresses: BTreeSet<(&str, Address)> = wanted.iter().filter_map(address_of).collect();
+        assert_eq!(addresses.len(), KINDS.len(), "{addresses:?}");
+        assert!(addresses
+            .iter()
+            .all(|(_, (namespace, name))| namespace == "apps" && name == "a-ours"));
+        assert_eq!(resource("Deployment").api_version, "apps/v1");
+        assert_eq!(resource("RoleBinding").plural, "rolebindings");
+    }
+}

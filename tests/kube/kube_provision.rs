@@ -1,0 +1,348 @@
+//! Gateway provisioning on a real cluster (`scripts/kube-up`: kube-apiserver and kube-controller-manager): `kubectl
+//! apply` of a GatewayClass, a Gateway with an HTTPS listener whose certificate is a Secret of its namespace, and an
+//! HTTPRoute; admitpilot (`--provision-gateways`, xDS over TLS with tokens, as the chart ships it) creates the
+//! gateway's ServiceAccount, Role, ConfigMap, Deployment and Service; the controller-manager makes the ReplicaSet
+//! and the Pod; the test plays the kubelet ([`support::kubelet`]): it runs the Pod's Envoy container as rendered,
+//! with its ConfigMap bootstrap, a projected token minted by TokenRequest and the CA, and reports it Ready. HTTPS
+//! traffic then flows through it with the Gateway's certificate; the Gateway is Programmed; deleting the Gateway
+//! deletes everything (garbage collection).
+//!
+//! Skips with a message when no API server or no Envoy is available.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use std::net::SocketAddr;
+use std::path::Path;
+use std::time::Duration;
+
+use base64::Engine as _;
+use serde_json::Value;
+use support::envoy::{self, Backend};
+use support::kube_server::Kube;
+use support::kubelet;
+use support::pipeline::Admitpilot;
+use support::tls_backends::Ca;
+use support::xds_auth::Pki;
+
+use super::kube_status::{condition, wait_status};
+
+const CRDS: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/crds/gateway-api");
+const HOST: &str = "shop.example";
+
+fn config(
+    ns: &str,
+    (class, controller): (&str, &str),
+    port: u16,
+    (cert, key): (&str, &str),
+    (backend_ip, backend_port): (std::net::IpAddr, u16),
+) -> String {
+    let b64 = |text: &str| base64::engine::general_purpose::STANDARD.encode(text);
+    format!(
+        "apiVersion: gateway.networking.k8s.io/v1
+kind: GatewayClass
+metadata: {{name: {class}}}
+spec: {{controllerName: {controller}}}
+---
+apiVersion: v1
+kind: Secret
+metadata: {{name: shop-cert, namespace: {ns}}}
+type: kubernetes.io/tls
+data: {{tls.crt: {}, tls.key: {}}}
+---
+apiVersion: gateway.networking.k8s.io/v1
+kind: Gateway
+metadata: {{name: gw, namespace: {ns}}}
+spec:
+  gatewayClassName: {class}
+  infrastructure: {{labels: {{team: shop}}}}
+  listeners:
+  - {{name: https, port: {port}, protocol: HTTPS, hostname: {HOST}, tls: {{certificateRefs: [{{name: shop-cert}}]}}}}
+---
+apiVersion: v1
+kind: Service
+metadata: {{name: web, namespace: {ns}}}
+spec: {{ports: [{{name: http, port: 80}}]}}
+---
+apiVersion: discovery.k8s.io/v1
+kind: EndpointSlice
+metadata: {{name: web-1, namespace: {ns}, labels: {{kubernetes.io/service-name: web}}}}
+addressType: IPv4
+ports: [{{name: http, port: {backend_port}, protocol: TCP}}]
+endpoints: [{{addresses: [\"{backend_ip}\"], conditions: {{ready: true}}}}]
+---
+apiVersion: gateway.networking.k8s.io/v1
+kind: HTTPRoute
+metadata: {{name: web, namespace: {ns}}}
+spec:
+  parentRefs: [{{name: gw}}]
+  rules: [{{backendRefs: [{{name: web, port: 80}}]}}]
+",
+        b64(cert),
+        b64(key),
+    )
+}
+
+/// Polls `kubectl get <args> -o json` until `ready` holds for its JSON (an error reads as `null`).
+async fn eventually(
+    kube: &Kube,
+    args: &[&str],
+    ready: impl Fn(&Value) -> bool,
+    admitpilot: &Admitpilot,
+) -> Value {
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(60);
+    loop {
+        let mut full = vec!["-n", kube.namespace(), "get"];
+        full.extend(args);
+        full.extend(["-o", "json"]);
+        let out = kube.kubectl(&full, None).await;
+        let value: Value = serde_json::from_slice(&out.stdout).unwrap_or_default();
+        if ready(&value) {
+            return value;
+        }
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "{args:?} never got there; last: {value}\n{}",
+            admitpilot.log()
+        );
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_applied_gateway_becomes_a_running_authenticated_envoy_and_goes_with_its_gateway() {
+    let Some(envoy_bin) = envoy::envoy_binary() else {
+        return;
+    };
+    let Some(kube) = Kube::shared("kube-provision").await else {
+        return;
+    };
+    kube.install_crds(Path::new(CRDS)).await;
+    let ns = kube.namespace().to_string();
+    let class = format!("{ns}-class");
+    // A controller name of this test's own: no other test's Gateway is provisioned here.
+    let controller = format!("admitpilot.io/{ns}");
+    let pki = Pki::new();
+    let xds_port = envoy::free_port();
+    let flags: Vec<String> = [
+        "--xds-auth=token".to_string(),
+        format!("--xds-tls-cert={}", pki.files.cert.display()),
+        format!("--xds-tls-key={}", pki.files.key.display()),
+        format!("--lease-namespace={ns}"),
+        format!("--watch-namespaces={ns}"),
+        format!("--higress-namespace={ns}"),
+        format!("--istio-namespace={ns}"),
+        format!("--gateway-controller-name={controller}"),
+        "--provision-gateways".to_string(),
+        format!("--gateway-xds-address=localhost:{xds_port}"),
+        format!("--gateway-ca-file={}", pki.ca.display()),
+        "--gateway-service-type=ClusterIP".to_string(),
+    ]
+    .into();
+    let admitpilot = Admitpilot::start_kube_at(kube.kubeconfig(), xds_port, &flags).await;
+    let Some((backend, backend_ip)) = Backend::start_for_pods("provisioned backend").await else {
+        eprintln!("skipping: this machine has no address but loopback, which an EndpointSlice may not name");
+        return;
+    };
+    let site_ca = Ca::new();
+    let (cert, key) = site_ca.leaf(HOST);
+    let port = envoy::free_port();
+    kube.kubectl_ok(
+        &["apply", "-f", "-"],
+        Some(&config(
+            &ns,
+            (&class, &controller),
+            port,
+            (&cert, &key),
+            (backend_ip, backend.port),
+        )),
+    )
+    .await;
+
+    // What provisioning made, named `<gateway>-<class>`, labelled with the infrastructure's labels.
+    let name = format!("gw-{class}");
+    let deployment = eventually(
+        &kube,
+        &["deployment", &name],
+        |d| d["kind"] == "Deployment",
+        &admitpilot,
+    )
+    .await;
+    assert_eq!(
+        deployment["metadata"]["labels"]["team"], "shop",
+        "{deployment}"
+    );
+    assert_eq!(
+        deployment["metadata"]["ownerReferences"][0]["kind"],
+        "Gateway"
+    );
+    for kind in [
+        "serviceaccount",
+        "role",
+        "rolebinding",
+        "configmap",
+        "service",
+    ] {
+        eventually(
+            &kube,
+            &[kind, &name],
+            |o| o["metadata"]["name"] == name.as_str(),
+            &admitpilot,
+        )
+        .await;
+    }
+    // The controller-manager's ReplicaSet made the Pod.
+    let pods = eventually(
+        &kube,
+        &["pods", "-l", "gateway.networking.k8s.io/gateway-name=gw"],
+        |list| {
+            list["items"]
+                .as_array()
+                .is_some_and(|items| !items.is_empty())
+        },
+        &admitpilot,
+    )
+    .await;
+    let pod_name = pods["items"][0]["metadata"]["name"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let pod = kubelet::pod(&kube, &pod_name).await;
+    let running = kubelet::run_envoy_pod(&kube, &pod, &envoy_bin, &[15021, 15000]).await;
+    kubelet::report_ready(&kube, &pod_name, &running, "/healthz/ready").await;
+
+    // HTTPS through the provisioned gateway, with the Gateway's certificate (sent over the authenticated port).
+    let https = reqwest::Client::builder()
+        .use_rustls_tls()
+        .add_root_certificate(reqwest::Certificate::from_pem(site_ca.pem.as_bytes()).unwrap())
+        .resolve(HOST, SocketAddr::from(([127, 0, 0, 1], port)))
+        .timeout(Duration::from_secs(5))
+        .build()
+        .unwrap();
+    let url = format!("https://{HOST}:{port}/");
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(60);
+    loop {
+        match https.get(&url).send().await {
+            Ok(response) if response.status() == 200 => {
+                assert_eq!(response.text().await.unwrap(), "provisioned backend");
+                break;
+            }
+            other => assert!(
+                tokio::time::Instant::now() < deadline,
+                "no HTTPS through the provisioned gateway: {other:?}\n{}\n{}",
+                running.envoy.log(),
+                admitpilot.log()
+            ),
+        }
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+    running
+        .envoy
+        .assert_nothing_rejected("provisioned gateway")
+        .await;
+
+    // The Deployment is available (the controller-manager counts the Ready pod) and the Gateway Programmed.
+    eventually(
+        &kube,
+        &["deployment", &name],
+        |d| d["status"]["availableReplicas"] == 1,
+        &admitpilot,
+    )
+    .await;
+    let gateway = wait_status(
+        &kube,
+        "gateway/gw",
+        |g| condition(&g["status"]["conditions"], "Programmed")["status"] == "True",
+        &[&admitpilot],
+    )
+    .await;
+    assert!(
+        gateway["status"]["addresses"]
+            .as_array()
+            .is_some_and(|a| !a.is_empty()),
+        "{gateway}"
+    );
+
+    // A user's edit of a generated field is put back.
+    kube.kubectl_ok(
+        &[
+            "-n",
+            &ns,
+            "patch",
+            "service",
+            &name,
+            "--type=merge",
+            "-p",
+            r#"{"spec":{"selector":{"gateway.networking.k8s.io/gateway-name":"other"}}}"#,
+        ],
+        None,
+    )
+    .await;
+    eventually(
+        &kube,
+        &["service", &name],
+        |s| s["spec"]["selector"]["gateway.networking.k8s.io/gateway-name"] == "gw",
+        &admitpilot,
+    )
+    .await;
+
+    // Opted out (deployed by hand from now on): what was made for it is deleted; opted in again, it is back.
+    let annotate = |value: &'static str| {
+        let ns = ns.clone();
+        let kube = &kube;
+        async move {
+            kube.kubectl_ok(
+                &[
+                    "-n",
+                    &ns,
+                    "annotate",
+                    "--overwrite",
+                    "gateway",
+                    "gw",
+                    &format!("admitpilot.io/manual-deployment={value}"),
+                ],
+                None,
+            )
+            .await;
+        }
+    };
+    annotate("true").await;
+    eventually(
+        &kube,
+        &["deployments"],
+        |list| list["items"] == serde_json::json!([]),
+        &admitpilot,
+    )
+    .await;
+    annotate("false").await;
+    eventually(
+        &kube,
+        &["deployment", &name],
+        |d| d["kind"] == "Deployment",
+        &admitpilot,
+    )
+    .await;
+
+    // Deleting the Gateway deletes what was made for it (garbage collection of owned objects).
+    kube.kubectl_ok(&["-n", &ns, "delete", "gateway", "gw"], None)
+        .await;
+    for kind in [
+        "deployment",
+        "service",
+        "configmap",
+        "serviceaccount",
+        "role",
+        "rolebinding",
+    ] {
+        let out = kube.kubectl(&["-n", &ns, "get", kind, &name], None).await;
+        let deadline = tokio::time::Instant::now() + Duration::from_secs(60);
+        let mut out = out;
+        while out.status.success() {
+            assert!(
+                tokio::time::Instant::now() < deadline,
+                "{kind} {name} outlived its Gateway"
+            );
+            tokio::time::sleep(Duration::from_millis(200)).await;
+            out = kube.kubectl(&["-n", &ns, "get", kind, &name], None).await;
+        }
+    }
+    drop(running);
+}
