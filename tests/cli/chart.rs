@@ -106,7 +106,12 @@ fn every_value_combination_passes_kubernetes_validate() {
             "gateway.xdsApiType=GRPC",
         ],
         &["xds.plaintext.enabled=true", "gateway.enabled=true"],
-        &["xds.auth=none", "gateway.enabled=true", "tlsGateways=true"],
+        &[
+            "xds.auth=none",
+            "provisioning.enabled=false",
+            "gateway.enabled=true",
+            "tlsGateways=true",
+        ],
         &["istioStatus=true", "gatewayApi.writeStatus=false"],
         &[
             "ingress.class=",
@@ -525,7 +530,7 @@ fn xds_is_authenticated_by_default_and_plaintext_only_when_asked() {
         "{ports}"
     );
 
-    let docs = render(&helm, &["xds.auth=none"]);
+    let docs = render(&helm, &["xds.auth=none", "provisioning.enabled=false"]);
     assert!(serve_args(&docs).iter().any(|a| a == "--xds-auth=none"));
     assert!(!docs
         .iter()
@@ -740,4 +745,53 @@ fn the_gateway_container_starts_envoy_as_rendered() {
             String::from_utf8_lossy(&output.stderr)
         );
     }
+}
+
+/// Provisioning is on by default: the leader gets the flags (its xDS Service address, the certs-gen CA) and a role
+/// of its own that writes only the six kinds it provisions and may `get` Secrets (to grant that to the proxies);
+/// off, neither is there; with `xds.auth: none` the chart refuses to render it.
+#[test]
+fn provisioning_has_its_flags_and_a_role_that_writes_only_what_it_provisions() {
+    let Some(helm) = helm() else { return };
+    let docs = render(&helm, &[]);
+    let args = serve_args(&docs);
+    for flag in [
+        "--provision-gateways",
+        "--gateway-image=envoyproxy/envoy:v1.40.0",
+        "--gateway-xds-address=ap-admitpilot.higress-system.svc:15012",
+        "--gateway-ca-file=/etc/admitpilot/tls/ca.crt",
+        "--gateway-service-type=LoadBalancer",
+    ] {
+        assert!(
+            args.iter().any(|a| a == flag),
+            "{flag} missing from {args:?}"
+        );
+    }
+    let provisioning = grants(find(&docs, "ClusterRole", "ap-admitpilot-provisioning"));
+    for (group, resource, verb) in &provisioning {
+        let provisioned = matches!(
+            (group.as_str(), resource.as_str()),
+            ("", "serviceaccounts" | "configmaps" | "services")
+                | ("apps", "deployments")
+                | ("rbac.authorization.k8s.io", "roles" | "rolebindings")
+        );
+        let grantable = group.is_empty() && resource == "secrets" && verb == "get";
+        assert!(
+            provisioned || grantable,
+            "provisioning may {verb} {group}/{resource}"
+        );
+    }
+    assert!(docs.iter().any(|d| d["kind"] == "ClusterRoleBinding"
+        && d["metadata"]["name"] == "ap-admitpilot-provisioning"));
+    let off = render(&helm, &["provisioning.enabled=false"]);
+    assert!(serve_args(&off)
+        .iter()
+        .all(|a| !a.starts_with("--provision")));
+    assert!(off
+        .iter()
+        .all(|d| d["metadata"]["name"] != "ap-admitpilot-provisioning"));
+    let refused = run_helm(&helm, &["template", "ap", CHART, "--set", "xds.auth=none"]);
+    assert!(!refused.status.success());
+    assert!(String::from_utf8_lossy(&refused.stderr)
+        .contains("provisioning.enabled needs xds.auth: token"));
 }

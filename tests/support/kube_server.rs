@@ -13,9 +13,10 @@
 //! When kube-apiserver is not built, both answer `None` after printing why, except in CI (`CI=true`), where they
 //! panic: a CI run must not pass without the real server.
 //!
-//! The server has no controller-manager: a namespace gets no `default` ServiceAccount, no token Secret is ever
-//! created (create ServiceAccounts with [`Kube::create_service_account`], mint tokens with [`Kube::token`]), Services get no Endpoints, deleted
-//! namespaces stay `Terminating`, nothing is garbage-collected. Tests create what they need.
+//! A kube-controller-manager runs with the server: namespaces get their `default` ServiceAccount, Deployments their
+//! ReplicaSets and Pods, Services with selectors their EndpointSlices, and owned objects are garbage-collected. No
+//! scheduler or kubelet runs: Pods never run (`crate::kubelet` plays the kubelet's part where a test needs it). Mint
+//! tokens with [`Kube::token`].
 #![allow(dead_code, clippy::unwrap_used, clippy::expect_used)]
 
 use std::path::{Path, PathBuf};
@@ -149,7 +150,7 @@ impl Kube {
         self.kubectl_ok(&wait, None).await;
     }
 
-    /// Creates ServiceAccount `name` in this test's namespace (no controller creates any, not even `default`).
+    /// Creates ServiceAccount `name` in this test's namespace (the controller-manager creates only `default`).
     pub async fn create_service_account(&self, name: &str) {
         let ns = self.namespace.as_str();
         let yaml = format!(
