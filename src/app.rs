@@ -28,6 +28,7 @@ use crate::provisioner::{self, ProvisionerConfig, ProvisionerMetrics};
 use crate::source::refusals::Refusals;
 use crate::source::{self, SourceMetrics, SourceSettings};
 use crate::status::StatusScope;
+use crate::status::Unready;
 use crate::status_writer::{self, GatewayFeedback, StatusMetrics, StatusWriterConfig};
 use crate::tls::{self, CertSource, CertStore};
 use crate::xds::{
@@ -294,9 +295,21 @@ impl App {
             }
             None => self.snapshot_feed.clone(),
         };
+        // Gateways whose provisioned proxies are not available (none without provisioning), for status.
+        let (unready_tx, unready) = watch::channel(Arc::new(Unready::new()));
         if let (Some(config), Some(client), Some(snapshots), Some(leader)) =
             (self.provisioner.take(), &kube_client, &snapshots, &leader)
         {
+            let availability = provisioner::watch_availability(
+                client.clone(),
+                config.namespaces.clone(),
+                unready_tx,
+                stopped_rx.clone(),
+            );
+            tasks.spawn(async move {
+                availability.await;
+                Ok(())
+            });
             let provisioner = provisioner::run(
                 client.clone(),
                 config,
@@ -363,7 +376,7 @@ impl App {
                     client,
                     config,
                     (snapshots.clone(), refusals.clone()),
-                    gateways,
+                    (gateways, unready),
                     metrics,
                     leader,
                     stopped_rx.clone(),

@@ -12,6 +12,8 @@
 //!   `admitpilot.io/manual-deployment: "true"`, its listeners changed names) are deleted; a deleted Gateway's
 //!   objects go with it through their owner reference (the garbage collector).
 //! * Nothing is pruned before the first snapshot is ready, so a restart never deletes a running gateway.
+//! * The provisioned Deployments are watched ([`watch_availability`]): a Gateway whose Deployment has no available
+//!   replica is published as unready, and status keeps it from `Programmed` (`Pending`) until one is.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::PathBuf;
@@ -29,8 +31,9 @@ use serde_json::Value;
 use tokio::sync::watch;
 
 use crate::leader::{still_holds, LeaderConfig};
-use crate::model::{Kind, Snapshot, Spec};
-use crate::provision::{self, Settings, MANAGED_BY_LABEL, MANAGED_BY_VALUE};
+use crate::model::{Kind, ObjectKey, Snapshot, Spec};
+use crate::provision::{self, Settings, GATEWAY_NAME_LABEL, MANAGED_BY_LABEL, MANAGED_BY_VALUE};
+use crate::status::Unready;
 
 /// The field manager of every provisioned object.
 pub const FIELD_MANAGER: &str = "admitpilot-provisioner";
@@ -293,6 +296,100 @@ fn wanted(snapshot: &Snapshot, controller: &str, settings: &Settings) -> Vec<Val
             _ => Vec::new(),
         })
         .collect()
+}
+
+/// Watches the provisioned Deployments (of `namespaces`, or every namespace when empty) until `stop` turns true,
+/// publishing on `unready` the Gateways whose Deployment has no available replica, with why. A watch error is
+/// retried by the watcher (with backoff); meanwhile the last view stays.
+pub async fn watch_availability(
+    client: Client,
+    namespaces: Vec<String>,
+    unready: watch::Sender<Arc<Unready>>,
+    mut stop: watch::Receiver<bool>,
+) {
+    use futures::StreamExt;
+    use k8s_openapi::api::apps::v1::Deployment;
+    use kube::runtime::watcher::{watcher, Config, Event};
+    use kube::runtime::WatchStreamExt;
+
+    let config = Config::default().labels(&format!("{MANAGED_BY_LABEL}={MANAGED_BY_VALUE}"));
+    let apis: Vec<Api<Deployment>> = if namespaces.is_empty() {
+        vec![Api::all(client)]
+    } else {
+        namespaces
+            .iter()
+            .map(|namespace| Api::namespaced(client.clone(), namespace))
+            .collect()
+    };
+    let streams = apis
+        .into_iter()
+        .map(|api| watcher(api, config.clone()).default_backoff().boxed());
+    let mut events = futures::stream::select_all(streams);
+    // Per Deployment (namespace, name): its Gateway and, when not available, why.
+    let mut seen: BTreeMap<Address, (ObjectKey, Option<String>)> = BTreeMap::new();
+    loop {
+        let event = tokio::select! {
+            _ = stop.wait_for(|stop| *stop) => return,
+            event = events.next() => event,
+        };
+        let Some(event) = event else {
+            return;
+        };
+        match event {
+            Ok(Event::Apply(deployment) | Event::InitApply(deployment)) => {
+                if let Some((address, state)) = availability(&deployment) {
+                    seen.insert(address, state);
+                }
+            }
+            Ok(Event::Delete(deployment)) => {
+                if let Some((address, _)) = availability(&deployment) {
+                    seen.remove(&address);
+                }
+            }
+            Ok(Event::Init | Event::InitDone) => {}
+            Err(error) => {
+                tracing::warn!(%error, "watching provisioned Deployments failed; retrying");
+                continue;
+            }
+        }
+        let now: Unready = seen
+            .values()
+            .filter_map(|(gateway, why)| Some((gateway.clone(), why.clone()?)))
+            .collect();
+        unready.send_if_modified(|current| {
+            let changed = **current != now;
+            if changed {
+                *current = Arc::new(now);
+            }
+            changed
+        });
+    }
+}
+
+/// A provisioned Deployment's address, its Gateway and, when it has no available replica, why.
+fn availability(
+    deployment: &k8s_openapi::api::apps::v1::Deployment,
+) -> Option<(Address, (ObjectKey, Option<String>))> {
+    let meta = &deployment.metadata;
+    let (namespace, name) = (meta.namespace.clone()?, meta.name.clone()?);
+    let gateway = meta.labels.as_ref()?.get(GATEWAY_NAME_LABEL)?;
+    let key = ObjectKey::new(Kind::KubernetesGateway, namespace.clone(), gateway.clone());
+    let wanted = deployment
+        .spec
+        .as_ref()
+        .and_then(|s| s.replicas)
+        .unwrap_or(1);
+    let available = deployment
+        .status
+        .as_ref()
+        .and_then(|s| s.available_replicas)
+        .unwrap_or(0);
+    let why = (available < 1).then(|| {
+        format!(
+            "its proxies are not available yet: Deployment {namespace}/{name} has {available} of {wanted} replicas available"
+        )
+    });
+    Some(((namespace, name), (key, why)))
 }
 
 /// The kind (of [`KINDS`]) and address of a provisioned object.

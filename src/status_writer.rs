@@ -54,7 +54,7 @@ fn shared_list(kind: Kind) -> Option<&'static str> {
 use crate::model::kind::api_resource;
 use crate::source::refusals::Refusals;
 use crate::status::programmed::{GenerationTracker, HeldBack, ReplicaReport};
-use crate::status::{from_reports, StatusScope, StatusUpdate};
+use crate::status::{from_reports, StatusScope, StatusUpdate, Unready};
 use crate::xds::status::StatusRegistry;
 
 /// Settings of the status writer.
@@ -119,7 +119,7 @@ pub async fn run(
     client: Client,
     config: StatusWriterConfig,
     (mut snapshots, refusals): (watch::Receiver<Arc<Snapshot>>, Refusals),
-    gateways: GatewayFeedback,
+    (gateways, unready): (GatewayFeedback, UnreadyFeed),
     metrics: StatusMetrics,
     mut leader: watch::Receiver<bool>,
     mut stop: watch::Receiver<bool>,
@@ -134,6 +134,7 @@ pub async fn run(
         published: None,
         bundle: None,
         refusals,
+        unready,
     };
     let mut tick = tokio::time::interval(writer.config.interval);
     tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
@@ -172,6 +173,10 @@ pub struct GatewayFeedback {
     pub held_back: HeldBackFn,
 }
 
+/// The Gateways whose provisioned proxies are not available, as the provisioner last saw their Deployments
+/// ([`crate::provisioner`]); always empty without provisioning.
+pub type UnreadyFeed = watch::Receiver<Arc<Unready>>;
+
 /// The status of a snapshot's objects as the gateways connected to this process give it (what `/debug/configz`
 /// shows; in folder mode, the only status there is): this replica's report alone, as a leader would combine it.
 pub fn local_view(
@@ -193,7 +198,14 @@ pub fn local_view(
                 &(gateways.held_back)(),
             )
         };
-        from_reports(snapshot, &scope, (&[report], &refusals.all()), None, &now())
+        let unready = Unready::new();
+        from_reports(
+            snapshot,
+            &scope,
+            (&[report], &refusals.all(), &unready),
+            None,
+            &now(),
+        )
     })
 }
 
@@ -238,6 +250,8 @@ struct Writer {
     bundle: Option<(Option<String>, Instant)>,
     /// The objects stored although validation refuses them.
     refusals: Refusals,
+    /// The Gateways whose provisioned proxies are not available.
+    unready: UnreadyFeed,
 }
 
 impl Writer {
@@ -388,10 +402,11 @@ impl Writer {
             snapshot.objects.contains_key(key) || refusals.iter().any(|r| &r.key == key)
         });
         let bundle = self.bundle_version().await;
+        let unready = Arc::clone(&self.unready.borrow());
         let updates = from_reports(
             snapshot,
             &self.config.scope,
-            (reports, &refusals),
+            (reports, &refusals, &unready),
             bundle.as_deref(),
             &now(),
         );

@@ -133,7 +133,13 @@ fn print_status(
             .then(|| admitpilot::translate::Options::default().domain_suffix),
     };
     // No replica reports: nothing has acknowledged this configuration.
-    let updates = from_reports(snapshot, &scope, (&[], refusals), None, &now);
+    let updates = from_reports(
+        snapshot,
+        &scope,
+        (&[], refusals, &Default::default()),
+        None,
+        &now,
+    );
     let json: Vec<serde_json::Value> = updates
         .into_iter()
         .map(|update| {

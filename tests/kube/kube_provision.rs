@@ -207,6 +207,24 @@ async fn an_applied_gateway_becomes_a_running_authenticated_envoy_and_goes_with_
         .to_string();
     let pod = kubelet::pod(&kube, &pod_name).await;
     let running = kubelet::run_envoy_pod(&kube, &pod, &envoy_bin, &[15021, 15000]).await;
+    // Its proxy has the config, but until the Pod is Ready the Deployment has no available replica: not Programmed.
+    let pending = wait_status(
+        &kube,
+        "gateway/gw",
+        |g| {
+            let programmed = condition(&g["status"]["conditions"], "Programmed");
+            programmed["reason"] == "Pending"
+                && programmed["message"]
+                    .as_str()
+                    .is_some_and(|m| m.contains("0 of 1 replicas available"))
+        },
+        &[&admitpilot],
+    )
+    .await;
+    assert_eq!(
+        condition(&pending["status"]["conditions"], "Programmed")["status"],
+        "False"
+    );
     kubelet::report_ready(&kube, &pod_name, &running, "/healthz/ready").await;
 
     // HTTPS through the provisioned gateway, with the Gateway's certificate (sent over the authenticated port).

@@ -12,6 +12,8 @@ pub mod refused;
 
 pub use gateway_api::{gateway_api_status, Programmed, Served, StatusUpdate};
 
+use std::collections::BTreeMap;
+
 use admitpilot_model::refusal::Refusal;
 use admitpilot_model::{ObjectKey, Snapshot};
 use programmed::{
@@ -33,13 +35,18 @@ pub struct StatusScope {
     pub istio_domain_suffix: Option<String>,
 }
 
+/// Gateways whose provisioned proxies are not available yet (their Deployment has no available replica), with why.
+pub type Unready = BTreeMap<ObjectKey, String>;
+
 /// The status of every object in `scope`, from every replica's report on what its gateways did (this replica's
-/// included), the objects stored although validation refuses them (`refusals`, [`refused`]) and the installed
-/// Gateway API CRDs' `bundle_version` (when known); `now` (RFC 3339) stamps the conditions.
+/// included), the objects stored although validation refuses them (`refusals`, [`refused`]), the Gateways whose
+/// provisioned proxies are not available (`unready`: not Programmed, `Pending`, even when every connected proxy
+/// acknowledged the config) and the installed Gateway API CRDs' `bundle_version` (when known); `now` (RFC 3339)
+/// stamps the conditions.
 pub fn from_reports(
     snapshot: &Snapshot,
     scope: &StatusScope,
-    (reports, refusals): (&[ReplicaReport], &[Refusal]),
+    (reports, refusals, unready): (&[ReplicaReport], &[Refusal], &Unready),
     bundle_version: Option<&str>,
     now: &str,
 ) -> Vec<StatusUpdate> {
@@ -53,11 +60,15 @@ pub fn from_reports(
     let programmed_of = |key: &ObjectKey| {
         let id = format!("{}/{}", key.namespace, key.name);
         let of_it: Vec<_> = reports.iter().filter_map(|r| r.gateways.get(&id)).collect();
-        combine(
+        let acknowledged = combine(
             generation_of(key),
             &of_it,
             no_gateway_of(&key.namespace, &key.name),
-        )
+        );
+        match (acknowledged, unready.get(key)) {
+            (Programmed::Served, Some(why)) => Programmed::Pending(why.clone()),
+            (programmed, _) => programmed,
+        }
     };
     let held_back_of = |route: &ObjectKey, gateway: &ObjectKey| {
         let route = held_back_id(route);
