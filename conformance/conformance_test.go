@@ -1,13 +1,13 @@
 package conformance
 
 // TestConformance runs the upstream Gateway API conformance suite (sigs.k8s.io/gateway-api/conformance) against
-// admitpilot and real Envoy on a real kube-apiserver: scripts/conformance starts the API server and
-// `admitpilot serve --kube`, then this test, which plays kubelet and controller-manager for the suite's backends
-// (kubelet.go), runs one Envoy per Gateway (gateways.go) and runs the suite unchanged.
+// admitpilot and real Envoy on a real cluster: scripts/conformance starts kube-apiserver and kube-controller-manager
+// and `admitpilot serve --kube --provision-gateways`, then this test, which plays the kubelet and a cloud's load
+// balancer (kubelet.go): it runs the Pods the controller-manager makes, the suite's backends and the gateways
+// admitpilot provisions alike, and runs the suite unchanged.
 //
 // Environment: KUBECONFIG (the API server), ADMITPILOT_ENVOY (Envoy binary), ECHO_BASIC (the suite's echo server
-// binary), XDS_PORT (admitpilot's xDS port on every address, TLS with token auth), XDS_CA (the CA file that
-// signed admitpilot's xDS certificate, for the bridge's address), CONFORMANCE_WORK (a folder for logs),
+// binary), COREDNS (CoreDNS, for the base manifests' DNS server), CONFORMANCE_WORK (a folder for logs),
 // CONFORMANCE_REPORT (where the report goes), CONFORMANCE_PROFILES (comma-separated), CONFORMANCE_RUN_TEST (one
 // test only, optional), CONFORMANCE_ONLY (comma-separated tests: every other one is skipped, optional),
 // CONFORMANCE_VERSION (admitpilot's version for the report).
@@ -16,7 +16,6 @@ import (
 	"context"
 	"net/http"
 	"os"
-	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -24,6 +23,7 @@ import (
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
@@ -60,10 +60,6 @@ func env(t *testing.T, name string) string {
 
 func TestConformance(t *testing.T) {
 	ctrllog.SetLogger(zap.New(zap.WriteTo(os.Stdout), zap.UseDevMode(true)))
-	xdsPort, err := strconv.Atoi(env(t, "XDS_PORT"))
-	if err != nil {
-		t.Fatalf("XDS_PORT: %v", err)
-	}
 	workDir := env(t, "CONFORMANCE_WORK")
 	cfg, err := clientcmd.BuildConfigFromFlags("", env(t, "KUBECONFIG"))
 	if err != nil {
@@ -113,23 +109,17 @@ func TestConformance(t *testing.T) {
 		t.Fatal(err)
 	}
 	pods := &kubelet{
-		client: harnessClient, echoBin: env(t, "ECHO_BASIC"), workDir: workDir,
-		pods: map[client.ObjectKey]*runningPod{}, skipped: map[string]bool{}, accounts: map[string]bool{}, logf: t.Logf,
-	}
-	proxies := &gateways{
-		client: harnessClient, class: gatewayClassName, envoy: env(t, "ADMITPILOT_ENVOY"), xdsPort: xdsPort,
-		xdsCA: env(t, "XDS_CA"), workDir: workDir, running: map[client.ObjectKey]*gatewayProxy{},
-		identities: map[string]bool{},
+		client: harnessClient, workDir: workDir, logf: t.Logf,
+		bins:    programs{echo: env(t, "ECHO_BASIC"), coredns: env(t, "COREDNS"), envoy: env(t, "ADMITPILOT_ENVOY")},
+		pods:    map[types.UID]*runningPod{},
+		skipped: map[types.UID]bool{},
 	}
 	stopped := make(chan struct{})
 	go func() {
 		defer close(stopped)
 		for ctx.Err() == nil {
 			if err := pods.reconcile(ctx); err != nil && ctx.Err() == nil {
-				t.Logf("harness: backends: %v", err)
-			}
-			if err := proxies.reconcile(ctx); err != nil && ctx.Err() == nil {
-				t.Logf("harness: gateways: %v", err)
+				t.Logf("harness: %v", err)
 			}
 			select {
 			case <-ctx.Done():
@@ -141,9 +131,8 @@ func TestConformance(t *testing.T) {
 	t.Cleanup(func() {
 		cancel()
 		<-stopped
-		proxies.stopAll(context.Background())
 		pods.stopAll()
-		for _, failure := range proxies.failures {
+		for _, failure := range pods.failures {
 			t.Errorf("harness: %s", failure)
 		}
 	})
@@ -155,7 +144,7 @@ func TestConformance(t *testing.T) {
 	opts := suite.ConformanceOptions{
 		ConfigurableOptions: suite.ConfigurableOptions{
 			GatewayClassName: gatewayClassName,
-			// No namespace or garbage-collection controller runs: deleted namespaces would stay Terminating.
+			// Every run gets a fresh etcd: the base namespaces are not worth the time deleting.
 			CleanupBaseResources: false,
 			CleanupTestResources: true,
 			Mode:                 "default",

@@ -1,360 +1,352 @@
 package conformance
 
-// What a kubelet and kube-controller-manager would do for the suite's backends, on a cluster that has neither:
-// every Deployment gets its Pods (created through the API, marked Ready through the status subresource, each
-// with a pod IP of its own on the host), each Pod's containers are served by echo servers on that IP, and every
-// Service with a selector gets an EndpointSlice of the Ready Pods it selects. Namespaces get their `default`
-// ServiceAccount (Pod admission wants it).
+// What a kubelet and a cloud's load-balancer controller would do, on a cluster whose kube-controller-manager makes
+// the ReplicaSets, Pods, EndpointSlices and ServiceAccounts but where nothing runs a Pod: the harness registers one
+// Node, binds every Pod to it, runs the Pod's containers (containers.go) in a network namespace of its own with an
+// IP of its own on the host's bridge (netns.go), reports it Running and, once its readiness probe answers (at once
+// when it has none), Ready, through the status subresource, and confirms a deleted Pod's deletion once its
+// containers are stopped. A LoadBalancer Service gets the IP of the first Ready Pod it selects as its load
+// balancer's address (status.loadBalancer.ingress), as a cloud's controller gives it an address that reaches them.
+// When a Pod running Envoy goes, its `*update_rejected` counters must be 0 and it must still have been running, or
+// the run fails.
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
-	"reflect"
+	"net/http"
+	"os/exec"
 	"sort"
+	"strings"
 	"sync"
+	"time"
 
-	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
-	discoveryv1 "k8s.io/api/discovery/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
-	"k8s.io/apimachinery/pkg/util/intstr"
+	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 )
 
 // managedBy marks the objects the harness writes.
 const managedBy = "admitpilot-conformance-harness"
 
-// nodeName is the node the harness's Pods are bound to (none exists; no scheduler runs).
+// nodeName is the one Node the harness's Pods run on.
 const nodeName = "conformance-node"
 
-// runningPod is a Pod the harness serves.
+// runningPod is a Pod the harness runs.
 type runningPod struct {
-	ip   string
-	stop func()
+	key   client.ObjectKey
+	ip    string
+	netns string
+	procs *processes
+	// probe is the readiness URL ("" when the Pod is Ready from the start); ready once it answered 200.
+	probe string
+	ready bool
+	envoy bool
 }
 
-// kubelet runs the backends.
+// kubelet runs the Pods.
 type kubelet struct {
 	client  client.Client
-	echoBin string
+	bins    programs
 	workDir string
 	mu      sync.Mutex
-	pods    map[client.ObjectKey]*runningPod
+	pods    map[types.UID]*runningPod
 	next    int
-	// Deployments not run (a container of another image than the echo server), reported once each.
-	skipped map[string]bool
-	// Namespaces (by UID) that have their ServiceAccount.
-	accounts map[string]bool
+	node    bool
+	// Pods not run (a container of a program the harness does not have), reported once each.
+	skipped  map[types.UID]bool
+	failures []string
 	logf     func(format string, args ...any)
 }
 
-// reconcile brings Pods, echo servers, EndpointSlices and ServiceAccounts in line with the Deployments and Services.
+// reconcile runs the Pods that should run, stops those that should not, and gives LoadBalancer Services their
+// address.
 func (k *kubelet) reconcile(ctx context.Context) error {
 	k.mu.Lock()
 	defer k.mu.Unlock()
-	if err := k.serviceAccounts(ctx); err != nil {
-		return err
-	}
-	if err := k.deployments(ctx); err != nil {
-		return err
-	}
-	return k.endpointSlices(ctx)
-}
-
-// serviceAccounts creates the `default` ServiceAccount of every namespace that lacks it.
-func (k *kubelet) serviceAccounts(ctx context.Context) error {
-	var namespaces corev1.NamespaceList
-	if err := k.client.List(ctx, &namespaces); err != nil {
-		return err
-	}
-	for _, ns := range namespaces.Items {
-		if ns.DeletionTimestamp != nil || k.accounts[string(ns.UID)] {
-			continue
-		}
-		account := &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: "default", Namespace: ns.Name}}
-		if err := k.client.Create(ctx, account); err != nil && !apierrors.IsAlreadyExists(err) && !apierrors.IsForbidden(err) {
+	if !k.node {
+		if err := k.registerNode(ctx); err != nil {
 			return err
 		}
-		k.accounts[string(ns.UID)] = true
+		k.node = true
 	}
-	return nil
-}
-
-// deployments creates the Pods each Deployment wants, deletes those no Deployment wants, and serves each Pod.
-func (k *kubelet) deployments(ctx context.Context) error {
-	var deployments appsv1.DeploymentList
-	if err := k.client.List(ctx, &deployments); err != nil {
+	var pods corev1.PodList
+	if err := k.client.List(ctx, &pods); err != nil {
 		return err
 	}
-	wanted := map[client.ObjectKey]*appsv1.Deployment{}
-	for i := range deployments.Items {
-		d := &deployments.Items[i]
-		if d.DeletionTimestamp != nil {
-			continue
-		}
-		if !allEcho(d.Spec.Template.Spec.Containers) {
-			key := d.Namespace + "/" + d.Name
-			if !k.skipped[key] {
-				k.skipped[key] = true
-				k.logf("harness: Deployment %s not run: a container's image is not the echo server", key)
+	current := map[types.UID]bool{}
+	for i := range pods.Items {
+		pod := &pods.Items[i]
+		if pod.DeletionTimestamp != nil {
+			if running, ok := k.pods[pod.UID]; ok {
+				k.stop(running)
+				delete(k.pods, pod.UID)
+			}
+			if pod.Spec.NodeName == nodeName {
+				// The kubelet confirms the deletion once the containers are gone.
+				zero := int64(0)
+				if err := k.client.Delete(ctx, pod, &client.DeleteOptions{GracePeriodSeconds: &zero}); err != nil && !apierrors.IsNotFound(err) {
+					return err
+				}
 			}
 			continue
 		}
-		replicas := 1
-		if d.Spec.Replicas != nil {
-			replicas = int(*d.Spec.Replicas)
-		}
-		for n := 0; n < replicas; n++ {
-			// <deployment>-<template hash>-<id>, as a ReplicaSet names its Pods (the suite takes the Deployment's
-			// name from the Pod's by dropping the last two parts).
-			wanted[client.ObjectKey{Namespace: d.Namespace, Name: fmt.Sprintf("%s-harness-%d", d.Name, n)}] = d
-		}
-	}
-	var pods corev1.PodList
-	if err := k.client.List(ctx, &pods, client.MatchingLabels{"app.kubernetes.io/managed-by": managedBy}); err != nil {
-		return err
-	}
-	for i := range pods.Items {
-		pod := &pods.Items[i]
-		key := client.ObjectKeyFromObject(pod)
-		if _, ok := wanted[key]; ok && pod.DeletionTimestamp == nil {
+		current[pod.UID] = true
+		if running, ok := k.pods[pod.UID]; ok {
+			if !running.ready && probe(running.probe) {
+				if err := k.reportReady(ctx, pod, running); err != nil {
+					return err
+				}
+			}
 			continue
 		}
-		if running, ok := k.pods[key]; ok {
-			running.stop()
-			delete(k.pods, key)
+		if pod.Status.Phase == corev1.PodSucceeded || pod.Status.Phase == corev1.PodFailed {
+			continue
 		}
-		zero := int64(0)
-		if err := k.client.Delete(ctx, pod, &client.DeleteOptions{GracePeriodSeconds: &zero}); err != nil && !apierrors.IsNotFound(err) {
-			return err
-		}
-	}
-	existing := map[client.ObjectKey]*corev1.Pod{}
-	for i := range pods.Items {
-		existing[client.ObjectKeyFromObject(&pods.Items[i])] = &pods.Items[i]
-	}
-	keys := make([]client.ObjectKey, 0, len(wanted))
-	for key := range wanted {
-		keys = append(keys, key)
-	}
-	sort.Slice(keys, func(i, j int) bool { return keys[i].String() < keys[j].String() })
-	for _, key := range keys {
-		if _, ok := k.pods[key]; ok {
+		if !k.bins.runnable(pod) {
+			if !k.skipped[pod.UID] {
+				k.skipped[pod.UID] = true
+				k.logf("harness: Pod %s/%s not run: a container's program is not one the harness has", pod.Namespace, pod.Name)
+			}
 			continue
 		}
 		// Not fatal: a Pod may wait for a Secret its volume names (the suite creates them after the Deployments).
-		if err := k.startPod(ctx, key, wanted[key], existing[key]); err != nil {
-			k.logf("harness: pod %s not started yet: %v", key, err)
+		if err := k.start(ctx, pod); err != nil {
+			k.logf("harness: pod %s/%s not started yet: %v", pod.Namespace, pod.Name, err)
 		}
 	}
-	return nil
+	for uid, running := range k.pods {
+		if !current[uid] {
+			k.stop(running)
+			delete(k.pods, uid)
+		}
+	}
+	return k.loadBalancers(ctx)
 }
 
-// startPod creates the Pod (unless there), gives it an IP, starts its echo servers and marks it Ready.
-func (k *kubelet) startPod(ctx context.Context, key client.ObjectKey, d *appsv1.Deployment, pod *corev1.Pod) error {
-	if pod == nil || pod.DeletionTimestamp != nil {
-		podLabels := map[string]string{"app.kubernetes.io/managed-by": managedBy}
-		for name, value := range d.Spec.Template.Labels {
-			podLabels[name] = value
-		}
-		pod = &corev1.Pod{
-			ObjectMeta: metav1.ObjectMeta{
-				Name: key.Name, Namespace: key.Namespace, Labels: podLabels,
-				Annotations: d.Spec.Template.Annotations,
-			},
-			Spec: *d.Spec.Template.Spec.DeepCopy(),
-		}
-		pod.Spec.NodeName = nodeName
-		if err := k.client.Create(ctx, pod); err != nil {
-			return err
-		}
+// registerNode creates the Node the Pods run on, Ready (no node-lifecycle controller runs to judge it: there is
+// no kubelet heartbeat; scripts/kube-up).
+func (k *kubelet) registerNode(ctx context.Context) error {
+	node := &corev1.Node{ObjectMeta: metav1.ObjectMeta{
+		Name: nodeName, Labels: map[string]string{"app.kubernetes.io/managed-by": managedBy},
+	}}
+	if err := k.client.Create(ctx, node); err != nil && !apierrors.IsAlreadyExists(err) {
+		return fmt.Errorf("node: %w", err)
 	}
-	secrets, err := k.volumeSecrets(ctx, pod)
-	if err != nil {
-		return err
+	now := metav1.Now()
+	status := map[string]any{"status": map[string]any{
+		"conditions": []corev1.NodeCondition{{
+			Type: corev1.NodeReady, Status: corev1.ConditionTrue, Reason: "KubeletReady",
+			LastHeartbeatTime: now, LastTransitionTime: now,
+		}},
+		"addresses": []corev1.NodeAddress{{Type: corev1.NodeInternalIP, Address: bridgeIP}},
+	}}
+	return k.patchStatus(ctx, node, status)
+}
+
+// start binds pod to the Node, runs its containers in a network namespace of its own and reports it Running
+// (and Ready, when it has no readiness probe).
+func (k *kubelet) start(ctx context.Context, pod *corev1.Pod) error {
+	key := client.ObjectKeyFromObject(pod)
+	if pod.Spec.NodeName == "" {
+		binding := &corev1.Binding{
+			ObjectMeta: metav1.ObjectMeta{Name: pod.Name, Namespace: pod.Namespace},
+			Target:     corev1.ObjectReference{Kind: "Node", Name: nodeName},
+		}
+		if err := k.client.SubResource("binding").Create(ctx, pod, binding); err != nil && !apierrors.IsConflict(err) {
+			return fmt.Errorf("binding: %w", err)
+		}
 	}
 	k.next++
 	ip, netns := podIP(k.next), podNetns(k.next)
 	if err := addNetns(netns, ip); err != nil {
 		return err
 	}
-	stopProcesses, err := podProcesses(k.echoBin, podLogDir(k.workDir, key), netns, ip, pod, secrets)
+	procs, err := podProcesses(ctx, k.client, k.bins, podLogDir(k.workDir, key), netns, ip, pod)
 	if err != nil {
 		deleteNetns(netns)
 		return err
 	}
-	stop := func() {
-		stopProcesses()
-		deleteNetns(netns)
-	}
-	now := metav1.Now()
-	ready := func(t corev1.PodConditionType) corev1.PodCondition {
-		return corev1.PodCondition{Type: t, Status: corev1.ConditionTrue, LastTransitionTime: now}
-	}
-	pod.Status = corev1.PodStatus{
-		Phase:      corev1.PodRunning,
-		Conditions: []corev1.PodCondition{ready(corev1.PodScheduled), ready(corev1.PodInitialized), ready(corev1.ContainersReady), ready(corev1.PodReady)},
-		HostIP:     ip, HostIPs: []corev1.HostIP{{IP: ip}},
-		PodIP: ip, PodIPs: []corev1.PodIP{{IP: ip}},
-		StartTime: &now,
-	}
+	running := &runningPod{key: key, ip: ip, netns: netns, procs: procs, probe: readinessURL(pod, ip)}
 	for _, c := range pod.Spec.Containers {
-		pod.Status.ContainerStatuses = append(pod.Status.ContainerStatuses, corev1.ContainerStatus{
-			Name: c.Name, Image: c.Image, Ready: true, Started: boolPtr(true),
+		running.envoy = running.envoy || k.bins.binary(c) == k.bins.envoy
+	}
+	k.pods[pod.UID] = running
+	running.ready = running.probe == ""
+	return k.reportStatus(ctx, pod, running)
+}
+
+// readinessURL is the URL of the first container's HTTP readiness probe on ip ("" when it has none).
+func readinessURL(pod *corev1.Pod, ip string) string {
+	for _, c := range pod.Spec.Containers {
+		if c.ReadinessProbe == nil || c.ReadinessProbe.HTTPGet == nil {
+			continue
+		}
+		get := c.ReadinessProbe.HTTPGet
+		port := get.Port.IntValue()
+		for _, p := range c.Ports {
+			if p.Name == get.Port.String() {
+				port = int(p.ContainerPort)
+			}
+		}
+		return fmt.Sprintf("http://%s:%d%s", ip, port, get.Path)
+	}
+	return ""
+}
+
+// probe says whether url answers 200.
+func probe(url string) bool {
+	if url == "" {
+		return true
+	}
+	httpClient := http.Client{Timeout: time.Second}
+	response, err := httpClient.Get(url)
+	if err != nil {
+		return false
+	}
+	response.Body.Close()
+	return response.StatusCode == http.StatusOK
+}
+
+// reportReady reports a running Pod Ready, now that its probe answers.
+func (k *kubelet) reportReady(ctx context.Context, pod *corev1.Pod, running *runningPod) error {
+	running.ready = true
+	return k.reportStatus(ctx, pod, running)
+}
+
+// reportStatus writes the Pod's status: Running on its IP, its containers started, Ready as running.ready says.
+func (k *kubelet) reportStatus(ctx context.Context, pod *corev1.Pod, running *runningPod) error {
+	now := metav1.Now()
+	readiness := corev1.ConditionFalse
+	if running.ready {
+		readiness = corev1.ConditionTrue
+	}
+	condition := func(t corev1.PodConditionType, status corev1.ConditionStatus) corev1.PodCondition {
+		return corev1.PodCondition{Type: t, Status: status, LastTransitionTime: now}
+	}
+	var containers []corev1.ContainerStatus
+	for _, c := range pod.Spec.Containers {
+		started := true
+		containers = append(containers, corev1.ContainerStatus{
+			Name: c.Name, Image: c.Image, Ready: running.ready, Started: &started,
 			State: corev1.ContainerState{Running: &corev1.ContainerStateRunning{StartedAt: now}},
 		})
 	}
-	if err := k.client.Status().Update(ctx, pod); err != nil {
-		stop()
+	status := map[string]any{"status": corev1.PodStatus{
+		Phase: corev1.PodRunning,
+		Conditions: []corev1.PodCondition{
+			condition(corev1.PodScheduled, corev1.ConditionTrue), condition(corev1.PodInitialized, corev1.ConditionTrue),
+			condition(corev1.ContainersReady, readiness), condition(corev1.PodReady, readiness),
+		},
+		HostIP: bridgeIP, HostIPs: []corev1.HostIP{{IP: bridgeIP}},
+		PodIP: running.ip, PodIPs: []corev1.PodIP{{IP: running.ip}},
+		StartTime:         &now,
+		ContainerStatuses: containers,
+	}}
+	return k.patchStatus(ctx, pod, status)
+}
+
+// patchStatus merge-patches object's status subresource with patch.
+func (k *kubelet) patchStatus(ctx context.Context, object client.Object, patch map[string]any) error {
+	body, err := json.Marshal(patch)
+	if err != nil {
 		return err
 	}
-	k.pods[key] = &runningPod{ip: ip, stop: stop}
-	return nil
+	return k.client.Status().Patch(ctx, object, client.RawPatch(types.MergePatchType, body))
 }
 
-func boolPtr(b bool) *bool { return &b }
-
-// allEcho says whether every container is the echo server.
-func allEcho(containers []corev1.Container) bool {
-	for _, c := range containers {
-		if !runsEcho(c) {
-			return false
-		}
-	}
-	return len(containers) > 0
-}
-
-// volumeSecrets reads the Secrets pod's volumes name.
-func (k *kubelet) volumeSecrets(ctx context.Context, pod *corev1.Pod) (map[string]map[string][]byte, error) {
-	out := map[string]map[string][]byte{}
-	for _, volume := range pod.Spec.Volumes {
-		if volume.Secret == nil {
-			continue
-		}
-		var secret corev1.Secret
-		key := client.ObjectKey{Namespace: pod.Namespace, Name: volume.Secret.SecretName}
-		if err := k.client.Get(ctx, key, &secret); err != nil {
-			return nil, err
-		}
-		out[secret.Name] = secret.Data
-	}
-	return out, nil
-}
-
-// endpointSlices writes, for every Service with a selector, one EndpointSlice of the Ready Pods it selects.
-func (k *kubelet) endpointSlices(ctx context.Context) error {
+// loadBalancers gives every LoadBalancer Service with a selector the IP of the first Ready Pod it selects (by
+// name) as its load balancer's address, or none.
+func (k *kubelet) loadBalancers(ctx context.Context) error {
 	var services corev1.ServiceList
 	if err := k.client.List(ctx, &services); err != nil {
 		return err
 	}
-	var pods corev1.PodList
-	if err := k.client.List(ctx, &pods, client.MatchingLabels{"app.kubernetes.io/managed-by": managedBy}); err != nil {
-		return err
-	}
-	var slices discoveryv1.EndpointSliceList
-	if err := k.client.List(ctx, &slices, client.MatchingLabels{discoveryv1.LabelManagedBy: managedBy}); err != nil {
-		return err
-	}
-	written := map[client.ObjectKey]*discoveryv1.EndpointSlice{}
-	for i := range slices.Items {
-		written[client.ObjectKeyFromObject(&slices.Items[i])] = &slices.Items[i]
-	}
 	for i := range services.Items {
 		service := &services.Items[i]
-		if len(service.Spec.Selector) == 0 || service.DeletionTimestamp != nil {
+		if service.Spec.Type != corev1.ServiceTypeLoadBalancer || len(service.Spec.Selector) == 0 {
 			continue
 		}
-		have := written[client.ObjectKey{Namespace: service.Namespace, Name: service.Name + "-harness"}]
-		if err := k.writeSlice(ctx, service, pods.Items, have); err != nil {
-			return fmt.Errorf("EndpointSlice of %s/%s: %w", service.Namespace, service.Name, err)
+		selector := labels.SelectorFromSet(service.Spec.Selector)
+		var ips []string
+		names := map[string]string{}
+		var pods corev1.PodList
+		if err := k.client.List(ctx, &pods, client.InNamespace(service.Namespace)); err != nil {
+			return err
+		}
+		for _, pod := range pods.Items {
+			running, ok := k.pods[pod.UID]
+			if ok && running.ready && pod.DeletionTimestamp == nil && selector.Matches(labels.Set(pod.Labels)) {
+				names[pod.Name] = running.ip
+			}
+		}
+		keys := make([]string, 0, len(names))
+		for name := range names {
+			keys = append(keys, name)
+		}
+		sort.Strings(keys)
+		if len(keys) > 0 {
+			ips = append(ips, names[keys[0]])
+		}
+		want := []corev1.LoadBalancerIngress{}
+		for _, ip := range ips {
+			want = append(want, corev1.LoadBalancerIngress{IP: ip})
+		}
+		have := service.Status.LoadBalancer.Ingress
+		if len(have) == len(want) && (len(want) == 0 || have[0].IP == want[0].IP) {
+			continue
+		}
+		patch := map[string]any{"status": map[string]any{"loadBalancer": map[string]any{"ingress": want}}}
+		if err := k.patchStatus(ctx, service, patch); err != nil && !apierrors.IsNotFound(err) {
+			return fmt.Errorf("load balancer of %s/%s: %w", service.Namespace, service.Name, err)
 		}
 	}
 	return nil
 }
 
-// writeSlice creates service's EndpointSlice, or updates `have` (nil when there is none yet).
-func (k *kubelet) writeSlice(ctx context.Context, service *corev1.Service, pods []corev1.Pod, have *discoveryv1.EndpointSlice) error {
-	selector := labels.SelectorFromSet(service.Spec.Selector)
-	want := &discoveryv1.EndpointSlice{
-		ObjectMeta: metav1.ObjectMeta{
-			Name: service.Name + "-harness", Namespace: service.Namespace,
-			Labels: map[string]string{
-				discoveryv1.LabelServiceName: service.Name,
-				discoveryv1.LabelManagedBy:   managedBy,
-			},
-		},
-		AddressType: discoveryv1.AddressTypeIPv4,
-		Endpoints:   []discoveryv1.Endpoint{},
-	}
-	var selected []corev1.Pod
-	for _, pod := range pods {
-		key := client.ObjectKeyFromObject(&pod)
-		if pod.Namespace != service.Namespace || pod.DeletionTimestamp != nil || !selector.Matches(labels.Set(pod.Labels)) {
-			continue
+// stop stops a Pod's containers and network; an Envoy must not have exited on its own nor rejected an update.
+func (k *kubelet) stop(running *runningPod) {
+	if running.envoy {
+		if running.procs.exited() {
+			k.failures = append(k.failures, fmt.Sprintf("pod %s: Envoy exited before its Pod was deleted", running.key))
+		} else if rejected := rejectedUpdates(running.netns); rejected != "" {
+			k.failures = append(k.failures, fmt.Sprintf("pod %s: %s", running.key, rejected))
 		}
-		running, ok := k.pods[key]
-		if !ok {
-			continue
-		}
-		selected = append(selected, pod)
-		yes := true
-		name := pod.Name
-		want.Endpoints = append(want.Endpoints, discoveryv1.Endpoint{
-			Addresses:  []string{running.ip},
-			Conditions: discoveryv1.EndpointConditions{Ready: &yes, Serving: &yes, Terminating: boolPtr(false)},
-			NodeName:   &name,
-			TargetRef:  &corev1.ObjectReference{Kind: "Pod", Namespace: pod.Namespace, Name: pod.Name, UID: pod.UID},
-		})
 	}
-	for _, port := range service.Spec.Ports {
-		number, ok := targetPort(port, selected)
-		if !ok {
-			continue
-		}
-		name, protocol := port.Name, port.Protocol
-		want.Ports = append(want.Ports, discoveryv1.EndpointPort{
-			Name: &name, Port: &number, Protocol: &protocol, AppProtocol: port.AppProtocol,
-		})
-	}
-	if have == nil {
-		return k.client.Create(ctx, want)
-	}
-	if reflect.DeepEqual(have.Endpoints, want.Endpoints) && reflect.DeepEqual(have.Ports, want.Ports) {
-		return nil
-	}
-	have.Endpoints, have.Ports = want.Endpoints, want.Ports
-	return k.client.Update(ctx, have)
+	running.procs.stop()
+	deleteNetns(running.netns)
 }
 
-// targetPort resolves a Service port's targetPort (a number, or a container port's name in the selected Pods).
-func targetPort(port corev1.ServicePort, pods []corev1.Pod) (int32, bool) {
-	switch {
-	case port.TargetPort.Type == intstr.Int && port.TargetPort.IntVal != 0:
-		return port.TargetPort.IntVal, true
-	case port.TargetPort.Type == intstr.String && port.TargetPort.StrVal != "":
-		for _, pod := range pods {
-			for _, c := range pod.Spec.Containers {
-				for _, p := range c.Ports {
-					if p.Name == port.TargetPort.StrVal {
-						return p.ContainerPort, true
-					}
-				}
-			}
-		}
-		return 0, false
-	default:
-		return port.Port, true
-	}
-}
-
-// stopAll stops every echo server.
+// stopAll stops every Pod (at the end of the run).
 func (k *kubelet) stopAll() {
 	k.mu.Lock()
 	defer k.mu.Unlock()
-	for key, pod := range k.pods {
-		pod.stop()
-		delete(k.pods, key)
+	for uid, running := range k.pods {
+		k.stop(running)
+		delete(k.pods, uid)
 	}
+}
+
+// envoyAdminPort is the admin port of a provisioned Envoy, on the loopback of its Pod's network namespace.
+const envoyAdminPort = 15000
+
+// rejectedUpdates reads the `*update_rejected` counters of the Envoy in network namespace netns and names those
+// above 0 ("" when none is, or when they cannot be read).
+func rejectedUpdates(netns string) string {
+	url := fmt.Sprintf("http://127.0.0.1:%d/stats?filter=update_rejected", envoyAdminPort)
+	out, err := exec.Command("ip", "netns", "exec", netns, "curl", "-s", "--max-time", "2", url).Output()
+	if err != nil {
+		return ""
+	}
+	var bad []string
+	for _, line := range strings.Split(string(out), "\n") {
+		name, value, ok := strings.Cut(line, ": ")
+		if ok && strings.TrimSpace(value) != "0" {
+			bad = append(bad, name+"="+strings.TrimSpace(value))
+		}
+	}
+	return strings.Join(bad, ", ")
 }

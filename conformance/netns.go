@@ -1,8 +1,8 @@
 package conformance
 
 // Network plumbing for the harness (Linux, root): a bridge on the host (apconf0, 10.244.0.1/16) and, for every
-// Pod and every Gateway's Envoy, a network namespace of its own joined to the bridge by a veth pair, so each has an
-// address of its own on which it binds the ports it names, as it would in a cluster. One L2 segment: no routing,
+// Pod, a network namespace of its own joined to the bridge by a veth pair, so each has an address of its own on
+// which it binds the ports it names, as it would in a cluster. One L2 segment: no routing,
 // no ip_forward; the host (admitpilot, the suite) reaches every address through the bridge.
 
 import (
@@ -29,11 +29,6 @@ func run(name string, args ...string) error {
 // podIP is the address of the n-th Pod (n from 1): 10.244.1.1 on.
 func podIP(n int) string {
 	return fmt.Sprintf("10.244.%d.%d", 1+n/250, 1+n%250)
-}
-
-// gatewayIP is the address of the n-th Gateway's Envoy (n from 1): 10.244.200.1 on.
-func gatewayIP(n int) string {
-	return fmt.Sprintf("10.244.%d.%d", 200+n/250, 1+n%250)
 }
 
 // setUpBridge creates the bridge (replacing one left by an earlier run).

@@ -300,10 +300,11 @@ impl App {
         if let (Some(config), Some(client), Some(snapshots), Some(leader)) =
             (self.provisioner.take(), &kube_client, &snapshots, &leader)
         {
+            let deleted = Arc::new(tokio::sync::Notify::new());
             let availability = provisioner::watch_availability(
                 client.clone(),
                 config.namespaces.clone(),
-                unready_tx,
+                (unready_tx, Arc::clone(&deleted)),
                 stopped_rx.clone(),
             );
             tasks.spawn(async move {
@@ -313,7 +314,7 @@ impl App {
             let provisioner = provisioner::run(
                 client.clone(),
                 config,
-                snapshots.clone(),
+                (snapshots.clone(), deleted),
                 ProvisionerMetrics::register(&mut self.registry),
                 leader.clone(),
                 stopped_rx.clone(),

@@ -13,7 +13,9 @@
 //!   objects go with it through their owner reference (the garbage collector).
 //! * Nothing is pruned before the first snapshot is ready, so a restart never deletes a running gateway.
 //! * The provisioned Deployments are watched ([`watch_availability`]): a Gateway whose Deployment has no available
-//!   replica is published as unready, and status keeps it from `Programmed` (`Pending`) until one is.
+//!   replica is published as unready, and status keeps it from `Programmed` (`Pending`) until one is; a deleted
+//!   one starts a pass at once (a Gateway deleted and created again under its name loses its objects to the
+//!   garbage collector after the new ones may have been applied).
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::PathBuf;
@@ -28,7 +30,7 @@ use prometheus_client::metrics::counter::Counter;
 use prometheus_client::metrics::family::Family;
 use prometheus_client::registry::Registry;
 use serde_json::Value;
-use tokio::sync::watch;
+use tokio::sync::{watch, Notify};
 
 use crate::leader::{still_holds, LeaderConfig};
 use crate::model::{Kind, ObjectKey, Snapshot, Spec};
@@ -111,7 +113,7 @@ type Address = (String, String);
 pub async fn run(
     client: Client,
     config: ProvisionerConfig,
-    mut snapshots: watch::Receiver<Arc<Snapshot>>,
+    (mut snapshots, deleted): (watch::Receiver<Arc<Snapshot>>, Arc<Notify>),
     metrics: ProvisionerMetrics,
     mut leader: watch::Receiver<bool>,
     mut stop: watch::Receiver<bool>,
@@ -128,6 +130,8 @@ pub async fn run(
         let resync = tokio::select! {
             _ = stop.wait_for(|stop| *stop) => break,
             _ = tick.tick() => true,
+            // A provisioned Deployment went (the garbage collector, a user): everything is applied again.
+            () = deleted.notified() => true,
             changed = snapshots.changed() => {
                 if changed.is_err() {
                     break;
@@ -304,7 +308,7 @@ fn wanted(snapshot: &Snapshot, controller: &str, settings: &Settings) -> Vec<Val
 pub async fn watch_availability(
     client: Client,
     namespaces: Vec<String>,
-    unready: watch::Sender<Arc<Unready>>,
+    (unready, deleted): (watch::Sender<Arc<Unready>>, Arc<Notify>),
     mut stop: watch::Receiver<bool>,
 ) {
     use futures::StreamExt;
@@ -345,6 +349,7 @@ pub async fn watch_availability(
                 if let Some((address, _)) = availability(&deployment) {
                     seen.remove(&address);
                 }
+                deleted.notify_one();
             }
             Ok(Event::Init | Event::InitDone) => {}
             Err(error) => {

@@ -74,13 +74,7 @@ pub fn objects(object: &ConfigObject, gateway: &Gateway, settings: &Settings) ->
             "metadata": metadata(&name),
             "data": {BOOTSTRAP_KEY: bootstrap, CA_KEY: settings.ca_pem},
         }),
-        deployment(
-            metadata(&name),
-            &name,
-            (&selector, &pod_labels),
-            &ports,
-            settings,
-        ),
+        deployment(metadata(&name), &name, (&selector, &pod_labels), settings),
         service(metadata(&name), &selector, &ports, gateway, settings),
     ]
 }
@@ -103,14 +97,10 @@ fn deployment(
     metadata: Value,
     name: &str,
     (selector, pod_labels): (&BTreeMap<&str, &str>, &BTreeMap<String, String>),
-    ports: &[(u32, &str)],
     settings: &Settings,
 ) -> Value {
-    let mut container_ports: Vec<Value> = ports
-        .iter()
-        .map(|(port, protocol)| json!({"containerPort": port, "protocol": protocol}))
-        .collect();
-    container_ports.push(json!({"name": "readiness", "containerPort": READINESS_PORT}));
+    // Only the readiness port: listener ports are the Service's, so a listener change does not roll the pods.
+    let container_ports = [json!({"name": "readiness", "containerPort": READINESS_PORT})];
     json!({
         "apiVersion": "apps/v1",
         "kind": "Deployment",
