@@ -188,13 +188,15 @@ func allBut(names []string) []string {
 }
 
 // supportedFeatures are the features admitpilot claims: the core features of its profiles and the extended ones
-// it implements (README "Gateway API conformance"). Not claimed, though admitpilot translates them: HTTPRouteRetry
+// it implements (README "Gateway API conformance"; GatewayInfrastructure through gateway provisioning).
+// Not claimed, though admitpilot translates them: HTTPRouteRetry
 // (the standard-channel CRDs the suite runs on have no `retry` field), HTTPRouteCORS (a preflight from an origin
 // not allowed still reaches the backend), GatewayHTTPListenerIsolation (not passing yet).
 func supportedFeatures() []features.FeatureName {
 	return []features.FeatureName{
 		features.SupportGateway,
 		features.SupportGatewayPort8080,
+		features.SupportGatewayInfrastructure,
 		features.SupportHTTPRoute,
 		features.SupportHTTPRouteQueryParamMatching,
 		features.SupportHTTPRouteMethodMatching,

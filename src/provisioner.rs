@@ -293,7 +293,8 @@ fn wanted(snapshot: &Snapshot, controller: &str, settings: &Settings) -> Vec<Val
         .filter(|object| provision::provisioned(object))
         .flat_map(|object| match &object.spec {
             Spec::KubernetesGateway(gateway)
-                if ours.contains(gateway.gateway_class_name.as_str()) =>
+                if ours.contains(gateway.gateway_class_name.as_str())
+                    && gateway.unsupported_parameters().is_none() =>
             {
                 provision::objects(object, gateway, settings)
             }

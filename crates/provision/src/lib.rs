@@ -21,9 +21,9 @@ use admitpilot_model::ConfigObject;
 pub use objects::objects;
 
 /// The label on every provisioned object (value [`MANAGED_BY_VALUE`]).
-pub const MANAGED_BY_LABEL: &str = "app.kubernetes.io/managed-by";
+pub use admitpilot_model::gateway_api::PROVISIONED_LABEL as MANAGED_BY_LABEL;
 /// The value of [`MANAGED_BY_LABEL`] on provisioned objects.
-pub const MANAGED_BY_VALUE: &str = "admitpilot-provisioner";
+pub use admitpilot_model::gateway_api::PROVISIONER as MANAGED_BY_VALUE;
 /// The label naming the Gateway an object runs (and, on pods, the label translation selects a Gateway's proxies
 /// by).
 pub const GATEWAY_NAME_LABEL: &str = "gateway.networking.k8s.io/gateway-name";

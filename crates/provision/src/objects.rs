@@ -74,7 +74,12 @@ pub fn objects(object: &ConfigObject, gateway: &Gateway, settings: &Settings) ->
             "metadata": metadata(&name),
             "data": {BOOTSTRAP_KEY: bootstrap, CA_KEY: settings.ca_pem},
         }),
-        deployment(metadata(&name), &name, (&selector, &pod_labels), settings),
+        deployment(
+            metadata(&name),
+            &name,
+            (&selector, &pod_labels, &annotations),
+            settings,
+        ),
         service(metadata(&name), &selector, &ports, gateway, settings),
     ]
 }
@@ -96,7 +101,11 @@ fn listener_ports(gateway: &Gateway) -> Vec<(u32, &'static str)> {
 fn deployment(
     metadata: Value,
     name: &str,
-    (selector, pod_labels): (&BTreeMap<&str, &str>, &BTreeMap<String, String>),
+    (selector, pod_labels, pod_annotations): (
+        &BTreeMap<&str, &str>,
+        &BTreeMap<String, String>,
+        &BTreeMap<String, String>,
+    ),
     settings: &Settings,
 ) -> Value {
     // Only the readiness port: listener ports are the Service's, so a listener change does not roll the pods.
@@ -109,7 +118,7 @@ fn deployment(
             "replicas": 1,
             "selector": {"matchLabels": selector},
             "template": {
-                "metadata": {"labels": pod_labels},
+                "metadata": {"labels": pod_labels, "annotations": pod_annotations},
                 "spec": {
                     "serviceAccountName": name,
                     "securityContext": {
@@ -266,6 +275,10 @@ mod tests {
         }
         let deployment = &out[4]["spec"]["template"];
         assert_eq!(deployment["metadata"]["labels"][GATEWAY_NAME_LABEL], "gw");
+        assert_eq!(
+            deployment["metadata"]["annotations"]["note"], "x",
+            "pods carry them too"
+        );
         assert_eq!(deployment["spec"]["serviceAccountName"], "gw-admitpilot");
         let service = &out[5]["spec"];
         let ports: Vec<u64> = service["ports"]

@@ -22,6 +22,7 @@ use admitpilot_model::gateway_api::reference_grant::granted;
 use admitpilot_model::gateway_api::{
     route_view, Gateway, ListenerSet, RouteView, GROUP, ROUTE_KINDS,
 };
+use admitpilot_model::gateway_api::{PROVISIONED_LABEL, PROVISIONER};
 use admitpilot_model::{ConfigObject, Kind, ObjectKey, Snapshot, Spec};
 use admitpilot_translate::gateway_api::backend_tls::{client_certificate, unmet_policy};
 use admitpilot_translate::gateway_api::backends;
@@ -488,7 +489,34 @@ fn gateway_status(
             now,
         )
     };
-    let programmed = programmed_condition(programmed, (any_valid, "Invalid"), (generation, now));
+    let programmed = match unassigned_address(snapshot, object) {
+        // Served, but not reachable yet: the provisioned load balancer has no address.
+        Some(why) if any_valid && matches!(programmed, Programmed::Served) => condition(
+            "Programmed",
+            false,
+            "AddressNotAssigned",
+            &why,
+            generation,
+            now,
+        ),
+        _ => programmed_condition(programmed, (any_valid, "Invalid"), (generation, now)),
+    };
+    // Parameters admitpilot does not read: not accepted, nothing served or provisioned (model's
+    // `Gateway::unsupported_parameters`).
+    let (accepted, programmed) = match gateway.unsupported_parameters() {
+        Some(why) => (
+            condition(
+                "Accepted",
+                false,
+                "InvalidParameters",
+                &why,
+                generation,
+                now,
+            ),
+            condition("Programmed", false, "Invalid", &why, generation, now),
+        ),
+        None => (accepted, programmed),
+    };
     let (refs_ok, refs_reason, refs_message) =
         match gateway_refs(snapshot, object, gateway, &listeners) {
             Ok(()) => (true, "ResolvedRefs", "references resolved".to_string()),
@@ -690,7 +718,9 @@ fn addresses(snapshot: &Snapshot, gateway: &ConfigObject) -> Vec<Value> {
             assigned.extend(ingress.ip.iter().map(ip));
             assigned.extend(ingress.hostname.iter().map(hostname));
         }
-        if assigned.is_empty() {
+        // A provisioned load balancer still waiting for its address has none to give yet (its cluster DNS name is
+        // not what clients outside the cluster reach).
+        if assigned.is_empty() && !pending_load_balancer(object, service, gateway) {
             assigned.push(hostname(&format!(
                 "{}.{namespace}.svc.cluster.local",
                 object.metadata.name
@@ -703,6 +733,39 @@ fn addresses(snapshot: &Snapshot, gateway: &ConfigObject) -> Vec<Value> {
         }
     }
     out
+}
+
+/// Why a provisioned Gateway has no address yet: its provisioned LoadBalancer Service (labelled
+/// [`PROVISIONED_LABEL`]) has no load-balancer address in its status (Gateway API v1.6 `apis/v1/gateway_types.go`,
+/// `GatewayReasonAddressNotAssigned`: "one or more addresses have not been assigned"). `None` when it has one, or
+/// the Gateway's proxies are not provisioned.
+fn unassigned_address(snapshot: &Snapshot, gateway: &ConfigObject) -> Option<String> {
+    snapshot.of_kind(Kind::Service).find_map(|object| {
+        let Spec::Service(service) = &object.spec else {
+            return None;
+        };
+        pending_load_balancer(object, service, gateway).then(|| {
+            format!(
+                "Service {}/{} (LoadBalancer) has no load-balancer address yet",
+                object.metadata.namespace, object.metadata.name
+            )
+        })
+    })
+}
+
+/// Whether `object` (spec `service`) is the provisioned LoadBalancer Service of `gateway` and has no load-balancer
+/// address yet.
+fn pending_load_balancer(
+    object: &ConfigObject,
+    service: &admitpilot_model::service::Service,
+    gateway: &ConfigObject,
+) -> bool {
+    let labels = &object.metadata.labels;
+    object.metadata.namespace == gateway.metadata.namespace
+        && labels.get(PROVISIONED_LABEL).map(String::as_str) == Some(PROVISIONER)
+        && labels.get(GATEWAY_NAME_LABEL) == Some(&gateway.metadata.name)
+        && service.type_.as_deref() == Some("LoadBalancer")
+        && service.load_balancer_ingress.is_empty()
 }
 
 /// The most addresses a Gateway's status holds (the CRD's `maxItems`).
@@ -1186,6 +1249,78 @@ status: {loadBalancer: {ingress: [{ip: 198.51.100.4}, {hostname: lb.example}, {i
                    {"type": "IPAddress", "value": "203.0.113.7"},
                    {"type": "IPAddress", "value": "198.51.100.4"},
                    {"type": "Hostname", "value": "lb.example"}])
+        );
+    }
+
+    #[test]
+    fn a_gateway_with_infrastructure_parameters_is_not_accepted() {
+        let updates = status(
+            "apiVersion: gateway.networking.k8s.io/v1
+kind: Gateway
+metadata: {name: params, namespace: default}
+spec:
+  gatewayClassName: ap
+  infrastructure: {parametersRef: {group: invalid.io, kind: InvalidParameters, name: invalid}}
+  listeners: [{name: http, port: 80, protocol: HTTP}]
+",
+        );
+        let conditions = &find(&updates, Kind::KubernetesGateway, "params")["conditions"];
+        assert_eq!(
+            (&conditions[0]["status"], &conditions[0]["reason"]),
+            (&json!("False"), &json!("InvalidParameters"))
+        );
+        assert!(conditions[0]["message"]
+            .as_str()
+            .unwrap()
+            .contains("invalid.io/InvalidParameters invalid"));
+        assert_eq!(conditions[1]["status"], "False");
+    }
+
+    /// A provisioned LoadBalancer Service without a load-balancer address keeps its served Gateway from
+    /// Programmed (AddressNotAssigned); with one, the Gateway is Programmed. A Service of the user's is not waited for.
+    #[test]
+    fn a_provisioned_gateway_is_programmed_once_its_load_balancer_has_an_address() {
+        let service = |status: &str, labels: &str| {
+            format!(
+                "apiVersion: v1
+kind: Service
+metadata: {{name: gw-ap, namespace: default, labels: {{{labels}}}}}
+spec: {{type: LoadBalancer, selector: {{gateway.networking.k8s.io/gateway-name: gw}}, ports: [{{port: 80}}]}}
+status: {{loadBalancer: {status}}}
+"
+            )
+        };
+        let provisioned =
+            "app.kubernetes.io/managed-by: admitpilot-provisioner, gateway.networking.k8s.io/gateway-name: gw";
+        let programmed = |yaml: &str| {
+            let updates = status(yaml);
+            let conditions = &find(&updates, Kind::KubernetesGateway, "gw")["conditions"];
+            let programmed = conditions
+                .as_array()
+                .unwrap()
+                .iter()
+                .find(|c| c["type"] == "Programmed")
+                .unwrap()
+                .clone();
+            (programmed["status"].clone(), programmed["reason"].clone())
+        };
+        assert_eq!(
+            programmed(&service("{}", provisioned)),
+            (json!("False"), json!("AddressNotAssigned"))
+        );
+        let pending = status(&service("{}", provisioned));
+        assert_eq!(
+            find(&pending, Kind::KubernetesGateway, "gw")["addresses"],
+            json!([]),
+            "no cluster DNS name while the load balancer has no address"
+        );
+        assert_eq!(
+            programmed(&service("{ingress: [{ip: 198.51.100.4}]}", provisioned)),
+            (json!("True"), json!("Programmed"))
+        );
+        assert_eq!(
+            programmed(&service("{}", "team: a")),
+            (json!("True"), json!("Programmed"))
         );
     }
 

@@ -27,6 +27,22 @@ pub struct Gateway {
 }
 
 impl Gateway {
+    /// Why the Gateway cannot be served as written: a `spec.infrastructure.parametersRef`, which admitpilot does
+    /// not read (Gateway API v1.6 `apis/v1/gateway_types.go`, `GatewayReasonInvalidParameters`: the parameters are
+    /// "invalid or unsupported"; istiod refuses a reference it cannot resolve the same way). Such a Gateway is not
+    /// accepted: no proxy serves it and none is provisioned for it. `None` when it has none.
+    pub fn unsupported_parameters(&self) -> Option<String> {
+        let reference = self.infrastructure.as_ref()?.get("parametersRef")?;
+        let text = |field: &str| reference.get(field).and_then(|v| v.as_str()).unwrap_or("");
+        Some(format!(
+            "spec.infrastructure.parametersRef ({}/{} {}): admitpilot reads no infrastructure parameters; set \
+             spec.infrastructure.labels and .annotations instead, or remove the reference",
+            text("group"),
+            text("kind"),
+            text("name")
+        ))
+    }
+
     /// `spec.tls.backend.clientCertificateRef`: the certificate the Gateway presents to backends it connects to
     /// over TLS (`GatewayBackendTLS`); `None` when absent or not an object reference (the schema refuses that).
     pub fn backend_client_certificate(&self) -> Option<ObjectReference> {

@@ -41,6 +41,11 @@ pub fn oldest_first(a: &crate::ConfigObject, b: &crate::ConfigObject) -> std::cm
 /// The controller name admitpilot answers to by default (a GatewayClass naming it is admitpilot's).
 pub const DEFAULT_CONTROLLER_NAME: &str = "admitpilot.io/gateway-controller";
 
+/// The label admitpilot's provisioner puts on the objects it makes for a Gateway (value [`PROVISIONER`]).
+pub const PROVISIONED_LABEL: &str = "app.kubernetes.io/managed-by";
+/// The value of [`PROVISIONED_LABEL`] on provisioned objects.
+pub const PROVISIONER: &str = "admitpilot-provisioner";
+
 /// What attachment and status read of a route, whatever its kind.
 #[derive(Debug, Clone)]
 pub struct RouteView<'a> {

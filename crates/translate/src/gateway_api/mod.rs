@@ -107,6 +107,9 @@ fn served_gateway<'a>(
     let Spec::KubernetesGateway(gateway) = &object.spec else {
         return None;
     };
+    if gateway.unsupported_parameters().is_some() {
+        return None;
+    }
     let class = snapshot.get(&ObjectKey::new(
         Kind::GatewayClass,
         "",
