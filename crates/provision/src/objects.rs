@@ -77,7 +77,11 @@ pub fn objects(object: &ConfigObject, gateway: &Gateway, settings: &Settings) ->
         deployment(
             metadata(&name),
             &name,
-            (&selector, &pod_labels, &annotations),
+            &Pods {
+                selector: &selector,
+                labels: &pod_labels,
+                annotations: &annotations,
+            },
             settings,
         ),
         service(metadata(&name), &selector, &ports, gateway, settings),
@@ -96,18 +100,16 @@ fn listener_ports(gateway: &Gateway) -> Vec<(u32, &'static str)> {
     ports
 }
 
+/// What a Deployment's pods are selected by and carry.
+struct Pods<'a> {
+    selector: &'a BTreeMap<&'a str, &'a str>,
+    labels: &'a BTreeMap<String, String>,
+    annotations: &'a BTreeMap<String, String>,
+}
+
 /// The Deployment: Envoy with the bootstrap, the projected token and the CA, non-root on a read-only root file
 /// system, ready when Envoy is (its `/ready`, through the readiness listener).
-fn deployment(
-    metadata: Value,
-    name: &str,
-    (selector, pod_labels, pod_annotations): (
-        &BTreeMap<&str, &str>,
-        &BTreeMap<String, String>,
-        &BTreeMap<String, String>,
-    ),
-    settings: &Settings,
-) -> Value {
+fn deployment(metadata: Value, name: &str, pods: &Pods<'_>, settings: &Settings) -> Value {
     // Only the readiness port: listener ports are the Service's, so a listener change does not roll the pods.
     let container_ports = [json!({"name": "readiness", "containerPort": READINESS_PORT})];
     json!({
@@ -116,9 +118,9 @@ fn deployment(
         "metadata": metadata,
         "spec": {
             "replicas": 1,
-            "selector": {"matchLabels": selector},
+            "selector": {"matchLabels": pods.selector},
             "template": {
-                "metadata": {"labels": pod_labels, "annotations": pod_annotations},
+                "metadata": {"labels": pods.labels, "annotations": pods.annotations},
                 "spec": {
                     "serviceAccountName": name,
                     "securityContext": {
