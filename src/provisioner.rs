@@ -296,7 +296,7 @@ fn wanted(snapshot: &Snapshot, controller: &str, settings: &Settings) -> Vec<Val
                 if ours.contains(gateway.gateway_class_name.as_str())
                     && gateway.unsupported_parameters().is_none() =>
             {
-                provision::objects(object, gateway, settings)
+                provision::objects(snapshot, object, gateway, settings)
             }
             _ => Vec::new(),
         })

@@ -166,8 +166,8 @@ pub struct ServeArgs {
     no_status: bool,
 
     /// Run the proxies of every Gateway of --gateway-controller-name's classes (with --kube; the leader does it):
-    /// in the Gateway's namespace, a ServiceAccount, a Role that lets it read that namespace's Secrets, a
-    /// ConfigMap with the Envoy bootstrap (ADS to --gateway-xds-address over TLS trusting --gateway-ca-file, with a
+    /// in the Gateway's namespace, a ServiceAccount, a Role that lets it read the Secrets of that namespace its
+    /// config names, a ConfigMap with the Envoy bootstrap (ADS to --gateway-xds-address over TLS trusting --gateway-ca-file, with a
     /// projected token for --xds-token-audience) and the CA, a Deployment of --gateway-image and a Service of
     /// --gateway-service-type with one port per listener port; all named `<gateway>-<class>`, owned by the Gateway
     /// and kept as generated (server-side apply). A Gateway annotated `admitpilot.io/manual-deployment: "true"` is
@@ -235,7 +235,8 @@ pub struct ServeArgs {
     /// How xDS and MCP callers on --xds-addr are verified. `token`: each call carries a Kubernetes
     /// service-account token for --xds-token-audience (`authorization: Bearer`), checked with TokenReview; the
     /// node's namespace must be the token's; certificates go only to a proxy whose service account may get Secrets
-    /// in its namespace, the MCP feed only to one that may list VirtualServices (SubjectAccessReview). Needs
+    /// in its namespace, or that very Secret (asked by name), the MCP feed only to one that may list
+    /// VirtualServices (SubjectAccessReview). Needs
     /// --xds-tls-cert/--xds-tls-key. `none`: nobody is verified and no Kubernetes Secret is sent (see
     /// --xds-unauthenticated-secrets). Default: token with --kube/--kubeconfig, none otherwise.
     #[arg(long, value_name = "token|none")]

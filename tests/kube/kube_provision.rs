@@ -1,7 +1,7 @@
 //! Gateway provisioning on a real cluster (`scripts/kube-up`: kube-apiserver and kube-controller-manager): `kubectl
 //! apply` of a GatewayClass, a Gateway with an HTTPS listener whose certificate is a Secret of its namespace, and an
 //! HTTPRoute; admitpilot (`--provision-gateways`, xDS over TLS with tokens, as the chart ships it) creates the
-//! gateway's ServiceAccount, Role, ConfigMap, Deployment and Service; the controller-manager makes the ReplicaSet
+//! gateway's ServiceAccount, Role (`get` on that one Secret, by name), ConfigMap, Deployment and Service; the controller-manager makes the ReplicaSet
 //! and the Pod; the test plays the kubelet ([`support::kubelet`]): it runs the Pod's Envoy container as rendered,
 //! with its ConfigMap bootstrap, a projected token minted by TokenRequest and the CA, and reports it Ready. HTTPS
 //! traffic then flows through it with the Gateway's certificate; the Gateway is Programmed; deleting the Gateway
@@ -189,6 +189,20 @@ async fn an_applied_gateway_becomes_a_running_authenticated_envoy_and_goes_with_
         )
         .await;
     }
+    // The proxies may read exactly the Secret their config names (admitpilot then asks about it by name).
+    let role = eventually(
+        &kube,
+        &["role", &name],
+        |r| r["kind"] == "Role",
+        &admitpilot,
+    )
+    .await;
+    assert_eq!(
+        role["rules"],
+        serde_json::json!([{"apiGroups": [""], "resources": ["secrets"], "verbs": ["get"],
+            "resourceNames": ["shop-cert"]}]),
+        "{role}"
+    );
     // The controller-manager's ReplicaSet made the Pod.
     let pods = eventually(
         &kube,

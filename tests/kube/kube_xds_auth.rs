@@ -107,6 +107,57 @@ async fn namespace(client: &kube::Client) -> String {
     ns
 }
 
+/// ServiceAccount `ns/account`, allowed to `get` the one Secret `ns/secret` (a Role with `resourceNames`).
+async fn named_secret_reader(client: &kube::Client, ns: &str, account: &str, secret: &str) {
+    let pp = PostParams::default();
+    Api::<ServiceAccount>::namespaced(client.clone(), ns)
+        .create(
+            &pp,
+            &ServiceAccount {
+                metadata: meta(account, Some(ns)),
+                ..Default::default()
+            },
+        )
+        .await
+        .unwrap();
+    Api::<Role>::namespaced(client.clone(), ns)
+        .create(
+            &pp,
+            &Role {
+                metadata: meta(account, Some(ns)),
+                rules: Some(vec![PolicyRule {
+                    api_groups: Some(vec![String::new()]),
+                    resources: Some(vec!["secrets".into()]),
+                    verbs: vec!["get".into()],
+                    resource_names: Some(vec![secret.into()]),
+                    ..Default::default()
+                }]),
+            },
+        )
+        .await
+        .unwrap();
+    Api::<RoleBinding>::namespaced(client.clone(), ns)
+        .create(
+            &pp,
+            &RoleBinding {
+                metadata: meta(account, Some(ns)),
+                role_ref: RoleRef {
+                    api_group: "rbac.authorization.k8s.io".into(),
+                    kind: "Role".into(),
+                    name: account.into(),
+                },
+                subjects: Some(vec![Subject {
+                    kind: "ServiceAccount".into(),
+                    name: account.into(),
+                    namespace: Some(ns.into()),
+                    ..Default::default()
+                }]),
+            },
+        )
+        .await
+        .unwrap();
+}
+
 /// A token of `ns`/`account` for `audience`, from the TokenRequest API.
 async fn token(client: &kube::Client, ns: &str, account: &str, audience: &str) -> String {
     let request = TokenRequest {
@@ -159,6 +210,16 @@ async fn real_tokens_and_rbac_decide_who_gets_the_key() {
     let no_rbac = token(&client, &ns, "no-rbac", AUDIENCE).await;
     assert_eq!(sds(Some(no_rbac), ns.clone()).await.unwrap(), [CA]);
 
+    // Roles with `resourceNames` (what provisioning grants): asked about by name, the certificate goes to the
+    // account allowed that very Secret, not to one allowed another.
+    for (account, secret) in [("named", "gw-cert"), ("other-name", "other")] {
+        named_secret_reader(&client, &ns, account, secret).await;
+    }
+    let named = token(&client, &ns, "named", AUDIENCE).await;
+    assert_eq!(sds(Some(named), ns.clone()).await.unwrap(), [CERT, CA]);
+    let other_name = token(&client, &ns, "other-name", AUDIENCE).await;
+    assert_eq!(sds(Some(other_name), ns.clone()).await.unwrap(), [CA]);
+
     // The right account cannot claim another namespace's gateway.
     let status = sds(Some(gateway), "default".into()).await.unwrap_err();
     assert_eq!(status.code(), Code::PermissionDenied, "{status:?}");
@@ -174,7 +235,7 @@ async fn real_tokens_and_rbac_decide_who_gets_the_key() {
 
     let text = server.metrics_text();
     assert!(
-        text.contains("admitpilot_xds_secret_denied_total{reason=\"rbac\"} 1"),
+        text.contains("admitpilot_xds_secret_denied_total{reason=\"rbac\"} 2"),
         "{text}"
     );
     server.shutdown().await;

@@ -1,8 +1,8 @@
 //! Gateway provisioning (pure): takes a Gateway of admitpilot's GatewayClasses (with the snapshot it is in) and the
 //! provisioning [`Settings`], and yields the Kubernetes objects that run its proxies in the Gateway's namespace, as
 //! istiod's gateway deployment controller and Envoy Gateway's infrastructure manager do: a ServiceAccount (the
-//! proxies' identity), a Role and RoleBinding that let it read the Secrets of its namespace (admitpilot asks a
-//! SubjectAccessReview before it sends one), a ConfigMap with the Envoy bootstrap ([`bootstrap`]) and the CA of
+//! proxies' identity), a Role and RoleBinding that let it read the Secrets of its namespace its config names, by
+//! name (admitpilot asks a SubjectAccessReview per Secret before it sends one), a ConfigMap with the Envoy bootstrap ([`bootstrap`]) and the CA of
 //! admitpilot's xDS port, a Deployment running Envoy, and a Service with one port per listener port. Every object
 //! carries the Gateway's `spec.infrastructure` labels and annotations (GatewayInfrastructurePropagation), the
 //! [`MANAGED_BY_LABEL`] that finds them again, and an owner reference to the Gateway, so deleting the Gateway

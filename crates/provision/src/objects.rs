@@ -2,7 +2,7 @@
 //! Role, RoleBinding, ConfigMap, Deployment and Service as JSON documents ready for a server-side apply, in the
 //! order they are applied (what a later one names exists first).
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 
 use serde_json::{json, Value};
 
@@ -11,15 +11,20 @@ use crate::{
     infrastructure, object_name, Settings, GATEWAY_NAME_LABEL, MANAGED_BY_LABEL, MANAGED_BY_VALUE,
     READINESS_PORT,
 };
-use admitpilot_model::gateway_api::Gateway;
-use admitpilot_model::ConfigObject;
+use admitpilot_model::gateway_api::{listener_set, Gateway};
+use admitpilot_model::{ConfigObject, Snapshot};
 
 /// The user and group the proxies run as (Envoy's image's `envoy` user).
 const PROXY_UID: i64 = 101;
 
-/// The objects that run the proxies of Gateway `object` (spec `gateway`), in apply order; none when the Gateway
-/// has no UID yet (an owner reference needs it).
-pub fn objects(object: &ConfigObject, gateway: &Gateway, settings: &Settings) -> Vec<Value> {
+/// The objects that run the proxies of Gateway `object` (spec `gateway`, in `snapshot`), in apply order; none when
+/// the Gateway has no UID yet (an owner reference needs it).
+pub fn objects(
+    snapshot: &Snapshot,
+    object: &ConfigObject,
+    gateway: &Gateway,
+    settings: &Settings,
+) -> Vec<Value> {
     let Some(uid) = object.metadata.uid.as_deref() else {
         return Vec::new();
     };
@@ -58,8 +63,9 @@ pub fn objects(object: &ConfigObject, gateway: &Gateway, settings: &Settings) ->
             "apiVersion": "rbac.authorization.k8s.io/v1",
             "kind": "Role",
             "metadata": metadata(&name),
-            // What admitpilot asks (SubjectAccessReview) before it sends the proxies a certificate of this namespace.
-            "rules": [{"apiGroups": [""], "resources": ["secrets"], "verbs": ["get"]}],
+            // What admitpilot asks (a SubjectAccessReview per Secret) before it sends the proxies a certificate of
+            // this namespace: exactly the Secrets their config names.
+            "rules": secret_rules(snapshot, object, gateway),
         }),
         json!({
             "apiVersion": "rbac.authorization.k8s.io/v1",
@@ -86,6 +92,59 @@ pub fn objects(object: &ConfigObject, gateway: &Gateway, settings: &Settings) ->
         ),
         service(metadata(&name), &selector, &ports, gateway, settings),
     ]
+}
+
+/// The Role's rules: `get` on the Secrets of the Gateway's namespace its config needs ([`needed_secrets`]), by
+/// name; none when it needs none.
+fn secret_rules(snapshot: &Snapshot, object: &ConfigObject, gateway: &Gateway) -> Value {
+    let names = needed_secrets(snapshot, object, gateway);
+    if names.is_empty() {
+        return json!([]);
+    }
+    json!([{"apiGroups": [""], "resources": ["secrets"], "verbs": ["get"], "resourceNames": names}])
+}
+
+/// The Secrets of the Gateway's namespace its proxies are sent: the certificates of its terminating listeners and
+/// of the ListenerSets attached to it, and its client certificate for backends (`spec.tls.backend`), each when it
+/// names a core Secret of that namespace. Secrets of other namespaces reach the proxies through ReferenceGrants, not
+/// through the proxies' RBAC.
+fn needed_secrets(
+    snapshot: &Snapshot,
+    object: &ConfigObject,
+    gateway: &Gateway,
+) -> BTreeSet<String> {
+    let namespace = object.metadata.namespace.as_str();
+    let sets = listener_set::attached(snapshot, object, gateway);
+    let listeners = gateway
+        .listeners
+        .iter()
+        .map(|l| (l, namespace))
+        .chain(sets.iter().flat_map(|(set, spec)| {
+            spec.listeners
+                .iter()
+                .map(|l| (l, set.metadata.namespace.as_str()))
+        }));
+    let client_certificate = gateway.backend_client_certificate();
+    let certificates = listeners
+        .filter(|(listener, _)| listener.terminates())
+        .flat_map(|(listener, owner_namespace)| {
+            listener
+                .tls
+                .iter()
+                .flat_map(|tls| tls.certificates())
+                .map(move |reference| (reference, owner_namespace))
+        })
+        .chain(
+            client_certificate
+                .iter()
+                .map(|reference| (reference, namespace)),
+        );
+    certificates
+        .filter(|(reference, owner_namespace)| {
+            reference.is_core_secret() && reference.namespace_or(owner_namespace) == namespace
+        })
+        .map(|(reference, _)| reference.name.clone())
+        .collect()
 }
 
 /// The distinct ports of the Gateway's listeners, with their transport (`UDP` for UDP listeners, else `TCP`).
@@ -243,13 +302,21 @@ mod tests {
                 "infrastructure": {"labels": {"team": "a", GATEWAY_NAME_LABEL: "other"},
                     "annotations": {"note": "x"}},
                 "addresses": [{"type": "IPAddress", "value": "203.0.113.9"}],
+                "tls": {"backend": {"clientCertificateRef": {"name": "client"}}},
                 "listeners": [{"name": "http", "port": 80, "protocol": "HTTP"},
-                    {"name": "https", "port": 443, "protocol": "HTTPS"},
+                    {"name": "https", "port": 443, "protocol": "HTTPS", "tls": {"certificateRefs": [
+                        {"name": "site"}, {"name": "elsewhere", "namespace": "certs"}]}},
                     {"name": "h2", "port": 80, "protocol": "HTTP", "hostname": "b.example"}]}}));
         let Spec::KubernetesGateway(gateway) = &object.spec else {
             panic!("a Gateway");
         };
-        let out = objects(&object, gateway, &settings());
+        let out = objects(&Snapshot::default(), &object, gateway, &settings());
+        assert_eq!(
+            out[1]["rules"],
+            json!([{"apiGroups": [""], "resources": ["secrets"], "verbs": ["get"],
+                "resourceNames": ["client", "site"]}]),
+            "the Secrets of its namespace its config names, by name"
+        );
         let kinds: Vec<&str> = out.iter().map(|o| o["kind"].as_str().unwrap()).collect();
         assert_eq!(
             kinds,
@@ -306,6 +373,6 @@ mod tests {
         let Spec::KubernetesGateway(gateway) = &object.spec else {
             panic!("a Gateway");
         };
-        assert!(objects(&object, gateway, &settings()).is_empty());
+        assert!(objects(&Snapshot::default(), &object, gateway, &settings()).is_empty());
     }
 }

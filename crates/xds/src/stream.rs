@@ -3,7 +3,7 @@
 //! pre-encoded responses as the call's response body ([`AdsCall`]), which hyper polls only as fast as the
 //! client reads. Also the bookkeeping both protocols share: nonces, ACK/NACK metrics and status.
 
-use std::collections::VecDeque;
+use std::collections::{BTreeSet, VecDeque};
 use std::future::Future;
 use std::pin::Pin;
 use std::sync::Arc;
@@ -19,7 +19,7 @@ use tokio_stream::Stream;
 use tonic::{Code, Status};
 
 use super::auth::token::VerifiedIdentity;
-use super::auth::{Admitted, CallPolicy, SecretGate};
+use super::auth::{certificate_secrets, Admitted, CallPolicy, SecretGate};
 use super::cache::ConfigCache;
 use super::connection::{limit_hit, Limit, StreamSlot};
 use super::metrics::{Api, XdsMetrics};
@@ -277,11 +277,33 @@ fn admit<P: Protocol>(
     let node = P::node(first).cloned();
     let family = family_of::<P>(first);
     let metrics = shared.metrics.clone();
+    let names = certificate_names(shared, identity.as_ref(), node.as_ref(), family);
     Box::pin(async move {
         policy
-            .admit(identity, node.as_ref(), family, &metrics)
+            .admit(identity, (node.as_ref(), family), &names, &metrics)
             .await
     })
+}
+
+/// The Secrets of a verified gateway's namespace whose certificates its group's config holds (joining the group,
+/// which brings its config up to date): asked about one by one when the gateway may not get every Secret of its
+/// namespace. None for an unverified caller, an MCP subscriber, or a node claiming another namespace than its
+/// token's (refused anyway).
+fn certificate_names(
+    shared: &Shared,
+    identity: Option<&VerifiedIdentity>,
+    node: Option<&Node>,
+    family: Family,
+) -> BTreeSet<String> {
+    let (Some(identity), Some(node), Family::Envoy) = (identity, node, family) else {
+        return BTreeSet::new();
+    };
+    let proxy = NodeIdentity::from_node(node).proxy;
+    if proxy.namespace != identity.namespace {
+        return BTreeSet::new();
+    }
+    let config = shared.cache.subscribe(&proxy).borrow().clone();
+    certificate_secrets(&config, &proxy.namespace)
 }
 
 /// Parses a nonce this server sent (`None` for anything else, which then matches no response).
@@ -294,6 +316,9 @@ struct Joined<P: Protocol> {
     state: P,
     /// The group's configuration as this stream may see it ([`SecretGate::view`]).
     config: Arc<GroupConfig>,
+    /// The group's latest configuration, whatever the stream may see of it (a re-check asks about the Secrets of
+    /// `namespace` it holds), and the stream's namespace.
+    full: (Arc<GroupConfig>, String),
     /// What the stream's identity may not receive.
     gate: SecretGate,
     group: WatchStream<Arc<GroupConfig>>,
@@ -393,9 +418,15 @@ impl<P: Protocol> AdsCall<P> {
             let policy = Arc::clone(&self.policy);
             let token = self.token.clone();
             let metrics = self.shared.metrics.clone();
+            let names = self
+                .joined
+                .as_ref()
+                .filter(|_| family == Family::Envoy)
+                .map(|joined| certificate_secrets(&joined.full.0, &joined.full.1))
+                .unwrap_or_default();
             self.rechecking = Some(Box::pin(async move {
                 policy
-                    .recheck(token.as_deref(), node.as_ref(), family, &metrics)
+                    .recheck(token.as_deref(), (node.as_ref(), family), &names, &metrics)
                     .await
             }));
         }
@@ -515,11 +546,8 @@ impl<P: Protocol> AdsCall<P> {
         };
         let mut gate = SecretGate::admitted(&admitted);
         self.granted = Some(admitted.clone());
-        let config = gate.view(
-            group.borrow().clone(),
-            || connection.name(),
-            &self.shared.metrics,
-        );
+        let full = group.borrow().clone();
+        let config = gate.view(full.clone(), || connection.name(), &self.shared.metrics);
         Ok(Joined {
             state: P::new(StreamBase::new(
                 connection,
@@ -527,6 +555,7 @@ impl<P: Protocol> AdsCall<P> {
                 family,
             )),
             config,
+            full: (full, identity.proxy.namespace.clone()),
             gate,
             group: WatchStream::from_changes(group),
             waiting: None,
@@ -643,6 +672,7 @@ impl<P: Protocol> hyper::body::Body for AdsCall<P> {
             match Pin::new(&mut joined.group).poll_next(cx) {
                 Poll::Ready(Some(config)) => {
                     let connection = &joined.state.base().connection;
+                    joined.full.0 = Arc::clone(&config);
                     joined.config =
                         joined
                             .gate

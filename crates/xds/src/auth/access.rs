@@ -1,5 +1,5 @@
-//! Access checks: takes a verified identity and a question ("may it get Secrets in namespace N?", "may it list
-//! the Istio config?") and yields allowed or denied, asking the API server with a SubjectAccessReview as istiod's
+//! Access checks: takes a verified identity and a question ("may it get Secrets in namespace N?", "may it get
+//! the Secret N/S?", "may it list the Istio config?") and yields allowed or denied, asking the API server with a SubjectAccessReview as istiod's
 //! `CredentialsController::Authorize` (pilot/pkg/credentials/kube/secrets.go) does before it sends a credential.
 //! Answers are cached per user and question ([`ALLOWED_TTL`], [`DENIED_TTL`], bounded); an API error is not an
 //! answer: it denies and is not cached.
@@ -35,16 +35,25 @@ pub struct Question {
     pub verb: &'static str,
     /// Namespace (`""`: cluster-wide).
     pub namespace: String,
+    /// The one object asked about (`""`: any of them), as RBAC's `resourceNames` name it.
+    pub name: String,
 }
 
 impl Question {
     /// May it `get` Secrets in `namespace`?
     pub fn read_secrets(namespace: &str) -> Self {
+        Self::read_secret(namespace, "")
+    }
+
+    /// May it `get` the Secret `namespace/name` (`name` empty: any Secret there)? A Role with `resourceNames`
+    /// answers this one, not [`Question::read_secrets`].
+    pub fn read_secret(namespace: &str, name: &str) -> Self {
         Question {
             group: "",
             resource: "secrets",
             verb: "get",
             namespace: namespace.to_string(),
+            name: name.to_string(),
         }
     }
 
@@ -56,6 +65,7 @@ impl Question {
             resource: info.plural,
             verb: "list",
             namespace: String::new(),
+            name: String::new(),
         }
     }
 }
@@ -67,13 +77,18 @@ impl std::fmt::Display for Question {
         } else {
             format!(".{}", self.group)
         };
+        let name = if self.name.is_empty() {
+            String::new()
+        } else {
+            format!("/{}", self.name)
+        };
         match self.namespace.as_str() {
             "" => write!(
                 f,
-                "{} {}{} (all namespaces)",
+                "{} {}{}{name} (all namespaces)",
                 self.verb, self.resource, group
             ),
-            ns => write!(f, "{} {}{} in {ns}", self.verb, self.resource, group),
+            ns => write!(f, "{} {}{}{name} in {ns}", self.verb, self.resource, group),
         }
     }
 }
@@ -159,6 +174,7 @@ impl AccessReviewer {
                     resource: Some(question.resource.to_string()),
                     verb: Some(question.verb.to_string()),
                     namespace: Some(question.namespace.clone()),
+                    name: (!question.name.is_empty()).then(|| question.name.clone()),
                     ..Default::default()
                 }),
                 ..Default::default()
@@ -188,6 +204,10 @@ mod tests {
         assert_eq!(
             Question::read_secrets("gw").to_string(),
             "get secrets in gw"
+        );
+        assert_eq!(
+            Question::read_secret("gw", "gw-cert").to_string(),
+            "get secrets/gw-cert in gw"
         );
         assert_eq!(
             Question::list_all(Kind::VirtualService).to_string(),

@@ -5,7 +5,7 @@
 //! carry no key material and always pass. Each newly withheld name is logged once per stream (names only, never
 //! content) and counted in `admitpilot_xds_secret_denied_total{reason}`.
 
-use std::collections::HashSet;
+use std::collections::{BTreeSet, HashSet};
 use std::sync::Arc;
 
 use envoy_types::pb::envoy::extensions::transport_sockets::tls::v3::{secret, Secret};
@@ -28,6 +28,30 @@ const KUBERNETES_PREFIXES: [&str; 3] = [
 fn other_namespace_ingress_secret(name: &str, namespace: &str) -> bool {
     admitpilot_translate::ingress::parse_credential(name)
         .is_some_and(|(secret_namespace, _)| secret_namespace != namespace)
+}
+
+/// The name of the Secret of `namespace` an SDS name is made from (`kubernetes://<name>`, or a
+/// `kubernetes-gateway://` or `kubernetes-ingress://` credential of that namespace); `None` for any other.
+fn own_namespace_secret<'a>(sds_name: &'a str, namespace: &str) -> Option<&'a str> {
+    if let Some(name) = sds_name.strip_prefix("kubernetes://") {
+        return Some(name);
+    }
+    let (secret_namespace, name) = admitpilot_translate::naming::parse_gateway_credential(sds_name)
+        .or_else(|| admitpilot_translate::ingress::parse_credential(sds_name))?;
+    (secret_namespace == namespace).then_some(name)
+}
+
+/// The Secrets of `namespace` whose certificates (not CA bundles: those are public) a group's config holds, by
+/// name: what a gateway of that namespace is asked about one by one when it may not get every Secret there.
+pub(crate) fn certificate_secrets(config: &GroupConfig, namespace: &str) -> BTreeSet<String> {
+    config
+        .of(ResourceType::Secret)
+        .by_name
+        .iter()
+        .filter(|(_, entry)| !is_ca_bundle(entry))
+        .filter_map(|(name, _)| own_namespace_secret(name, namespace))
+        .map(str::to_string)
+        .collect()
 }
 
 /// Which secrets of a group a stream does not get, by SDS name and content.
@@ -119,6 +143,21 @@ impl SecretGate {
                     "rbac",
                     format!("its identity may not get Secrets outside its namespace {namespace}"),
                     Box::new(move |name, _| other_namespace_ingress_secret(name, &namespace)),
+                )
+            }
+            SecretAccess::Named { namespace, allowed } => {
+                let (namespace, allowed) = (namespace.clone(), Arc::clone(allowed));
+                (
+                    "rbac",
+                    format!(
+                        "its identity may get only these Secrets of its namespace {namespace}: {allowed:?}"
+                    ),
+                    Box::new(move |name, entry| {
+                        other_namespace_ingress_secret(name, &namespace)
+                            || own_namespace_secret(name, &namespace).is_some_and(|secret| {
+                                !allowed.contains(secret) && !is_ca_bundle(entry)
+                            })
+                    }),
                 )
             }
         };
@@ -282,6 +321,31 @@ mod tests {
         assert!(!names(&view).contains(&"kubernetes-ingress://shop/shop-tls".to_string()));
         assert!(names(&view).contains(&"kubernetes-ingress://higress-system/own-tls".to_string()));
         assert_eq!(names(&view).len(), 5);
+    }
+
+    /// A Role with `resourceNames`: of its own namespace's certificates, only those named; CA bundles, file
+    /// secrets and granted Secrets of other namespaces as before.
+    #[test]
+    fn a_proxy_allowed_some_secrets_by_name_gets_only_those_of_its_namespace() {
+        let config = config();
+        assert_eq!(
+            certificate_secrets(&config, "higress-system"),
+            BTreeSet::from(["gw-cert".to_string(), "own-tls".to_string()])
+        );
+        let mut gate = SecretGate::new(SecretAccess::Named {
+            namespace: "higress-system".into(),
+            allowed: Arc::new(BTreeSet::from(["own-tls".to_string()])),
+        });
+        let view = gate.view(config, String::new, &XdsMetrics::default());
+        assert_eq!(
+            names(&view),
+            [
+                "file-cert:/c~/k",
+                "kubernetes-gateway://certs/gw",
+                "kubernetes-ingress://higress-system/own-tls",
+                "kubernetes://gw-cert-cacert"
+            ]
+        );
     }
 
     #[test]

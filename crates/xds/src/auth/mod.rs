@@ -9,8 +9,9 @@
 //! - A gateway's node namespace (and `SERVICE_ACCOUNT` metadata, when sent) must be the token's: otherwise the
 //!   call ends `PERMISSION_DENIED`, so a pod cannot claim another namespace's gateway labels.
 //! - A gateway gets the certificates (with private keys) of its namespace only when its service account may `get`
-//!   Secrets there (SubjectAccessReview, [`access`]); CA bundles (`-cacert`) are public and go to any verified
-//!   proxy of the namespace. Anything withheld is logged once per stream and counted
+//!   Secrets there (SubjectAccessReview, [`access`]); when it may not get every Secret there, each Secret of its
+//!   namespace its config names is asked about by name (a Role with `resourceNames`), and it gets those allowed
+//!   ([`SecretAccess::Named`]). CA bundles (`-cacert`) are public and go to any verified proxy of the namespace. Anything withheld is logged once per stream and counted
 //!   (`admitpilot_xds_secret_denied_total{reason}`). An API error denies.
 //! - An MCP subscriber gets each collection only if its service account may `list` that kind cluster-wide (one
 //!   SubjectAccessReview per kind, cached); the others are answered empty, and logged. One allowed nothing is
@@ -41,7 +42,7 @@ use super::node::NodeIdentity;
 use super::resources::Family;
 use access::{AccessReviewer, Decision, Question};
 use admitpilot_model::Kind;
-pub(crate) use gate::SecretGate;
+pub(crate) use gate::{certificate_secrets, SecretGate};
 use token::{TokenError, TokenReviewer, VerifiedIdentity};
 
 /// How the calls of one listener are admitted.
@@ -95,6 +96,14 @@ pub enum SecretAccess {
     OwnNamespace {
         /// The identity's namespace.
         namespace: String,
+    },
+    /// As [`SecretAccess::OwnNamespace`], but of the Secrets of its own namespace only those `allowed` (by name):
+    /// its identity may `get` those Secrets, not every Secret there.
+    Named {
+        /// The identity's namespace.
+        namespace: String,
+        /// The Secrets of `namespace` it may get.
+        allowed: Arc<BTreeSet<String>>,
     },
     /// No certificate; CA bundles only when `ca_bundles`.
     Withheld {
@@ -184,8 +193,8 @@ impl CallPolicy {
     pub(crate) async fn recheck(
         &self,
         token: Option<&str>,
-        node: Option<&Node>,
-        family: Family,
+        (node, family): (Option<&Node>, Family),
+        secret_names: &BTreeSet<String>,
         metrics: &XdsMetrics,
     ) -> Result<Admitted, Status> {
         let mut headers = HeaderMap::new();
@@ -193,7 +202,8 @@ impl CallPolicy {
             headers.insert(AUTHORIZATION, value);
         }
         let identity = self.authenticate(&headers, metrics).await?;
-        self.admit(identity, node, family, metrics).await
+        self.admit(identity, (node, family), secret_names, metrics)
+            .await
     }
 
     /// Verifies the caller before anything is read from it (`Ok(None)` on an open listener).
@@ -221,12 +231,13 @@ impl CallPolicy {
     }
 
     /// Decides what the stream of a verified (or, on an open listener, unverified) caller may do, from its first
-    /// request's node and family.
+    /// request's node and family; `secret_names` are the Secrets of the caller's namespace its config names (asked
+    /// about one by one when it may not get every Secret there).
     pub(crate) async fn admit(
         &self,
         identity: Option<VerifiedIdentity>,
-        node: Option<&Node>,
-        family: Family,
+        (node, family): (Option<&Node>, Family),
+        secret_names: &BTreeSet<String>,
         metrics: &XdsMetrics,
     ) -> Result<Admitted, Status> {
         let (auth, identity) = match (self, identity) {
@@ -286,11 +297,25 @@ impl CallPolicy {
                             namespace: identity.namespace.clone(),
                         },
                     },
-                    Decision::Denied(why) => SecretAccess::Withheld {
-                        reason: "rbac",
-                        detail: format!("{identity} may not {question} ({why})"),
-                        ca_bundles: true,
-                    },
+                    Decision::Denied(why) => {
+                        let allowed = auth.allowed_secrets(&identity, secret_names).await;
+                        if allowed.is_empty() {
+                            SecretAccess::Withheld {
+                                reason: "rbac",
+                                detail: format!(
+                                    "{identity} may not {question} ({why}), nor get one of the {} Secrets of \
+                                     its namespace its config names",
+                                    secret_names.len()
+                                ),
+                                ca_bundles: true,
+                            }
+                        } else {
+                            SecretAccess::Named {
+                                namespace: identity.namespace.clone(),
+                                allowed: Arc::new(allowed),
+                            }
+                        }
+                    }
                     Decision::Unavailable(error) => SecretAccess::Withheld {
                         reason: "api_error",
                         detail: format!("cannot check whether {identity} may {question}: {error}"),
@@ -319,6 +344,25 @@ impl CallPolicy {
 }
 
 impl KubeAuth {
+    /// Which of `names` (Secrets of `identity`'s namespace) it may `get`, one SubjectAccessReview each (cached);
+    /// an API error counts as denied.
+    async fn allowed_secrets(
+        &self,
+        identity: &VerifiedIdentity,
+        names: &BTreeSet<String>,
+    ) -> BTreeSet<String> {
+        let decisions = futures::future::join_all(names.iter().map(|name| async move {
+            let question = Question::read_secret(&identity.namespace, name);
+            (name, self.access.check(identity, &question).await)
+        }))
+        .await;
+        decisions
+            .into_iter()
+            .filter(|(_, decision)| decision.allowed())
+            .map(|(name, _)| name.clone())
+            .collect()
+    }
+
     /// The MCP collections `identity` may receive: the kinds it may `list` cluster-wide, as the API server's RBAC
     /// would let it read them. An API error counts as denied; an identity allowed none is refused.
     async fn collections(
