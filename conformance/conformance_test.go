@@ -152,7 +152,10 @@ func TestConformance(t *testing.T) {
 			ConformanceProfiles:  profiles,
 			SupportedFeatures:    supportedFeatures(),
 			RunTest:              os.Getenv("CONFORMANCE_RUN_TEST"),
-			ReportOutputPath:     os.Getenv("CONFORMANCE_REPORT"),
+			// In the harness's load-balancer pool (lbPool, kubelet.go; admitpilot's --gateway-address-pool), and not.
+			UsableNetworkAddresses:   []gatewayv1.GatewaySpecAddress{{Type: ptrTo(gatewayv1.IPAddressType), Value: "10.244.250.10"}},
+			UnusableNetworkAddresses: []gatewayv1.GatewaySpecAddress{{Type: ptrTo(gatewayv1.IPAddressType), Value: "192.0.2.200"}},
+			ReportOutputPath:         os.Getenv("CONFORMANCE_REPORT"),
 			Implementation: confv1.Implementation{
 				Organization: "admitpilot",
 				Project:      "admitpilot",
@@ -172,6 +175,9 @@ func TestConformance(t *testing.T) {
 	conformance.RunConformanceWithOptions(t, opts)
 }
 
+// ptrTo is a pointer to a copy of v.
+func ptrTo[T any](v T) *T { return &v }
+
 // allBut names every conformance test but those named (a subset run: the others are skipped).
 func allBut(names []string) []string {
 	keep := map[string]bool{}
@@ -188,7 +194,8 @@ func allBut(names []string) []string {
 }
 
 // supportedFeatures are the features admitpilot claims: the core features of its profiles and the extended ones
-// it implements (README "Gateway API conformance"; GatewayInfrastructure through gateway provisioning).
+// it implements (README "Gateway API conformance"; GatewayInfrastructure, GatewayStaticAddresses and
+// GatewayAddressEmpty through gateway provisioning).
 // Not claimed, though admitpilot translates them: HTTPRouteRetry
 // (the standard-channel CRDs the suite runs on have no `retry` field), HTTPRouteCORS (a preflight from an origin
 // not allowed still reaches the backend), GatewayHTTPListenerIsolation (not passing yet).
@@ -197,6 +204,8 @@ func supportedFeatures() []features.FeatureName {
 		features.SupportGateway,
 		features.SupportGatewayPort8080,
 		features.SupportGatewayInfrastructure,
+		features.SupportGatewayStaticAddresses,
+		features.SupportGatewayAddressEmpty,
 		features.SupportHTTPRoute,
 		features.SupportHTTPRouteQueryParamMatching,
 		features.SupportHTTPRouteMethodMatching,

@@ -5,8 +5,10 @@ package conformance
 // Node, binds every Pod to it, runs the Pod's containers (containers.go) in a network namespace of its own with an
 // IP of its own on the host's bridge (netns.go), reports it Running and, once its readiness probe answers (at once
 // when it has none), Ready, through the status subresource, and confirms a deleted Pod's deletion once its
-// containers are stopped. A LoadBalancer Service gets the IP of the first Ready Pod it selects as its load
-// balancer's address (status.loadBalancer.ingress), as a cloud's controller gives it an address that reaches them.
+// containers are stopped. A LoadBalancer Service gets a load-balancer address (status.loadBalancer.ingress) that
+// reaches the first Ready Pod it selects, as a cloud's controller gives one: the `loadBalancerIP` it asks for when
+// that is in the load balancer's pool (lbPool; the address is added to that Pod's network), none when it is outside
+// (an address the cloud cannot give), else the Pod's own IP.
 // When a Pod running Envoy goes, its `*update_rejected` counters must be 0 and it must still have been running, or
 // the run fails.
 
@@ -14,6 +16,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"net"
 	"net/http"
 	"os/exec"
 	"sort"
@@ -45,6 +48,8 @@ type runningPod struct {
 	probe string
 	ready bool
 	envoy bool
+	// Load-balancer addresses added to the Pod's network.
+	lbIPs map[string]bool
 }
 
 // kubelet runs the Pods.
@@ -289,7 +294,13 @@ func (k *kubelet) loadBalancers(ctx context.Context) error {
 		}
 		sort.Strings(keys)
 		if len(keys) > 0 {
-			ips = append(ips, names[keys[0]])
+			ip, err := k.loadBalancerIP(service, names[keys[0]])
+			if err != nil {
+				return fmt.Errorf("load balancer of %s/%s: %w", service.Namespace, service.Name, err)
+			}
+			if ip != "" {
+				ips = append(ips, ip)
+			}
 		}
 		want := []corev1.LoadBalancerIngress{}
 		for _, ip := range ips {
@@ -305,6 +316,41 @@ func (k *kubelet) loadBalancers(ctx context.Context) error {
 		}
 	}
 	return nil
+}
+
+// lbPool is the load balancer's address pool (admitpilot's --gateway-address-pool in scripts/conformance; the
+// suite's usable static address is in it, its unusable one is not).
+const lbPool = "10.244.250.0/24"
+
+// loadBalancerIP is the address the load balancer gives service, whose first Ready Pod has podIP: its
+// `loadBalancerIP` when that is in lbPool (added to that Pod's network), "" when outside, else podIP.
+func (k *kubelet) loadBalancerIP(service *corev1.Service, podIP string) (string, error) {
+	asked := service.Spec.LoadBalancerIP
+	if asked == "" {
+		return podIP, nil
+	}
+	_, pool, err := net.ParseCIDR(lbPool)
+	if err != nil {
+		return "", err
+	}
+	if ip := net.ParseIP(asked); ip == nil || !pool.Contains(ip) {
+		return "", nil
+	}
+	for _, running := range k.pods {
+		if running.ip != podIP {
+			continue
+		}
+		if !running.lbIPs[asked] {
+			if err := run("ip", "-n", running.netns, "addr", "add", asked+"/16", "dev", "eth0"); err != nil {
+				return "", err
+			}
+			if running.lbIPs == nil {
+				running.lbIPs = map[string]bool{}
+			}
+			running.lbIPs[asked] = true
+		}
+	}
+	return asked, nil
 }
 
 // stop stops a Pod's containers and network; an Envoy must not have exited on its own nor rejected an update.

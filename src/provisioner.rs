@@ -294,7 +294,7 @@ fn wanted(snapshot: &Snapshot, controller: &str, settings: &Settings) -> Vec<Val
         .flat_map(|object| match &object.spec {
             Spec::KubernetesGateway(gateway)
                 if ours.contains(gateway.gateway_class_name.as_str())
-                    && gateway.unsupported_parameters().is_none() =>
+                    && gateway.not_accepted().is_none() =>
             {
                 provision::objects(snapshot, object, gateway, settings)
             }
@@ -435,6 +435,7 @@ mod tests {
             token_expiration_seconds: 3600,
             ca_pem: String::new(),
             service_type: "ClusterIP".into(),
+            address_pools: Default::default(),
         }
     }
 

@@ -126,6 +126,7 @@ fn print_status(
 ) -> anyhow::Result<ExitCode> {
     let now = admitpilot::status_writer::now();
     let scope = StatusScope {
+        address_pools: Default::default(),
         controller: args.gateway_controller_name.clone(),
         gateway_api: true,
         istio_domain_suffix: args

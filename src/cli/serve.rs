@@ -11,6 +11,7 @@ use admitpilot::admission::server::ServerLimits;
 use admitpilot::app::{shutdown_signal, App, ServeConfig, WebhookConfig, XdsAuth, XdsConfig};
 use admitpilot::leader::LeaderConfig;
 use admitpilot::model::decode::DecodeOptions;
+use admitpilot::model::gateway_api::gateway::AddressPools;
 use admitpilot::provision::Settings;
 use admitpilot::provisioner::ProvisionerConfig;
 use admitpilot::source::mcp::{McpAddress, McpClientAuth};
@@ -190,6 +191,12 @@ pub struct ServeArgs {
     #[arg(long)]
     gateway_ca_file: Option<PathBuf>,
 
+    /// IP ranges (CIDRs, comma-separated) the cluster's load balancer can give provisioned gateways: a Gateway whose
+    /// `spec.addresses` asks for an IP outside them is not Programmed (AddressNotUsable), and the first IP inside
+    /// them is asked of its Service (`loadBalancerIP`). None: every IP is taken to be usable.
+    #[arg(long, value_delimiter = ',', value_parser = parse_cidr)]
+    gateway_address_pool: Vec<String>,
+
     /// The type of provisioned gateways' Services.
     #[arg(long, default_value = "LoadBalancer", value_parser = ["LoadBalancer", "NodePort", "ClusterIP"])]
     gateway_service_type: String,
@@ -322,6 +329,11 @@ fn parse_timeout(text: &str) -> Result<Duration, String> {
     }
 }
 
+/// A CIDR of --gateway-address-pool, checked.
+fn parse_cidr(value: &str) -> Result<String, String> {
+    AddressPools::parse(&[value.to_string()]).map(|_| value.to_string())
+}
+
 /// Parses a Go duration (`20ms`, `1.5s`, `0`) of at most one hour.
 fn parse_duration(text: &str) -> Result<Duration, String> {
     match admitpilot::model::duration::parse_duration_nanos(text).map(u64::try_from) {
@@ -365,6 +377,11 @@ impl ServeArgs {
         })
     }
 
+    /// --gateway-address-pool (each CIDR checked when parsed).
+    fn address_pools(&self) -> AddressPools {
+        AddressPools::parse(&self.gateway_address_pool).unwrap_or_default()
+    }
+
     /// The provisioner's settings: with --kube and --provision-gateways.
     fn provisioner_config(&self, leader: Option<&LeaderConfig>) -> Option<ProvisionerConfig> {
         let leader = leader?;
@@ -380,6 +397,7 @@ impl ServeArgs {
                 token_expiration_seconds: self.gateway_token_expiration_seconds,
                 ca_pem: String::new(),
                 service_type: self.gateway_service_type.clone(),
+                address_pools: self.address_pools(),
             },
             ca_file: self.gateway_ca_file.clone()?,
             leader: leader.clone(),
@@ -396,6 +414,7 @@ impl ServeArgs {
     /// with --istio-status, Istio objects.
     fn status_scope(&self) -> StatusScope {
         StatusScope {
+            address_pools: self.address_pools(),
             controller: self.gateway_controller_name.clone(),
             gateway_api: true,
             istio_domain_suffix: self

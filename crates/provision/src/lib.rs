@@ -15,6 +15,7 @@ use std::collections::BTreeMap;
 
 use serde_json::Value;
 
+use admitpilot_model::gateway_api::gateway::AddressPools;
 use admitpilot_model::gateway_api::Gateway;
 use admitpilot_model::ConfigObject;
 
@@ -48,6 +49,8 @@ pub struct Settings {
     pub ca_pem: String,
     /// The type of each gateway's Service (`LoadBalancer`, `NodePort` or `ClusterIP`).
     pub service_type: String,
+    /// The addresses the load balancer can give: the first requested IP inside them is asked of the Service.
+    pub address_pools: AddressPools,
 }
 
 /// Whether `gateway` gets provisioned objects (it is not annotated [`MANUAL_ANNOTATION`]`: "true"`).

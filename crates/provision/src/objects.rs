@@ -243,7 +243,7 @@ fn deployment(metadata: Value, name: &str, pods: &Pods<'_>, settings: &Settings)
 }
 
 /// The Service: one port per listener port, selecting the proxies; the Gateway's first `IPAddress` in
-/// `spec.addresses` asked of the load balancer.
+/// `spec.addresses` that the address pools hold asked of the load balancer (`loadBalancerIP`).
 fn service(
     metadata: Value,
     selector: &BTreeMap<&str, &str>,
@@ -263,13 +263,11 @@ fn service(
         })
         .collect();
     let mut spec = json!({"type": settings.service_type, "selector": selector, "ports": ports});
-    let requested_ip = gateway.addresses.iter().find_map(|address| {
-        let kind = address
-            .get("type")
-            .and_then(Value::as_str)
-            .unwrap_or("IPAddress");
-        (kind == "IPAddress").then(|| address.get("value")?.as_str())?
-    });
+    let requested_ip = gateway
+        .requested_ips()
+        .into_iter()
+        .map(|(_, value)| value)
+        .find(|value| settings.address_pools.usable(value));
     if let (Some(ip), Some(spec)) = (requested_ip, spec.as_object_mut()) {
         spec.insert("loadBalancerIP".into(), json!(ip));
     }
@@ -290,6 +288,7 @@ mod tests {
             token_expiration_seconds: 3600,
             ca_pem: "-----BEGIN CERTIFICATE-----\n".into(),
             service_type: "LoadBalancer".into(),
+            address_pools: Default::default(),
         }
     }
 

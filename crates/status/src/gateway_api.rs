@@ -16,6 +16,7 @@ use admitpilot_model::gateway_api::attachment::{
     default_kinds, parent_verdict, Owner, ParentVerdict,
 };
 use admitpilot_model::gateway_api::common::{BackendRef, HttpRouteFilter, ParentReference};
+use admitpilot_model::gateway_api::gateway::AddressPools;
 use admitpilot_model::gateway_api::gateway::{conflict, Listener};
 use admitpilot_model::gateway_api::listener_set;
 use admitpilot_model::gateway_api::reference_grant::granted;
@@ -63,6 +64,9 @@ pub struct Served<'a> {
     /// The bundle version of the Gateway API CRDs installed (their `gateway.networking.k8s.io/bundle-version`
     /// annotation), when known: a GatewayClass's `SupportedVersion` says whether admitpilot supports it.
     pub bundle_version: Option<&'a str>,
+    /// The addresses a provisioned gateway's load balancer can give: a Gateway asking for another is not
+    /// Programmed (`AddressNotUsable`).
+    pub address_pools: &'a AddressPools,
 }
 
 /// The newest Gateway API minor version admitpilot is built and tested against (its `crds/gateway-api` bundle).
@@ -108,6 +112,7 @@ pub fn gateway_api_status(
     now: &str,
 ) -> Vec<StatusUpdate> {
     let programmed = served.programmed;
+    let address_pools = served.address_pools;
     let mut out = Vec::new();
     let ours: Vec<&str> = snapshot
         .of_kind(Kind::GatewayClass)
@@ -168,7 +173,11 @@ pub fn gateway_api_status(
             sets.push((set, spec, admitted, object));
         }
         out.push(gateway_status(
-            snapshot, object, gateway, &served, attached, now,
+            snapshot,
+            (object, gateway),
+            (&served, address_pools),
+            attached,
+            now,
         ));
     }
     let routes = ROUTE_KINDS.iter().flat_map(|kind| snapshot.of_kind(*kind));
@@ -407,9 +416,8 @@ fn programmed_condition(
 /// A Gateway's conditions, listeners and addresses; `attached_sets` ListenerSets are attached to it.
 fn gateway_status(
     snapshot: &Snapshot,
-    object: &ConfigObject,
-    gateway: &Gateway,
-    programmed: &Programmed,
+    (object, gateway): (&ConfigObject, &Gateway),
+    (programmed, address_pools): (&Programmed, &AddressPools),
     attached_sets: usize,
     now: &str,
 ) -> StatusUpdate {
@@ -489,7 +497,25 @@ fn gateway_status(
             now,
         )
     };
+    let unusable: Vec<String> = gateway
+        .requested_ips()
+        .into_iter()
+        .filter(|(_, value)| !address_pools.usable(value))
+        .map(|(i, value)| format!("spec.addresses[{i}] {value}"))
+        .collect();
     let programmed = match unassigned_address(snapshot, object) {
+        // Asked for an address the load balancer cannot give (`GatewayReasonAddressNotUsable`).
+        _ if !unusable.is_empty() => condition(
+            "Programmed",
+            false,
+            "AddressNotUsable",
+            &format!(
+                "{}: not an address the load balancer can give (--gateway-address-pool)",
+                unusable.join(", ")
+            ),
+            generation,
+            now,
+        ),
         // Served, but not reachable yet: the provisioned load balancer has no address.
         Some(why) if any_valid && matches!(programmed, Programmed::Served) => condition(
             "Programmed",
@@ -501,18 +527,11 @@ fn gateway_status(
         ),
         _ => programmed_condition(programmed, (any_valid, "Invalid"), (generation, now)),
     };
-    // Parameters admitpilot does not read: not accepted, nothing served or provisioned (model's
-    // `Gateway::unsupported_parameters`).
-    let (accepted, programmed) = match gateway.unsupported_parameters() {
-        Some(why) => (
-            condition(
-                "Accepted",
-                false,
-                "InvalidParameters",
-                &why,
-                generation,
-                now,
-            ),
+    // Parameters admitpilot does not read, an address type it cannot give: not accepted, nothing served or
+    // provisioned (model's `Gateway::not_accepted`).
+    let (accepted, programmed) = match gateway.not_accepted() {
+        Some((reason, why)) => (
+            condition("Accepted", false, reason, &why, generation, now),
             condition("Programmed", false, "Invalid", &why, generation, now),
         ),
         None => (accepted, programmed),
@@ -1100,6 +1119,7 @@ spec: {ports: [{port: 8080}]}
                 programmed: &|_| Programmed::Served,
                 held_back: &|_, _| None,
                 bundle_version: None,
+                address_pools: &AddressPools::default(),
             },
             "2026-11-26T00:00:00Z",
         )
@@ -1195,6 +1215,7 @@ spec:
                 (key.name == "held").then(|| "listener x: regex too large".to_string())
             },
             bundle_version: None,
+            address_pools: &AddressPools::default(),
         };
         let updates =
             gateway_api_status(&snapshot, "admitpilot.io/gateway-controller", &served, "t");
@@ -1250,6 +1271,58 @@ status: {loadBalancer: {ingress: [{ip: 198.51.100.4}, {hostname: lb.example}, {i
                    {"type": "IPAddress", "value": "198.51.100.4"},
                    {"type": "Hostname", "value": "lb.example"}])
         );
+    }
+
+    /// GatewayStaticAddresses: an address type admitpilot cannot give is not accepted (UnsupportedAddress); an IP
+    /// outside the load balancer's pools is accepted but not Programmed (AddressNotUsable); one inside is fine.
+    #[test]
+    fn requested_addresses_must_be_of_a_type_and_pool_the_load_balancer_gives() {
+        let pools = AddressPools::parse(&["10.244.250.0/24".into()]).unwrap();
+        let conditions = |addresses: &str| {
+            let snapshot = snapshot(&format!(
+                "{BASE}---
+apiVersion: gateway.networking.k8s.io/v1
+kind: Gateway
+metadata: {{name: static, namespace: default}}
+spec:
+  gatewayClassName: ap
+  addresses: {addresses}
+  listeners: [{{name: http, port: 8080, protocol: HTTP}}]
+"
+            ));
+            let updates = gateway_api_status(
+                &snapshot,
+                "admitpilot.io/gateway-controller",
+                &Served {
+                    programmed: &|_| Programmed::Served,
+                    held_back: &|_, _| None,
+                    bundle_version: None,
+                    address_pools: &pools,
+                },
+                "now",
+            );
+            let conditions =
+                find(&updates, Kind::KubernetesGateway, "static")["conditions"].clone();
+            let of = |kind: &str| {
+                let c = conditions
+                    .as_array()
+                    .unwrap()
+                    .iter()
+                    .find(|c| c["type"] == kind)
+                    .unwrap()
+                    .clone();
+                (c["status"].clone(), c["reason"].clone())
+            };
+            (of("Accepted"), of("Programmed"))
+        };
+        let (accepted, _) =
+            conditions("[{type: test/fake-invalid-type, value: x}, {value: 10.244.250.10}]");
+        assert_eq!(accepted, (json!("False"), json!("UnsupportedAddress")));
+        let (accepted, programmed) = conditions("[{value: 192.0.2.200}, {value: 10.244.250.10}]");
+        assert_eq!(accepted, (json!("True"), json!("Accepted")));
+        assert_eq!(programmed, (json!("False"), json!("AddressNotUsable")));
+        let (_, programmed) = conditions("[{type: IPAddress, value: 10.244.250.10}]");
+        assert_eq!(programmed, (json!("True"), json!("Programmed")));
     }
 
     #[test]
@@ -1552,6 +1625,7 @@ spec:
                 programmed: &|_| Programmed::Rejected("lds NACK: bad listener".into()),
                 held_back: &|_, _| None,
                 bundle_version: None,
+                address_pools: &AddressPools::default(),
             },
             "2026-11-26T00:00:00Z",
         );
@@ -1568,6 +1642,7 @@ spec:
                 programmed: &|_| Programmed::Served,
                 held_back: &|_, _| None,
                 bundle_version: None,
+                address_pools: &AddressPools::default(),
             },
             "t",
         );
@@ -1699,6 +1774,7 @@ spec: {ports: [{port: 8080}]}
                 programmed: &|_| Programmed::Served,
                 held_back: &|_, _| None,
                 bundle_version: None,
+                address_pools: &AddressPools::default(),
             },
             "2026-11-27T00:00:00Z",
         );

@@ -14,6 +14,7 @@ pub use gateway_api::{gateway_api_status, Programmed, Served, StatusUpdate};
 
 use std::collections::BTreeMap;
 
+use admitpilot_model::gateway_api::gateway::AddressPools;
 use admitpilot_model::refusal::Refusal;
 use admitpilot_model::{ObjectKey, Snapshot};
 use programmed::{
@@ -33,6 +34,8 @@ pub struct StatusScope {
     pub gateway_api: bool,
     /// With Istio objects' status: the DNS suffix of Services, for the reference analysis.
     pub istio_domain_suffix: Option<String>,
+    /// The addresses a provisioned gateway's load balancer can give (`--gateway-address-pool`).
+    pub address_pools: AddressPools,
 }
 
 /// Gateways whose provisioned proxies are not available yet (their Deployment has no available replica), with why.
@@ -82,6 +85,7 @@ pub fn from_reports(
         programmed: &programmed_of,
         held_back: &held_back_of,
         bundle_version,
+        address_pools: &scope.address_pools,
     };
     let mut updates = if scope.gateway_api {
         let mut updates = gateway_api_status(snapshot, &scope.controller, &served, now);

@@ -13,7 +13,8 @@ pub struct Gateway {
     pub gateway_class_name: String,
     /// Listeners.
     pub listeners: Vec<Listener>,
-    /// Requested addresses (not used: the proxy's own addresses serve).
+    /// Requested addresses: the first `IPAddress` the address pools can give is asked of a provisioned gateway's
+    /// load balancer ([`Gateway::requested_ips`], [`AddressPools`]).
     pub addresses: Vec<serde_json::Value>,
     /// Infrastructure labels and annotations (not used).
     pub infrastructure: Option<serde_json::Value>,
@@ -27,20 +28,57 @@ pub struct Gateway {
 }
 
 impl Gateway {
-    /// Why the Gateway cannot be served as written: a `spec.infrastructure.parametersRef`, which admitpilot does
-    /// not read (Gateway API v1.6 `apis/v1/gateway_types.go`, `GatewayReasonInvalidParameters`: the parameters are
-    /// "invalid or unsupported"; istiod refuses a reference it cannot resolve the same way). Such a Gateway is not
-    /// accepted: no proxy serves it and none is provisioned for it. `None` when it has none.
-    pub fn unsupported_parameters(&self) -> Option<String> {
-        let reference = self.infrastructure.as_ref()?.get("parametersRef")?;
-        let text = |field: &str| reference.get(field).and_then(|v| v.as_str()).unwrap_or("");
-        Some(format!(
-            "spec.infrastructure.parametersRef ({}/{} {}): admitpilot reads no infrastructure parameters; set \
-             spec.infrastructure.labels and .annotations instead, or remove the reference",
-            text("group"),
-            text("kind"),
-            text("name")
-        ))
+    /// Why the Gateway is not accepted as written, with the reason its `Accepted` condition gives (Gateway API v1.6
+    /// `apis/v1/gateway_types.go`); such a Gateway is not served and no proxy is provisioned for it:
+    /// * `InvalidParameters`: a `spec.infrastructure.parametersRef`, which admitpilot does not read (the parameters
+    ///   are "invalid or unsupported"; istiod refuses a reference it cannot resolve the same way);
+    /// * `UnsupportedAddress`: a `spec.addresses` entry of a type other than `IPAddress` and `Hostname`
+    ///   (`GatewayReasonUnsupportedAddress`: "the requested address type is not supported").
+    pub fn not_accepted(&self) -> Option<(&'static str, String)> {
+        if let Some(reference) = self
+            .infrastructure
+            .as_ref()
+            .and_then(|i| i.get("parametersRef"))
+        {
+            let text = |field: &str| reference.get(field).and_then(|v| v.as_str()).unwrap_or("");
+            return Some((
+                "InvalidParameters",
+                format!(
+                    "spec.infrastructure.parametersRef ({}/{} {}): admitpilot reads no infrastructure parameters; \
+                     set spec.infrastructure.labels and .annotations instead, or remove the reference",
+                    text("group"),
+                    text("kind"),
+                    text("name")
+                ),
+            ));
+        }
+        self.addresses.iter().enumerate().find_map(|(i, address)| {
+            let kind = address.get("type").and_then(|v| v.as_str()).unwrap_or("IPAddress");
+            (kind != "IPAddress" && kind != "Hostname").then(|| {
+                (
+                    "UnsupportedAddress",
+                    format!(
+                        "spec.addresses[{i}].type {kind}: admitpilot gives Gateways IPAddress (and Hostname) addresses only"
+                    ),
+                )
+            })
+        })
+    }
+
+    /// The values of `spec.addresses` of type `IPAddress` (the default), in order, with their index.
+    pub fn requested_ips(&self) -> Vec<(usize, &str)> {
+        self.addresses
+            .iter()
+            .enumerate()
+            .filter(|(_, address)| {
+                address
+                    .get("type")
+                    .and_then(|v| v.as_str())
+                    .unwrap_or("IPAddress")
+                    == "IPAddress"
+            })
+            .filter_map(|(i, address)| Some((i, address.get("value")?.as_str()?)))
+            .collect()
     }
 
     /// `spec.tls.backend.clientCertificateRef`: the certificate the Gateway presents to backends it connects to
@@ -52,6 +90,54 @@ impl Gateway {
             .get("backend")?
             .get("clientCertificateRef")?;
         serde_json::from_value(reference.clone()).ok()
+    }
+}
+
+/// The IP ranges a provisioned gateway's load balancer can give (`--gateway-address-pool`): a requested address
+/// outside them is not usable (`AddressNotUsable`). Empty: every address is taken to be usable.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct AddressPools(Vec<(std::net::IpAddr, u8)>);
+
+impl AddressPools {
+    /// Parses CIDRs (`10.0.0.0/24`, `2001:db8::/64`); the error names the one that does not parse.
+    pub fn parse(cidrs: &[String]) -> Result<Self, String> {
+        cidrs
+            .iter()
+            .map(|cidr| {
+                let (ip, bits) = cidr
+                    .split_once('/')
+                    .ok_or_else(|| format!("{cidr}: not a CIDR"))?;
+                let ip: std::net::IpAddr = ip.parse().map_err(|_| format!("{cidr}: not an IP"))?;
+                let bits: u8 = bits
+                    .parse()
+                    .map_err(|_| format!("{cidr}: bad prefix length"))?;
+                let max = if ip.is_ipv4() { 32 } else { 128 };
+                if bits > max {
+                    return Err(format!("{cidr}: prefix length above {max}"));
+                }
+                Ok((ip, bits))
+            })
+            .collect::<Result<_, _>>()
+            .map(AddressPools)
+    }
+
+    /// Whether `value` is an IP one of the pools holds (any IP when there are none).
+    pub fn usable(&self, value: &str) -> bool {
+        let Ok(ip) = value.parse::<std::net::IpAddr>() else {
+            return false;
+        };
+        self.0.is_empty()
+            || self.0.iter().any(|(net, bits)| match (net, ip) {
+                (std::net::IpAddr::V4(net), std::net::IpAddr::V4(ip)) => {
+                    let mask = u32::MAX.checked_shl(32 - u32::from(*bits)).unwrap_or(0);
+                    u32::from(*net) & mask == u32::from(ip) & mask
+                }
+                (std::net::IpAddr::V6(net), std::net::IpAddr::V6(ip)) => {
+                    let mask = u128::MAX.checked_shl(128 - u32::from(*bits)).unwrap_or(0);
+                    u128::from(*net) & mask == u128::from(ip) & mask
+                }
+                _ => false,
+            })
     }
 }
 
@@ -190,4 +276,46 @@ pub struct GatewayClass {
     pub parameters_ref: Option<serde_json::Value>,
     /// Human-readable description.
     pub description: Option<String>,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn pools_hold_what_their_prefixes_cover() {
+        let pools = AddressPools::parse(&["10.244.250.0/24".into(), "2001:db8::/64".into()])
+            .expect("valid CIDRs");
+        assert!(pools.usable("10.244.250.10"));
+        assert!(!pools.usable("10.244.251.10"));
+        assert!(pools.usable("2001:db8::5"));
+        assert!(!pools.usable("not an ip"));
+        assert!(AddressPools::default().usable("192.0.2.1"));
+        assert!(AddressPools::parse(&["10.0.0.0/33".into()]).is_err());
+        assert!(AddressPools::parse(&["0.0.0.0/0".into()])
+            .expect("valid")
+            .usable("8.8.8.8"));
+    }
+
+    #[test]
+    fn unsupported_address_types_and_parameters_are_not_accepted() {
+        let gateway = |spec: serde_json::Value| -> Gateway {
+            serde_json::from_value(spec).expect("a Gateway spec")
+        };
+        let fake = gateway(serde_json::json!({"addresses": [
+            {"type": "test/fake-invalid-type", "value": "x"},
+            {"value": "10.0.0.1"}, {"type": "Hostname", "value": "a.example"}]}));
+        assert_eq!(
+            fake.not_accepted().map(|(reason, _)| reason),
+            Some("UnsupportedAddress")
+        );
+        assert_eq!(fake.requested_ips(), [(1, "10.0.0.1")]);
+        let params = gateway(serde_json::json!({"infrastructure": {"parametersRef": {
+            "group": "g", "kind": "K", "name": "n"}}}));
+        assert_eq!(
+            params.not_accepted().map(|(reason, _)| reason),
+            Some("InvalidParameters")
+        );
+        assert_eq!(gateway(serde_json::json!({})).not_accepted(), None);
+    }
 }

@@ -107,7 +107,7 @@ fn served_gateway<'a>(
     let Spec::KubernetesGateway(gateway) = &object.spec else {
         return None;
     };
-    if gateway.unsupported_parameters().is_some() {
+    if gateway.not_accepted().is_some() {
         return None;
     }
     let class = snapshot.get(&ObjectKey::new(
