@@ -783,6 +783,16 @@ fn provisioning_has_its_flags_and_a_role_that_writes_only_what_it_provisions() {
     }
     assert!(docs.iter().any(|d| d["kind"] == "ClusterRoleBinding"
         && d["metadata"]["name"] == "ap-admitpilot-provisioning"));
+    let pools = render(
+        &helm,
+        &["provisioning.addressPools={10.0.0.0/24,2001:db8::/64}"],
+    );
+    assert!(serve_args(&pools)
+        .iter()
+        .any(|a| a == "--gateway-address-pool=10.0.0.0/24,2001:db8::/64"));
+    assert!(args
+        .iter()
+        .all(|a| !a.starts_with("--gateway-address-pool")));
     let off = render(&helm, &["provisioning.enabled=false"]);
     assert!(serve_args(&off)
         .iter()
