@@ -195,7 +195,7 @@ func allBut(names []string) []string {
 
 // supportedFeatures are the features admitpilot claims: the core features of its profiles and the extended ones
 // it implements (README "Gateway API conformance"; GatewayInfrastructure, GatewayStaticAddresses and
-// GatewayAddressEmpty through gateway provisioning).
+// GatewayAddressEmpty through gateway provisioning; GatewayBackendClientCertificate).
 // Not claimed, though admitpilot translates them: HTTPRouteRetry
 // (the standard-channel CRDs the suite runs on have no `retry` field), HTTPRouteCORS (a preflight from an origin
 // not allowed still reaches the backend), GatewayHTTPListenerIsolation (not passing yet).
@@ -233,6 +233,7 @@ func supportedFeatures() []features.FeatureName {
 		features.SupportGRPCRouteNamedRouteRule,
 		features.SupportBackendTLSPolicy,
 		features.SupportBackendTLSPolicySANValidation,
+		features.SupportGatewayBackendClientCertificate,
 		features.SupportListenerSet,
 	}
 }
