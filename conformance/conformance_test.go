@@ -195,10 +195,9 @@ func allBut(names []string) []string {
 
 // supportedFeatures are the features admitpilot claims: the core features of its profiles and the extended ones
 // it implements (README "Gateway API conformance"; GatewayInfrastructure, GatewayStaticAddresses and
-// GatewayAddressEmpty through gateway provisioning; GatewayBackendClientCertificate; h2c and WebSocket backends and
-// destination port matching).
-// Not claimed, though admitpilot translates them: HTTPRouteBackendRequestHeaderModification
-// (HTTPRouteBackendRequestHeaderModifier does not pass yet), HTTPRouteRetry
+// GatewayAddressEmpty through gateway provisioning; GatewayBackendClientCertificate; h2c and WebSocket backends,
+// destination port matching and backend request header modification).
+// Not claimed, though admitpilot translates them: HTTPRouteRetry
 // (the standard-channel CRDs the suite runs on have no `retry` field), HTTPRouteCORS (a preflight from an origin
 // not allowed still reaches the backend), GatewayHTTPListenerIsolation (not passing yet).
 func supportedFeatures() []features.FeatureName {
@@ -239,6 +238,7 @@ func supportedFeatures() []features.FeatureName {
 		features.SupportHTTPRouteBackendProtocolH2C,
 		features.SupportHTTPRouteBackendProtocolWebSocket,
 		features.SupportHTTPRouteDestinationPortMatching,
+		features.SupportHTTPRouteBackendRequestHeaderModification,
 		features.SupportListenerSet,
 	}
 }

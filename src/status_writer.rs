@@ -240,8 +240,10 @@ struct Writer {
     client: Client,
     config: StatusWriterConfig,
     metrics: StatusMetrics,
-    /// The status last written per object (times included), to skip unchanged ones and keep transition times.
-    written: HashMap<ObjectKey, Value>,
+    /// The status last written per object (times included), to skip unchanged ones and keep transition times, with
+    /// the UID of the object it was written to: an object deleted and created again under the same name between
+    /// two passes is another object, whose status must be written anew.
+    written: HashMap<ObjectKey, (Option<String>, Value)>,
     /// Per object reported on: its generation and the first config version that held it.
     tracker: GenerationTracker,
     /// This replica's report as last published, and when.
@@ -398,9 +400,11 @@ impl Writer {
         // Objects gone from the config: nothing to remember (a route that only moved away is still here). A refused
         // object is still there, whether or not a last valid version of it is in the config.
         let refusals = self.refusals.all();
-        self.written.retain(|key, _| {
-            snapshot.objects.contains_key(key) || refusals.iter().any(|r| &r.key == key)
-        });
+        self.written
+            .retain(|key, (uid, _)| match snapshot.objects.get(key) {
+                Some(object) => object.metadata.uid == *uid,
+                None => refusals.iter().any(|r| &r.key == key),
+            });
         let bundle = self.bundle_version().await;
         let unready = Arc::clone(&self.unready.borrow());
         let updates = from_reports(
@@ -441,15 +445,20 @@ impl Writer {
                 .get(&update.key)
                 .map(|object| Kind::split_api_version(&object.api_version).1.to_string())
                 .filter(|version| !version.is_empty());
+            let uid = snapshot
+                .objects
+                .get(&update.key)
+                .and_then(|object| object.metadata.uid.clone());
             if !self.written.contains_key(&update.key) {
                 // Not yet written by this leader: what is on the server is the previous status (its transition
                 // times are kept, and an equal status is not written again).
                 requests += 1;
                 if let Some(on_server) = self.server_status(&update.key, version.as_deref()).await {
-                    self.written.insert(update.key.clone(), on_server);
+                    self.written
+                        .insert(update.key.clone(), (uid.clone(), on_server));
                 }
             }
-            let previous = self.written.get(&update.key);
+            let previous = self.written.get(&update.key).map(|(_, status)| status);
             let status = keep_transition_times(update.status.clone(), previous);
             if previous == Some(&status) {
                 continue;
@@ -473,7 +482,7 @@ impl Writer {
                 if detached {
                     self.written.remove(&update.key);
                 } else {
-                    self.written.insert(update.key, status);
+                    self.written.insert(update.key, (uid, status));
                 }
             }
         }

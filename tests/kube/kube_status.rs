@@ -296,6 +296,24 @@ async fn status_says_what_the_gateways_serve_and_one_leader_writes_it() {
     second_envoy
         .assert_nothing_rejected("after the failover")
         .await;
+    // A route deleted and created again under its name at once is another object: it gets its status written, though
+    // the status is the same as the deleted one's (the writer remembers what it wrote per object, by UID).
+    let route = objects(&ns, &class, port, "*.example.net");
+    let route = &route[route.rfind("---").unwrap()..];
+    kube.kubectl_ok(&["-n", &ns, "delete", "httproute", "web"], None)
+        .await;
+    kube.kubectl_ok(&["apply", "-f", "-"], Some(route)).await;
+    wait_status(
+        &kube,
+        "httproute/web",
+        |r| {
+            r["status"]["parents"]
+                .as_array()
+                .is_some_and(|parents| !parents.is_empty())
+        },
+        &[&second],
+    )
+    .await;
     // The stopped replica withdrew its report.
     let reports = kube
         .kubectl_ok(
