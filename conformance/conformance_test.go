@@ -196,10 +196,10 @@ func allBut(names []string) []string {
 // supportedFeatures are the features admitpilot claims: the core features of its profiles and the extended ones
 // it implements (README "Gateway API conformance"; GatewayInfrastructure, GatewayStaticAddresses and
 // GatewayAddressEmpty through gateway provisioning; GatewayBackendClientCertificate; h2c and WebSocket backends,
-// destination port matching and backend request header modification).
+// destination port matching, backend request header modification and CORS).
 // Not claimed, though admitpilot translates them: HTTPRouteRetry
-// (the standard-channel CRDs the suite runs on have no `retry` field), HTTPRouteCORS (a preflight from an origin
-// not allowed still reaches the backend), GatewayHTTPListenerIsolation (not passing yet).
+// (the standard-channel CRDs the suite runs on have no `retry` field), GatewayHTTPListenerIsolation (not passing
+// yet).
 func supportedFeatures() []features.FeatureName {
 	return []features.FeatureName{
 		features.SupportGateway,
@@ -239,6 +239,7 @@ func supportedFeatures() []features.FeatureName {
 		features.SupportHTTPRouteBackendProtocolWebSocket,
 		features.SupportHTTPRouteDestinationPortMatching,
 		features.SupportHTTPRouteBackendRequestHeaderModification,
+		features.SupportHTTPRouteCORS,
 		features.SupportListenerSet,
 	}
 }

@@ -330,6 +330,24 @@ async fn gateway_api_routes_are_served_by_envoy() {
         "https://www.example.com"
     );
     assert_eq!(r.headers["access-control-max-age"], "600");
+    // A preflight from an origin the policy does not allow is answered by the gateway, not forwarded.
+    let refused = http
+        .request(reqwest::Method::OPTIONS, format!("{base}/public/x"))
+        .header("host", "shop.example")
+        .header("origin", "https://evil.example")
+        .header("access-control-request-method", "POST");
+    let r = send(&http, refused).await;
+    assert!(
+        !r.headers.contains_key("access-control-allow-origin"),
+        "{:?}",
+        r.headers
+    );
+    assert_eq!(
+        backend(&r),
+        "",
+        "the preflight reached a backend: {:?}",
+        r.body
+    );
     // Request timeout.
     assert_eq!(send(&http, get("/slow", "shop.example")).await.status, 504);
     // Retry on 503: the backend fails every other request, the retry succeeds.

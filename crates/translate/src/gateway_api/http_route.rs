@@ -20,6 +20,7 @@ use admitpilot_model::istio::virtual_service::{
     CorsPolicy, FaultAbort, HeaderOperations, Headers, HttpBody, HttpDirectResponse,
     HttpFaultInjection, HttpMatchRequest, HttpMirrorPolicy, HttpRedirect, HttpRetry, HttpRewrite,
     HttpRoute, HttpRouteDestination, Percent, RedirectPortSelection, RegexRewrite, StringMatch,
+    UnmatchedPreflights,
 };
 use admitpilot_model::{ConfigObject, Snapshot};
 
@@ -214,6 +215,9 @@ fn cors(cors: &Cors) -> CorsPolicy {
         expose_headers: cors.expose_headers.clone(),
         max_age: Some(format!("{}s", cors.max_age.unwrap_or(5))),
         allow_credentials: cors.allow_credentials,
+        // A preflight from an origin the policy does not allow is answered by the gateway, never forwarded to the
+        // backend (istiod's conversion sets `IGNORE` too; Gateway API v1.6 `HTTPCORSFilter`).
+        unmatched_preflights: Some(UnmatchedPreflights::Ignore),
         ..CorsPolicy::default()
     }
 }
