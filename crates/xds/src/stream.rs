@@ -3,7 +3,7 @@
 //! pre-encoded responses as the call's response body ([`AdsCall`]), which hyper polls only as fast as the
 //! client reads. Also the bookkeeping both protocols share: nonces, ACK/NACK metrics and status.
 
-use std::collections::{BTreeSet, VecDeque};
+use std::collections::VecDeque;
 use std::future::Future;
 use std::pin::Pin;
 use std::sync::Arc;
@@ -19,7 +19,7 @@ use tokio_stream::Stream;
 use tonic::{Code, Status};
 
 use super::auth::token::VerifiedIdentity;
-use super::auth::{certificate_secrets, Admitted, CallPolicy, SecretGate};
+use super::auth::{certificate_secrets, Admitted, CallPolicy, SecretGate, SecretNames};
 use super::cache::ConfigCache;
 use super::connection::{limit_hit, Limit, StreamSlot};
 use super::metrics::{Api, XdsMetrics};
@@ -280,13 +280,13 @@ fn admit<P: Protocol>(
     let names = certificate_names(shared, identity.as_ref(), node.as_ref(), family);
     Box::pin(async move {
         policy
-            .admit(identity, (node.as_ref(), family), &names, &metrics)
+            .admit(identity, (node.as_ref(), family), names, &metrics)
             .await
     })
 }
 
 /// The Secrets of a verified gateway's namespace whose certificates its group's config holds (joining the group,
-/// which brings its config up to date): asked about one by one when the gateway may not get every Secret of its
+/// which brings its config up to date), worked out only if asked: when the gateway may not get every Secret of its
 /// namespace. None for an unverified caller, an MCP subscriber, or a node claiming another namespace than its
 /// token's (refused anyway).
 fn certificate_names(
@@ -294,16 +294,21 @@ fn certificate_names(
     identity: Option<&VerifiedIdentity>,
     node: Option<&Node>,
     family: Family,
-) -> BTreeSet<String> {
-    let (Some(identity), Some(node), Family::Envoy) = (identity, node, family) else {
-        return BTreeSet::new();
+) -> SecretNames {
+    let proxy = match (identity, node, family) {
+        (Some(identity), Some(node), Family::Envoy) => Some(NodeIdentity::from_node(node).proxy)
+            .filter(|proxy| proxy.namespace == identity.namespace),
+        _ => None,
     };
-    let proxy = NodeIdentity::from_node(node).proxy;
-    if proxy.namespace != identity.namespace {
-        return BTreeSet::new();
-    }
-    let config = shared.cache.subscribe(&proxy).borrow().clone();
-    certificate_secrets(&config, &proxy.namespace)
+    let cache = Arc::clone(&shared.cache);
+    Box::new(move || {
+        proxy
+            .map(|proxy| {
+                let config = cache.subscribe(&proxy).borrow().clone();
+                certificate_secrets(&config, &proxy.namespace)
+            })
+            .unwrap_or_default()
+    })
 }
 
 /// Parses a nonce this server sent (`None` for anything else, which then matches no response).
@@ -418,15 +423,18 @@ impl<P: Protocol> AdsCall<P> {
             let policy = Arc::clone(&self.policy);
             let token = self.token.clone();
             let metrics = self.shared.metrics.clone();
-            let names = self
+            let full = self
                 .joined
                 .as_ref()
                 .filter(|_| family == Family::Envoy)
-                .map(|joined| certificate_secrets(&joined.full.0, &joined.full.1))
-                .unwrap_or_default();
+                .map(|joined| joined.full.clone());
+            let names: SecretNames = Box::new(move || {
+                full.map(|(config, namespace)| certificate_secrets(&config, &namespace))
+                    .unwrap_or_default()
+            });
             self.rechecking = Some(Box::pin(async move {
                 policy
-                    .recheck(token.as_deref(), (node.as_ref(), family), &names, &metrics)
+                    .recheck(token.as_deref(), (node.as_ref(), family), names, &metrics)
                     .await
             }));
         }

@@ -58,6 +58,10 @@ pub enum CallPolicy {
     Token(Arc<KubeAuth>),
 }
 
+/// The Secrets of a gateway's namespace its config names, worked out only when asked: only a gateway that may not
+/// get every Secret of its namespace needs them (asked about one by one).
+pub(crate) type SecretNames = Box<dyn FnOnce() -> BTreeSet<String> + Send>;
+
 /// How often an open stream's token and access are checked again, by default.
 pub const RECHECK_INTERVAL: Duration = Duration::from_secs(30);
 
@@ -194,7 +198,7 @@ impl CallPolicy {
         &self,
         token: Option<&str>,
         (node, family): (Option<&Node>, Family),
-        secret_names: &BTreeSet<String>,
+        secret_names: SecretNames,
         metrics: &XdsMetrics,
     ) -> Result<Admitted, Status> {
         let mut headers = HeaderMap::new();
@@ -231,13 +235,13 @@ impl CallPolicy {
     }
 
     /// Decides what the stream of a verified (or, on an open listener, unverified) caller may do, from its first
-    /// request's node and family; `secret_names` are the Secrets of the caller's namespace its config names (asked
-    /// about one by one when it may not get every Secret there).
+    /// request's node and family; `secret_names` gives the Secrets of the caller's namespace its config names
+    /// (asked about one by one when it may not get every Secret there; not worked out otherwise).
     pub(crate) async fn admit(
         &self,
         identity: Option<VerifiedIdentity>,
         (node, family): (Option<&Node>, Family),
-        secret_names: &BTreeSet<String>,
+        secret_names: SecretNames,
         metrics: &XdsMetrics,
     ) -> Result<Admitted, Status> {
         let (auth, identity) = match (self, identity) {
@@ -298,7 +302,8 @@ impl CallPolicy {
                         },
                     },
                     Decision::Denied(why) => {
-                        let allowed = auth.allowed_secrets(&identity, secret_names).await;
+                        let secret_names = secret_names();
+                        let allowed = auth.allowed_secrets(&identity, &secret_names).await;
                         if allowed.is_empty() {
                             SecretAccess::Withheld {
                                 reason: "rbac",
