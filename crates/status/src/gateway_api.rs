@@ -27,7 +27,7 @@ use admitpilot_model::gateway_api::{PROVISIONED_LABEL, PROVISIONER};
 use admitpilot_model::{ConfigObject, Kind, ObjectKey, Snapshot, Spec};
 use admitpilot_translate::gateway_api::backend_tls::{client_certificate, unmet_policy};
 use admitpilot_translate::gateway_api::backends;
-use admitpilot_translate::secret::{listener_may_use, unusable_certificate};
+use admitpilot_translate::secret::{listener_may_use, serves_certificate};
 
 /// The listener protocols admitpilot serves (others are Accepted=False, UnsupportedProtocol).
 const SERVED_PROTOCOLS: [&str; 4] = ["HTTP", "HTTPS", "TLS", "TCP"];
@@ -856,7 +856,7 @@ fn certificate_refs(
                 format!("Secret {target}/{} is in another namespace and no ReferenceGrant there allows it", cert.name),
             ));
         }
-        if let Err(why) = secret_serves(snapshot, target, &cert.name) {
+        if let Err(why) = serves_certificate(snapshot, target, &cert.name) {
             return Err((
                 "InvalidCertificateRef",
                 format!("Secret {target}/{} cannot serve: {why}", cert.name),
@@ -864,18 +864,6 @@ fn certificate_refs(
         }
     }
     Ok(())
-}
-
-/// Whether the Secret `namespace/name` exists and holds a certificate with its key, as `translate::secret` serves
-/// it; else why not.
-fn secret_serves(snapshot: &Snapshot, namespace: &str, name: &str) -> Result<(), String> {
-    match snapshot
-        .get(&ObjectKey::new(Kind::Secret, namespace, name))
-        .map(|o| &o.spec)
-    {
-        Some(Spec::Secret(secret)) => unusable_certificate(secret).map_or(Ok(()), Err),
-        _ => Err("it does not exist".to_string()),
-    }
 }
 
 /// How many routes attach to `listener` of `owner` (named it, allowed by it, host names intersecting).

@@ -108,6 +108,18 @@ pub fn unusable_certificate(secret: &KubeSecret) -> Option<String> {
     key_mismatch(certificates, key)
 }
 
+/// Whether the Secret `namespace/name` of `snapshot` exists and holds a certificate with its key that Envoy could
+/// load ([`unusable_certificate`]), as a gateway is sent it; else why not.
+pub fn serves_certificate(snapshot: &Snapshot, namespace: &str, name: &str) -> Result<(), String> {
+    match snapshot
+        .get(&ObjectKey::new(Kind::Secret, namespace, name))
+        .map(|o| &o.spec)
+    {
+        Some(Spec::Secret(secret)) => unusable_certificate(secret).map_or(Ok(()), Err),
+        _ => Err("it does not exist".to_string()),
+    }
+}
+
 /// Why the key does not serve the chain's first certificate, if it does not: the certificate is not X.509 Envoy
 /// could parse, or its public key is not the key's (Gateway API v1.6 `apis/v1/gateway_types.go`,
 /// `ListenerReasonInvalidCertificateRef`: "a reference to a certificate whose data within that resource is

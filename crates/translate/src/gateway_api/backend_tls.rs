@@ -96,18 +96,12 @@ pub fn client_certificate(
             ),
         ));
     }
-    let unusable = if !reference.is_core_secret() {
-        Some(format!("{group}/{kind} is not a core Secret"))
+    let usable = if reference.is_core_secret() {
+        secret::serves_certificate(snapshot, target, name)
     } else {
-        match snapshot
-            .get(&ObjectKey::new(Kind::Secret, target, name.clone()))
-            .map(|o| &o.spec)
-        {
-            Some(Spec::Secret(secret)) => secret::unusable_certificate(secret),
-            _ => Some("it does not exist".to_string()),
-        }
+        Err(format!("{group}/{kind} is not a core Secret"))
     };
-    if let Some(why) = unusable {
+    if let Err(why) = usable {
         return Err((
             "InvalidClientCertificateRef",
             format!("spec.tls.backend.clientCertificateRef {target}/{name}: {why}"),
