@@ -15,7 +15,6 @@ use std::path::Path;
 use std::time::Duration;
 
 use base64::Engine as _;
-use serde_json::Value;
 use support::envoy::{self, Backend};
 use support::kube_server::Kube;
 use support::kubelet;
@@ -23,7 +22,7 @@ use support::pipeline::Admitpilot;
 use support::tls_backends::Ca;
 use support::xds_auth::Pki;
 
-use super::kube_status::{condition, wait_status};
+use super::kube_status::{condition, wait_get, wait_status};
 
 const CRDS: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/crds/gateway-api");
 const HOST: &str = "shop.example";
@@ -81,32 +80,6 @@ spec:
     )
 }
 
-/// Polls `kubectl get <args> -o json` until `ready` holds for its JSON (an error reads as `null`).
-async fn eventually(
-    kube: &Kube,
-    args: &[&str],
-    ready: impl Fn(&Value) -> bool,
-    admitpilot: &Admitpilot,
-) -> Value {
-    let deadline = tokio::time::Instant::now() + Duration::from_secs(60);
-    loop {
-        let mut full = vec!["-n", kube.namespace(), "get"];
-        full.extend(args);
-        full.extend(["-o", "json"]);
-        let out = kube.kubectl(&full, None).await;
-        let value: Value = serde_json::from_slice(&out.stdout).unwrap_or_default();
-        if ready(&value) {
-            return value;
-        }
-        assert!(
-            tokio::time::Instant::now() < deadline,
-            "{args:?} never got there; last: {value}\n{}",
-            admitpilot.log()
-        );
-        tokio::time::sleep(Duration::from_millis(200)).await;
-    }
-}
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_applied_gateway_becomes_a_running_authenticated_envoy_and_goes_with_its_gateway() {
     let Some(envoy_bin) = envoy::envoy_binary() else {
@@ -159,11 +132,11 @@ async fn an_applied_gateway_becomes_a_running_authenticated_envoy_and_goes_with_
 
     // What provisioning made, named `<gateway>-<class>`, labelled with the infrastructure's labels.
     let name = format!("gw-{class}");
-    let deployment = eventually(
+    let deployment = wait_get(
         &kube,
         &["deployment", &name],
         |d| d["kind"] == "Deployment",
-        &admitpilot,
+        &[&admitpilot],
     )
     .await;
     assert_eq!(
@@ -181,20 +154,20 @@ async fn an_applied_gateway_becomes_a_running_authenticated_envoy_and_goes_with_
         "configmap",
         "service",
     ] {
-        eventually(
+        wait_get(
             &kube,
             &[kind, &name],
             |o| o["metadata"]["name"] == name.as_str(),
-            &admitpilot,
+            &[&admitpilot],
         )
         .await;
     }
     // The proxies may read exactly the Secret their config names (admitpilot then asks about it by name).
-    let role = eventually(
+    let role = wait_get(
         &kube,
         &["role", &name],
         |r| r["kind"] == "Role",
-        &admitpilot,
+        &[&admitpilot],
     )
     .await;
     assert_eq!(
@@ -204,7 +177,7 @@ async fn an_applied_gateway_becomes_a_running_authenticated_envoy_and_goes_with_
         "{role}"
     );
     // The controller-manager's ReplicaSet made the Pod.
-    let pods = eventually(
+    let pods = wait_get(
         &kube,
         &["pods", "-l", "gateway.networking.k8s.io/gateway-name=gw"],
         |list| {
@@ -212,7 +185,7 @@ async fn an_applied_gateway_becomes_a_running_authenticated_envoy_and_goes_with_
                 .as_array()
                 .is_some_and(|items| !items.is_empty())
         },
-        &admitpilot,
+        &[&admitpilot],
     )
     .await;
     let pod_name = pods["items"][0]["metadata"]["name"]
@@ -272,11 +245,11 @@ async fn an_applied_gateway_becomes_a_running_authenticated_envoy_and_goes_with_
         .await;
 
     // The Deployment is available (the controller-manager counts the Ready pod) and the Gateway Programmed.
-    eventually(
+    wait_get(
         &kube,
         &["deployment", &name],
         |d| d["status"]["availableReplicas"] == 1,
-        &admitpilot,
+        &[&admitpilot],
     )
     .await;
     let gateway = wait_status(
@@ -308,11 +281,11 @@ async fn an_applied_gateway_becomes_a_running_authenticated_envoy_and_goes_with_
         None,
     )
     .await;
-    eventually(
+    wait_get(
         &kube,
         &["service", &name],
         |s| s["spec"]["selector"]["gateway.networking.k8s.io/gateway-name"] == "gw",
-        &admitpilot,
+        &[&admitpilot],
     )
     .await;
 
@@ -337,19 +310,19 @@ async fn an_applied_gateway_becomes_a_running_authenticated_envoy_and_goes_with_
         }
     };
     annotate("true").await;
-    eventually(
+    wait_get(
         &kube,
         &["deployments"],
         |list| list["items"] == serde_json::json!([]),
-        &admitpilot,
+        &[&admitpilot],
     )
     .await;
     annotate("false").await;
-    eventually(
+    wait_get(
         &kube,
         &["deployment", &name],
         |d| d["kind"] == "Deployment",
-        &admitpilot,
+        &[&admitpilot],
     )
     .await;
 
@@ -364,17 +337,14 @@ async fn an_applied_gateway_becomes_a_running_authenticated_envoy_and_goes_with_
         "role",
         "rolebinding",
     ] {
-        let out = kube.kubectl(&["-n", &ns, "get", kind, &name], None).await;
-        let deadline = tokio::time::Instant::now() + Duration::from_secs(60);
-        let mut out = out;
-        while out.status.success() {
-            assert!(
-                tokio::time::Instant::now() < deadline,
-                "{kind} {name} outlived its Gateway"
-            );
-            tokio::time::sleep(Duration::from_millis(200)).await;
-            out = kube.kubectl(&["-n", &ns, "get", kind, &name], None).await;
-        }
+        // Gone: `kubectl get` fails and prints nothing, read as null.
+        wait_get(
+            &kube,
+            &[kind, &name],
+            |object| object.is_null(),
+            &[&admitpilot],
+        )
+        .await;
     }
     drop(running);
 }

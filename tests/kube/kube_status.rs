@@ -87,19 +87,36 @@ pub(crate) async fn wait_status(
     ready: impl Fn(&Value) -> bool,
     logs: &[&Admitpilot],
 ) -> Value {
+    wait_get(kube, &[what], ready, logs).await
+}
+
+/// Polls `kubectl get <args> -o json` in the test's namespace until `ready` holds for its JSON (an error reads as
+/// `null`), for at most [`WAIT`]; returns it. On timeout, the last JSON's `status` (else all of it) and `logs`.
+pub(crate) async fn wait_get(
+    kube: &Kube,
+    args: &[&str],
+    ready: impl Fn(&Value) -> bool,
+    logs: &[&Admitpilot],
+) -> Value {
     let deadline = tokio::time::Instant::now() + WAIT;
+    let mut command = vec!["-n", kube.namespace(), "get"];
+    command.extend(args);
+    command.extend(["-o", "json"]);
     loop {
-        let out = kube
-            .kubectl(&["-n", kube.namespace(), "get", what, "-o", "json"], None)
-            .await;
+        let out = kube.kubectl(&command, None).await;
         let object: Value = serde_json::from_slice(&out.stdout).unwrap_or_default();
         if ready(&object) {
             return object;
         }
+        let shown = if object["status"].is_null() {
+            &object
+        } else {
+            &object["status"]
+        };
         assert!(
             tokio::time::Instant::now() < deadline,
-            "{what} never reached the expected status; last: {}\n{}",
-            serde_json::to_string_pretty(&object["status"]).unwrap(),
+            "{args:?} never got there; last: {}\n{}",
+            serde_json::to_string_pretty(shown).unwrap(),
             logs.iter()
                 .map(|a| a.log())
                 .collect::<Vec<_>>()
