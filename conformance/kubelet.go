@@ -129,7 +129,7 @@ func (k *kubelet) reconcile(ctx context.Context) error {
 			delete(k.pods, uid)
 		}
 	}
-	return k.loadBalancers(ctx)
+	return k.loadBalancers(ctx, pods.Items)
 }
 
 // registerNode creates the Node the Pods run on, Ready (no node-lifecycle controller runs to judge it: there is
@@ -263,9 +263,9 @@ func (k *kubelet) patchStatus(ctx context.Context, object client.Object, patch m
 	return k.client.Status().Patch(ctx, object, client.RawPatch(types.MergePatchType, body))
 }
 
-// loadBalancers gives every LoadBalancer Service with a selector the IP of the first Ready Pod it selects (by
-// name) as its load balancer's address, or none.
-func (k *kubelet) loadBalancers(ctx context.Context) error {
+// loadBalancers gives every LoadBalancer Service with a selector its load balancer's address (loadBalancerIP),
+// reaching the first Ready Pod (by name) of `pods` it selects, or none.
+func (k *kubelet) loadBalancers(ctx context.Context, pods []corev1.Pod) error {
 	var services corev1.ServiceList
 	if err := k.client.List(ctx, &services); err != nil {
 		return err
@@ -278,11 +278,10 @@ func (k *kubelet) loadBalancers(ctx context.Context) error {
 		selector := labels.SelectorFromSet(service.Spec.Selector)
 		var ips []string
 		names := map[string]string{}
-		var pods corev1.PodList
-		if err := k.client.List(ctx, &pods, client.InNamespace(service.Namespace)); err != nil {
-			return err
-		}
-		for _, pod := range pods.Items {
+		for _, pod := range pods {
+			if pod.Namespace != service.Namespace {
+				continue
+			}
 			running, ok := k.pods[pod.UID]
 			if ok && running.ready && pod.DeletionTimestamp == nil && selector.Matches(labels.Set(pod.Labels)) {
 				names[pod.Name] = running.ip
