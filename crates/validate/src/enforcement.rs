@@ -53,6 +53,21 @@ pub fn unenforced(object: &ConfigObject) -> Option<Unenforced> {
             )),
         });
     }
+    if let Some((reason, message)) = match &object.spec {
+        Spec::KubernetesGateway(gateway) => gateway.not_accepted(),
+        _ => None,
+    } {
+        return Some(Unenforced {
+            field: if reason == "InvalidParameters" {
+                "spec.infrastructure.parametersRef"
+            } else {
+                "spec.addresses"
+            },
+            why: Cow::Owned(format!(
+                "the Gateway is not enforced on gateways by admitpilot (Accepted False, {reason}): {message}"
+            )),
+        });
+    }
     if let Spec::AuthorizationPolicy(policy) = &object.spec {
         let part = targets_other_than_gateways(policy.target_ref.as_ref(), &policy.target_refs)
             .then_some(("spec.targetRefs", TARGET_REFS_WHY));
@@ -239,6 +254,35 @@ mod tests {
             );
         }
         assert_eq!(unenforced_kind(Kind::VirtualService), None);
+    }
+
+    #[test]
+    fn a_gateway_admitpilot_does_not_accept_is_reported_as_not_enforced() {
+        let gateway = |spec: serde_json::Value| {
+            test_object(
+                json!({"apiVersion": "gateway.networking.k8s.io/v1", "kind": "Gateway",
+                "metadata": {"name": "gw", "namespace": "default"}, "spec": spec}),
+            )
+        };
+        let listeners = json!([{"name": "http", "port": 80, "protocol": "HTTP"}]);
+        let params = unenforced(&gateway(
+            json!({"gatewayClassName": "ap", "listeners": listeners,
+            "infrastructure": {"parametersRef": {"group": "g", "kind": "K", "name": "n"}}}),
+        ))
+        .expect("warned");
+        assert_eq!(params.field, "spec.infrastructure.parametersRef");
+        assert!(params.why.contains("InvalidParameters"), "{}", params.why);
+        let address = unenforced(&gateway(
+            json!({"gatewayClassName": "ap", "listeners": listeners,
+            "addresses": [{"type": "example.com/custom", "value": "x"}]}),
+        ))
+        .expect("warned");
+        assert_eq!(address.field, "spec.addresses");
+        assert!(
+            address.why.contains("UnsupportedAddress"),
+            "{}",
+            address.why
+        );
     }
 
     #[test]
