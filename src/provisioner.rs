@@ -33,6 +33,7 @@ use serde_json::Value;
 use tokio::sync::{watch, Notify};
 
 use crate::leader::{still_holds, LeaderConfig};
+use crate::model::gateway_api::parameters;
 use crate::model::{Kind, ObjectKey, Snapshot, Spec};
 use crate::provision::{self, Settings, GATEWAY_NAME_LABEL, MANAGED_BY_LABEL, MANAGED_BY_VALUE};
 use crate::status::Unready;
@@ -43,7 +44,7 @@ pub const FIELD_MANAGER: &str = "admitpilot-provisioner";
 pub const RESYNC: Duration = Duration::from_secs(30);
 
 /// The kinds provisioned, in the order a Gateway's objects are applied.
-const KINDS: [(&str, &str, &str, &str); 6] = [
+const KINDS: [(&str, &str, &str, &str); 8] = [
     ("", "v1", "ServiceAccount", "serviceaccounts"),
     ("rbac.authorization.k8s.io", "v1", "Role", "roles"),
     (
@@ -55,6 +56,18 @@ const KINDS: [(&str, &str, &str, &str); 6] = [
     ("", "v1", "ConfigMap", "configmaps"),
     ("apps", "v1", "Deployment", "deployments"),
     ("", "v1", "Service", "services"),
+    (
+        "policy",
+        "v1",
+        "PodDisruptionBudget",
+        "poddisruptionbudgets",
+    ),
+    (
+        "autoscaling",
+        "v2",
+        "HorizontalPodAutoscaler",
+        "horizontalpodautoscalers",
+    ),
 ];
 
 /// Settings of the provisioner.
@@ -296,7 +309,13 @@ fn wanted(snapshot: &Snapshot, controller: &str, settings: &Settings) -> Vec<Val
                 if ours.contains(gateway.gateway_class_name.as_str())
                     && gateway.not_accepted().is_none() =>
             {
-                provision::objects(snapshot, object, gateway, settings)
+                // Parameters that do not resolve: the Gateway is not accepted (status says why) and not provisioned.
+                match parameters::gateway_parameters(snapshot, object, gateway) {
+                    Ok(parameters) => {
+                        provision::objects(snapshot, (object, gateway), &parameters, settings)
+                    }
+                    Err(_) => Vec::new(),
+                }
             }
             _ => Vec::new(),
         })
@@ -440,7 +459,7 @@ mod tests {
     }
 
     #[test]
-    fn only_our_classes_gateways_that_did_not_opt_out_are_provisioned() {
+    fn only_our_classes_accepted_gateways_that_did_not_opt_out_are_provisioned() {
         let snapshot = snapshot_from_yaml(
             "apiVersion: gateway.networking.k8s.io/v1
 kind: GatewayClass
@@ -459,13 +478,30 @@ spec: {gatewayClassName: ours, listeners: [{name: http, port: 80, protocol: HTTP
 ---
 apiVersion: gateway.networking.k8s.io/v1
 kind: Gateway
+metadata: {name: by-hostname, namespace: apps, uid: u-h}
+spec:
+  gatewayClassName: ours
+  addresses: [{type: Hostname, value: my-gateway.apps.svc.cluster.local}]
+  listeners: [{name: http, port: 80, protocol: HTTP}]
+---
+apiVersion: gateway.networking.k8s.io/v1
+kind: Gateway
+metadata: {name: bad-parameters, namespace: apps, uid: u-p}
+spec:
+  gatewayClassName: ours
+  infrastructure: {parametersRef: {group: '', kind: ConfigMap, name: missing}}
+  listeners: [{name: http, port: 80, protocol: HTTP}]
+---
+apiVersion: gateway.networking.k8s.io/v1
+kind: Gateway
 metadata: {name: theirs, namespace: apps, uid: u-t}
 spec: {gatewayClassName: other, listeners: [{name: http, port: 80, protocol: HTTP}]}
 ",
         );
         let wanted = wanted(&snapshot, "admitpilot.io/gateway-controller", &settings());
         let addresses: BTreeSet<(&str, Address)> = wanted.iter().filter_map(address_of).collect();
-        assert_eq!(addresses.len(), KINDS.len(), "{addresses:?}");
+        // All but the PodDisruptionBudget and the autoscaler, which only parameters ask for.
+        assert_eq!(addresses.len(), KINDS.len() - 2, "{addresses:?}");
         assert!(addresses
             .iter()
             .all(|(_, (namespace, name))| namespace == "apps" && name == "a-ours"));

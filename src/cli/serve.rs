@@ -126,10 +126,11 @@ pub struct ServeArgs {
     #[arg(long)]
     no_tls_secrets: bool,
 
-    /// Do not watch ConfigMaps (BackendTLSPolicy `caCertificateRefs` then resolve to no CA and the backends they
-    /// protect get no traffic): for clusters where admitpilot is not allowed to read ConfigMaps.
+    /// Do not watch the ConfigMaps other objects reference (BackendTLSPolicy `caCertificateRefs` then resolve to no
+    /// CA and the backends they protect get no traffic; a Gateway with a `parametersRef`, its own or its class's, is
+    /// not accepted): for clusters where admitpilot is not allowed to read ConfigMaps.
     #[arg(long)]
-    no_ca_configmaps: bool,
+    no_referenced_configmaps: bool,
 
     /// Folder where the last good versions of currently invalid objects are persisted (file last-good.json), so a
     /// restarted admitpilot keeps serving them instead of dropping their routes. At most 900 KiB; objects past it
@@ -442,7 +443,7 @@ impl ServeArgs {
                 .collect(),
             instance: std::env::var("POD_NAME").ok(),
             tls_secrets: !self.no_tls_secrets,
-            ca_configmaps: !self.no_ca_configmaps,
+            referenced_configmaps: !self.no_referenced_configmaps,
             admit: Some(AdmitOptions {
                 decode: DecodeOptions {
                     higress_namespace: self.higress_namespace.clone(),

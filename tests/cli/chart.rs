@@ -295,16 +295,16 @@ fn rbac_is_least_privilege() {
             role["metadata"]["name"]
         );
     }
-    // ConfigMaps are read (BackendTLSPolicy CAs) unless gatewayApi.caConfigMaps is off.
+    // ConfigMaps are read (BackendTLSPolicy CAs) unless gatewayApi.referencedConfigMaps is off.
     assert!(controller.iter().any(|(_, r, _)| r == "configmaps"));
-    let no_ca = render(&helm, &["gatewayApi.caConfigMaps=false"]);
+    let no_ca = render(&helm, &["gatewayApi.referencedConfigMaps=false"]);
     let without = grants(find(&no_ca, "ClusterRole", "ap-admitpilot"));
     assert!(
         without.iter().all(|(_, r, _)| r != "configmaps"),
         "{without:?}"
     );
     let args = serde_json::to_string(&find(&no_ca, "Deployment", "ap-admitpilot")["spec"]).unwrap();
-    assert!(args.contains("--no-ca-configmaps"));
+    assert!(args.contains("--no-referenced-configmaps"));
     let config_role = find(&docs, "Role", "ap-admitpilot-higress-config");
     assert_eq!(config_role["metadata"]["namespace"], "higress-system");
     assert_eq!(
@@ -774,6 +774,8 @@ fn provisioning_has_its_flags_and_a_role_that_writes_only_what_it_provisions() {
             ("", "serviceaccounts" | "configmaps" | "services")
                 | ("apps", "deployments")
                 | ("rbac.authorization.k8s.io", "roles" | "rolebindings")
+                | ("policy", "poddisruptionbudgets")
+                | ("autoscaling", "horizontalpodautoscalers")
         );
         let grantable = group.is_empty() && resource == "secrets" && verb == "get";
         assert!(

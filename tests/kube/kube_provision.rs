@@ -80,18 +80,13 @@ spec:
     )
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn an_applied_gateway_becomes_a_running_authenticated_envoy_and_goes_with_its_gateway() {
-    let Some(envoy_bin) = envoy::envoy_binary() else {
-        return;
-    };
-    let Some(kube) = Kube::shared("kube-provision").await else {
-        return;
-    };
+/// admitpilot provisioning the Gateways of a class of this test's namespace, as the chart runs it (xDS over TLS with
+/// tokens): the namespace, the class and its controller name (this test's own: no other test's Gateway is
+/// provisioned here), and admitpilot with the PKI of its xDS port (whose CA it reads again at every pass).
+async fn start_provisioning(kube: &Kube) -> (String, (String, String), (Admitpilot, Pki)) {
     kube.install_crds(Path::new(CRDS)).await;
     let ns = kube.namespace().to_string();
     let class = format!("{ns}-class");
-    // A controller name of this test's own: no other test's Gateway is provisioned here.
     let controller = format!("admitpilot.io/{ns}");
     let pki = Pki::new();
     let xds_port = envoy::free_port();
@@ -111,6 +106,18 @@ async fn an_applied_gateway_becomes_a_running_authenticated_envoy_and_goes_with_
     ]
     .into();
     let admitpilot = Admitpilot::start_kube_at(kube.kubeconfig(), xds_port, &flags).await;
+    (ns, (class, controller), (admitpilot, pki))
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_applied_gateway_becomes_a_running_authenticated_envoy_and_goes_with_its_gateway() {
+    let Some(envoy_bin) = envoy::envoy_binary() else {
+        return;
+    };
+    let Some(kube) = Kube::shared("kube-provision").await else {
+        return;
+    };
+    let (ns, (class, controller), (admitpilot, _pki)) = start_provisioning(&kube).await;
     let Some((backend, backend_ip)) = Backend::start_for_pods("provisioned backend").await else {
         eprintln!("skipping: this machine has no address but loopback, which an EndpointSlice may not name");
         return;
@@ -347,4 +354,179 @@ async fn an_applied_gateway_becomes_a_running_authenticated_envoy_and_goes_with_
         .await;
     }
     drop(running);
+}
+
+/// The GatewayClass's and the Gateway's parameters (ConfigMaps): what they say is on the provisioned objects, the
+/// PodDisruptionBudget and autoscaler they ask for exist while they ask, and parameters that do not parse are told
+/// on the Gateway (`Accepted` False, `InvalidParameters`, naming the key).
+const PARAMETERS: &str = "apiVersion: v1
+kind: ConfigMap
+metadata: {name: class-defaults, namespace: NS}
+data:
+  horizontalPodAutoscaler: |
+    spec: {minReplicas: 1, maxReplicas: 3}
+  deployment: |
+    spec:
+      template:
+        spec:
+          containers:
+          - name: envoy
+            resources: {limits: {memory: 512Mi}}
+---
+apiVersion: v1
+kind: ConfigMap
+metadata: {name: gw-params, namespace: NS}
+data:
+  deployment: |
+    metadata: {labels: {tier: edge}}
+  podDisruptionBudget: |
+    spec: {maxUnavailable: 1}
+  service: |
+    metadata: {annotations: {lb: internal}}
+---
+apiVersion: gateway.networking.k8s.io/v1
+kind: GatewayClass
+metadata: {name: CLASS}
+spec:
+  controllerName: CONTROLLER
+  parametersRef: {group: '', kind: ConfigMap, name: class-defaults, namespace: NS}
+---
+apiVersion: gateway.networking.k8s.io/v1
+kind: Gateway
+metadata: {name: gw, namespace: NS}
+spec:
+  gatewayClassName: CLASS
+  infrastructure: {parametersRef: {group: '', kind: ConfigMap, name: gw-params}}
+  listeners: [{name: http, port: 8080, protocol: HTTP}]
+";
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn parameters_configmaps_overlay_the_provisioned_objects() {
+    let Some(kube) = Kube::shared("kube-provision-parameters").await else {
+        return;
+    };
+    let (ns, (class, controller), (admitpilot, _pki)) = start_provisioning(&kube).await;
+    let manifest = PARAMETERS
+        .replace("CONTROLLER", &controller)
+        .replace("CLASS", &class)
+        .replace("NS", &ns);
+    kube.kubectl_ok(&["apply", "-f", "-"], Some(&manifest))
+        .await;
+    let name = format!("gw-{class}");
+    let apis = &[&admitpilot];
+
+    // The class's overlay, then the Gateway's, on the Deployment; the autoscaler owns its replicas.
+    let deployment = wait_get(
+        &kube,
+        &["deployment", &name, "--show-managed-fields"],
+        |d| {
+            d["metadata"]["labels"]["tier"] == "edge"
+                && d["spec"]["template"]["spec"]["containers"][0]["resources"]["limits"]["memory"]
+                    == "512Mi"
+        },
+        apis,
+    )
+    .await;
+    let container = &deployment["spec"]["template"]["spec"]["containers"][0];
+    assert_eq!(container["name"], "envoy", "{deployment}");
+    assert!(container["image"].as_str().is_some_and(|i| !i.is_empty()));
+    let owned_replicas = deployment["metadata"]["managedFields"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|f| f["manager"] == "admitpilot-provisioner")
+        .any(|f| f["fieldsV1"]["f:spec"].get("f:replicas").is_some());
+    assert!(
+        !owned_replicas,
+        "the autoscaler owns the replicas: {deployment}"
+    );
+    let budget = wait_get(
+        &kube,
+        &["pdb", &name],
+        |p| p["kind"] == "PodDisruptionBudget",
+        apis,
+    )
+    .await;
+    assert_eq!(budget["spec"]["maxUnavailable"], 1, "{budget}");
+    assert_eq!(
+        budget["spec"]["selector"]["matchLabels"]["gateway.networking.k8s.io/gateway-name"],
+        "gw"
+    );
+    let autoscaler = wait_get(
+        &kube,
+        &["hpa", &name],
+        |h| h["kind"] == "HorizontalPodAutoscaler",
+        apis,
+    )
+    .await;
+    assert_eq!(autoscaler["spec"]["maxReplicas"], 3, "{autoscaler}");
+    assert_eq!(autoscaler["spec"]["scaleTargetRef"]["name"], name.as_str());
+    wait_get(
+        &kube,
+        &["service", &name],
+        |s| s["metadata"]["annotations"]["lb"] == "internal",
+        apis,
+    )
+    .await;
+    wait_status(
+        &kube,
+        &format!("gatewayclass/{class}"),
+        |c| condition(&c["status"]["conditions"], "Accepted")["status"] == "True",
+        apis,
+    )
+    .await;
+    wait_status(
+        &kube,
+        "gateway/gw",
+        |g| condition(&g["status"]["conditions"], "Accepted")["status"] == "True",
+        apis,
+    )
+    .await;
+
+    // Parameters changed: the Deployment follows, and the PodDisruptionBudget no longer asked for goes.
+    kube.kubectl_ok(
+        &["-n", &ns, "patch", "configmap", "gw-params", "--type=json", "-p",
+            r#"[{"op":"remove","path":"/data/podDisruptionBudget"},
+                {"op":"replace","path":"/data/deployment","value":"metadata: {labels: {tier: core}}"}]"#],
+        None,
+    )
+    .await;
+    wait_get(
+        &kube,
+        &["deployment", &name],
+        |d| d["metadata"]["labels"]["tier"] == "core",
+        apis,
+    )
+    .await;
+    wait_get(&kube, &["pdb", &name], |p| p.is_null(), apis).await;
+
+    // Parameters that do not parse: the Gateway says which key and why.
+    kube.kubectl_ok(
+        &[
+            "-n",
+            &ns,
+            "patch",
+            "configmap",
+            "gw-params",
+            "--type=merge",
+            "-p",
+            r#"{"data":{"deployment":"spec: ["}}"#,
+        ],
+        None,
+    )
+    .await;
+    let refused = wait_status(
+        &kube,
+        "gateway/gw",
+        |g| condition(&g["status"]["conditions"], "Accepted")["reason"] == "InvalidParameters",
+        apis,
+    )
+    .await;
+    let message = condition(&refused["status"]["conditions"], "Accepted")["message"].to_string();
+    assert!(
+        message.contains(&format!(
+            "ConfigMap {ns}/gw-params data.deployment: not YAML"
+        )),
+        "{message}"
+    );
 }

@@ -97,7 +97,7 @@ pub fn body_message(kind: Kind) -> Option<&'static str> {
         | Kind::Service
         | Kind::EndpointSlice
         | Kind::Secret
-        | Kind::CaConfigMap
+        | Kind::ReferencedConfigMap
         | Kind::Namespace
         | Kind::GatewayClass
         | Kind::IngressClass => return None,

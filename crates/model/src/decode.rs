@@ -139,7 +139,9 @@ pub fn decode(doc: &Value, options: &DecodeOptions) -> Decoded {
     if kind == Kind::HigressConfig {
         match options.configmap_kind(&header.namespace, &header.name) {
             Some(configmap) => kind = configmap,
-            None if doc.pointer("/data/ca.crt").is_some() => kind = Kind::CaConfigMap,
+            None if crate::gateway_api::parameters::referenced_data(doc) => {
+                kind = Kind::ReferencedConfigMap
+            }
             None => return Decoded::Unrecognized { header },
         }
     }
@@ -176,8 +178,8 @@ pub fn decode(doc: &Value, options: &DecodeOptions) -> Decoded {
         }
         Kind::IngressClass => decode_part(&doc["spec"], "spec", &mut findings)
             .map(|s| Spec::IngressClass(Box::new(s))),
-        Kind::CaConfigMap => {
-            decode_part(doc, "", &mut findings).map(|c| Spec::CaConfigMap(Box::new(c)))
+        Kind::ReferencedConfigMap => {
+            decode_part(doc, "", &mut findings).map(|c| Spec::ReferencedConfigMap(Box::new(c)))
         }
         kind if kind.is_gateway_api() => {
             check_top_level_fields(fields, &header, &mut findings);

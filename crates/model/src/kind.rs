@@ -45,9 +45,10 @@ pub enum Kind {
     HigressConfig,
     /// The core/v1 ConfigMap `istio` of Istio's namespace: the mesh config (its `mesh` key).
     MeshConfig,
-    /// A core/v1 ConfigMap holding a CA bundle under `ca.crt` (what BackendTLSPolicy `caCertificateRefs` name;
-    /// other ConfigMaps are not admitpilot's business).
-    CaConfigMap,
+    /// A core/v1 ConfigMap whose data other objects reference: a CA bundle under `ca.crt` (what BackendTLSPolicy
+    /// `caCertificateRefs` name) or gateway parameters (what a Gateway's or GatewayClass's `parametersRef` names,
+    /// [`crate::gateway_api::parameters`]); other ConfigMaps are not admitpilot's business.
+    ReferencedConfigMap,
     /// core/v1 Namespace (its labels: what Gateway API `allowedRoutes` namespace selectors match).
     Namespace,
     /// core/v1 Service.
@@ -132,7 +133,7 @@ impl Kind {
         Kind::HigressWasmPlugin,
         Kind::HigressConfig,
         Kind::MeshConfig,
-        Kind::CaConfigMap,
+        Kind::ReferencedConfigMap,
         Kind::Namespace,
         Kind::Service,
         Kind::EndpointSlice,
@@ -296,7 +297,7 @@ impl Kind {
                 &["v1"],
             ),
             Kind::Secret => info("", "Secret", "secrets", &["v1"]),
-            Kind::CaConfigMap => info("", "ConfigMap", "configmaps", &["v1"]),
+            Kind::ReferencedConfigMap => info("", "ConfigMap", "configmaps", &["v1"]),
             Kind::Namespace => info("", "Namespace", "namespaces", &["v1"]),
             Kind::GatewayClass => gateway_api("GatewayClass", "gatewayclasses", &["v1", "v1beta1"]),
             Kind::KubernetesGateway => gateway_api("Gateway", "gateways", &["v1", "v1beta1"]),
@@ -408,7 +409,7 @@ mod tests {
             let info = kind.info();
             // Both ConfigMap kinds read as HigressConfig; decoding tells them apart by name.
             let expected = match kind {
-                Kind::MeshConfig | Kind::CaConfigMap => Kind::HigressConfig,
+                Kind::MeshConfig | Kind::ReferencedConfigMap => Kind::HigressConfig,
                 kind => kind,
             };
             assert_eq!(Kind::from_group_kind(info.group, info.kind), Some(expected));

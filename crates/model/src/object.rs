@@ -118,7 +118,7 @@ pub enum Spec {
     /// A Kubernetes Namespace (what matters of it, its labels, is in the metadata).
     Namespace,
     /// A Kubernetes ConfigMap holding a CA bundle under `ca.crt`.
-    CaConfigMap(Box<k8s_openapi::api::core::v1::ConfigMap>),
+    ReferencedConfigMap(Box<k8s_openapi::api::core::v1::ConfigMap>),
     /// Gateway API GatewayClass spec.
     GatewayClass(gateway_api::GatewayClass),
     /// Gateway API Gateway spec.
@@ -170,7 +170,7 @@ impl Spec {
             Spec::Service(_) => Kind::Service,
             Spec::EndpointSlice(_) => Kind::EndpointSlice,
             Spec::Secret(_) => Kind::Secret,
-            Spec::CaConfigMap(_) => Kind::CaConfigMap,
+            Spec::ReferencedConfigMap(_) => Kind::ReferencedConfigMap,
             Spec::Namespace => Kind::Namespace,
             Spec::GatewayClass(_) => Kind::GatewayClass,
             Spec::KubernetesGateway(_) => Kind::KubernetesGateway,

@@ -6,10 +6,14 @@
 //! admitpilot's xDS port, a Deployment running Envoy, and a Service with one port per listener port. Every object
 //! carries the Gateway's `spec.infrastructure` labels and annotations (GatewayInfrastructurePropagation), the
 //! [`MANAGED_BY_LABEL`] that finds them again, and an owner reference to the Gateway, so deleting the Gateway
-//! deletes them (the garbage collector). A Gateway annotated [`MANUAL_ANNOTATION`]`: "true"` is not provisioned.
+//! deletes them (the garbage collector). The parameters of the Gateway and of its class (ConfigMaps,
+//! [`admitpilot_model::gateway_api::parameters`]) overlay them ([`overlay`]) and may add a PodDisruptionBudget and a
+//! HorizontalPodAutoscaler. A Gateway annotated [`MANUAL_ANNOTATION`]`: "true"`, or with a `Hostname` address,
+//! is not provisioned ([`provisioned`]).
 
 pub mod bootstrap;
 mod objects;
+pub mod overlay;
 
 use std::collections::BTreeMap;
 
@@ -53,13 +57,23 @@ pub struct Settings {
     pub address_pools: AddressPools,
 }
 
-/// Whether `gateway` gets provisioned objects (it is not annotated [`MANUAL_ANNOTATION`]`: "true"`).
+/// Whether `gateway` gets provisioned objects: not when it is annotated [`MANUAL_ANNOTATION`]`: "true"`, nor when
+/// one of its `spec.addresses` is a `Hostname` (as istiod's `IsManaged`: the host name is the Service of gateways
+/// deployed by hand, which admitpilot then serves as it serves any pods labelled [`GATEWAY_NAME_LABEL`]).
 pub fn provisioned(gateway: &ConfigObject) -> bool {
-    gateway
+    let manual = gateway
         .metadata
         .annotations
         .get(MANUAL_ANNOTATION)
-        .is_none_or(|value| value != "true")
+        .is_some_and(|value| value == "true");
+    let hostname = match &gateway.spec {
+        admitpilot_model::Spec::KubernetesGateway(spec) => spec
+            .addresses
+            .iter()
+            .any(|address| address.get("type").and_then(Value::as_str) == Some("Hostname")),
+        _ => false,
+    };
+    !manual && !hostname
 }
 
 /// The name of every object provisioned for Gateway `name` of GatewayClass `class` (istiod's `<gateway>-<class>`),

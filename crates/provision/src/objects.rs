@@ -1,28 +1,41 @@
-//! The objects of one provisioned Gateway (pure): takes the Gateway and the [`Settings`], yields the ServiceAccount,
-//! Role, RoleBinding, ConfigMap, Deployment and Service as JSON documents ready for a server-side apply, in the
-//! order they are applied (what a later one names exists first).
+//! The objects of one provisioned Gateway (pure): takes the Gateway, its parameters and the [`Settings`], yields the
+//! ServiceAccount, Role, RoleBinding, ConfigMap, Deployment and Service (and the PodDisruptionBudget and
+//! HorizontalPodAutoscaler its parameters ask for) as JSON documents ready for a server-side apply, in the order
+//! they are applied (what a later one names exists first), each with its parameters' overlays merged in
+//! ([`crate::overlay`]).
 
 use std::collections::{BTreeMap, BTreeSet};
 
 use serde_json::{json, Value};
 
 use crate::bootstrap::{self, BOOTSTRAP_KEY, CA_KEY, CONFIG_DIR, TOKEN_DIR};
+use crate::overlay;
 use crate::{
     infrastructure, object_name, Settings, GATEWAY_NAME_LABEL, MANAGED_BY_LABEL, MANAGED_BY_VALUE,
     READINESS_PORT,
 };
+use admitpilot_model::gateway_api::parameters::Parameters;
 use admitpilot_model::gateway_api::{listener_set, Gateway};
 use admitpilot_model::{ConfigObject, Snapshot};
 
 /// The user and group the proxies run as (Envoy's image's `envoy` user).
 const PROXY_UID: i64 = 101;
 
-/// The objects that run the proxies of Gateway `object` (spec `gateway`, in `snapshot`), in apply order; none when
-/// the Gateway has no UID yet (an owner reference needs it).
+/// What every object keeps whatever its overlays say: its identity, owner and the labels that find it.
+const KEPT: [&[&str]; 5] = [
+    &["metadata", "name"],
+    &["metadata", "namespace"],
+    &["metadata", "ownerReferences"],
+    &["metadata", "labels", MANAGED_BY_LABEL],
+    &["metadata", "labels", GATEWAY_NAME_LABEL],
+];
+
+/// The objects that run the proxies of Gateway `object` (spec `gateway`, in `snapshot`, with its `parameters`), in
+/// apply order; none when the Gateway has no UID yet (an owner reference needs it).
 pub fn objects(
     snapshot: &Snapshot,
-    object: &ConfigObject,
-    gateway: &Gateway,
+    (object, gateway): (&ConfigObject, &Gateway),
+    parameters: &Parameters,
     settings: &Settings,
 ) -> Vec<Value> {
     let Some(uid) = object.metadata.uid.as_deref() else {
@@ -57,8 +70,31 @@ pub fn objects(
     pod_labels.insert(GATEWAY_NAME_LABEL.into(), gateway_name.into());
     let ports = listener_ports(gateway);
     let bootstrap = bootstrap::bootstrap(namespace, &name, gateway_name, settings);
-    vec![
-        json!({"apiVersion": "v1", "kind": "ServiceAccount", "metadata": metadata(&name)}),
+    let autoscaled = parameters.has("horizontalPodAutoscaler");
+    let mut deployment = deployment(
+        metadata(&name),
+        &name,
+        &Pods {
+            selector: &selector,
+            labels: &pod_labels,
+            annotations: &annotations,
+        },
+        settings,
+    );
+    // The autoscaler owns the replicas: none generated, and none an overlay sets.
+    let replicas: &[&str] = &["spec", "replicas"];
+    if autoscaled {
+        if let Some(spec) = deployment["spec"].as_object_mut() {
+            spec.remove("replicas");
+        }
+    }
+    let mut out = vec![
+        overlaid(
+            json!({"apiVersion": "v1", "kind": "ServiceAccount", "metadata": metadata(&name)}),
+            parameters,
+            "serviceAccount",
+            &[],
+        ),
         json!({
             "apiVersion": "rbac.authorization.k8s.io/v1",
             "kind": "Role",
@@ -80,18 +116,64 @@ pub fn objects(
             "metadata": metadata(&name),
             "data": {BOOTSTRAP_KEY: bootstrap, CA_KEY: settings.ca_pem},
         }),
-        deployment(
-            metadata(&name),
-            &name,
-            &Pods {
-                selector: &selector,
-                labels: &pod_labels,
-                annotations: &annotations,
-            },
-            settings,
+        overlaid(
+            deployment,
+            parameters,
+            "deployment",
+            &[
+                &["spec", "selector"],
+                &["spec", "template", "metadata", "labels", GATEWAY_NAME_LABEL],
+                &["spec", "template", "spec", "serviceAccountName"],
+                if autoscaled { replicas } else { &[] },
+            ],
         ),
-        service(metadata(&name), &selector, &ports, gateway, settings),
-    ]
+        overlaid(
+            service(metadata(&name), &selector, &ports, gateway, settings),
+            parameters,
+            "service",
+            &[&["spec", "selector"]],
+        ),
+    ];
+    if parameters.has("podDisruptionBudget") {
+        let budget = json!({
+            "apiVersion": "policy/v1",
+            "kind": "PodDisruptionBudget",
+            "metadata": metadata(&name),
+            "spec": {"selector": {"matchLabels": selector}},
+        });
+        out.push(overlaid(
+            budget,
+            parameters,
+            "podDisruptionBudget",
+            &[&["spec", "selector"]],
+        ));
+    }
+    if autoscaled {
+        let autoscaler = json!({
+            "apiVersion": "autoscaling/v2",
+            "kind": "HorizontalPodAutoscaler",
+            "metadata": metadata(&name),
+            "spec": {"scaleTargetRef": {"apiVersion": "apps/v1", "kind": "Deployment", "name": name}},
+        });
+        out.push(overlaid(
+            autoscaler,
+            parameters,
+            "horizontalPodAutoscaler",
+            &[&["spec", "scaleTargetRef"]],
+        ));
+    }
+    out
+}
+
+/// `generated` with the parameters' documents of `key` merged in, then [`KEPT`] and `kept` put back.
+fn overlaid(generated: Value, parameters: &Parameters, key: &str, kept: &[&[&str]]) -> Value {
+    let mut merged = generated.clone();
+    for patch in parameters.patches(key) {
+        overlay::merge(&mut merged, patch);
+    }
+    overlay::keep(&mut merged, &generated, &KEPT);
+    overlay::keep(&mut merged, &generated, kept);
+    merged
 }
 
 /// The Role's rules: `get` on the Secrets of the Gateway's namespace its config needs ([`needed_secrets`]), by
@@ -309,7 +391,12 @@ mod tests {
         let Spec::KubernetesGateway(gateway) = &object.spec else {
             panic!("a Gateway");
         };
-        let out = objects(&Snapshot::default(), &object, gateway, &settings());
+        let out = objects(
+            &Snapshot::default(),
+            (&object, gateway),
+            &Parameters::default(),
+            &settings(),
+        );
         assert_eq!(
             out[1]["rules"],
             json!([{"apiGroups": [""], "resources": ["secrets"], "verbs": ["get"],
@@ -364,6 +451,111 @@ mod tests {
     }
 
     #[test]
+    fn parameters_overlay_the_objects_but_not_what_ties_them_together() {
+        use admitpilot_model::gateway_api::parameters::Overlay;
+        let object = test_object(json!({
+            "apiVersion": "gateway.networking.k8s.io/v1", "kind": "Gateway",
+            "metadata": {"name": "gw", "namespace": "apps", "uid": "u-1"},
+            "spec": {"gatewayClassName": "admitpilot",
+                "listeners": [{"name": "http", "port": 80, "protocol": "HTTP"}]}}));
+        let Spec::KubernetesGateway(gateway) = &object.spec else {
+            panic!("a Gateway");
+        };
+        let layer = |patches: Vec<(&'static str, Value)>| Overlay {
+            origin: "test".into(),
+            patches: patches.into_iter().collect(),
+        };
+        let parameters = Parameters {
+            layers: vec![
+                layer(vec![
+                    (
+                        "deployment",
+                        json!({"spec": {"replicas": 2, "template": {"spec": {
+                        "containers": [{"name": "envoy", "resources": {"limits": {"memory": "2Gi"}}}]}}}}),
+                    ),
+                    (
+                        "horizontalPodAutoscaler",
+                        json!({"spec": {"minReplicas": 2, "maxReplicas": 5}}),
+                    ),
+                ]),
+                layer(vec![
+                    (
+                        "deployment",
+                        json!({
+                        "metadata": {"labels": {"team": "a", MANAGED_BY_LABEL: "me"}},
+                        "spec": {"selector": {"matchLabels": {"x": "y"}},
+                            "template": {"spec": {"serviceAccountName": "admin",
+                                "nodeSelector": {"zone": "a"}}}}}),
+                    ),
+                    (
+                        "service",
+                        json!({"metadata": {"annotations": {"lb": "internal"}},
+                        "spec": {"type": "NodePort", "selector": {"x": "y"}}}),
+                    ),
+                    (
+                        "serviceAccount",
+                        json!({"imagePullSecrets": [{"name": "pull"}]}),
+                    ),
+                    ("podDisruptionBudget", json!({"spec": {"minAvailable": 1}})),
+                ]),
+            ],
+        };
+        let out = objects(
+            &Snapshot::default(),
+            (&object, gateway),
+            &parameters,
+            &settings(),
+        );
+        let kinds: Vec<&str> = out.iter().map(|o| o["kind"].as_str().unwrap()).collect();
+        assert_eq!(
+            kinds[6..],
+            ["PodDisruptionBudget", "HorizontalPodAutoscaler"]
+        );
+        assert_eq!(out[0]["imagePullSecrets"], json!([{"name": "pull"}]));
+        let deployment = &out[4];
+        assert_eq!(
+            deployment["spec"].get("replicas"),
+            None,
+            "the autoscaler owns them"
+        );
+        assert_eq!(deployment["metadata"]["labels"]["team"], "a");
+        assert_eq!(
+            deployment["metadata"]["labels"][MANAGED_BY_LABEL],
+            MANAGED_BY_VALUE
+        );
+        assert_eq!(
+            deployment["spec"]["selector"]["matchLabels"],
+            json!({GATEWAY_NAME_LABEL: "gw"})
+        );
+        let pod = &deployment["spec"]["template"]["spec"];
+        assert_eq!(
+            pod["serviceAccountName"], "gw-admitpilot",
+            "the proxies' identity is admitpilot's"
+        );
+        assert_eq!(pod["nodeSelector"]["zone"], "a");
+        assert_eq!(pod["containers"][0]["resources"]["limits"]["memory"], "2Gi");
+        assert_eq!(pod["containers"][0]["image"], "envoyproxy/envoy:v1.40.0");
+        let service = &out[5];
+        assert_eq!(service["spec"]["type"], "NodePort");
+        assert_eq!(
+            service["spec"]["selector"],
+            json!({GATEWAY_NAME_LABEL: "gw"})
+        );
+        assert_eq!(service["metadata"]["annotations"]["lb"], "internal");
+        assert_eq!(
+            out[6]["spec"],
+            json!({"minAvailable": 1,
+            "selector": {"matchLabels": {GATEWAY_NAME_LABEL: "gw"}}})
+        );
+        assert_eq!(
+            out[7]["spec"],
+            json!({"minReplicas": 2, "maxReplicas": 5,
+            "scaleTargetRef": {"apiVersion": "apps/v1", "kind": "Deployment", "name": "gw-admitpilot"}})
+        );
+        assert_eq!(out[7]["metadata"]["ownerReferences"][0]["uid"], "u-1");
+    }
+
+    #[test]
     fn a_gateway_not_yet_stored_gets_nothing() {
         let object = test_object(json!({
             "apiVersion": "gateway.networking.k8s.io/v1", "kind": "Gateway",
@@ -372,6 +564,12 @@ mod tests {
         let Spec::KubernetesGateway(gateway) = &object.spec else {
             panic!("a Gateway");
         };
-        assert!(objects(&Snapshot::default(), &object, gateway, &settings()).is_empty());
+        assert!(objects(
+            &Snapshot::default(),
+            (&object, gateway),
+            &Parameters::default(),
+            &settings()
+        )
+        .is_empty());
     }
 }

@@ -38,8 +38,8 @@
 //!   resources: [<the kinds of default_kinds()>]
 //!   verbs: [get, list, watch]
 //! - apiGroups: [""]
-//!   resources: [services, secrets, configmaps]   # secrets: TLS only; configmaps: higress-config, istio, and
-//!   verbs: [get, list, watch]                    # those with ca.crt (BackendTLSPolicy; --no-ca-configmaps)
+//!   resources: [services, secrets, configmaps]   # secrets: TLS only; configmaps: higress-config, istio, those
+//!   verbs: [get, list, watch]                    # with ca.crt or gateway parameters (--no-referenced-configmaps)
 //! - apiGroups: [""]
 //!   resources: [namespaces]                      # cluster-wide: their labels, for allowedRoutes selectors
 //!   verbs: [get, list, watch]
@@ -155,9 +155,9 @@ pub struct KubeConfig {
     pub instance: Option<String>,
     /// Watch TLS Secrets (for Gateways' `credentialName`); off where RBAC grants no Secret reads.
     pub tls_secrets: bool,
-    /// Watch ConfigMaps holding a CA bundle (`ca.crt`, for BackendTLSPolicy `caCertificateRefs`); off where RBAC
-    /// grants no ConfigMap reads.
-    pub ca_configmaps: bool,
+    /// Watch ConfigMaps other objects reference (a CA bundle `ca.crt` for BackendTLSPolicy `caCertificateRefs`,
+    /// gateway parameters for a `parametersRef`); off where RBAC grants no ConfigMap reads.
+    pub referenced_configmaps: bool,
 }
 
 impl std::fmt::Debug for KubeConfig {
@@ -180,7 +180,7 @@ impl KubeConfig {
             backoff: Backoff::default(),
             instance: None,
             tls_secrets: true,
-            ca_configmaps: true,
+            referenced_configmaps: true,
         }
     }
 }
@@ -231,7 +231,11 @@ fn watch_specs(config: &KubeConfig, options: &AdmitOptions) -> Vec<WatchSpec> {
         .filter(|k| !matches!(k, Kind::HigressConfig | Kind::MeshConfig))
         .chain([Kind::Service, Kind::EndpointSlice])
         .chain(config.tls_secrets.then_some(Kind::Secret))
-        .chain(config.ca_configmaps.then_some(Kind::CaConfigMap))
+        .chain(
+            config
+                .referenced_configmaps
+                .then_some(Kind::ReferencedConfigMap),
+        )
         // Their labels decide which namespaces a Gateway API listener's `allowedRoutes` selector admits.
         .chain(
             config
@@ -306,10 +310,10 @@ fn is_not_found(error: &watcher::Error) -> bool {
     matches!(error, watcher::Error::InitialListFailed(kube::Error::Api(status)) if status.code == 404)
 }
 
-/// A list RBAC forbids (403) of a kind admitpilot can do without (Namespaces, CA ConfigMaps): counted as synced with
+/// A list RBAC forbids (403) of a kind admitpilot can do without (Namespaces, referenced ConfigMaps): counted as synced with
 /// nothing, like a kind not served, so readiness does not wait on a permission that was left out on purpose.
 fn is_forbidden_optional(error: &watcher::Error, kind: Kind) -> bool {
-    matches!(kind, Kind::Namespace | Kind::CaConfigMap)
+    matches!(kind, Kind::Namespace | Kind::ReferencedConfigMap)
         && matches!(error, watcher::Error::InitialListFailed(kube::Error::Api(status)) if status.code == 403)
 }
 
@@ -521,7 +525,7 @@ impl WatchState {
                         self.last_good.insert(object.key(), object.clone());
                         sender.send(SourceEvent::Apply(object))
                     }
-                    // No longer this watcher's business (a ConfigMap that lost its `ca.crt`): gone from the config.
+                    // No longer this watcher's business (a ConfigMap that lost its `ca.crt` and parameters keys): gone from the config.
                     None => match key.filter(|key| self.last_good.remove(key).is_some()) {
                         Some(key) => sender.send(SourceEvent::Delete(key)),
                         None => Ok(()),
@@ -723,7 +727,7 @@ fn key_of(
         kind = options
             .decode
             .configmap_kind(&namespace, &name)
-            .unwrap_or(Kind::CaConfigMap);
+            .unwrap_or(Kind::ReferencedConfigMap);
     }
     Some(ObjectKey::new(kind, namespace, name))
 }
@@ -869,7 +873,7 @@ mod tests {
         assert_eq!(scopes.len(), specs.len(), "{scopes:?}");
         assert!(specs.iter().any(|w| w.kind == Kind::Gateway));
         assert!(specs.iter().any(|w| w.kind == Kind::KubernetesGateway));
-        assert!(specs.iter().any(|w| w.kind == Kind::CaConfigMap));
+        assert!(specs.iter().any(|w| w.kind == Kind::ReferencedConfigMap));
         assert_eq!(
             specs
                 .iter()
@@ -930,7 +934,7 @@ mod tests {
             decode: admitpilot_model::decode::DecodeOptions::default(),
             default_namespace: "default".into(),
         };
-        let resource = api_resource(Kind::CaConfigMap, "v1");
+        let resource = api_resource(Kind::ReferencedConfigMap, "v1");
         let key = |namespace: &str, name: &str| {
             let mut object = DynamicObject::new(name, &resource);
             object.metadata.namespace = Some(namespace.into());
@@ -945,7 +949,7 @@ mod tests {
             key(&higress.mesh_namespace, &higress.mesh_name),
             Some(Kind::MeshConfig)
         );
-        assert_eq!(key("apps", "backend-ca"), Some(Kind::CaConfigMap));
+        assert_eq!(key("apps", "backend-ca"), Some(Kind::ReferencedConfigMap));
     }
 
     #[test]

@@ -73,7 +73,11 @@ pub fn held_without_origin<'a>(
 pub fn persisted_kind(kind: Kind) -> bool {
     !matches!(
         kind,
-        Kind::Secret | Kind::CaConfigMap | Kind::Namespace | Kind::Service | Kind::EndpointSlice
+        Kind::Secret
+            | Kind::ReferencedConfigMap
+            | Kind::Namespace
+            | Kind::Service
+            | Kind::EndpointSlice
     )
 }
 

@@ -161,8 +161,9 @@ pub struct SourceSettings {
     pub instance: Option<String>,
     /// Watch TLS Secrets in the watched namespaces (Kubernetes source only).
     pub tls_secrets: bool,
-    /// Watch ConfigMaps holding a CA bundle in the watched namespaces (Kubernetes source only).
-    pub ca_configmaps: bool,
+    /// Watch the ConfigMaps other objects reference (CA bundles, gateway parameters) in the watched namespaces
+    /// (Kubernetes source only).
+    pub referenced_configmaps: bool,
     /// Decoding and default namespace.
     pub admit: Option<AdmitOptions>,
     /// Debounce settings.
@@ -189,7 +190,7 @@ impl SourceSettings {
             kube.namespaces = self.watch_namespaces;
             kube.instance = self.instance;
             kube.tls_secrets = self.tls_secrets;
-            kube.ca_configmaps = self.ca_configmaps;
+            kube.referenced_configmaps = self.referenced_configmaps;
             Some(kube)
         } else {
             None

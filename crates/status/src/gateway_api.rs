@@ -19,6 +19,7 @@ use admitpilot_model::gateway_api::common::{BackendRef, HttpRouteFilter, ParentR
 use admitpilot_model::gateway_api::gateway::AddressPools;
 use admitpilot_model::gateway_api::gateway::{conflict, Listener};
 use admitpilot_model::gateway_api::listener_set;
+use admitpilot_model::gateway_api::parameters;
 use admitpilot_model::gateway_api::reference_grant::granted;
 use admitpilot_model::gateway_api::{
     route_view, Gateway, ListenerSet, RouteView, GROUP, ROUTE_KINDS,
@@ -119,14 +120,26 @@ pub fn gateway_api_status(
         .filter_map(|object| match &object.spec {
             Spec::GatewayClass(class) if class.controller_name == controller => {
                 let generation = generation(object);
-                let mut conditions = vec![condition(
-                    "Accepted",
-                    true,
-                    "Accepted",
-                    "handled by admitpilot",
-                    generation,
-                    now,
-                )];
+                let accepted =
+                    match parameters::class_parameters(snapshot, &object.metadata.name, class) {
+                        Ok(_) => condition(
+                            "Accepted",
+                            true,
+                            "Accepted",
+                            "handled by admitpilot",
+                            generation,
+                            now,
+                        ),
+                        Err(why) => condition(
+                            "Accepted",
+                            false,
+                            "InvalidParameters",
+                            &why,
+                            generation,
+                            now,
+                        ),
+                    };
+                let mut conditions = vec![accepted];
                 conditions.extend(
                     served
                         .bundle_version
@@ -527,9 +540,9 @@ fn gateway_status(
         ),
         _ => programmed_condition(programmed, (any_valid, "Invalid"), (generation, now)),
     };
-    // Parameters admitpilot does not read, an address type it cannot give: not accepted, nothing served or
-    // provisioned (model's `Gateway::not_accepted`).
-    let (accepted, programmed) = match gateway.not_accepted() {
+    // Parameters that do not resolve (its own or its class's), an address type admitpilot cannot give: not
+    // accepted, nothing served or provisioned (model's `parameters::not_accepted`).
+    let (accepted, programmed) = match parameters::not_accepted(snapshot, object, gateway) {
         Some((reason, why)) => (
             condition("Accepted", false, reason, &why, generation, now),
             condition("Programmed", false, "Invalid", &why, generation, now),
@@ -1335,6 +1348,68 @@ spec:
             .unwrap()
             .contains("invalid.io/InvalidParameters invalid"));
         assert_eq!(conditions[1]["status"], "False");
+    }
+
+    /// A ConfigMap of parameters that resolves is accepted; a GatewayClass whose parameters do not resolve is not
+    /// accepted (InvalidParameters), nor are its Gateways.
+    #[test]
+    fn parameters_configmaps_resolve_or_the_class_and_its_gateways_are_not_accepted() {
+        let updates = status(
+            "apiVersion: v1
+kind: ConfigMap
+metadata: {name: params, namespace: default}
+data: {deployment: 'spec: {replicas: 2}'}
+---
+apiVersion: gateway.networking.k8s.io/v1
+kind: Gateway
+metadata: {name: with-params, namespace: default}
+spec:
+  gatewayClassName: ap
+  infrastructure: {parametersRef: {group: '', kind: ConfigMap, name: params}}
+  listeners: [{name: http, port: 80, protocol: HTTP}]
+---
+apiVersion: gateway.networking.k8s.io/v1
+kind: GatewayClass
+metadata: {name: broken}
+spec:
+  controllerName: admitpilot.io/gateway-controller
+  parametersRef: {group: '', kind: ConfigMap, name: missing, namespace: default}
+---
+apiVersion: gateway.networking.k8s.io/v1
+kind: Gateway
+metadata: {name: of-broken, namespace: default}
+spec:
+  gatewayClassName: broken
+  listeners: [{name: http, port: 80, protocol: HTTP}]
+",
+        );
+        let accepted = |kind, name| {
+            let condition = &find(&updates, kind, name)["conditions"][0];
+            (
+                condition["status"].as_str().unwrap().to_string(),
+                condition["reason"].as_str().unwrap().to_string(),
+                condition["message"].as_str().unwrap().to_string(),
+            )
+        };
+        assert_eq!(accepted(Kind::KubernetesGateway, "with-params").0, "True");
+        let (status, reason, message) = accepted(Kind::GatewayClass, "broken");
+        assert_eq!(
+            (status.as_str(), reason.as_str()),
+            ("False", "InvalidParameters")
+        );
+        assert!(
+            message.contains("ConfigMap default/missing does not exist"),
+            "{message}"
+        );
+        let (status, reason, message) = accepted(Kind::KubernetesGateway, "of-broken");
+        assert_eq!(
+            (status.as_str(), reason.as_str()),
+            ("False", "InvalidParameters")
+        );
+        assert!(
+            message.contains("its GatewayClass broken is not accepted"),
+            "{message}"
+        );
     }
 
     /// A provisioned LoadBalancer Service without a load-balancer address keeps its served Gateway from

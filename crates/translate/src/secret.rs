@@ -324,11 +324,11 @@ pub fn configmap_ca_bundle<'a>(
     use rustls::pki_types::pem::PemObject;
     use rustls::pki_types::CertificateDer;
     let object = snapshot.get(&ObjectKey::new(
-        Kind::CaConfigMap,
+        Kind::ReferencedConfigMap,
         namespace,
         name.to_string(),
     ))?;
-    let Spec::CaConfigMap(configmap) = &object.spec else {
+    let Spec::ReferencedConfigMap(configmap) = &object.spec else {
         return None;
     };
     let ca = configmap.data.as_ref()?.get("ca.crt")?;

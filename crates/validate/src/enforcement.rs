@@ -219,7 +219,7 @@ fn unenforced_kind(kind: Kind) -> Option<&'static str> {
         | Kind::Service
         | Kind::EndpointSlice
         | Kind::Secret
-        | Kind::CaConfigMap
+        | Kind::ReferencedConfigMap
         | Kind::Namespace
         | Kind::GatewayClass
         | Kind::KubernetesGateway

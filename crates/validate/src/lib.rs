@@ -200,7 +200,7 @@ pub fn validate_object(object: &ConfigObject) -> Vec<Finding> {
         Spec::Service(_)
         | Spec::EndpointSlice(_)
         | Spec::Secret(_)
-        | Spec::CaConfigMap(_)
+        | Spec::ReferencedConfigMap(_)
         | Spec::Namespace => {}
         Spec::GatewayClass(_)
         | Spec::KubernetesGateway(_)

@@ -16,7 +16,8 @@ pub struct Gateway {
     /// Requested addresses: the first `IPAddress` the address pools can give is asked of a provisioned gateway's
     /// load balancer ([`Gateway::requested_ips`], [`AddressPools`]).
     pub addresses: Vec<serde_json::Value>,
-    /// Infrastructure labels and annotations (not used).
+    /// Labels and annotations for the provisioned objects, and the parameters that overlay them
+    /// ([`super::parameters`]).
     pub infrastructure: Option<serde_json::Value>,
     /// Gateway-wide TLS settings (`frontend` client validation is not translated; `backend` is read by
     /// [`Gateway::backend_client_certificate`]).
@@ -28,29 +29,21 @@ pub struct Gateway {
 }
 
 impl Gateway {
-    /// Why the Gateway is not accepted as written, with the reason its `Accepted` condition gives (Gateway API v1.6
-    /// `apis/v1/gateway_types.go`); such a Gateway is not served and no proxy is provisioned for it:
-    /// * `InvalidParameters`: a `spec.infrastructure.parametersRef`, which admitpilot does not read (the parameters
-    ///   are "invalid or unsupported"; istiod refuses a reference it cannot resolve the same way);
+    /// Why the Gateway alone is not accepted as written, with the reason its `Accepted` condition gives (Gateway API
+    /// v1.6 `apis/v1/gateway_types.go`); such a Gateway is not served and no proxy is provisioned for it
+    /// ([`super::parameters::not_accepted`] adds what needs the snapshot: the ConfigMaps the parameters name):
+    /// * `InvalidParameters`: a `spec.infrastructure.parametersRef` to anything but a core ConfigMap (the
+    ///   parameters are "invalid or unsupported");
     /// * `UnsupportedAddress`: a `spec.addresses` entry of a type other than `IPAddress` and `Hostname`
     ///   (`GatewayReasonUnsupportedAddress`: "the requested address type is not supported").
     pub fn not_accepted(&self) -> Option<(&'static str, String)> {
-        if let Some(reference) = self
-            .infrastructure
-            .as_ref()
-            .and_then(|i| i.get("parametersRef"))
-        {
-            let text = |field: &str| reference.get(field).and_then(|v| v.as_str()).unwrap_or("");
-            return Some((
-                "InvalidParameters",
-                format!(
-                    "spec.infrastructure.parametersRef ({}/{} {}): admitpilot reads no infrastructure parameters; \
-                     set spec.infrastructure.labels and .annotations instead, or remove the reference",
-                    text("group"),
-                    text("kind"),
-                    text("name")
-                ),
-            ));
+        if let Some(reference) = self.parameters_ref() {
+            if let Err(why) = super::parameters::configmap_reference(
+                reference,
+                "spec.infrastructure.parametersRef",
+            ) {
+                return Some(("InvalidParameters", why));
+            }
         }
         self.addresses.iter().enumerate().find_map(|(i, address)| {
             let kind = address.get("type").and_then(|v| v.as_str()).unwrap_or("IPAddress");
@@ -63,6 +56,11 @@ impl Gateway {
                 )
             })
         })
+    }
+
+    /// `spec.infrastructure.parametersRef`, when set.
+    pub fn parameters_ref(&self) -> Option<&serde_json::Value> {
+        self.infrastructure.as_ref()?.get("parametersRef")
     }
 
     /// The values of `spec.addresses` of type `IPAddress` (the default), in order, with their index.
@@ -317,5 +315,12 @@ mod tests {
             Some("InvalidParameters")
         );
         assert_eq!(gateway(serde_json::json!({})).not_accepted(), None);
+        let configmap = gateway(serde_json::json!({"infrastructure": {"parametersRef": {
+            "group": "", "kind": "ConfigMap", "name": "n"}}}));
+        assert_eq!(
+            configmap.not_accepted(),
+            None,
+            "resolved against the snapshot"
+        );
     }
 }

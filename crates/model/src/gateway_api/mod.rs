@@ -10,6 +10,7 @@ pub mod gateway;
 pub mod grpc_route;
 pub mod http_route;
 pub mod listener_set;
+pub mod parameters;
 pub mod reference_grant;
 pub mod schema;
 pub mod tls_route;

@@ -107,7 +107,8 @@ fn served_gateway<'a>(
     let Spec::KubernetesGateway(gateway) = &object.spec else {
         return None;
     };
-    if gateway.not_accepted().is_some() {
+    if admitpilot_model::gateway_api::parameters::not_accepted(snapshot, object, gateway).is_some()
+    {
         return None;
     }
     let class = snapshot.get(&ObjectKey::new(

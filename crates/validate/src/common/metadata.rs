@@ -26,7 +26,7 @@ pub fn validate_metadata(kind: Kind, meta: &ObjectMeta, out: &mut Findings) {
         kind,
         Kind::HigressConfig
             | Kind::MeshConfig
-            | Kind::CaConfigMap
+            | Kind::ReferencedConfigMap
             | Kind::Namespace
             | Kind::Service
             | Kind::EndpointSlice

@@ -163,7 +163,7 @@ fn backend_tls_refs(
             );
         } else if config
             .get(&ObjectKey::new(
-                Kind::CaConfigMap,
+                Kind::ReferencedConfigMap,
                 namespace,
                 first.name.clone(),
             ))
