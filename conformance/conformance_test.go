@@ -196,10 +196,9 @@ func allBut(names []string) []string {
 // supportedFeatures are the features admitpilot claims: the core features of its profiles and the extended ones
 // it implements (README "Gateway API conformance"; GatewayInfrastructure, GatewayStaticAddresses and
 // GatewayAddressEmpty through gateway provisioning; GatewayBackendClientCertificate; h2c and WebSocket backends,
-// destination port matching, backend request header modification and CORS).
+// destination port matching, backend request header modification, CORS and HTTP listener isolation).
 // Not claimed, though admitpilot translates them: HTTPRouteRetry
-// (the standard-channel CRDs the suite runs on have no `retry` field), GatewayHTTPListenerIsolation (not passing
-// yet).
+// (the standard-channel CRDs the suite runs on have no `retry` field).
 func supportedFeatures() []features.FeatureName {
 	return []features.FeatureName{
 		features.SupportGateway,
@@ -240,6 +239,7 @@ func supportedFeatures() []features.FeatureName {
 		features.SupportHTTPRouteDestinationPortMatching,
 		features.SupportHTTPRouteBackendRequestHeaderModification,
 		features.SupportHTTPRouteCORS,
+		features.SupportGatewayHTTPListenerIsolation,
 		features.SupportListenerSet,
 	}
 }

@@ -777,3 +777,95 @@ spec:
     assert_eq!(backend_on(set_port).await, "team");
     envoy.assert_nothing_rejected("listener sets").await;
 }
+
+/// Listener isolation (GatewayHTTPListenerIsolation): three HTTP listeners on one port, without a host name,
+/// `*.shop.test` and `api.shop.test`; a request is answered only by the routes of the most specific listener its host
+/// matches, even when a route of a wider listener names that host too.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_request_is_answered_by_its_most_specific_listener_only() {
+    let Some(binary) = envoy_binary() else {
+        return;
+    };
+    let backend = Echo::start("isolated").await;
+    let port = free_port();
+    let route = |name: &str, listener: &str, hostnames: &str| {
+        format!(
+            "apiVersion: gateway.networking.k8s.io/v1
+kind: HTTPRoute
+metadata: {{name: {name}, namespace: default}}
+spec:
+  parentRefs: [{{name: gw, sectionName: {listener}}}]
+  hostnames: {hostnames}
+  rules: [{{matches: [{{path: {{type: PathPrefix, value: /{name}}}}}], backendRefs: [{{name: isolated, port: 80}}]}}]
+"
+        )
+    };
+    let config = [
+        format!(
+            "apiVersion: gateway.networking.k8s.io/v1
+kind: GatewayClass
+metadata: {{name: admitpilot}}
+spec: {{controllerName: admitpilot.io/gateway-controller}}
+---
+apiVersion: gateway.networking.k8s.io/v1
+kind: Gateway
+metadata: {{name: gw, namespace: default}}
+spec:
+  gatewayClassName: admitpilot
+  listeners:
+  - {{name: any, port: {port}, protocol: HTTP}}
+  - {{name: shop, port: {port}, protocol: HTTP, hostname: '*.shop.test'}}
+  - {{name: api, port: {port}, protocol: HTTP, hostname: api.shop.test}}
+"
+        ),
+        // Names hosts the two narrower listeners own: it answers only for other.test.
+        route("wide", "any", "[other.test, '*.shop.test', api.shop.test]"),
+        route("shop", "shop", "['*.test']"),
+        route("api", "api", "[]"),
+        service("isolated", "default", backend.port),
+    ]
+    .join("---\n");
+    let dir = tempfile::tempdir().unwrap();
+    write(dir.path(), "gateway.yaml", &config);
+    let admitpilot = Admitpilot::start(dir.path()).await;
+    let bootstrap = bootstrap(AdsApi::Sotw, admitpilot.xds_port, NODE_ID).replace(
+        "LABELS: { app: e2e }",
+        "LABELS: { gateway.networking.k8s.io/gateway-name: gw }",
+    );
+    let envoy = EnvoyProcess::start(&binary, &bootstrap, 53_540).await;
+    let http = client();
+    let status = |host: &'static str, path: &'static str| {
+        let http = http.clone();
+        async move {
+            http.get(format!("http://127.0.0.1:{port}{path}"))
+                .header("host", host)
+                .send()
+                .await
+                .map(|r| r.status().as_u16())
+                .unwrap_or(0)
+        }
+    };
+    let deadline = tokio::time::Instant::now() + CONVERGE;
+    while status("api.shop.test", "/api").await != 200 {
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "never converged:\n{}",
+            admitpilot.log()
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    let expected = [
+        ("other.test", "/wide", 200),
+        ("other.test", "/shop", 404),
+        ("www.shop.test", "/wide", 404),
+        ("www.shop.test", "/shop", 200),
+        ("www.shop.test", "/api", 404),
+        ("api.shop.test", "/wide", 404),
+        ("api.shop.test", "/shop", 404),
+        ("api.shop.test", "/api", 200),
+    ];
+    for (host, path, code) in expected {
+        assert_eq!(status(host, path).await, code, "{host}{path}");
+    }
+    envoy.assert_nothing_rejected("listener isolation").await;
+}

@@ -179,6 +179,21 @@ fn covers(wildcard: &str, host: &str) -> bool {
         .is_some_and(|suffix| host.len() > suffix.len() && host.ends_with(suffix))
 }
 
+/// Whether `host`, which a route attached to a listener named `listener` (its host name) serves, belongs to a more
+/// specific listener of the same port (`others`: the host names of the port's other HTTP listeners). A request goes
+/// to the most specific listener whose host name matches it, and only that listener's routes answer it
+/// (GatewayHTTPListenerIsolation, GEP-1713): the route does not serve such a host on this listener.
+pub fn claimed_by_narrower_listener(listener: Option<&str>, host: &str, others: &[&str]) -> bool {
+    let listener = listener.filter(|h| !h.is_empty());
+    others
+        .iter()
+        .filter(|other| !other.is_empty())
+        .any(|other| {
+            let narrower = listener.is_none_or(|l| *other != l && covers(l, other));
+            narrower && (host == *other || covers(other, host))
+        })
+}
+
 /// The host names a route serves on a listener (the spec's hostname intersection): the route's names the
 /// listener's name matches, narrowed to the more specific of the two; `*` when neither names any. Empty when
 /// they do not intersect (the route does not attach).
@@ -214,6 +229,50 @@ mod tests {
 
     fn hosts(list: &[&str]) -> Vec<String> {
         list.iter().map(ToString::to_string).collect()
+    }
+
+    #[test]
+    fn a_more_specific_listener_claims_its_hosts() {
+        let others = ["*.example.com", "*.foo.example.com", "abc.foo.example.com"];
+        // On the listener without a host name, every host a named listener covers is that listener's.
+        assert!(!claimed_by_narrower_listener(None, "bar.com", &others));
+        assert!(claimed_by_narrower_listener(None, "*.example.com", &others));
+        assert!(claimed_by_narrower_listener(
+            None,
+            "abc.foo.example.com",
+            &others
+        ));
+        // On `*.example.com`, only what a narrower one covers.
+        let wide = Some("*.example.com");
+        assert!(!claimed_by_narrower_listener(
+            wide,
+            "*.example.com",
+            &others
+        ));
+        assert!(!claimed_by_narrower_listener(
+            wide,
+            "x.example.com",
+            &others
+        ));
+        assert!(claimed_by_narrower_listener(
+            wide,
+            "*.foo.example.com",
+            &others
+        ));
+        assert!(claimed_by_narrower_listener(
+            wide,
+            "x.foo.example.com",
+            &others
+        ));
+        // The most specific keeps its own.
+        let exact = Some("abc.foo.example.com");
+        assert!(!claimed_by_narrower_listener(
+            exact,
+            "abc.foo.example.com",
+            &others
+        ));
+        // A wider host is not claimed: the narrower listener's own host name wins in the route table.
+        assert!(!claimed_by_narrower_listener(None, "*.com", &others));
     }
 
     #[test]

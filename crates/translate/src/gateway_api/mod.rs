@@ -433,12 +433,14 @@ fn http_rules(snapshot: &Snapshot) -> Vec<HttpRules<'_>> {
     http.chain(grpc).collect()
 }
 
-/// The HTTP rules (HTTPRoutes and GRPCRoutes) attached to `listener`, by host name.
+/// The HTTP rules (HTTPRoutes and GRPCRoutes) attached to `listener`, by host name; a host name a more specific
+/// listener of the port claims (`others`: the host names of the port's other HTTP and HTTPS listeners) is left to
+/// it (listener isolation, [`attachment::claimed_by_narrower_listener`]).
 fn attached_http<'a>(
     snapshot: &Snapshot,
     routes: &'a [HttpRules<'a>],
-    owner: Owner<'_>,
-    listener: &Listener,
+    (owner, listener): (Owner<'_>, &Listener),
+    others: &[&str],
 ) -> BTreeMap<String, Vec<http_route::Attached<'a>>> {
     let mut by_host: BTreeMap<String, Vec<http_route::Attached<'a>>> = BTreeMap::new();
     for route in routes {
@@ -453,6 +455,10 @@ fn attached_http<'a>(
             continue;
         }
         for host in attachment::intersect(listener.hostname.as_deref(), route.hostnames) {
+            if attachment::claimed_by_narrower_listener(listener.hostname.as_deref(), &host, others)
+            {
+                continue;
+            }
             let list = by_host.entry(host).or_default();
             for (rule_index, rule) in route.rules.iter().enumerate() {
                 push_rule(list, route.object, rule, rule_index);
@@ -522,7 +528,8 @@ impl Converted {
         );
         let mut out = Vec::new();
         let routes = http_rules(snapshot);
-        for served in served_listeners(snapshot, object, gateway) {
+        let all_served = served_listeners(snapshot, object, gateway);
+        for served in &all_served {
             let listener = served.listener;
             let Some(server) = server(snapshot, listener, served.owner, &object.metadata.namespace)
             else {
@@ -556,7 +563,17 @@ impl Converted {
                 ));
                 continue;
             }
-            for (host, attached) in attached_http(snapshot, &routes, served.owner, listener) {
+            let others: Vec<&str> = all_served
+                .iter()
+                .filter(|other| {
+                    other.name != served.name
+                        && other.listener.port == listener.port
+                        && matches!(other.listener.protocol.as_str(), "HTTP" | "HTTPS")
+                })
+                .filter_map(|other| other.listener.hostname.as_deref())
+                .collect();
+            let attached = attached_http(snapshot, &routes, (served.owner, listener), &others);
+            for (host, attached) in attached {
                 // The host name as it is: `*` cannot be part of a host name, so `*.a` and a literal host never share a name.
                 let name = format!("{gateway_name}~{host}");
                 let key = ObjectKey::new(
