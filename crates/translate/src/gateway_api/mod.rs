@@ -539,7 +539,7 @@ impl Converted {
                 out.extend(terminated_tls(
                     snapshot,
                     object,
-                    &served,
+                    served,
                     (&server, &selector),
                     &options.domain_suffix,
                 ));
@@ -558,7 +558,7 @@ impl Converted {
                 out.extend(stream_virtual_service(
                     snapshot,
                     object,
-                    &served,
+                    served,
                     &options.domain_suffix,
                 ));
                 continue;
