@@ -150,7 +150,7 @@ func TestConformance(t *testing.T) {
 			Mode:                 "default",
 			TimeoutConfig:        conformanceconfig.DefaultTimeoutConfig(),
 			ConformanceProfiles:  profiles,
-			SupportedFeatures:    supportedFeatures(),
+			SupportedFeatures:    supportedFeatures(os.Getenv("CONFORMANCE_CHANNEL")),
 			RunTest:              os.Getenv("CONFORMANCE_RUN_TEST"),
 			// In the harness's load-balancer pool (lbPool, kubelet.go; admitpilot's --gateway-address-pool), and not.
 			UsableNetworkAddresses:   []gatewayv1.GatewaySpecAddress{{Type: ptrTo(gatewayv1.IPAddressType), Value: "10.244.250.10"}},
@@ -193,14 +193,14 @@ func allBut(names []string) []string {
 	return skip
 }
 
-// supportedFeatures are the features admitpilot claims: the core features of its profiles and the extended ones
-// it implements (README "Gateway API conformance"; GatewayInfrastructure, GatewayStaticAddresses and
-// GatewayAddressEmpty through gateway provisioning; GatewayBackendClientCertificate; h2c and WebSocket backends,
-// destination port matching, backend request header modification, CORS and HTTP listener isolation).
-// Not claimed, though admitpilot translates them: HTTPRouteRetry
-// (the standard-channel CRDs the suite runs on have no `retry` field).
-func supportedFeatures() []features.FeatureName {
-	return []features.FeatureName{
+// supportedFeatures are the features admitpilot claims on `channel` (the CRDs the suite runs on): the core features
+// of its profiles and the extended ones it implements (README "Gateway API conformance"; GatewayInfrastructure,
+// GatewayStaticAddresses and GatewayAddressEmpty through gateway provisioning; GatewayBackendClientCertificate; h2c
+// and WebSocket backends, destination port matching, backend request header modification, CORS and HTTP listener
+// isolation); on the experimental channel also TCPRoute and HTTPRoute retries (the standard channel's HTTPRoute has
+// no `retry` field, and no TCPRoute).
+func supportedFeatures(channel string) []features.FeatureName {
+	claimed := []features.FeatureName{
 		features.SupportGateway,
 		features.SupportGatewayPort8080,
 		features.SupportGatewayInfrastructure,
@@ -242,4 +242,13 @@ func supportedFeatures() []features.FeatureName {
 		features.SupportGatewayHTTPListenerIsolation,
 		features.SupportListenerSet,
 	}
+	if channel == "experimental" {
+		claimed = append(claimed,
+			features.SupportTCPRoute,
+			features.SupportHTTPRouteRetry,
+			features.SupportHTTPRouteRetryBackendTimeout,
+			features.SupportHTTPRouteRetryConnectionError,
+		)
+	}
+	return claimed
 }
