@@ -196,9 +196,9 @@ func allBut(names []string) []string {
 // supportedFeatures are the features admitpilot claims on `channel` (the CRDs the suite runs on): the core features
 // of its profiles and the extended ones it implements (README "Gateway API conformance"; GatewayInfrastructure,
 // GatewayStaticAddresses and GatewayAddressEmpty through gateway provisioning; GatewayBackendClientCertificate; h2c
-// and WebSocket backends, destination port matching, backend request header modification, CORS and HTTP listener
-// isolation); on the experimental channel also TCPRoute and HTTPRoute retries (the standard channel's HTTPRoute has
-// no `retry` field, and no TCPRoute).
+// and WebSocket backends, destination port matching, backend request header modification, CORS, HTTP listener
+// isolation and 421 for misdirected HTTPS requests); on the experimental channel also TCPRoute and HTTPRoute
+// retries (the standard channel's HTTPRoute has no `retry` field, and no TCPRoute).
 func supportedFeatures(channel string) []features.FeatureName {
 	claimed := []features.FeatureName{
 		features.SupportGateway,
@@ -240,6 +240,7 @@ func supportedFeatures(channel string) []features.FeatureName {
 		features.SupportHTTPRouteBackendRequestHeaderModification,
 		features.SupportHTTPRouteCORS,
 		features.SupportGatewayHTTPListenerIsolation,
+		features.SupportGatewayHTTPSListenerDetectMisdirectedRequests,
 		features.SupportListenerSet,
 	}
 	if channel == "experimental" {

@@ -443,3 +443,108 @@ spec:
         .assert_nothing_rejected("backend client certificate")
         .await;
 }
+
+/// Misdirected requests (GatewayHTTPSListenerDetectMisdirectedRequests): four HTTPS listeners on one port, without
+/// a host name, `second.test`, `*.wild.test` and `four.wild.test`. A request whose Host another, more specific
+/// listener serves, or that the host name of the listener its SNI chose does not cover, gets 421; one for the
+/// chosen listener's own hosts is routed (or 404 where no route matches).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn https_listeners_answer_421_for_a_host_another_listener_serves() {
+    let Some(binary) = envoy_binary() else {
+        return;
+    };
+    let ca = Ca::new();
+    let web = support::echo::Echo::start("web").await;
+    let port = free_port();
+    let (cert, key) = ca.leaf_for(&[
+        "any.test",
+        "second.test",
+        "three.wild.test",
+        "four.wild.test",
+    ]);
+    let b64 = |text: &str| {
+        use base64::Engine;
+        base64::engine::general_purpose::STANDARD.encode(text)
+    };
+    let listener = |name: &str, hostname: &str| {
+        format!(
+            "  - {{name: {name}, port: {port}, protocol: HTTPS, {hostname} tls: {{certificateRefs: [{{name: cert}}]}}}}\n"
+        )
+    };
+    let route = |name: &str, section: &str, hostnames: &str| {
+        format!(
+            "---\napiVersion: gateway.networking.k8s.io/v1\nkind: HTTPRoute\nmetadata: {{name: {name}, namespace: default}}\n\
+             spec:\n  parentRefs: [{{name: gw, sectionName: {section}}}]\n  hostnames: {hostnames}\n  \
+             rules: [{{matches: [{{path: {{type: PathPrefix, value: /{name}}}}}], backendRefs: [{{name: web, port: 9000}}]}}]\n"
+        )
+    };
+    let config = format!(
+        "apiVersion: gateway.networking.k8s.io/v1
+kind: GatewayClass
+metadata: {{name: admitpilot}}
+spec: {{controllerName: admitpilot.io/gateway-controller}}
+---
+apiVersion: v1
+kind: Secret
+metadata: {{name: cert, namespace: default}}
+type: kubernetes.io/tls
+data: {{tls.crt: {}, tls.key: {}}}
+---
+apiVersion: gateway.networking.k8s.io/v1
+kind: Gateway
+metadata: {{name: gw, namespace: default}}
+spec:
+  gatewayClassName: admitpilot
+  listeners:
+{}{}{}{}{}{}{}{}",
+        b64(&cert),
+        b64(&key),
+        listener("any", ""),
+        listener("second", "hostname: second.test,"),
+        listener("wild", "hostname: '*.wild.test',"),
+        listener("four", "hostname: four.wild.test,"),
+        route("any", "any", "[any.test]"),
+        route("second", "second", "[]"),
+        route("wild", "wild", "[]"),
+        route("four", "four", "[]"),
+    );
+    let (_dir, admitpilot, envoy) = serve(&binary, &config, &[("web", web.port)], 53_550).await;
+    let status = |sni: &'static str, host: &'static str, path: &'static str| {
+        let ca = &ca;
+        async move {
+            let request =
+                format!("GET {path} HTTP/1.1\r\nHost: {host}\r\nConnection: close\r\n\r\n");
+            let reply = over_tls(ca, port, sni, &request).await.unwrap_or_default();
+            reply
+                .split(' ')
+                .nth(1)
+                .and_then(|code| code.parse::<u16>().ok())
+                .unwrap_or(0)
+        }
+    };
+    eventually("the four listeners", &admitpilot, || async {
+        (status("four.wild.test", "four.wild.test", "/four").await == 200).then_some(())
+    })
+    .await;
+    let expected = [
+        ("any.test", "any.test", "/any", 200),
+        ("any.test", "second.test", "/second", 421),
+        ("any.test", "unknown.test", "/any", 404),
+        ("second.test", "second.test", "/second", 200),
+        ("second.test", "any.test", "/any", 421),
+        ("three.wild.test", "three.wild.test", "/wild", 200),
+        ("three.wild.test", "five.wild.test", "/wild", 200),
+        ("three.wild.test", "four.wild.test", "/four", 421),
+        ("three.wild.test", "second.test", "/second", 421),
+        ("four.wild.test", "four.wild.test", "/four", 200),
+        ("four.wild.test", "three.wild.test", "/wild", 421),
+    ];
+    for (sni, host, path, code) in expected {
+        assert_eq!(
+            status(sni, host, path).await,
+            code,
+            "SNI {sni}, Host {host}{path}"
+        );
+    }
+    envoy.assert_nothing_rejected("misdirected requests").await;
+}

@@ -902,9 +902,27 @@ pub(crate) const BLACKHOLE: &str = "blackhole";
 
 /// Istio's answer for a port without any virtual host: 404 for everything.
 pub(crate) fn blackhole(port: u32) -> VirtualHost {
+    fixed_answer(format!("{BLACKHOLE}:{port}"), vec!["*".into()], 404)
+}
+
+/// The prefix of the name of a virtual host that answers with a fixed status ([`answering_host`]).
+pub(crate) const ANSWER: &str = "answer~";
+
+/// The virtual host that answers every request for `host` on `port` with `status` (a server's answered hosts:
+/// 421 Misdirected Request on a Gateway API HTTPS listener). Its name starts with [`ANSWER`].
+pub(crate) fn answering_host(host: &str, port: u32, status: u32) -> VirtualHost {
+    let domains = if host == "*" {
+        vec!["*".into()]
+    } else {
+        vec![host.to_string(), format!("{host}:*")]
+    };
+    fixed_answer(format!("{ANSWER}{host}:{port}"), domains, status)
+}
+
+fn fixed_answer(name: String, domains: Vec<String>, status: u32) -> VirtualHost {
     VirtualHost {
-        name: format!("{BLACKHOLE}:{port}"),
-        domains: vec!["*".into()],
+        name,
+        domains,
         routes: vec![Route {
             name: "block_all".into(),
             r#match: Some(RouteMatch {
@@ -912,7 +930,7 @@ pub(crate) fn blackhole(port: u32) -> VirtualHost {
                 ..Default::default()
             }),
             action: Some(route::Action::DirectResponse(DirectResponseAction {
-                status: 404,
+                status,
                 ..Default::default()
             })),
             ..Default::default()

@@ -508,10 +508,12 @@ impl Translator {
         pass: &mut Pass,
     ) -> RouteConfiguration {
         let inputs = cx.table_inputs();
-        let previous = pass
-            .previous
-            .remove(&name)
-            .map(|config| config.virtual_hosts);
+        // The answered hosts were added after the table's own virtual hosts: the table gets its own back.
+        let previous = pass.previous.remove(&name).map(|config| {
+            let mut virtual_hosts = config.virtual_hosts;
+            virtual_hosts.retain(|vhost| !vhost.name.starts_with(route::ANSWER));
+            virtual_hosts
+        });
         let old = self.tables.remove(&name);
         let (table, virtual_hosts) = match (old, &cx.changed) {
             (Some(mut table), Some(changed)) if table.serves(servers) => match previous {
@@ -541,6 +543,31 @@ impl Translator {
         };
         pass.referenced.extend(table.undefined().cloned());
         pass.tables.insert(name.clone(), table);
+        let mut virtual_hosts = virtual_hosts;
+        if let [server] = servers {
+            add_answered_hosts(&mut virtual_hosts, server, port);
+        }
         route::route_configuration(name, virtual_hosts)
+    }
+}
+
+/// Adds a virtual host for each host name the one server of a route configuration answers with a fixed status
+/// (a Gateway API HTTPS listener's 421s), unless a virtual host already has that domain (the blackhole's `*`, a
+/// route's host name).
+fn add_answered_hosts(
+    virtual_hosts: &mut Vec<envoy_types::pb::envoy::config::route::v3::VirtualHost>,
+    server: &BoundServer,
+    port: u32,
+) {
+    let Some(spec) = server.server() else {
+        return;
+    };
+    for answered in &spec.answered_hosts {
+        let taken = virtual_hosts
+            .iter()
+            .any(|vhost| vhost.domains.contains(&answered.host));
+        if !taken {
+            virtual_hosts.push(route::answering_host(&answered.host, port, answered.status));
+        }
     }
 }

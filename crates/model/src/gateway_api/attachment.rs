@@ -194,6 +194,28 @@ pub fn claimed_by_narrower_listener(listener: Option<&str>, host: &str, others: 
         })
 }
 
+/// What an HTTPS listener named `listener` (its host name) answers without routing, the other HTTPS listeners of its
+/// port being named `others` (GatewayHTTPSListenerDetectMisdirectedRequests): a request that reached it by SNI but
+/// whose Host another, more specific listener serves, or that its own host name does not cover, gets 421
+/// Misdirected Request (RFC 9110 §15.5.20: the client may retry on a new connection); a request for its own host
+/// name that no route covers keeps 404. Each entry is a host name and its status; a route's host names take
+/// precedence over them.
+pub fn misdirected(listener: Option<&str>, others: &[&str]) -> Vec<(String, u32)> {
+    let listener = listener.filter(|h| !h.is_empty());
+    let mut out: Vec<(String, u32)> = others
+        .iter()
+        .filter(|other| {
+            !other.is_empty() && listener.is_none_or(|l| **other != l && covers(l, other))
+        })
+        .map(|other| (other.to_string(), 421))
+        .collect();
+    if let Some(own) = listener {
+        out.push((own.to_string(), 404));
+        out.push(("*".to_string(), 421));
+    }
+    out
+}
+
 /// The host names a route serves on a listener (the spec's hostname intersection): the route's names the
 /// listener's name matches, narrowed to the more specific of the two; `*` when neither names any. Empty when
 /// they do not intersect (the route does not attach).
@@ -273,6 +295,31 @@ mod tests {
         ));
         // A wider host is not claimed: the narrower listener's own host name wins in the route table.
         assert!(!claimed_by_narrower_listener(None, "*.com", &others));
+    }
+
+    #[test]
+    fn an_https_listener_answers_421_for_what_it_does_not_serve() {
+        let others = ["second.example", "*.wild.example", "four.wild.example"];
+        assert_eq!(
+            misdirected(None, &others),
+            [
+                ("second.example".to_string(), 421),
+                ("*.wild.example".to_string(), 421),
+                ("four.wild.example".to_string(), 421)
+            ]
+        );
+        assert_eq!(
+            misdirected(Some("*.wild.example"), &others),
+            [
+                ("four.wild.example".to_string(), 421),
+                ("*.wild.example".to_string(), 404),
+                ("*".to_string(), 421)
+            ]
+        );
+        assert_eq!(
+            misdirected(Some("second.example"), &others),
+            [("second.example".to_string(), 404), ("*".to_string(), 421)]
+        );
     }
 
     #[test]

@@ -40,6 +40,20 @@ pub struct Server {
     /// Server name (unique within the gateway).
     #[serde(skip_serializing_if = "String::is_empty")]
     pub name: String,
+    /// Host names whose requests the server answers with a fixed status instead of routing them; what a Gateway API
+    /// HTTPS listener gives ([`crate::gateway_api::attachment::misdirected`]). Not part of Istio's API: set by the
+    /// Gateway API conversion only, never read from a document.
+    #[serde(skip)]
+    pub answered_hosts: Vec<AnsweredHost>,
+}
+
+/// A host name a server answers for with `status` (421 Misdirected Request, 404 Not Found).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct AnsweredHost {
+    /// The host name (`*` for every host no other virtual host names).
+    pub host: String,
+    /// The HTTP status of every answer.
+    pub status: u32,
 }
 
 /// A port: the Gateway server port, and the same message as Sidecar listener port and ServiceEntry port.

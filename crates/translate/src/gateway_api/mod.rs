@@ -32,7 +32,9 @@ use admitpilot_model::gateway_api::attachment::{self, Owner};
 use admitpilot_model::gateway_api::gateway::Listener;
 use admitpilot_model::gateway_api::http_route::HttpRouteRule;
 use admitpilot_model::gateway_api::{gateway::conflict, listener_set};
-use admitpilot_model::istio::gateway::{Gateway, Port, Server, ServerTlsMode, ServerTlsSettings};
+use admitpilot_model::istio::gateway::{
+    AnsweredHost, Gateway, Port, Server, ServerTlsMode, ServerTlsSettings,
+};
 use admitpilot_model::istio::VirtualService;
 use admitpilot_model::{ConfigObject, Kind, ObjectKey, ObjectMeta, Snapshot, Spec};
 
@@ -531,10 +533,31 @@ impl Converted {
         let all_served = served_listeners(snapshot, object, gateway);
         for served in &all_served {
             let listener = served.listener;
-            let Some(server) = server(snapshot, listener, served.owner, &object.metadata.namespace)
+            let Some(mut server) =
+                server(snapshot, listener, served.owner, &object.metadata.namespace)
             else {
                 continue;
             };
+            // The host names of the port's other HTTP(S) listeners (HTTPS ones for what an HTTPS listener answers
+            // 421 for).
+            let others = |protocols: &[&str]| -> Vec<&str> {
+                all_served
+                    .iter()
+                    .filter(|other| {
+                        other.name != served.name
+                            && other.listener.port == listener.port
+                            && protocols.contains(&other.listener.protocol.as_str())
+                    })
+                    .filter_map(|other| other.listener.hostname.as_deref())
+                    .collect()
+            };
+            if listener.protocol == "HTTPS" {
+                server.answered_hosts =
+                    attachment::misdirected(listener.hostname.as_deref(), &others(&["HTTPS"]))
+                        .into_iter()
+                        .map(|(host, status)| AnsweredHost { host, status })
+                        .collect();
+            }
             if listener.protocol == "TLS" && listener.terminates() {
                 out.extend(terminated_tls(
                     snapshot,
@@ -563,16 +586,12 @@ impl Converted {
                 ));
                 continue;
             }
-            let others: Vec<&str> = all_served
-                .iter()
-                .filter(|other| {
-                    other.name != served.name
-                        && other.listener.port == listener.port
-                        && matches!(other.listener.protocol.as_str(), "HTTP" | "HTTPS")
-                })
-                .filter_map(|other| other.listener.hostname.as_deref())
-                .collect();
-            let attached = attached_http(snapshot, &routes, (served.owner, listener), &others);
+            let attached = attached_http(
+                snapshot,
+                &routes,
+                (served.owner, listener),
+                &others(&["HTTP", "HTTPS"]),
+            );
             for (host, attached) in attached {
                 // The host name as it is: `*` cannot be part of a host name, so `*.a` and a literal host never share a name.
                 let name = format!("{gateway_name}~{host}");
