@@ -87,6 +87,29 @@ async fn serve(
     (dir, admitpilot, envoy)
 }
 
+/// The GatewayClass `admitpilot` and the TLS Secret `default/<name>` holding `cert` and `key` (PEM), as YAML
+/// documents ending with a separator.
+fn class_and_tls_secret(name: &str, (cert, key): (&str, &str)) -> String {
+    use base64::Engine;
+    let b64 = |text: &str| base64::engine::general_purpose::STANDARD.encode(text);
+    format!(
+        "apiVersion: gateway.networking.k8s.io/v1
+kind: GatewayClass
+metadata: {{name: admitpilot}}
+spec: {{controllerName: admitpilot.io/gateway-controller}}
+---
+apiVersion: v1
+kind: Secret
+metadata: {{name: {name}, namespace: default}}
+type: kubernetes.io/tls
+data: {{tls.crt: {}, tls.key: {}}}
+---
+",
+        b64(cert),
+        b64(key)
+    )
+}
+
 /// Polls `check` until it returns `Some`, failing with the admitpilot log after the deadline.
 async fn eventually<T, F: std::future::Future<Output = Option<T>>>(
     what: &str,
@@ -119,23 +142,9 @@ async fn tls_and_tcp_routes_are_served_by_envoy() {
     let (passthrough, terminate, tcp) = (free_port(), free_port(), free_port());
     let store = StreamBackend::start("store", None).await;
     let (cert, key) = ca.leaf_for(&["shop.example", "store.example"]);
-    let b64 = |text: &str| {
-        use base64::Engine;
-        base64::engine::general_purpose::STANDARD.encode(text)
-    };
-    let config = format!(
-        r#"apiVersion: gateway.networking.k8s.io/v1
-kind: GatewayClass
-metadata: {{name: admitpilot}}
-spec: {{controllerName: admitpilot.io/gateway-controller}}
----
-apiVersion: v1
-kind: Secret
-metadata: {{name: shop-cert, namespace: default}}
-type: kubernetes.io/tls
-data: {{tls.crt: {}, tls.key: {}}}
----
-apiVersion: gateway.networking.k8s.io/v1
+    let config = class_and_tls_secret("shop-cert", (&cert, &key))
+        + &format!(
+            r#"apiVersion: gateway.networking.k8s.io/v1
 kind: Gateway
 metadata: {{name: gw, namespace: default}}
 spec:
@@ -194,10 +203,8 @@ metadata: {{name: db, namespace: default}}
 spec:
   parentRefs: [{{name: gw, sectionName: tcp}}]
   rules: [{{backendRefs: [{{name: db, port: 9000}}]}}]
-"#,
-        b64(&cert),
-        b64(&key)
-    );
+"#
+        );
     let (_dir, admitpilot, envoy) = serve(
         &binary,
         &config,
@@ -462,10 +469,6 @@ async fn https_listeners_answer_421_for_a_host_another_listener_serves() {
         "three.wild.test",
         "four.wild.test",
     ]);
-    let b64 = |text: &str| {
-        use base64::Engine;
-        base64::engine::general_purpose::STANDARD.encode(text)
-    };
     let listener = |name: &str, hostname: &str| {
         format!(
             "  - {{name: {name}, port: {port}, protocol: HTTPS, {hostname} tls: {{certificateRefs: [{{name: cert}}]}}}}\n"
@@ -478,36 +481,24 @@ async fn https_listeners_answer_421_for_a_host_another_listener_serves() {
              rules: [{{matches: [{{path: {{type: PathPrefix, value: /{name}}}}}], backendRefs: [{{name: web, port: 9000}}]}}]\n"
         )
     };
-    let config = format!(
-        "apiVersion: gateway.networking.k8s.io/v1
-kind: GatewayClass
-metadata: {{name: admitpilot}}
-spec: {{controllerName: admitpilot.io/gateway-controller}}
----
-apiVersion: v1
-kind: Secret
-metadata: {{name: cert, namespace: default}}
-type: kubernetes.io/tls
-data: {{tls.crt: {}, tls.key: {}}}
----
-apiVersion: gateway.networking.k8s.io/v1
+    let config = class_and_tls_secret("cert", (&cert, &key))
+        + &format!(
+            "apiVersion: gateway.networking.k8s.io/v1
 kind: Gateway
 metadata: {{name: gw, namespace: default}}
 spec:
   gatewayClassName: admitpilot
   listeners:
 {}{}{}{}{}{}{}{}",
-        b64(&cert),
-        b64(&key),
-        listener("any", ""),
-        listener("second", "hostname: second.test,"),
-        listener("wild", "hostname: '*.wild.test',"),
-        listener("four", "hostname: four.wild.test,"),
-        route("any", "any", "[any.test]"),
-        route("second", "second", "[]"),
-        route("wild", "wild", "[]"),
-        route("four", "four", "[]"),
-    );
+            listener("any", ""),
+            listener("second", "hostname: second.test,"),
+            listener("wild", "hostname: '*.wild.test',"),
+            listener("four", "hostname: four.wild.test,"),
+            route("any", "any", "[any.test]"),
+            route("second", "second", "[]"),
+            route("wild", "wild", "[]"),
+            route("four", "four", "[]"),
+        );
     let (_dir, admitpilot, envoy) = serve(&binary, &config, &[("web", web.port)], 53_550).await;
     let status = |sni: &'static str, host: &'static str, path: &'static str| {
         let ca = &ca;
