@@ -197,7 +197,7 @@ func allBut(names []string) []string {
 // of its profiles and the extended ones it implements (README "Gateway API conformance"; GatewayInfrastructure,
 // GatewayStaticAddresses and GatewayAddressEmpty through gateway provisioning; GatewayBackendClientCertificate; h2c
 // and WebSocket backends, destination port matching, backend request header modification, CORS, HTTP listener
-// isolation and 421 for misdirected HTTPS requests); on the experimental channel also TCPRoute and HTTPRoute
+// isolation, 421 for misdirected HTTPS requests, client certificate validation); on the experimental channel also TCPRoute and HTTPRoute
 // retries (the standard channel's HTTPRoute has no `retry` field, and no TCPRoute).
 func supportedFeatures(channel string) []features.FeatureName {
 	claimed := []features.FeatureName{
@@ -241,6 +241,8 @@ func supportedFeatures(channel string) []features.FeatureName {
 		features.SupportHTTPRouteCORS,
 		features.SupportGatewayHTTPListenerIsolation,
 		features.SupportGatewayHTTPSListenerDetectMisdirectedRequests,
+		features.SupportGatewayFrontendClientCertificateValidation,
+		features.SupportGatewayFrontendClientCertificateValidationInsecureFallback,
 		features.SupportListenerSet,
 	}
 	if channel == "experimental" {

@@ -35,11 +35,21 @@ async fn exchange(
 
 /// What a TLS client verifying against `ca` with SNI `sni` gets back through 127.0.0.1:`port`, or the error.
 async fn over_tls(ca: &Ca, port: u16, sni: &str, bytes: &str) -> Result<String, String> {
+    over_tls_with(&ca.client(), port, sni, bytes).await
+}
+
+/// What the TLS client `client` with SNI `sni` gets back through 127.0.0.1:`port`, or the error.
+async fn over_tls_with(
+    client: &tokio_rustls::TlsConnector,
+    port: u16,
+    sni: &str,
+    bytes: &str,
+) -> Result<String, String> {
     let tcp = tokio::net::TcpStream::connect(("127.0.0.1", port))
         .await
         .map_err(|e| e.to_string())?;
     let name = rustls::pki_types::ServerName::try_from(sni.to_string()).unwrap();
-    let tls = tokio::time::timeout(Duration::from_secs(5), ca.client().connect(name, tcp))
+    let tls = tokio::time::timeout(Duration::from_secs(5), client.connect(name, tcp))
         .await
         .map_err(|_| "handshake timed out".to_string())?
         .map_err(|e| e.to_string())?;
@@ -538,4 +548,114 @@ spec:
         );
     }
     envoy.assert_nothing_rejected("misdirected requests").await;
+}
+
+/// Client certificate validation (GatewayFrontendClientCertificateValidation and its InsecureFallback): the
+/// Gateway's `spec.tls.frontend` names a ConfigMap CA for its HTTPS listeners. On the port that requires it only a
+/// client certificate that CA signed gets through; on the port with `AllowInsecureFallback`, every client does; a
+/// port whose CA does not resolve is not served at all.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn https_listeners_validate_client_certificates_against_the_gateways_ca() {
+    let Some(binary) = envoy_binary() else {
+        return;
+    };
+    let (site_ca, client_ca, rogue_ca) = (Ca::new(), Ca::new(), Ca::new());
+    let web = support::echo::Echo::start("web").await;
+    let (strict, lenient, unresolved) = (free_port(), free_port(), free_port());
+    let (cert, key) = site_ca.leaf("secure.test");
+    let indent = |pem: &str| pem.replace('\n', "\n    ");
+    let config = class_and_tls_secret("cert", (&cert, &key))
+        + &format!(
+            "apiVersion: v1
+kind: ConfigMap
+metadata: {{name: client-ca, namespace: default}}
+data:
+  ca.crt: |
+    {}
+---
+apiVersion: gateway.networking.k8s.io/v1
+kind: Gateway
+metadata: {{name: gw, namespace: default}}
+spec:
+  gatewayClassName: admitpilot
+  tls:
+    frontend:
+      default: {{validation: {{caCertificateRefs: [{{group: '', kind: ConfigMap, name: client-ca}}]}}}}
+      perPort:
+      - {{port: {lenient}, tls: {{validation: {{mode: AllowInsecureFallback,
+          caCertificateRefs: [{{group: '', kind: ConfigMap, name: client-ca}}]}}}}}}
+      - {{port: {unresolved}, tls: {{validation: {{caCertificateRefs: [{{group: '', kind: ConfigMap, name: missing}}]}}}}}}
+  listeners:
+  - {{name: strict, port: {strict}, protocol: HTTPS, tls: {{certificateRefs: [{{name: cert}}]}}}}
+  - {{name: lenient, port: {lenient}, protocol: HTTPS, tls: {{certificateRefs: [{{name: cert}}]}}}}
+  - {{name: unresolved, port: {unresolved}, protocol: HTTPS, tls: {{certificateRefs: [{{name: cert}}]}}}}
+---
+apiVersion: gateway.networking.k8s.io/v1
+kind: HTTPRoute
+metadata: {{name: web, namespace: default}}
+spec:
+  parentRefs: [{{name: gw}}]
+  rules: [{{backendRefs: [{{name: web, port: 9000}}]}}]
+",
+            indent(client_ca.pem.trim_end()),
+        );
+    let (_dir, admitpilot, envoy) = serve(&binary, &config, &[("web", web.port)], 53_560).await;
+    let signed = client_ca.leaf("client.test");
+    let rogue = rogue_ca.leaf("client.test");
+    // Who, their TLS client, and the status the validating port gives them (0: no answer).
+    let clients = [
+        (
+            "a client certificate the CA signed",
+            site_ca.client_presenting((&signed.0, &signed.1)),
+            200,
+        ),
+        ("no client certificate", site_ca.client(), 0),
+        (
+            "a client certificate of another CA",
+            site_ca.client_presenting((&rogue.0, &rogue.1)),
+            0,
+        ),
+    ];
+    let status = |client: &tokio_rustls::TlsConnector, port: u16| {
+        let client = client.clone();
+        async move {
+            let request = "GET / HTTP/1.1\r\nHost: secure.test\r\nConnection: close\r\n\r\n";
+            let reply = over_tls_with(&client, port, "secure.test", request)
+                .await
+                .unwrap_or_default();
+            reply
+                .split(' ')
+                .nth(1)
+                .and_then(|code| code.parse::<u16>().ok())
+                .unwrap_or(0)
+        }
+    };
+    eventually("the validating listener", &admitpilot, || async {
+        (status(&clients[0].1, strict).await == 200).then_some(())
+    })
+    .await;
+    eventually("the lenient listener", &admitpilot, || async {
+        (status(&clients[1].1, lenient).await == 200).then_some(())
+    })
+    .await;
+    for (who, client, required) in &clients {
+        assert_eq!(
+            status(client, strict).await,
+            *required,
+            "{who} on the validating port"
+        );
+        assert_eq!(
+            status(client, lenient).await,
+            200,
+            "{who} on the AllowInsecureFallback port"
+        );
+        assert_eq!(
+            status(client, unresolved).await,
+            0,
+            "{who} on the port whose CA does not resolve"
+        );
+    }
+    envoy
+        .assert_nothing_rejected("client certificate validation")
+        .await;
 }

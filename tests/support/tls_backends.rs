@@ -49,18 +49,38 @@ impl Ca {
         (cert.pem(), key.serialize_pem())
     }
 
+    /// A TLS client that trusts this CA and presents no certificate.
     pub fn client(&self) -> tokio_rustls::TlsConnector {
+        self.connector(None)
+    }
+
+    /// A TLS client that trusts this CA and presents `identity` (certificate and key, PEM) when asked for one.
+    pub fn client_presenting(&self, identity: (&str, &str)) -> tokio_rustls::TlsConnector {
+        self.connector(Some(identity))
+    }
+
+    fn connector(&self, identity: Option<(&str, &str)>) -> tokio_rustls::TlsConnector {
         let mut roots = rustls::RootCertStore::empty();
         for cert in CertificateDer::pem_slice_iter(self.pem.as_bytes()) {
             roots.add(cert.unwrap()).unwrap();
         }
-        let config = rustls::ClientConfig::builder_with_provider(Arc::new(
+        let builder = rustls::ClientConfig::builder_with_provider(Arc::new(
             rustls::crypto::ring::default_provider(),
         ))
         .with_safe_default_protocol_versions()
         .unwrap()
-        .with_root_certificates(roots)
-        .with_no_client_auth();
+        .with_root_certificates(roots);
+        let config = match identity {
+            None => builder.with_no_client_auth(),
+            Some((cert, key)) => {
+                let chain: Vec<CertificateDer<'static>> =
+                    CertificateDer::pem_slice_iter(cert.as_bytes())
+                        .map(Result::unwrap)
+                        .collect();
+                let key = PrivateKeyDer::from_pem_slice(key.as_bytes()).unwrap();
+                builder.with_client_auth_cert(chain, key).unwrap()
+            }
+        };
         tokio_rustls::TlsConnector::from(Arc::new(config))
     }
 }

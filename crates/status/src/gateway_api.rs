@@ -28,6 +28,7 @@ use admitpilot_model::gateway_api::{PROVISIONED_LABEL, PROVISIONER};
 use admitpilot_model::{ConfigObject, Kind, ObjectKey, Snapshot, Spec};
 use admitpilot_translate::gateway_api::backend_tls::{client_certificate, unmet_policy};
 use admitpilot_translate::gateway_api::backends;
+use admitpilot_translate::gateway_api::frontend_tls;
 use admitpilot_translate::secret::{listener_may_use, serves_certificate};
 
 /// The listener protocols admitpilot serves (others are Accepted=False, UnsupportedProtocol).
@@ -177,7 +178,7 @@ pub fn gateway_api_status(
                 snapshot,
                 (set, spec, admitted),
                 &mut earlier,
-                object,
+                (object, gateway),
                 &served,
                 now,
             );
@@ -287,7 +288,7 @@ fn bounded(message: &str) -> String {
 /// and whether the listener is valid; `conflict` is its conflict with the listeners it yields to.
 fn listener_status(
     snapshot: &Snapshot,
-    owner: Owner<'_>,
+    (owner, gateway): (Owner<'_>, (&ConfigObject, &Gateway)),
     listener: &Listener,
     conflict: Option<(&'static str, String)>,
     programmed: &Programmed,
@@ -296,8 +297,11 @@ fn listener_status(
     let cond =
         |kind, ok, reason, message: &str| condition(kind, ok, reason, message, generation, now);
     let supported = SERVED_PROTOCOLS.contains(&listener.protocol.as_str());
-    let refs = certificate_refs(snapshot, owner, listener);
-    let valid = supported && refs.is_ok() && conflict.is_none();
+    // The Gateway's client certificate validation for this listener (translation serves it only with a CA).
+    let frontend = frontend_tls::client_validation(snapshot, gateway, listener);
+    let certificates = certificate_refs(snapshot, owner, listener);
+    let valid = supported && certificates.is_ok() && !frontend.refused() && conflict.is_none();
+    let refs = certificates.and_then(|()| frontend.unresolved.clone().map_or(Ok(()), Err));
     let attached = attached_routes(snapshot, owner, listener);
     let (programmed_ok, programmed_reason, programmed_message) = match (valid, programmed) {
         (false, _) => (false, "Invalid", "the listener is not valid".to_string()),
@@ -324,7 +328,13 @@ fn listener_status(
         "supportedKinds": supported_kinds(listener),
         "attachedRoutes": attached,
         "conditions": [
-            if supported {
+            if frontend.refused() {
+                cond("Accepted", false, "NoValidCACertificate", &format!(
+                    "no CA of the Gateway's client certificate validation for port {} resolves: {}",
+                    listener.port,
+                    frontend.unresolved.as_ref().map_or("", |(_, why)| why.as_str())
+                ))
+            } else if supported {
                 cond("Accepted", true, "Accepted", "accepted")
             } else {
                 cond("Accepted", false, "UnsupportedProtocol",
@@ -450,7 +460,7 @@ fn gateway_status(
             );
             let (entry, valid) = listener_status(
                 snapshot,
-                owner,
+                (owner, (object, gateway)),
                 listener,
                 conflict,
                 programmed,
@@ -563,7 +573,18 @@ fn gateway_status(
         now,
     );
     // Written even when empty, so a merge patch clears addresses whose Service is gone.
-    let status = json!({"conditions": [accepted, programmed, resolved], "listeners": listeners,
+    let mut conditions = vec![accepted, programmed, resolved];
+    if gateway.insecure_frontend_validation() {
+        conditions.push(condition(
+            "InsecureFrontendValidationMode",
+            true,
+            "ConfigurationChanged",
+            "spec.tls.frontend lets clients without a valid certificate through (AllowInsecureFallback)",
+            generation,
+            now,
+        ));
+    }
+    let status = json!({"conditions": conditions, "listeners": listeners,
         "addresses": addresses(snapshot, object), "attachedListenerSets": attached_sets});
     StatusUpdate {
         key: object.key(),
@@ -617,7 +638,7 @@ fn listener_set_status(
     snapshot: &Snapshot,
     (object, set, admitted): (&ConfigObject, &ListenerSet, bool),
     earlier: &mut Vec<Listener>,
-    gateway: &ConfigObject,
+    (gateway, gateway_spec): (&ConfigObject, &Gateway),
     programmed: &Programmed,
     now: &str,
 ) -> (StatusUpdate, bool) {
@@ -636,7 +657,7 @@ fn listener_set_status(
         let lost = conflict.clone();
         let (mut entry, valid) = listener_status(
             snapshot,
-            owner,
+            (owner, (gateway, gateway_spec)),
             listener,
             conflict,
             programmed,
@@ -1409,6 +1430,97 @@ spec:
         assert!(
             message.contains("its GatewayClass broken is not accepted"),
             "{message}"
+        );
+    }
+
+    /// Client certificate validation: a listener whose CA resolves is accepted; one whose references all fail is
+    /// not (NoValidCACertificate), with ResolvedRefs naming why; AllowInsecureFallback sets the Gateway's
+    /// InsecureFrontendValidationMode.
+    #[test]
+    fn frontend_validation_decides_listener_conditions() {
+        let (cert, key) = self_signed();
+        let indent = |pem: &str| pem.trim_end().replace('\n', "\n    ");
+        let updates = status(&format!(
+            "apiVersion: v1
+kind: ConfigMap
+metadata: {{name: client-ca, namespace: default}}
+data:
+  ca.crt: |
+    {}
+---
+{}---
+apiVersion: gateway.networking.k8s.io/v1
+kind: Gateway
+metadata: {{name: mtls, namespace: default}}
+spec:
+  gatewayClassName: ap
+  tls:
+    frontend:
+      default: {{validation: {{caCertificateRefs: [{{group: '', kind: ConfigMap, name: client-ca}}]}}}}
+      perPort:
+      - {{port: 8443, tls: {{validation: {{caCertificateRefs: [{{group: '', kind: Service, name: web}}]}}}}}}
+      - {{port: 9443, tls: {{validation: {{mode: AllowInsecureFallback,
+          caCertificateRefs: [{{group: '', kind: ConfigMap, name: elsewhere, namespace: other}}]}}}}}}
+  listeners:
+  - {{name: http, port: 80, protocol: HTTP}}
+  - {{name: validating, port: 443, protocol: HTTPS, tls: {{certificateRefs: [{{name: cert}}]}}}}
+  - {{name: wrong-kind, port: 8443, protocol: HTTPS, tls: {{certificateRefs: [{{name: cert}}]}}}}
+  - {{name: not-granted, port: 9443, protocol: HTTPS, tls: {{certificateRefs: [{{name: cert}}]}}}}
+",
+            indent(&cert),
+            tls_secret("default", "cert", &cert, &key),
+        ));
+        let gateway = find(&updates, Kind::KubernetesGateway, "mtls");
+        let listener = |name: &str| {
+            let entry = gateway["listeners"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .find(|l| l["name"] == name)
+                .unwrap();
+            let reason = |kind: &str| {
+                let c = entry["conditions"]
+                    .as_array()
+                    .unwrap()
+                    .iter()
+                    .find(|c| c["type"] == kind)
+                    .unwrap();
+                format!(
+                    "{} {}",
+                    c["status"].as_str().unwrap(),
+                    c["reason"].as_str().unwrap()
+                )
+            };
+            (reason("Accepted"), reason("ResolvedRefs"))
+        };
+        assert_eq!(
+            listener("wrong-kind"),
+            (
+                "False NoValidCACertificate".into(),
+                "False InvalidCACertificateKind".into()
+            )
+        );
+        assert_eq!(
+            listener("not-granted"),
+            (
+                "False NoValidCACertificate".into(),
+                "False RefNotPermitted".into()
+            )
+        );
+        assert_eq!(
+            listener("http").0,
+            "True Accepted",
+            "HTTP listeners validate nothing"
+        );
+        let insecure = gateway["conditions"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|c| c["type"] == "InsecureFrontendValidationMode")
+            .unwrap();
+        assert_eq!(
+            (&insecure["status"], &insecure["reason"]),
+            (&json!("True"), &json!("ConfigurationChanged"))
         );
     }
 

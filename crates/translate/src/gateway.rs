@@ -7,9 +7,9 @@ use std::sync::Arc;
 
 use envoy_types::pb::envoy::config::core::v3::{data_source, DataSource};
 use envoy_types::pb::envoy::extensions::transport_sockets::tls::v3::{
-    common_tls_context, subject_alt_name_matcher, tls_parameters, CertificateValidationContext,
-    CommonTlsContext, DownstreamTlsContext, SdsSecretConfig, SubjectAltNameMatcher, TlsCertificate,
-    TlsParameters,
+    certificate_validation_context, common_tls_context, subject_alt_name_matcher, tls_parameters,
+    CertificateValidationContext, CommonTlsContext, DownstreamTlsContext, SdsSecretConfig,
+    SubjectAltNameMatcher, TlsCertificate, TlsParameters,
 };
 use envoy_types::pb::envoy::r#type::matcher::v3::{string_matcher, StringMatcher};
 use envoy_types::pb::google::protobuf::BoolValue;
@@ -359,6 +359,11 @@ pub fn downstream_tls(tls: &ServerTlsSettings, http: bool) -> DownstreamTlsConte
             match_typed_subject_alt_names: sans,
             verify_certificate_spki: tls.verify_certificate_spki.clone(),
             verify_certificate_hash: tls.verify_certificate_hash.clone(),
+            trust_chain_verification: if tls.accept_untrusted_client_certificates {
+                certificate_validation_context::TrustChainVerification::AcceptUntrusted as i32
+            } else {
+                certificate_validation_context::TrustChainVerification::VerifyTrustChain as i32
+            },
             ..Default::default()
         };
         common.validation_context_type = Some(match &creds.ca {

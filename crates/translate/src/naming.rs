@@ -49,6 +49,11 @@ pub fn parse_gateway_credential(credential_name: &str) -> Option<(&str, &str)> {
 /// BackendTLSPolicy `caCertificateRefs` become).
 pub const CONFIGMAP_CREDENTIAL_PREFIX: &str = "configmap://";
 
+/// The credential of the CA bundle in ConfigMap `namespace/name` (`configmap://<ns>/<name>`).
+pub fn configmap_credential(namespace: &str, name: &str) -> String {
+    format!("{CONFIGMAP_CREDENTIAL_PREFIX}{namespace}/{name}")
+}
+
 /// The namespace and name of a `configmap://<ns>/<name>` credential; `None` for any other.
 pub fn parse_configmap_credential(credential_name: &str) -> Option<(&str, &str)> {
     credential_name

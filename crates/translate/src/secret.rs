@@ -306,6 +306,9 @@ pub(crate) fn credentials_present(secrets: SecretsOf<'_>, tls: &ServerTlsSetting
 }
 
 fn ca_secret(secrets: SecretsOf<'_>, name: &str) -> Option<Secret> {
+    if name.starts_with(naming::CONFIGMAP_CREDENTIAL_PREFIX) {
+        return configmap_ca(secrets.snapshot, name);
+    }
     let separate = kube_secret(secrets, &format!("{name}-cacert"));
     match kube_secret(secrets, name) {
         Some(s) => ca_bundle(name, s, separate),

@@ -19,8 +19,8 @@ pub struct Gateway {
     /// Labels and annotations for the provisioned objects, and the parameters that overlay them
     /// ([`super::parameters`]).
     pub infrastructure: Option<serde_json::Value>,
-    /// Gateway-wide TLS settings (`frontend` client validation is not translated; `backend` is read by
-    /// [`Gateway::backend_client_certificate`]).
+    /// Gateway-wide TLS settings (`frontend` client certificate validation, read by
+    /// [`Gateway::frontend_validation`]; `backend`, by [`Gateway::backend_client_certificate`]).
     pub tls: Option<serde_json::Value>,
     /// Which ListenerSets may attach.
     pub allowed_listeners: Option<AllowedListeners>,
@@ -58,6 +58,64 @@ impl Gateway {
         })
     }
 
+    /// The client certificate validation of `spec.tls.frontend` for listeners on `port` (the `perPort` entry for it,
+    /// else `default`), when it asks for one (`caCertificateRefs` set); `None` otherwise.
+    pub fn frontend_validation(&self, port: u32) -> Option<FrontendValidation> {
+        let frontend = self.tls.as_ref()?.get("frontend")?;
+        let per_port = frontend
+            .get("perPort")
+            .and_then(|v| v.as_array())
+            .into_iter()
+            .flatten()
+            .enumerate()
+            .find(|(_, entry)| entry.get("port").and_then(|p| p.as_u64()) == Some(u64::from(port)));
+        let (field, validation) = match per_port {
+            Some((i, entry)) => (
+                format!("spec.tls.frontend.perPort[{i}].tls.validation"),
+                entry.get("tls")?.get("validation")?,
+            ),
+            None => (
+                "spec.tls.frontend.default.validation".to_string(),
+                frontend.get("default")?.get("validation")?,
+            ),
+        };
+        let ca_refs: Vec<ObjectReference> = validation
+            .get("caCertificateRefs")
+            .and_then(|refs| serde_json::from_value(refs.clone()).ok())
+            .unwrap_or_default();
+        if ca_refs.is_empty() {
+            return None;
+        }
+        let insecure_fallback =
+            validation.get("mode").and_then(|m| m.as_str()) == Some("AllowInsecureFallback");
+        Some(FrontendValidation {
+            field,
+            ca_refs,
+            insecure_fallback,
+        })
+    }
+
+    /// Whether some `spec.tls.frontend` validation (default or per port) is `AllowInsecureFallback`: the Gateway then
+    /// says so (`InsecureFrontendValidationMode`).
+    pub fn insecure_frontend_validation(&self) -> bool {
+        let Some(frontend) = self.tls.as_ref().and_then(|tls| tls.get("frontend")) else {
+            return false;
+        };
+        let mode = |validation: Option<&serde_json::Value>| {
+            validation
+                .and_then(|v| v.get("mode"))
+                .and_then(|m| m.as_str())
+                == Some("AllowInsecureFallback")
+        };
+        mode(frontend.get("default").and_then(|d| d.get("validation")))
+            || frontend
+                .get("perPort")
+                .and_then(|v| v.as_array())
+                .into_iter()
+                .flatten()
+                .any(|entry| mode(entry.get("tls").and_then(|t| t.get("validation"))))
+    }
+
     /// `spec.infrastructure.parametersRef`, when set.
     pub fn parameters_ref(&self) -> Option<&serde_json::Value> {
         self.infrastructure.as_ref()?.get("parametersRef")
@@ -89,6 +147,18 @@ impl Gateway {
             .get("clientCertificateRef")?;
         serde_json::from_value(reference.clone()).ok()
     }
+}
+
+/// The client certificate validation a Gateway asks of its HTTPS listeners on one port (`spec.tls.frontend`,
+/// Gateway API v1.6 `FrontendTLSValidation`).
+#[derive(Debug, Clone, PartialEq)]
+pub struct FrontendValidation {
+    /// Where it is written (`spec.tls.frontend.default.validation` or a `perPort` entry's), for messages.
+    pub field: String,
+    /// The CA certificates that validate client certificates (ConfigMaps with `ca.crt`).
+    pub ca_refs: Vec<ObjectReference>,
+    /// `mode: AllowInsecureFallback`: a connection without a valid client certificate is let through too.
+    pub insecure_fallback: bool,
 }
 
 /// The IP ranges a provisioned gateway's load balancer can give (`--gateway-address-pool`): a requested address
@@ -322,5 +392,23 @@ mod tests {
             None,
             "resolved against the snapshot"
         );
+    }
+
+    #[test]
+    fn frontend_validation_is_per_port_else_default() {
+        let spec: Gateway = serde_json::from_value(serde_json::json!({"tls": {"frontend": {
+            "default": {"validation": {"caCertificateRefs": [{"group": "", "kind": "ConfigMap", "name": "ca"}]}},
+            "perPort": [{"port": 8443, "tls": {"validation": {"mode": "AllowInsecureFallback",
+                "caCertificateRefs": [{"group": "", "kind": "ConfigMap", "name": "port-ca"}]}}}]}}}))
+        .expect("a Gateway spec");
+        let default = spec.frontend_validation(443).expect("the default");
+        assert_eq!(default.field, "spec.tls.frontend.default.validation");
+        assert_eq!(default.ca_refs[0].name, "ca");
+        assert!(!default.insecure_fallback);
+        let port = spec.frontend_validation(8443).expect("the port's");
+        assert_eq!(port.field, "spec.tls.frontend.perPort[0].tls.validation");
+        assert!(port.insecure_fallback);
+        assert!(spec.insecure_frontend_validation());
+        assert_eq!(Gateway::default().frontend_validation(443), None);
     }
 }

@@ -167,6 +167,10 @@ pub struct ServerTlsSettings {
     /// Skip client certificate verification.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub insecure_skip_verify: Option<bool>,
+    /// With `OPTIONAL_MUTUAL`: a client certificate the CA did not sign is let through too (Gateway API
+    /// `AllowInsecureFallback`). Not part of Istio's API: set by the Gateway API conversion only.
+    #[serde(skip)]
+    pub accept_untrusted_client_certificates: bool,
 }
 
 /// One certificate set.

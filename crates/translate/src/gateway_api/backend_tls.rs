@@ -135,11 +135,7 @@ fn client_tls(
         .iter()
         .find(|reference| ca_reference(snapshot, namespace, reference).is_ok())
     {
-        Some(reference) => format!(
-            "{}{namespace}/{}",
-            naming::CONFIGMAP_CREDENTIAL_PREFIX,
-            reference.name
-        ),
+        Some(reference) => naming::configmap_credential(namespace, &reference.name),
         None if !refs.is_empty() => UNRESOLVED_CREDENTIAL.to_string(),
         // `System`: the gateway's own CA bundle (`translate::policy::SYSTEM_CA_BUNDLE`).
         None => String::new(),

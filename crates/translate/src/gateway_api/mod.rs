@@ -18,6 +18,7 @@
 
 pub mod backend_tls;
 pub mod backends;
+pub mod frontend_tls;
 pub mod grpc_route;
 pub mod http_route;
 pub mod stream_route;
@@ -551,6 +552,21 @@ impl Converted {
                     .filter_map(|other| other.listener.hostname.as_deref())
                     .collect()
             };
+            // A listener that should validate client certificates but cannot is not served (status: Accepted
+            // False, NoValidCACertificate).
+            let frontend = frontend_tls::client_validation(snapshot, (object, gateway), listener);
+            if frontend.refused() {
+                continue;
+            }
+            if let (Some(validation), Some(tls)) = (frontend.validation, server.tls.as_mut()) {
+                tls.mode = Some(if validation.insecure_fallback {
+                    ServerTlsMode::OptionalMutual
+                } else {
+                    ServerTlsMode::Mutual
+                });
+                tls.ca_cert_credential_name = validation.ca_credential;
+                tls.accept_untrusted_client_certificates = validation.insecure_fallback;
+            }
             if listener.protocol == "HTTPS" {
                 server.answered_hosts =
                     attachment::misdirected(listener.hostname.as_deref(), &others(&["HTTPS"]))
