@@ -56,6 +56,24 @@ async fn over_tls_with(
     Ok(exchange(tls, bytes).await)
 }
 
+/// The status of `GET <path>` with Host `host` sent by the TLS client `client` with SNI `sni` to 127.0.0.1:`port`
+/// over HTTP/1.1; 0 when no answer comes (the handshake or the connection failed).
+async fn https_status(
+    client: &tokio_rustls::TlsConnector,
+    port: u16,
+    (sni, host, path): (&str, &str, &str),
+) -> u16 {
+    let request = format!("GET {path} HTTP/1.1\r\nHost: {host}\r\nConnection: close\r\n\r\n");
+    let reply = over_tls_with(client, port, sni, &request)
+        .await
+        .unwrap_or_default();
+    reply
+        .split(' ')
+        .nth(1)
+        .and_then(|code| code.parse::<u16>().ok())
+        .unwrap_or(0)
+}
+
 /// What a plain TCP client gets back through 127.0.0.1:`port`.
 async fn over_tcp(port: u16, bytes: &str) -> String {
     match tokio::net::TcpStream::connect(("127.0.0.1", port)).await {
@@ -510,18 +528,10 @@ spec:
             route("four", "four", "[]"),
         );
     let (_dir, admitpilot, envoy) = serve(&binary, &config, &[("web", web.port)], 53_550).await;
+    let client = ca.client();
     let status = |sni: &'static str, host: &'static str, path: &'static str| {
-        let ca = &ca;
-        async move {
-            let request =
-                format!("GET {path} HTTP/1.1\r\nHost: {host}\r\nConnection: close\r\n\r\n");
-            let reply = over_tls(ca, port, sni, &request).await.unwrap_or_default();
-            reply
-                .split(' ')
-                .nth(1)
-                .and_then(|code| code.parse::<u16>().ok())
-                .unwrap_or(0)
-        }
+        let client = &client;
+        async move { https_status(client, port, (sni, host, path)).await }
     };
     eventually("the four listeners", &admitpilot, || async {
         (status("four.wild.test", "four.wild.test", "/four").await == 200).then_some(())
@@ -618,17 +628,7 @@ spec:
     ];
     let status = |client: &tokio_rustls::TlsConnector, port: u16| {
         let client = client.clone();
-        async move {
-            let request = "GET / HTTP/1.1\r\nHost: secure.test\r\nConnection: close\r\n\r\n";
-            let reply = over_tls_with(&client, port, "secure.test", request)
-                .await
-                .unwrap_or_default();
-            reply
-                .split(' ')
-                .nth(1)
-                .and_then(|code| code.parse::<u16>().ok())
-                .unwrap_or(0)
-        }
+        async move { https_status(&client, port, ("secure.test", "secure.test", "/")).await }
     };
     eventually("the validating listener", &admitpilot, || async {
         (status(&clients[0].1, strict).await == 200).then_some(())
