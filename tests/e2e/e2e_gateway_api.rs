@@ -23,12 +23,25 @@ const NODE_ID: &str = "router~127.0.0.1~gw.default~default.svc.cluster.local";
 
 /// [`service`] whose port says it speaks HTTP/2 without TLS (`appProtocol: kubernetes.io/h2c`), as gRPC backends do.
 fn h2c_service(name: &str, namespace: &str, port: u16) -> String {
+    service_speaking(name, namespace, port, ("grpc", "kubernetes.io/h2c"))
+}
+
+/// [`service`] whose port is named `port_name` and says it speaks `app_protocol`.
+fn service_speaking(
+    name: &str,
+    namespace: &str,
+    port: u16,
+    (port_name, app_protocol): (&str, &str),
+) -> String {
     service(name, namespace, port)
         .replace(
             "{name: http, port: 80}",
-            "{name: grpc, port: 80, appProtocol: kubernetes.io/h2c}",
+            &format!("{{name: {port_name}, port: 80, appProtocol: {app_protocol}}}"),
         )
-        .replace("ports: [{name: http, port:", "ports: [{name: grpc, port:")
+        .replace(
+            "ports: [{name: http, port:",
+            &format!("ports: [{{name: {port_name}, port:"),
+        )
 }
 
 const ROUTES: &str = r#"
@@ -868,4 +881,110 @@ spec:
         assert_eq!(status(host, path).await, code, "{host}{path}");
     }
     envoy.assert_nothing_rejected("listener isolation").await;
+}
+
+/// Backend protocols and filters through real Envoy: a Service port whose `appProtocol` is `kubernetes.io/ws`
+/// carries a WebSocket (the opening handshake and messages both ways, to a backend that speaks RFC 6455), and a
+/// `RequestHeaderModifier` on one backendRef changes the requests that backend gets only.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn websockets_and_backend_filters_reach_their_backends() {
+    let Some(binary) = envoy_binary() else {
+        return;
+    };
+    let chat = support::websocket::WebSocketEcho::start().await;
+    let (plain, marked) = (Echo::start("plain").await, Echo::start("marked").await);
+    let port = free_port();
+    let config = format!(
+        "apiVersion: gateway.networking.k8s.io/v1
+kind: GatewayClass
+metadata: {{name: admitpilot}}
+spec: {{controllerName: admitpilot.io/gateway-controller}}
+---
+apiVersion: gateway.networking.k8s.io/v1
+kind: Gateway
+metadata: {{name: gw, namespace: default}}
+spec:
+  gatewayClassName: admitpilot
+  listeners: [{{name: http, port: {port}, protocol: HTTP}}]
+---
+apiVersion: gateway.networking.k8s.io/v1
+kind: HTTPRoute
+metadata: {{name: app, namespace: default}}
+spec:
+  parentRefs: [{{name: gw}}]
+  rules:
+  - matches: [{{path: {{type: PathPrefix, value: /chat}}}}]
+    backendRefs: [{{name: chat, port: 80}}]
+  - matches: [{{path: {{type: PathPrefix, value: /api}}}}]
+    backendRefs:
+    - {{name: plain, port: 80, weight: 1}}
+    - name: marked
+      port: 80
+      weight: 1
+      filters:
+      - type: RequestHeaderModifier
+        requestHeaderModifier: {{set: [{{name: x-backend, value: marked}}], remove: [x-drop]}}
+---
+{}---
+{}---
+{}",
+        service_speaking("chat", "default", chat.port, ("ws", "kubernetes.io/ws")),
+        service("plain", "default", plain.port),
+        service("marked", "default", marked.port),
+    );
+    let dir = tempfile::tempdir().unwrap();
+    write(dir.path(), "gateway.yaml", &config);
+    let admitpilot = Admitpilot::start(dir.path()).await;
+    let bootstrap = bootstrap(AdsApi::Sotw, admitpilot.xds_port, NODE_ID).replace(
+        "LABELS: { app: e2e }",
+        "LABELS: { gateway.networking.k8s.io/gateway-name: gw }",
+    );
+    let envoy = EnvoyProcess::start(&binary, &bootstrap, 53_570).await;
+    let deadline = tokio::time::Instant::now() + CONVERGE;
+    let reply = loop {
+        let (status, reply) =
+            support::websocket::exchange(port, "chat.test", "/chat", "hello").await;
+        if reply.is_some() {
+            break reply;
+        }
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "no WebSocket through the gateway (last answer {status:?}):\n{}",
+            admitpilot.log()
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    };
+    assert_eq!(reply.as_deref(), Some("echo: hello"));
+    // Half the requests go to each backend; only the marked one's have the filter's effect.
+    let http = client();
+    let mut seen = std::collections::BTreeMap::new();
+    for _ in 0..40 {
+        let answer = send(
+            &http,
+            http.get(format!("http://127.0.0.1:{port}/api"))
+                .header("x-drop", "1"),
+        )
+        .await;
+        let backend = answer.body["backend"]
+            .as_str()
+            .unwrap_or_default()
+            .to_string();
+        let headers = &answer.body["headers"];
+        match backend.as_str() {
+            "marked" => {
+                assert_eq!(headers["x-backend"], "marked");
+                assert!(headers["x-drop"].is_null(), "{headers}");
+            }
+            "plain" => {
+                assert!(headers["x-backend"].is_null(), "{headers}");
+                assert_eq!(headers["x-drop"], "1");
+            }
+            other => panic!("answered by {other:?}: {}", answer.body),
+        }
+        *seen.entry(backend).or_insert(0) += 1;
+    }
+    assert_eq!(seen.len(), 2, "both backends answer: {seen:?}");
+    envoy
+        .assert_nothing_rejected("websockets and backend filters")
+        .await;
 }

@@ -21,6 +21,7 @@ pub mod reviews;
 pub mod serve;
 pub mod tls_backends;
 pub mod tls_probe;
+pub mod websocket;
 pub mod xds_auth;
 pub mod xds_harness;
 
