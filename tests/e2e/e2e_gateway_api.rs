@@ -44,6 +44,21 @@ fn service_speaking(
         )
 }
 
+/// `admitpilot serve` on the folder `dir` and an Envoy (base id `base_id`) serving the Gateway `default/gw`.
+async fn serve_gateway(
+    binary: &std::path::Path,
+    dir: &std::path::Path,
+    base_id: u32,
+) -> (Admitpilot, EnvoyProcess) {
+    let admitpilot = Admitpilot::start(dir).await;
+    let bootstrap = bootstrap(AdsApi::Sotw, admitpilot.xds_port, NODE_ID).replace(
+        "LABELS: { app: e2e }",
+        "LABELS: { gateway.networking.k8s.io/gateway-name: gw }",
+    );
+    let envoy = EnvoyProcess::start(binary, &bootstrap, base_id).await;
+    (admitpilot, envoy)
+}
+
 const ROUTES: &str = r#"
 apiVersion: gateway.networking.k8s.io/v1
 kind: GatewayClass
@@ -500,12 +515,7 @@ spec:
     ]
     .join("---\n");
     write(dir.path(), "services.yaml", &services);
-    let admitpilot = Admitpilot::start(dir.path()).await;
-    let bootstrap = bootstrap(AdsApi::Sotw, admitpilot.xds_port, NODE_ID).replace(
-        "LABELS: { app: e2e }",
-        "LABELS: { gateway.networking.k8s.io/gateway-name: gw }",
-    );
-    let envoy = EnvoyProcess::start(&binary, &bootstrap, 53_600).await;
+    let (admitpilot, envoy) = serve_gateway(&binary, dir.path(), 53_600).await;
     let grpc = reqwest::Client::builder()
         .http2_prior_knowledge()
         .no_proxy()
@@ -760,12 +770,7 @@ spec:
     ]
     .join("---\n");
     write(dir.path(), "services.yaml", &services);
-    let admitpilot = Admitpilot::start(dir.path()).await;
-    let bootstrap = bootstrap(AdsApi::Sotw, admitpilot.xds_port, NODE_ID).replace(
-        "LABELS: { app: e2e }",
-        "LABELS: { gateway.networking.k8s.io/gateway-name: gw }",
-    );
-    let envoy = EnvoyProcess::start(&binary, &bootstrap, 53_530).await;
+    let (_admitpilot, envoy) = serve_gateway(&binary, dir.path(), 53_530).await;
     let http = client();
     let backend_on = |port: u16| {
         let http = http.clone();
@@ -840,12 +845,7 @@ spec:
     .join("---\n");
     let dir = tempfile::tempdir().unwrap();
     write(dir.path(), "gateway.yaml", &config);
-    let admitpilot = Admitpilot::start(dir.path()).await;
-    let bootstrap = bootstrap(AdsApi::Sotw, admitpilot.xds_port, NODE_ID).replace(
-        "LABELS: { app: e2e }",
-        "LABELS: { gateway.networking.k8s.io/gateway-name: gw }",
-    );
-    let envoy = EnvoyProcess::start(&binary, &bootstrap, 53_540).await;
+    let (admitpilot, envoy) = serve_gateway(&binary, dir.path(), 53_540).await;
     let http = client();
     let status = |host: &'static str, path: &'static str| {
         let http = http.clone();
@@ -934,12 +934,7 @@ spec:
     );
     let dir = tempfile::tempdir().unwrap();
     write(dir.path(), "gateway.yaml", &config);
-    let admitpilot = Admitpilot::start(dir.path()).await;
-    let bootstrap = bootstrap(AdsApi::Sotw, admitpilot.xds_port, NODE_ID).replace(
-        "LABELS: { app: e2e }",
-        "LABELS: { gateway.networking.k8s.io/gateway-name: gw }",
-    );
-    let envoy = EnvoyProcess::start(&binary, &bootstrap, 53_570).await;
+    let (admitpilot, envoy) = serve_gateway(&binary, dir.path(), 53_570).await;
     let deadline = tokio::time::Instant::now() + CONVERGE;
     let reply = loop {
         let (status, reply) =
