@@ -196,12 +196,12 @@ impl Provisioner {
             ca_pem,
             ..self.config.settings.clone()
         };
-        let wanted = wanted(snapshot, &self.config.controller, &settings);
+        let Wanted { objects, held } = wanted(snapshot, &self.config.controller, &settings);
         if !still_holds(&self.client, &self.config.leader).await {
             return;
         }
         let mut addresses: BTreeSet<(&'static str, Address)> = BTreeSet::new();
-        for object in wanted {
+        for object in objects {
             let Some((kind, address)) = address_of(&object) else {
                 continue;
             };
@@ -222,7 +222,7 @@ impl Provisioner {
             }
         }
         self.applied.retain(|key, _| addresses.contains(key));
-        self.prune(&addresses).await;
+        self.prune(&addresses, &held).await;
     }
 
     async fn apply(
@@ -239,8 +239,9 @@ impl Provisioner {
             .map(|_| ())
     }
 
-    /// Deletes the provisioned objects (by label) of the watched namespaces that no Gateway wants.
-    async fn prune(&self, wanted: &BTreeSet<(&'static str, Address)>) {
+    /// Deletes the provisioned objects (by label) of the watched namespaces that no Gateway wants, except those of
+    /// the `held` Gateways.
+    async fn prune(&self, wanted: &BTreeSet<(&'static str, Address)>, held: &BTreeSet<Address>) {
         let selector = format!("{MANAGED_BY_LABEL}={MANAGED_BY_VALUE}");
         let params = ListParams::default().labels(&selector);
         for (_, _, kind, _) in KINDS {
@@ -265,11 +266,19 @@ impl Provisioner {
                 }
             }
             for item in items {
+                let gateway = item
+                    .metadata
+                    .labels
+                    .as_ref()
+                    .and_then(|labels| labels.get(GATEWAY_NAME_LABEL))
+                    .cloned();
                 let (Some(namespace), Some(name)) = (item.metadata.namespace, item.metadata.name)
                 else {
                     continue;
                 };
-                if wanted.contains(&(kind, (namespace.clone(), name.clone()))) {
+                if wanted.contains(&(kind, (namespace.clone(), name.clone())))
+                    || gateway.is_some_and(|gateway| held.contains(&(namespace.clone(), gateway)))
+                {
                     continue;
                 }
                 let api: Api<DynamicObject> =
@@ -290,8 +299,17 @@ impl Provisioner {
     }
 }
 
-/// Every object the snapshot's provisioned Gateways of `controller`'s classes need, in apply order.
-fn wanted(snapshot: &Snapshot, controller: &str, settings: &Settings) -> Vec<Value> {
+/// What a pass makes the API server hold.
+struct Wanted {
+    /// Every object the provisioned Gateways need, in apply order.
+    objects: Vec<Value>,
+    /// The Gateways (namespace, name) whose parameters do not resolve: their objects stay as last applied, neither
+    /// updated nor deleted, so a broken ConfigMap never takes running gateways down (status says what is wrong).
+    held: BTreeSet<Address>,
+}
+
+/// What the snapshot's provisioned Gateways of `controller`'s classes need.
+fn wanted(snapshot: &Snapshot, controller: &str, settings: &Settings) -> Wanted {
     let ours: BTreeSet<&str> = snapshot
         .of_kind(Kind::GatewayClass)
         .filter_map(|object| match &object.spec {
@@ -301,25 +319,36 @@ fn wanted(snapshot: &Snapshot, controller: &str, settings: &Settings) -> Vec<Val
             _ => None,
         })
         .collect();
-    snapshot
+    let mut out = Wanted {
+        objects: Vec::new(),
+        held: BTreeSet::new(),
+    };
+    for object in snapshot
         .of_kind(Kind::KubernetesGateway)
         .filter(|object| provision::provisioned(object))
-        .flat_map(|object| match &object.spec {
-            Spec::KubernetesGateway(gateway)
-                if ours.contains(gateway.gateway_class_name.as_str())
-                    && gateway.not_accepted().is_none() =>
-            {
-                // Parameters that do not resolve: the Gateway is not accepted (status says why) and not provisioned.
-                match parameters::gateway_parameters(snapshot, object, gateway) {
-                    Ok(parameters) => {
-                        provision::objects(snapshot, (object, gateway), &parameters, settings)
-                    }
-                    Err(_) => Vec::new(),
-                }
+    {
+        let Spec::KubernetesGateway(gateway) = &object.spec else {
+            continue;
+        };
+        if !ours.contains(gateway.gateway_class_name.as_str()) || gateway.not_accepted().is_some() {
+            continue;
+        }
+        match parameters::gateway_parameters(snapshot, object, gateway) {
+            Ok(parameters) => out.objects.extend(provision::objects(
+                snapshot,
+                (object, gateway),
+                &parameters,
+                settings,
+            )),
+            Err(_) => {
+                out.held.insert((
+                    object.metadata.namespace.clone(),
+                    object.metadata.name.clone(),
+                ));
             }
-            _ => Vec::new(),
-        })
-        .collect()
+        }
+    }
+    out
 }
 
 /// Watches the provisioned Deployments (of `namespaces`, or every namespace when empty) until `stop` turns true,
@@ -499,7 +528,13 @@ spec: {gatewayClassName: other, listeners: [{name: http, port: 80, protocol: HTT
 ",
         );
         let wanted = wanted(&snapshot, "admitpilot.io/gateway-controller", &settings());
-        let addresses: BTreeSet<(&str, Address)> = wanted.iter().filter_map(address_of).collect();
+        let addresses: BTreeSet<(&str, Address)> =
+            wanted.objects.iter().filter_map(address_of).collect();
+        assert_eq!(
+            wanted.held,
+            [("apps".to_string(), "bad-parameters".to_string())].into(),
+            "kept as last applied"
+        );
         // All but the PodDisruptionBudget and the autoscaler, which only parameters ask for.
         assert_eq!(addresses.len(), KINDS.len() - 2, "{addresses:?}");
         assert!(addresses

@@ -796,8 +796,8 @@ spec:
     envoy.assert_nothing_rejected("listener sets").await;
 }
 
-/// Listener isolation (GatewayHTTPListenerIsolation): three HTTP listeners on one port, without a host name,
-/// `*.shop.test` and `api.shop.test`; a request is answered only by the routes of the most specific listener its host
+/// Listener isolation (GatewayHTTPListenerIsolation): four HTTP listeners on one port, without a host name,
+/// `*.shop.test`, `api.shop.test` and `*.docs.test`; a request is answered only by the routes of the most specific listener its host
 /// matches, even when a route of a wider listener names that host too.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_request_is_answered_by_its_most_specific_listener_only() {
@@ -834,12 +834,17 @@ spec:
   - {{name: any, port: {port}, protocol: HTTP}}
   - {{name: shop, port: {port}, protocol: HTTP, hostname: '*.shop.test'}}
   - {{name: api, port: {port}, protocol: HTTP, hostname: api.shop.test}}
+  - {{name: docs, port: {port}, protocol: HTTP, hostname: '*.docs.test'}}
 "
         ),
         // Names hosts the two narrower listeners own: it answers only for other.test.
         route("wide", "any", "[other.test, '*.shop.test', api.shop.test]"),
         route("shop", "shop", "['*.test']"),
         route("api", "api", "[]"),
+        // Every host on the listener without a host name; `*.docs.test` is the docs listener's even where its
+        // routes do not go.
+        route("catchall", "any", "[]"),
+        route("docs", "docs", "[a.docs.test]"),
         service("isolated", "default", backend.port),
     ]
     .join("---\n");
@@ -876,6 +881,11 @@ spec:
         ("api.shop.test", "/wide", 404),
         ("api.shop.test", "/shop", 404),
         ("api.shop.test", "/api", 200),
+        ("elsewhere.test", "/catchall", 200),
+        ("a.docs.test", "/docs", 200),
+        ("a.docs.test", "/catchall", 404),
+        ("b.docs.test", "/catchall", 404),
+        ("www.shop.test", "/catchall", 404),
     ];
     for (host, path, code) in expected {
         assert_eq!(status(host, path).await, code, "{host}{path}");

@@ -358,7 +358,7 @@ async fn an_applied_gateway_becomes_a_running_authenticated_envoy_and_goes_with_
 
 /// The GatewayClass's and the Gateway's parameters (ConfigMaps): what they say is on the provisioned objects, the
 /// PodDisruptionBudget and autoscaler they ask for exist while they ask, and parameters that do not parse are told
-/// on the Gateway (`Accepted` False, `InvalidParameters`, naming the key).
+/// on the Gateway (`Accepted` False, `InvalidParameters`, naming the key) while its objects stay as they were.
 const PARAMETERS: &str = "apiVersion: v1
 kind: ConfigMap
 metadata: {name: class-defaults, namespace: NS}
@@ -523,6 +523,15 @@ async fn parameters_configmaps_overlay_the_provisioned_objects() {
     )
     .await;
     let message = condition(&refused["status"]["conditions"], "Accepted")["message"].to_string();
+    // What runs the gateway stays as last provisioned: a broken ConfigMap takes nothing down.
+    let kept = wait_get(
+        &kube,
+        &["deployment", &name],
+        |d| d["kind"] == "Deployment",
+        apis,
+    )
+    .await;
+    assert_eq!(kept["metadata"]["labels"]["tier"], "core", "{kept}");
     assert!(
         message.contains(&format!(
             "ConfigMap {ns}/gw-params data.deployment: not YAML"

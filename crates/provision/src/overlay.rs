@@ -5,7 +5,8 @@
 //! * a mapping merges into a mapping key by key; a `null` removes the key;
 //! * a list of containers, volumes, environment variables, image pull secrets, volume mounts or ports merges item
 //!   by item on its merge key (`name`; `mountPath`; a container's ports by `containerPort`, a Service's by `port`),
-//!   an item with `$patch: delete` removes its match, a new item is appended;
+//!   an item with `$patch: delete` removes its match, a new item is appended; other directives (keys starting with
+//!   `$`) are dropped, never sent;
 //! * any other value (a list of tolerations, a number) replaces.
 //!
 //! Afterwards the fields that tie the objects together are put back ([`keep`]): the name, namespace, owner, the
@@ -31,6 +32,10 @@ fn merge_at(target: &mut Value, patch: &Value, field: &str) {
 
 fn merge_maps(target: &mut Map<String, Value>, patch: &Map<String, Value>, parent: &str) {
     for (key, value) in patch {
+        // Directives (`$patch`, `$retainKeys`…) are not fields: the only one read is a list item's `$patch: delete`.
+        if key.starts_with('$') {
+            continue;
+        }
         if value.is_null() {
             target.remove(key);
             continue;
@@ -65,7 +70,7 @@ fn merge_lists(target: &mut Vec<Value>, patch: &[Value], (field, key): (&str, &s
                 target.remove(i);
             }
             (None, true) => {}
-            (Some(i), false) => merge_at(&mut target[i], item, item_field),
+            (Some(i), false) => merge_at(&mut target[i], &without_directives(item), item_field),
             (None, false) => target.push(without_directives(item)),
         }
     }
@@ -82,12 +87,12 @@ fn merge_key(field: &str) -> Option<&'static str> {
     }
 }
 
-/// `value` without `$patch` directives (a new item carries none into the object).
+/// `value` without directives (keys starting with `$`): none reaches the object.
 fn without_directives(value: &Value) -> Value {
     match value {
         Value::Object(map) => Value::Object(
             map.iter()
-                .filter(|(key, _)| key.as_str() != "$patch")
+                .filter(|(key, _)| !key.starts_with('$'))
                 .map(|(key, value)| (key.clone(), without_directives(value)))
                 .collect(),
         ),
@@ -155,7 +160,9 @@ mod tests {
                     "containers": [{"name": "envoy", "resources": {"requests": {"cpu": "1"}},
                         "ports": [{"containerPort": 9901, "name": "admin"}],
                         "env": [{"name": "A", "value": "2"}, {"name": "B", "value": "b"}]},
-                        {"name": "sidecar", "image": "s:1", "$patch": "merge"}],
+                        {"name": "sidecar", "image": "s:1", "$patch": "merge"},
+                    {"name": "envoy", "$patch": "replace", "args": ["--x"]}],
+                "affinity": {"$patch": "delete"},
                     "tolerations": [{"key": "y"}],
                     "volumes": [{"name": "old", "$patch": "delete"}]}}},
             }),
@@ -181,6 +188,10 @@ mod tests {
         );
         assert_eq!(pod["tolerations"], json!([{"key": "y"}]), "replaced");
         assert_eq!(pod["volumes"], json!([{"name": "tmp", "emptyDir": {}}]));
+        assert!(
+            !target.to_string().contains('$'),
+            "no directive is sent: {target}"
+        );
     }
 
     #[test]

@@ -550,14 +550,26 @@ fn gateway_status(
         ),
         _ => programmed_condition(programmed, (any_valid, "Invalid"), (generation, now)),
     };
-    // Parameters that do not resolve (its own or its class's), an address type admitpilot cannot give: not
-    // accepted, nothing served or provisioned (model's `parameters::not_accepted`).
-    let (accepted, programmed) = match parameters::not_accepted(snapshot, object, gateway) {
+    // Parameters that are not a ConfigMap, an address type admitpilot cannot give: not accepted, nothing served or
+    // provisioned (model's `Gateway::not_accepted`). Parameters whose ConfigMap does not resolve (its own or its
+    // class's): not accepted, but its proxies keep what was last provisioned and keep being served.
+    let (accepted, programmed) = match gateway.not_accepted() {
         Some((reason, why)) => (
             condition("Accepted", false, reason, &why, generation, now),
             condition("Programmed", false, "Invalid", &why, generation, now),
         ),
-        None => (accepted, programmed),
+        None => match parameters::gateway_parameters(snapshot, object, gateway) {
+            Err((reason, why)) => {
+                let why = format!(
+                    "{why}; its proxies keep what was last provisioned for it, and are still served"
+                );
+                (
+                    condition("Accepted", false, reason, &why, generation, now),
+                    programmed,
+                )
+            }
+            Ok(_) => (accepted, programmed),
+        },
     };
     let (refs_ok, refs_reason, refs_message) =
         match gateway_refs(snapshot, object, gateway, &listeners) {

@@ -544,16 +544,16 @@ impl Translator {
         pass.referenced.extend(table.undefined().cloned());
         pass.tables.insert(name.clone(), table);
         let mut virtual_hosts = virtual_hosts;
-        if let [server] = servers {
+        for server in servers {
             add_answered_hosts(&mut virtual_hosts, server, port);
         }
         route::route_configuration(name, virtual_hosts)
     }
 }
 
-/// Adds a virtual host for each host name the one server of a route configuration answers with a fixed status
-/// (a Gateway API HTTPS listener's 421s), unless a virtual host already has that domain (the blackhole's `*`, a
-/// route's host name).
+/// Adds a virtual host for each host name a server of a route configuration answers with a fixed status (a Gateway
+/// API HTTPS listener's 421s, an HTTP listener's own host name), unless a virtual host already has that domain (the
+/// blackhole's `*`, a route's host name, an earlier server's answer).
 fn add_answered_hosts(
     virtual_hosts: &mut Vec<envoy_types::pb::envoy::config::route::v3::VirtualHost>,
     server: &BoundServer,

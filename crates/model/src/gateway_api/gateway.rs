@@ -30,8 +30,9 @@ pub struct Gateway {
 
 impl Gateway {
     /// Why the Gateway alone is not accepted as written, with the reason its `Accepted` condition gives (Gateway API
-    /// v1.6 `apis/v1/gateway_types.go`); such a Gateway is not served and no proxy is provisioned for it
-    /// ([`super::parameters::not_accepted`] adds what needs the snapshot: the ConfigMaps the parameters name):
+    /// v1.6 `apis/v1/gateway_types.go`); such a Gateway is not served and no proxy is provisioned for it (parameters
+    /// whose ConfigMap does not resolve, [`super::parameters::gateway_parameters`], are `InvalidParameters` too, but
+    /// leave the Gateway served and its objects as last provisioned):
     /// * `InvalidParameters`: a `spec.infrastructure.parametersRef` to anything but a core ConfigMap (the
     ///   parameters are "invalid or unsupported");
     /// * `UnsupportedAddress`: a `spec.addresses` entry of a type other than `IPAddress` and `Hostname`
@@ -79,10 +80,22 @@ impl Gateway {
                 frontend.get("default")?.get("validation")?,
             ),
         };
-        let ca_refs: Vec<ObjectReference> = validation
-            .get("caCertificateRefs")
-            .and_then(|refs| serde_json::from_value(refs.clone()).ok())
-            .unwrap_or_default();
+        // An entry that does not read as a reference (a folder or MCP source skips the CRD's schema) stays, as one
+        // that cannot resolve: validation configured with no usable CA refuses the listener, never serves it open.
+        let unreadable = |value: &serde_json::Value| ObjectReference {
+            group: None,
+            kind: Some("(unreadable)".into()),
+            name: value.to_string(),
+            namespace: None,
+        };
+        let ca_refs: Vec<ObjectReference> = match validation.get("caCertificateRefs") {
+            None | Some(serde_json::Value::Null) => Vec::new(),
+            Some(serde_json::Value::Array(refs)) => refs
+                .iter()
+                .map(|r| serde_json::from_value(r.clone()).unwrap_or_else(|_| unreadable(r)))
+                .collect(),
+            Some(other) => vec![unreadable(other)],
+        };
         if ca_refs.is_empty() {
             return None;
         }
@@ -410,5 +423,13 @@ mod tests {
         assert!(port.insecure_fallback);
         assert!(spec.insecure_frontend_validation());
         assert_eq!(Gateway::default().frontend_validation(443), None);
+        let unreadable: Gateway = serde_json::from_value(serde_json::json!({"tls": {"frontend": {
+            "default": {"validation": {"caCertificateRefs": [{"name": 5}]}}}}}))
+        .expect("a Gateway spec");
+        let refs = unreadable
+            .frontend_validation(443)
+            .expect("still configured")
+            .ca_refs;
+        assert_eq!(refs[0].kind.as_deref(), Some("(unreadable)"));
     }
 }

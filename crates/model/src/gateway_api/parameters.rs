@@ -131,20 +131,57 @@ pub fn gateway_parameters(
         let origin = format!("Gateway {namespace}/{} {field}", object.metadata.name);
         layers.push(overlay(snapshot, origin, (namespace, &configmap)).map_err(invalid)?);
     }
-    Ok(Parameters { layers })
+    let parameters = Parameters { layers };
+    autoscaler_bounds(&parameters).map_err(|why| ("InvalidParameters", why))?;
+    Ok(parameters)
 }
 
-/// Why Gateway `object` is not accepted, with its `Accepted` reason: what [`Gateway::not_accepted`] finds in the
-/// Gateway alone, else parameters that do not resolve ([`gateway_parameters`]). Such a Gateway is not served and no
-/// proxy is provisioned for it.
-pub fn not_accepted(
-    snapshot: &Snapshot,
-    object: &ConfigObject,
-    gateway: &Gateway,
-) -> Option<(&'static str, String)> {
-    gateway
-        .not_accepted()
-        .or_else(|| gateway_parameters(snapshot, object, gateway).err())
+/// Whether the autoscaler the layers ask for, merged (a later layer's value wins), has `1 <= minReplicas <=
+/// maxReplicas`; the error says which and where the values come from.
+fn autoscaler_bounds(parameters: &Parameters) -> Result<(), String> {
+    if !parameters.has("horizontalPodAutoscaler") {
+        return Ok(());
+    }
+    // The last layer that sets `field` wins.
+    let merged = |field: &str| {
+        parameters
+            .layers
+            .iter()
+            .rev()
+            .filter_map(|layer| {
+                layer
+                    .patches
+                    .get("horizontalPodAutoscaler")
+                    .map(|p| (layer, p))
+            })
+            .filter_map(|(layer, patch)| {
+                let value = patch.get("spec")?.get(field)?;
+                Some((value.as_i64(), layer.origin.as_str()))
+            })
+            .next()
+    };
+    let origins: Vec<&str> = parameters
+        .layers
+        .iter()
+        .filter(|layer| layer.patches.contains_key("horizontalPodAutoscaler"))
+        .map(|layer| layer.origin.as_str())
+        .collect();
+    let Some((Some(max), _)) = merged("maxReplicas").filter(|(max, _)| max.is_some_and(|m| m >= 1))
+    else {
+        return Err(format!(
+            "horizontalPodAutoscaler: the autoscaler needs spec.maxReplicas, an integer of at least 1 (from {})",
+            origins.join(", ")
+        ));
+    };
+    match merged("minReplicas") {
+        Some((Some(min), origin)) if min < 1 || min > max => Err(format!(
+            "{origin}: horizontalPodAutoscaler spec.minReplicas {min} must be between 1 and maxReplicas {max}"
+        )),
+        Some((None, origin)) => Err(format!(
+            "{origin}: horizontalPodAutoscaler spec.minReplicas must be an integer"
+        )),
+        _ => Ok(()),
+    }
 }
 
 /// The namespace (when given) and name of a `parametersRef` naming a core ConfigMap; the error says what else it
@@ -218,16 +255,6 @@ fn check_document(key: &str, document: &Value) -> Result<(), String> {
             ));
         } else if field == "spec" && !value.is_object() {
             return Err(".spec: must be a mapping".into());
-        }
-    }
-    if key == "horizontalPodAutoscaler" {
-        let max = document
-            .pointer("/spec/maxReplicas")
-            .and_then(Value::as_i64);
-        if max.is_none_or(|max| max < 1) {
-            return Err(
-                ".spec.maxReplicas: an autoscaler needs a maxReplicas of at least 1".into(),
-            );
         }
     }
     Ok(())
@@ -354,6 +381,10 @@ mod tests {
                 json!({"horizontalPodAutoscaler": "spec: {minReplicas: 2}"}),
                 "spec.maxReplicas",
             ),
+            (
+                json!({"horizontalPodAutoscaler": "spec: {minReplicas: 4, maxReplicas: 3}"}),
+                "minReplicas 4",
+            ),
             (json!({"deployment": "- a"}), "must be a YAML mapping"),
         ];
         for (data, expected) in cases {
@@ -394,6 +425,31 @@ mod tests {
 
     fn snapshot_of_class(parameters: Value) -> Snapshot {
         snapshot(vec![class(parameters)])
+    }
+
+    #[test]
+    fn the_autoscaler_is_checked_merged() {
+        let snapshot = snapshot(vec![
+            class(
+                json!({"group": "", "kind": "ConfigMap", "name": "defaults", "namespace": "admitpilot"}),
+            ),
+            configmap(
+                "admitpilot",
+                "defaults",
+                json!({"horizontalPodAutoscaler": "spec: {maxReplicas: 5}"}),
+            ),
+            configmap(
+                "apps",
+                "mine",
+                json!({"horizontalPodAutoscaler": "spec: {minReplicas: 3}"}),
+            ),
+        ]);
+        let object =
+            gateway(json!({"parametersRef": {"group": "", "kind": "ConfigMap", "name": "mine"}}));
+        assert!(
+            resolve(&snapshot, &object).is_ok(),
+            "the class's maximum, the Gateway's minimum"
+        );
     }
 
     #[test]

@@ -110,8 +110,9 @@ fn served_gateway<'a>(
     let Spec::KubernetesGateway(gateway) = &object.spec else {
         return None;
     };
-    if admitpilot_model::gateway_api::parameters::not_accepted(snapshot, object, gateway).is_some()
-    {
+    // Not served: a Gateway not accepted for what it says alone. Parameters that do not resolve (a ConfigMap) are
+    // about its deployment, not its routes: its proxies keep being served (status says what is wrong).
+    if gateway.not_accepted().is_some() {
         return None;
     }
     let class = snapshot.get(&ObjectKey::new(
@@ -532,6 +533,26 @@ impl Converted {
         let mut out = Vec::new();
         let routes = http_rules(snapshot);
         let all_served = served_listeners(snapshot, object, gateway);
+        // The host names of the listeners that are served: only those claim hosts from wider listeners and have
+        // narrower ones answer 421.
+        let serving: Vec<bool> = all_served
+            .iter()
+            .map(|served| {
+                server(
+                    snapshot,
+                    served.listener,
+                    served.owner,
+                    &object.metadata.namespace,
+                )
+                .is_some()
+                    && !frontend_tls::client_validation(
+                        snapshot,
+                        (object, gateway),
+                        served.listener,
+                    )
+                    .refused()
+            })
+            .collect();
         for served in &all_served {
             let listener = served.listener;
             let Some(mut server) =
@@ -544,6 +565,9 @@ impl Converted {
             let others = |protocols: &[&str]| -> Vec<&str> {
                 all_served
                     .iter()
+                    .zip(&serving)
+                    .filter(|(_, serving)| **serving)
+                    .map(|(other, _)| other)
                     .filter(|other| {
                         other.name != served.name
                             && other.listener.port == listener.port
@@ -567,13 +591,24 @@ impl Converted {
                 tls.ca_cert_credential_name = validation.ca_credential;
                 tls.accept_untrusted_client_certificates = validation.insecure_fallback;
             }
-            if listener.protocol == "HTTPS" {
-                server.answered_hosts =
+            let answered = match listener.protocol.as_str() {
+                "HTTPS" => {
                     attachment::misdirected(listener.hostname.as_deref(), &others(&["HTTPS"]))
-                        .into_iter()
-                        .map(|(host, status)| AnsweredHost { host, status })
-                        .collect();
-            }
+                }
+                // Its own host name answers 404 where no route of it matches, rather than falling through to a
+                // wider listener's routes (isolation).
+                "HTTP" => listener
+                    .hostname
+                    .iter()
+                    .filter(|h| !h.is_empty())
+                    .map(|h| (h.clone(), 404))
+                    .collect(),
+                _ => Vec::new(),
+            };
+            server.answered_hosts = answered
+                .into_iter()
+                .map(|(host, status)| AnsweredHost { host, status })
+                .collect();
             if listener.protocol == "TLS" && listener.terminates() {
                 out.extend(terminated_tls(
                     snapshot,
