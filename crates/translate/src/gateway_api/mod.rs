@@ -533,31 +533,27 @@ impl Converted {
         let mut out = Vec::new();
         let routes = http_rules(snapshot);
         let all_served = served_listeners(snapshot, object, gateway);
-        // The host names of the listeners that are served: only those claim hosts from wider listeners and have
-        // narrower ones answer 421.
-        let serving: Vec<bool> = all_served
+        // Each listener's Istio server and client certificate validation, once: `None` for a listener that is not
+        // served (no server, or client certificates it should validate but cannot: status says Accepted False,
+        // NoValidCACertificate). Only served listeners claim hosts from wider ones and make narrower ones answer 421.
+        let prepared: Vec<Option<(Server, frontend_tls::Verdict)>> = all_served
             .iter()
             .map(|served| {
-                server(
+                let server = server(
                     snapshot,
                     served.listener,
                     served.owner,
                     &object.metadata.namespace,
-                )
-                .is_some()
-                    && !frontend_tls::client_validation(
-                        snapshot,
-                        (object, gateway),
-                        served.listener,
-                    )
-                    .refused()
+                )?;
+                let frontend =
+                    frontend_tls::client_validation(snapshot, (object, gateway), served.listener);
+                (!frontend.refused()).then_some((server, frontend))
             })
             .collect();
-        for served in &all_served {
+        let serving: Vec<bool> = prepared.iter().map(Option::is_some).collect();
+        for (served, prepared) in all_served.iter().zip(prepared) {
             let listener = served.listener;
-            let Some(mut server) =
-                server(snapshot, listener, served.owner, &object.metadata.namespace)
-            else {
+            let Some((mut server, frontend)) = prepared else {
                 continue;
             };
             // The host names of the port's other HTTP(S) listeners (HTTPS ones for what an HTTPS listener answers
@@ -576,12 +572,6 @@ impl Converted {
                     .filter_map(|other| other.listener.hostname.as_deref())
                     .collect()
             };
-            // A listener that should validate client certificates but cannot is not served (status: Accepted
-            // False, NoValidCACertificate).
-            let frontend = frontend_tls::client_validation(snapshot, (object, gateway), listener);
-            if frontend.refused() {
-                continue;
-            }
             if let (Some(validation), Some(tls)) = (frontend.validation, server.tls.as_mut()) {
                 tls.mode = Some(if validation.insecure_fallback {
                     ServerTlsMode::OptionalMutual
